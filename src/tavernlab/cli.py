@@ -1,0 +1,53 @@
+"""The ``tavernlab`` command line.
+
+Each subsystem contributes its own sub-commands through a ``register(subparsers)`` function
+in its own module (listed in :data:`COMMAND_MODULES`); this module only assembles them, so the
+command line stays a thin surface over the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from tavernlab.errors import TavernlabError
+
+#: Modules that add sub-commands, in the order they appear in ``tavernlab --help``.
+COMMAND_MODULES = (
+    "tavernlab.demo.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser with every subsystem's sub-commands registered."""
+    parser = argparse.ArgumentParser(
+        prog="tavernlab",
+        description="Agent workspaces, sandboxed JavaScript skill scripts and git worktrees.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status.
+
+    Sub-command handlers are stored as ``func`` on the parsed namespace and return an exit
+    status. A :class:`~tavernlab.errors.TavernlabError` is printed as ``error: <code>: <message>``
+    on stderr with status 1, never as a traceback.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.func(args)
+    except TavernlabError as exc:
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
