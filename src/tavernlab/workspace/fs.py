@@ -1,0 +1,556 @@
+"""``WorkspaceFs``: the single byte-level storage port of one run or session workspace.
+
+spec/workspace.md section 5. Every caller (text tools, shell bridge, JavaScript runtime,
+persist publication) goes through this class, so the rules live in one place:
+
+* **Locking** - one reader/writer lock per workspace directory, held with ``flock`` on a lock
+  file so it also holds across processes (two kernels on the same lab never lose an update).
+  Every acquisition opens its own descriptor, which makes ``flock`` exclusive between threads
+  of one process too. Reads take it shared, mutations exclusive; a compare-and-swap check and
+  its write happen inside one exclusive section. A sequence of calls is not a transaction.
+* **Atomic writes** - content goes to a uniquely named temporary file in the target's
+  directory, is flushed, then renamed over the target; readers see old or new, never a mix.
+  tavernlab flushes to the OS but does not ``fsync`` (upstream says "flushes"; durability
+  across power loss is not part of the contract).
+* **Containment** - every touched path is walked segment by segment with ``lstat``: a symlink
+  or special file anywhere fails with ``workspace supports regular files and directories``,
+  and the nearest existing ancestor must resolve inside the canonical workspace directory
+  (``Workspace path escapes run directory``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import shutil
+import stat
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from tavernlab.errors import (
+    FileIo,
+    FileNotText,
+    InvalidData,
+    NotFound,
+    PathIsDirectory,
+    WriteConflict,
+)
+from tavernlab.paths import WorkspacePath, display
+
+#: Name of the lock file kept in every workspace directory (never a visible root).
+LOCK_FILE_NAME = ".workspace.lock"
+
+UNSUPPORTED_NODE = "workspace supports regular files and directories"
+
+
+# --- data types (section 5.1) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceFile:
+    """A text file read whole: ``bytes`` is the UTF-8 length, ``sha256`` the content digest."""
+
+    path: str
+    text: str
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceAppendResult:
+    """The full new text after an append; ``previous_sha256`` is ``None`` for a new file."""
+
+    file: WorkspaceFile
+    previous_sha256: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceMetadata:
+    """What a node is: ``kind`` ``file`` or ``directory``, its size and its times."""
+
+    kind: Literal["file", "directory"]
+    bytes: int
+    modified: datetime | None = None
+    created: datetime | None = None
+
+    @property
+    def is_dir(self) -> bool:
+        """True for a directory."""
+        return self.kind == "directory"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceDirectoryEntry:
+    """One child of a directory listing, with its metadata."""
+
+    path: str
+    metadata: WorkspaceMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceEntry:
+    """One entry of a recursive file list."""
+
+    path: str
+    kind: Literal["file", "directory"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceFileList:
+    """A bounded recursive listing; ``truncated`` says entries were left out."""
+
+    entries: list[WorkspaceEntry] = field(default_factory=list)
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WriteGuard:
+    """A compare-and-swap guard: ``Unchecked``, ``MustNotExist`` or ``MustMatchSha256(hex)``."""
+
+    kind: Literal["unchecked", "must_not_exist", "must_match_sha256"]
+    sha256: str | None = None
+
+    @classmethod
+    def unchecked(cls) -> WriteGuard:
+        """Never conflicts (the shell and scripts always write unchecked)."""
+        return _UNCHECKED
+
+    @classmethod
+    def must_not_exist(cls) -> WriteGuard:
+        """Conflicts with ``AlreadyExists`` when the target exists."""
+        return _MUST_NOT_EXIST
+
+    @classmethod
+    def must_match_sha256(cls, sha256: str) -> WriteGuard:
+        """Conflicts with ``Stale`` when the file is missing or its digest differs."""
+        return cls("must_match_sha256", sha256)
+
+
+_UNCHECKED = WriteGuard("unchecked")
+_MUST_NOT_EXIST = WriteGuard("must_not_exist")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode_text(path: str, data: bytes) -> str:
+    """Decode UTF-8 or fail with ``WorkspaceFileNotText``."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FileNotText(path) from None
+
+
+def not_found(path: WorkspacePath | str) -> NotFound:
+    """The storage ``NotFound`` for ``path``, worded as the tools report it."""
+    text = str(path)
+    return NotFound(f"workspace path `{text}` was not found.", path=text)
+
+
+def _timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _metadata_from_stat(st: os.stat_result) -> WorkspaceMetadata:
+    if stat.S_ISDIR(st.st_mode):
+        kind: Literal["file", "directory"] = "directory"
+        size = 0
+    else:
+        kind = "file"
+        size = st.st_size
+    created = getattr(st, "st_birthtime", None)
+    return WorkspaceMetadata(
+        kind=kind,
+        bytes=size,
+        modified=_timestamp(st.st_mtime),
+        created=_timestamp(created) if created is not None else None,
+    )
+
+
+# --- the lock ---------------------------------------------------------------------------
+
+
+class WorkspaceLock:
+    """A reader/writer lock over one workspace directory, valid across threads and processes.
+
+    Each acquisition opens its own descriptor on the lock file and ``flock``\\ s it, so two
+    threads of one process exclude each other exactly like two processes do.
+    """
+
+    def __init__(self, lock_path: Path) -> None:
+        self.path = lock_path
+
+    @contextlib.contextmanager
+    def _hold(self, mode: int) -> Iterator[None]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, mode)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock shared (many readers)."""
+        return self._hold(fcntl.LOCK_SH)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock exclusively (one mutation)."""
+        return self._hold(fcntl.LOCK_EX)
+
+
+# --- the port ------------------------------------------------------------------------------
+
+
+class WorkspaceFs:
+    """Byte-level storage for one workspace directory (a run, or a session's ``workspace/``).
+
+    All paths are :class:`~tavernlab.paths.WorkspacePath` values (or ``None`` for the logical
+    root in queries). Errors are the storage kinds of :mod:`tavernlab.errors`.
+    """
+
+    def __init__(self, directory: Path | str) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = Path(os.path.realpath(directory))
+        self.lock = WorkspaceLock(self.directory / LOCK_FILE_NAME)
+
+    # -- path resolution ------------------------------------------------------------------
+
+    def _host(self, path: WorkspacePath | None) -> Path:
+        return self.directory if path is None else self.directory.joinpath(*path.parts)
+
+    def _check(self, path: WorkspacePath | None) -> os.stat_result | None:
+        """Walk ``path`` with ``lstat``; return the target's stat or ``None`` if it is missing.
+
+        The walk starts at the canonical workspace directory and no segment can be ``..``, so
+        a path whose every existing component is a real directory (never a symlink) cannot
+        resolve outside it: this *is* the "nearest existing ancestor resolves inside" check,
+        done without a second ``realpath`` walk. A symlink or special file on the way fails
+        with ``workspace supports regular files and directories``; a file used as a directory
+        fails with a not-a-directory I/O error.
+        """
+        current = str(self.directory)
+        st = os.lstat(current)
+        if path is None:
+            return st
+        for part in path.parts:
+            if not stat.S_ISDIR(st.st_mode):
+                raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
+            current = f"{current}/{part}"
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                return None
+            mode = st.st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise InvalidData(UNSUPPORTED_NODE)
+        return st
+
+    def _require_parent_dir(self, path: WorkspacePath) -> None:
+        parent = path.parent
+        st = self._check(parent)
+        if st is None:
+            raise not_found(parent if parent is not None else path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise FileIo("write", path.text, OSError(errno.ENOTDIR, "Not a directory"))
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def read_file(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
+        """The file's bytes; a file over ``max_bytes`` is an error, never a truncated result."""
+        with self.lock.shared():
+            return self._read_locked(path, max_bytes)
+
+    def _read_locked(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
+        st = self._check(path)
+        if st is None:
+            raise not_found(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise PathIsDirectory(path.text)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
+        try:
+            fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise FileIo("read", path.text, exc) from None
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
+        return data
+
+    def _digest_locked(self, path: WorkspacePath) -> str | None:
+        st = self._check(path)
+        if st is None:
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            raise PathIsDirectory(path.text)
+        return sha256_hex(self._read_locked(path, None))
+
+    def metadata(self, path: WorkspacePath | None) -> WorkspaceMetadata:
+        """Metadata of a node; ``None`` is the logical root (a directory)."""
+        with self.lock.shared():
+            st = self._check(path)
+        if st is None:
+            raise not_found(display(path))
+        return _metadata_from_stat(st)
+
+    def exists(self, path: WorkspacePath) -> bool:
+        """True when a file or directory is at ``path``."""
+        with self.lock.shared():
+            return self._check(path) is not None
+
+    def read_dir(self, path: WorkspacePath | None, max_entries: int | None) -> list[
+            WorkspaceDirectoryEntry]:
+        """One level, sorted by logical path; more than ``max_entries`` children is an error."""
+        with self.lock.shared():
+            return self._read_dir_locked(path, max_entries)
+
+    def _read_dir_locked(self, path: WorkspacePath | None, max_entries: int | None,
+                         *, truncate: bool = False) -> list[WorkspaceDirectoryEntry]:
+        st = self._check(path)
+        if st is None:
+            raise not_found(display(path))
+        if not stat.S_ISDIR(st.st_mode):
+            raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
+        entries: list[WorkspaceDirectoryEntry] = []
+        with os.scandir(self._host(path)) as it:
+            for item in it:
+                if path is None and item.name == LOCK_FILE_NAME:
+                    continue
+                try:
+                    item.name.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidData(
+                        f"Workspace entry name is not UTF-8 in {display(path) or '/'}"
+                    ) from None
+                child_st = item.stat(follow_symlinks=False)
+                mode = child_st.st_mode
+                if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                    raise InvalidData(UNSUPPORTED_NODE)
+                child = item.name if path is None else f"{path.text}/{item.name}"
+                entries.append(WorkspaceDirectoryEntry(child, _metadata_from_stat(child_st)))
+        entries.sort(key=lambda e: e.path)
+        if max_entries is not None and len(entries) > max_entries:
+            raise InvalidData(
+                f"Workspace directory exceeds {max_entries} entries: {display(path)}"
+            )
+        return entries
+
+    def read_text(self, path: WorkspacePath) -> WorkspaceFile:
+        """The whole file as UTF-8 text with its digest (``WorkspaceFileNotText`` otherwise)."""
+        data = self.read_file(path, None)
+        return WorkspaceFile(path.text, decode_text(path.text, data), len(data), sha256_hex(data))
+
+    def list_files(self, path: WorkspacePath | None, depth: int, max_entries: int
+                   ) -> WorkspaceFileList:
+        """Walk depth-first down to ``depth`` levels; stop at ``max_entries`` (``truncated``).
+
+        A file path lists just that file. Order: directories first, then files, each by path.
+        """
+        with self.lock.shared():
+            st = self._check(path)
+            if st is None:
+                raise not_found(display(path))
+            if path is not None and not stat.S_ISDIR(st.st_mode):
+                return WorkspaceFileList([WorkspaceEntry(path.text, "file")], False)
+            return walk_entries(lambda p: self._read_dir_locked(p, None), path, depth,
+                                max_entries)
+
+    # -- mutations -------------------------------------------------------------------------
+
+    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
+        """Guarded atomic write; the parent must exist."""
+        with self.lock.exclusive():
+            self._write_locked(path, data, guard)
+
+    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
+        self._require_parent_dir(path)
+        st = self._check(path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise PathIsDirectory(path.text)
+        if guard.kind == "must_not_exist" and st is not None:
+            raise WriteConflict(path.text, "already_exists",
+                                actual_sha256=sha256_hex(self._read_locked(path, None)))
+        if guard.kind == "must_match_sha256":
+            actual = None if st is None else sha256_hex(self._read_locked(path, None))
+            if actual != guard.sha256:
+                raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
+                                    actual_sha256=actual)
+        self._publish(path, data)
+
+    def _publish(self, path: WorkspacePath, data: bytes) -> None:
+        target = self._host(path)
+        temp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+            os.replace(temp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise FileIo("write", path.text, exc) from None
+
+    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> None:
+        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text."""
+        data = text.encode("utf-8")
+        with self.lock.exclusive():
+            if path.parent is not None:
+                self._mkdir_locked(path.parent, recursive=True)
+            self._write_locked(path, data, guard)
+
+    def append_file(self, path: WorkspacePath, data: bytes) -> None:
+        """Native append, creating the file if missing, flushed under the lock.
+
+        A failure can leave a partial append; callers must not replay it.
+        """
+        with self.lock.exclusive():
+            self._append_locked(path, data)
+
+    def _append_locked(self, path: WorkspacePath, data: bytes) -> None:
+        self._require_parent_dir(path)
+        st = self._check(path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise PathIsDirectory(path.text)
+        try:
+            fd = os.open(self._host(path),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o644)
+            with os.fdopen(fd, "ab") as handle:
+                handle.write(data)
+                handle.flush()
+        except OSError as exc:
+            raise FileIo("append", path.text, exc) from None
+
+    def append_text(self, path: WorkspacePath, text: str) -> WorkspaceAppendResult:
+        """Append text under one lock; returns the full resulting text and the old digest."""
+        with self.lock.exclusive():
+            self._require_parent_dir(path)
+            st = self._check(path)
+            previous: str | None = None
+            before = ""
+            if st is not None:
+                if stat.S_ISDIR(st.st_mode):
+                    raise PathIsDirectory(path.text)
+                old = self._read_locked(path, None)
+                before = decode_text(path.text, old)
+                previous = sha256_hex(old)
+            self._append_locked(path, text.encode("utf-8"))
+        full = before + text
+        data = full.encode("utf-8")
+        return WorkspaceAppendResult(WorkspaceFile(path.text, full, len(data), sha256_hex(data)),
+                                     previous)
+
+    def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
+        """``mkdir`` (parent must exist, target must not) or ``mkdir -p``."""
+        with self.lock.exclusive():
+            self._mkdir_locked(path, recursive)
+
+    def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> None:
+        if not recursive:
+            self._require_parent_dir(path)
+            if self._check(path) is not None:
+                raise FileIo("create directory", path.text,
+                             OSError(errno.EEXIST, "File exists"))
+            try:
+                os.mkdir(self._host(path))
+            except OSError as exc:
+                raise FileIo("create directory", path.text, exc) from None
+            return
+        for depth in range(1, len(path.parts) + 1):
+            prefix = WorkspacePath("/".join(path.parts[:depth]))
+            st = self._check(prefix)
+            if st is None:
+                try:
+                    os.mkdir(self._host(prefix))
+                except OSError as exc:
+                    raise FileIo("create directory", prefix.text, exc) from None
+            elif not stat.S_ISDIR(st.st_mode):
+                raise FileIo("create directory", prefix.text,
+                             OSError(errno.ENOTDIR, "Not a directory"))
+
+    def remove(self, path: WorkspacePath, recursive: bool) -> None:
+        """Unlink a file; remove an empty directory, or a whole tree when ``recursive``."""
+        with self.lock.exclusive():
+            st = self._check(path)
+            if st is None:
+                raise not_found(path)
+            host = self._host(path)
+            try:
+                if not stat.S_ISDIR(st.st_mode):
+                    os.unlink(host)
+                elif recursive:
+                    self._check_tree(host)
+                    shutil.rmtree(host)
+                else:
+                    os.rmdir(host)
+            except OSError as exc:
+                raise FileIo("remove", path.text, exc) from None
+
+    def _check_tree(self, host: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(host):
+            for name in (*dirnames, *filenames):
+                mode = os.lstat(os.path.join(dirpath, name)).st_mode
+                if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                    raise InvalidData(UNSUPPORTED_NODE)
+
+    def rename(self, src: WorkspacePath, dst: WorkspacePath) -> None:
+        """Native rename to the exact target; no copy-and-delete fallback."""
+        with self.lock.exclusive():
+            if self._check(src) is None:
+                raise not_found(src)
+            self._require_parent_dir(dst)
+            self._check(dst)
+            if dst.is_strictly_under(src):
+                raise InvalidData(f"cannot move `{src.text}` into itself")
+            try:
+                os.rename(self._host(src), self._host(dst))
+            except OSError as exc:
+                raise FileIo("rename", src.text, exc) from None
+
+    def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:
+        """Copy into a staged temporary file, then replace the target; parent must exist."""
+        with self.lock.exclusive():
+            data = self._read_locked(src, None)
+            self._write_locked(dst, data, WriteGuard.unchecked())
+
+    def digest(self, path: WorkspacePath) -> str | None:
+        """The file's SHA-256, or ``None`` when it does not exist."""
+        with self.lock.shared():
+            return self._digest_locked(path)
+
+
+def walk_entries(read_dir: Callable[[WorkspacePath | None], list[WorkspaceDirectoryEntry]],
+                 start: WorkspacePath | None, depth: int, max_entries: int) -> WorkspaceFileList:
+    """Depth-first walk of ``read_dir`` down to ``depth`` levels, stopping at ``max_entries``.
+
+    Shared by the storage port and the scoped view (which walks its policy-filtered and
+    skills-mounted listing the same way). Final order: directories first, then files, each
+    group sorted by path.
+    """
+    out: list[WorkspaceEntry] = []
+
+    def visit(path: WorkspacePath | None, level: int) -> bool:
+        for entry in read_dir(path):
+            if len(out) >= max_entries:
+                return True
+            kind: Literal["file", "directory"] = entry.metadata.kind
+            out.append(WorkspaceEntry(entry.path, kind))
+            if kind == "directory" and level > 1 and visit(WorkspacePath(entry.path), level - 1):
+                return True
+        return False
+
+    truncated = visit(start, depth)
+    out.sort(key=lambda e: (e.kind != "directory", e.path))
+    return WorkspaceFileList(out, truncated)

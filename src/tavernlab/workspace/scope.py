@@ -1,0 +1,397 @@
+"""``ScopedWorkspaceFs``: an Invocation's policy view over the run's shared ``WorkspaceFs``.
+
+spec/workspace.md sections 3 and 6. Every model-side caller (tools, shell, scripts) uses this
+view, never the storage port directly. It is a view, not a copy: two views of the same run
+share one :class:`~tavernlab.workspace.fs.WorkspaceFs` and its lock.
+
+* :class:`Policy` - visible and writable roots with upstream's normalization rules.
+* :class:`SkillsMount` - the seam for the read-only ``skills/`` root: every path under
+  ``skills/`` is served by the mount (macro-projected skill files), never by the run directory.
+  :class:`EmptySkillsMount` is the mount of an Invocation with no bound skills.
+* :class:`MutationTracker` - the text-mutation tracker that feeds auto-commit, plus the set of
+  paths a caller touched (the shell reports them as ``resourceRefs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from tavernlab.errors import AccessDenied, InvalidData, NotFound, PathIsDirectory
+from tavernlab.paths import WorkspacePath, display
+from tavernlab.workspace.fs import (
+    WorkspaceAppendResult,
+    WorkspaceDirectoryEntry,
+    WorkspaceEntry,
+    WorkspaceFile,
+    WorkspaceFileList,
+    WorkspaceFs,
+    WorkspaceMetadata,
+    WriteGuard,
+    decode_text,
+    sha256_hex,
+    walk_entries,
+)
+
+#: The roots of a Chat target's default Profile (writable children, section 3.1).
+DEFAULT_ROOTS: tuple[str, ...] = ("output", "scratch", "plan", "summaries", "persist")
+#: Roots the runtime always makes visible and never writable.
+READ_ONLY_ROOTS: tuple[str, ...] = ("tool-results", "skills")
+SKILLS_ROOT = "skills"
+#: Names a Profile may not use as a root. Upstream's full V5 list is unknown; tavernlab
+#: chooses exactly this list (spec/workspace.md 3.2 rule 5): the run's hidden internals.
+RESERVED_ROOT_NAMES: frozenset[str] = frozenset({
+    "runs", "input", "invocations", "tasks", "agent-results", "model-responses", "tool-args",
+    "checkpoints", "events.jsonl", "manifest.json", "run.json",
+})
+#: Extensions (compared case-insensitively) that make a file a text file for auto-commit.
+TEXT_EXTENSIONS: frozenset[str] = frozenset({"md", "markdown", "txt", "text"})
+
+
+def is_text_file(path: WorkspacePath | str) -> bool:
+    """True when the path's extension is ``md``, ``markdown``, ``txt`` or ``text`` (any case)."""
+    name = str(path).rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return dot >= 0 and name[dot + 1 :].lower() in TEXT_EXTENSIONS
+
+
+# --- policy -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The effective visible and writable roots of an Invocation (section 3.2)."""
+
+    visible_roots: tuple[str, ...]
+    writable_roots: tuple[str, ...]
+
+    @classmethod
+    def from_profile(cls, visible: Iterable[str] = DEFAULT_ROOTS,
+                     writable: Iterable[str] = DEFAULT_ROOTS) -> Policy:
+        """Apply upstream's rules to a Profile's root lists.
+
+        Each root must be one valid path segment and not a reserved name; ``tool-results``
+        and ``skills`` are added to the visible list and removed from the writable list; both
+        lists are sorted and de-duplicated. A writable root must also be visible.
+        """
+        visible_set = {_root_name(r) for r in visible} | set(READ_ONLY_ROOTS)
+        writable_set = {_root_name(r) for r in writable} - set(READ_ONLY_ROOTS)
+        hidden = sorted(writable_set - visible_set)
+        if hidden:
+            raise InvalidData(f"Writable workspace roots must also be visible: {', '.join(hidden)}")
+        return cls(tuple(sorted(visible_set)), tuple(sorted(writable_set)))
+
+    def is_visible(self, path: WorkspacePath | None) -> bool:
+        """The logical root, a visible root, or anything below one (segment-wise)."""
+        return path is None or path.root in self.visible_roots
+
+    def is_writable(self, path: WorkspacePath | None) -> bool:
+        """A strict child of a writable root (a root itself never is), never under ``skills/``."""
+        return (path is not None and len(path.parts) > 1 and path.root in self.writable_roots
+                and path.root != SKILLS_ROOT)
+
+
+def _root_name(root: str) -> str:
+    parsed = WorkspacePath.parse(root)
+    if len(parsed.parts) != 1:
+        raise InvalidData(f"Workspace root must be a single path segment: {root}")
+    if parsed.text in RESERVED_ROOT_NAMES:
+        raise InvalidData(f"Workspace root name is reserved: {root}")
+    return parsed.text
+
+
+# --- the skills seam -------------------------------------------------------------------------
+
+
+class SkillsMount(Protocol):
+    """What the scoped view needs from the ``skills/`` mount. Paths are always under ``skills``.
+
+    Implementations serve the Invocation's bound skill packages with macro projection
+    (spec/js-and-skills.md section 9); sizes report projected lengths.
+    """
+
+    def metadata(self, path: WorkspacePath) -> WorkspaceMetadata:
+        """Metadata of ``skills`` or a node below it."""
+
+    def read_dir(self, path: WorkspacePath, max_entries: int | None
+                 ) -> list[WorkspaceDirectoryEntry]:
+        """One level below ``skills`` or a directory in it, sorted by path."""
+
+    def read_file(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
+        """The projected bytes of a skill file."""
+
+
+class EmptySkillsMount:
+    """The ``skills/`` mount of an Invocation with no bound skills: an empty directory."""
+
+    def metadata(self, path: WorkspacePath) -> WorkspaceMetadata:
+        """``skills`` is an empty directory; anything below it is not available."""
+        if len(path.parts) == 1:
+            return WorkspaceMetadata("directory", 0)
+        raise _skill_unavailable(path)
+
+    def read_dir(self, path: WorkspacePath, max_entries: int | None
+                 ) -> list[WorkspaceDirectoryEntry]:
+        """No children."""
+        self.metadata(path)
+        return []
+
+    def read_file(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
+        """``skills`` is a directory; nothing below it exists."""
+        if len(path.parts) == 1:
+            raise PathIsDirectory(path.text)
+        raise _skill_unavailable(path)
+
+
+def _skill_unavailable(path: WorkspacePath) -> NotFound:
+    return NotFound(f"Skill is not available: skills/{path.parts[1]}", path=path.text)
+
+
+# --- text-mutation tracking ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MutationTracker:
+    """``{candidate, changed}`` for auto-commit (section 6), plus every touched path.
+
+    ``touched`` collects the paths created, changed or removed through the view (rename adds
+    both ends); the shell reports them, sorted, as its ``resourceRefs``.
+    """
+
+    candidate: str | None = None
+    changed: bool = False
+    touched: set[str] = field(default_factory=set)
+
+    def wrote(self, path: WorkspacePath) -> None:
+        """A successful write, append or copy to ``path``."""
+        self.touched.add(path.text)
+        if is_text_file(path):
+            self.candidate = path.text
+            self.changed = True
+
+    def removed(self, path: WorkspacePath) -> None:
+        """``path`` (a file or a directory) was removed."""
+        self.touched.add(path.text)
+        if self.candidate is not None and _under(self.candidate, path.text):
+            self.candidate = None
+            self.changed = True
+
+    def renamed(self, src: WorkspacePath, dst: WorkspacePath) -> None:
+        """``src`` was renamed to ``dst`` (a file or a whole directory)."""
+        self.touched.update((src.text, dst.text))
+        if is_text_file(dst):
+            self.candidate = dst.text
+            self.changed = True
+        elif self.candidate is not None and _under(self.candidate, src.text):
+            moved = dst.text + self.candidate[len(src.text):]
+            self.candidate = moved if is_text_file(moved) else None
+            self.changed = True
+
+    def clear_candidate(self) -> None:
+        """Forget the candidate (a failed, cancelled or timed-out shell call)."""
+        self.candidate = None
+        self.changed = False
+
+    def reset(self) -> None:
+        """Start a new round."""
+        self.candidate = None
+        self.changed = False
+        self.touched = set()
+
+
+def _under(path: str, ancestor: str) -> bool:
+    return path == ancestor or path.startswith(ancestor + "/")
+
+
+# --- the scoped view ----------------------------------------------------------------------
+
+
+class ScopedWorkspaceFs:
+    """The Invocation's policy view: same operations as ``WorkspaceFs``, checked and tracked.
+
+    ``check`` is called before every operation (the shell and the sandbox pass a function
+    that raises :class:`~tavernlab.errors.Cancelled` once cancellation was requested, so new
+    operations fail while those already started complete).
+    """
+
+    def __init__(self, fs: WorkspaceFs, policy: Policy, *,
+                 skills: SkillsMount | None = None,
+                 tracker: MutationTracker | None = None,
+                 check: Callable[[], None] | None = None) -> None:
+        self.fs = fs
+        self.policy = policy
+        self.skills: SkillsMount = skills if skills is not None else EmptySkillsMount()
+        self.tracker = tracker if tracker is not None else MutationTracker()
+        self.check = check
+
+    def derive(self, *, tracker: MutationTracker | None = None,
+               check: Callable[[], None] | None = None) -> ScopedWorkspaceFs:
+        """The same view (same storage, policy and mount) with another tracker or check."""
+        return ScopedWorkspaceFs(self.fs, self.policy, skills=self.skills,
+                                 tracker=tracker if tracker is not None else self.tracker,
+                                 check=check)
+
+    # -- policy helpers --------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self.check is not None:
+            self.check()
+
+    def require_visible(self, path: WorkspacePath | None) -> None:
+        """Raise ``WorkspaceAccessDenied(read)`` unless ``path`` is visible."""
+        if not self.policy.is_visible(path):
+            raise AccessDenied(display(path), "read")
+
+    def require_writable(self, path: WorkspacePath | None) -> None:
+        """Raise ``WorkspaceAccessDenied(write)`` unless ``path`` is writable."""
+        if not self.policy.is_writable(path):
+            raise AccessDenied(display(path), "write")
+
+    def is_visible(self, path: WorkspacePath | None) -> bool:
+        """Whether the policy lets this Invocation read ``path``."""
+        return self.policy.is_visible(path)
+
+    def is_writable(self, path: WorkspacePath | None) -> bool:
+        """Whether the policy lets this Invocation write ``path``."""
+        return self.policy.is_writable(path)
+
+    @staticmethod
+    def _in_skills(path: WorkspacePath | None) -> bool:
+        return path is not None and path.root == SKILLS_ROOT
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def read_file(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
+        """The bytes of a visible file (projected under ``skills/``)."""
+        self._begin()
+        self.require_visible(path)
+        if self._in_skills(path):
+            return self.skills.read_file(path, max_bytes)
+        return self.fs.read_file(path, max_bytes)
+
+    def read_text(self, path: WorkspacePath) -> WorkspaceFile:
+        """A visible file as UTF-8 text with its digest."""
+        data = self.read_file(path, None)
+        return WorkspaceFile(path.text, decode_text(path.text, data), len(data), sha256_hex(data))
+
+    def metadata(self, path: WorkspacePath | None) -> WorkspaceMetadata:
+        """Metadata of the logical root or a visible node."""
+        self._begin()
+        self.require_visible(path)
+        if path is None:
+            return WorkspaceMetadata("directory", 0)
+        if self._in_skills(path):
+            return self.skills.metadata(path)
+        return self.fs.metadata(path)
+
+    def exists(self, path: WorkspacePath | None) -> bool:
+        """False for a missing path *and* for one this Invocation may not read; never raises
+        for policy reasons."""
+        if not self.policy.is_visible(path):
+            return False
+        try:
+            self.metadata(path)
+        except (NotFound, AccessDenied):
+            return False
+        return True
+
+    def read_dir(self, path: WorkspacePath | None, max_entries: int | None
+                 ) -> list[WorkspaceDirectoryEntry]:
+        """One level of a visible directory; the logical root lists exactly the visible roots.
+
+        More children (or more roots) than ``max_entries`` fails instead of truncating.
+        """
+        self._begin()
+        self.require_visible(path)
+        if path is None:
+            if max_entries is not None and len(self.policy.visible_roots) > max_entries:
+                raise InvalidData(f"Workspace directory exceeds {max_entries} entries: ")
+            return [WorkspaceDirectoryEntry(root, self.metadata(WorkspacePath(root)))
+                    for root in self.policy.visible_roots]
+        if self._in_skills(path):
+            return self.skills.read_dir(path, max_entries)
+        return self.fs.read_dir(path, max_entries)
+
+    def list_files(self, path: WorkspacePath | None, depth: int, max_entries: int
+                   ) -> WorkspaceFileList:
+        """Recursive listing of a visible path (see ``WorkspaceFs.list_files``)."""
+        self._begin()
+        self.require_visible(path)
+        if path is not None and not self._in_skills(path):
+            return self.fs.list_files(path, depth, max_entries)
+        if path is not None and not self.metadata(path).is_dir:
+            return WorkspaceFileList([WorkspaceEntry(path.text, "file")], False)
+        return walk_entries(lambda p: self.read_dir(p, None), path, depth, max_entries)
+
+    def digest(self, path: WorkspacePath) -> str | None:
+        """SHA-256 of a visible file (projected under ``skills/``), ``None`` when missing."""
+        try:
+            return sha256_hex(self.read_file(path, None))
+        except NotFound:
+            return None
+
+    # -- mutations -------------------------------------------------------------------------
+
+    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
+        """Guarded write of a writable file (parent must exist)."""
+        self._begin()
+        self.require_writable(path)
+        self.fs.write_file(path, data, guard)
+        self.tracker.wrote(path)
+
+    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> None:
+        """Guarded text write, creating missing parents."""
+        self._begin()
+        self.require_writable(path)
+        self.fs.write_text(path, text, guard)
+        self.tracker.wrote(path)
+
+    def append_file(self, path: WorkspacePath, data: bytes) -> None:
+        """Native append to a writable file (created if missing)."""
+        self._begin()
+        self.require_writable(path)
+        self.fs.append_file(path, data)
+        self.tracker.wrote(path)
+
+    def append_text(self, path: WorkspacePath, text: str) -> WorkspaceAppendResult:
+        """Text append to a writable file; returns the whole new text and the old digest."""
+        self._begin()
+        self.require_writable(path)
+        result = self.fs.append_text(path, text)
+        self.tracker.wrote(path)
+        return result
+
+    def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
+        """``mkdir`` / ``mkdir -p`` of a writable path."""
+        self._begin()
+        self.require_writable(path)
+        self.fs.create_dir(path, recursive)
+        self.tracker.touched.add(path.text)
+
+    def remove(self, path: WorkspacePath, recursive: bool) -> None:
+        """Remove a writable file or directory; clears the candidate when it goes with it."""
+        self._begin()
+        self.require_writable(path)
+        self.fs.remove(path, recursive)
+        self.tracker.removed(path)
+
+    def rename(self, src: WorkspacePath, dst: WorkspacePath) -> None:
+        """Rename between writable paths; the candidate follows the rules of section 6."""
+        self._begin()
+        self.require_writable(src)
+        self.require_writable(dst)
+        self.fs.rename(src, dst)
+        self.tracker.renamed(src, dst)
+
+    def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:
+        """Copy a visible file to a writable target (projected bytes out of ``skills/``)."""
+        self._begin()
+        self.require_visible(src)
+        self.require_writable(dst)
+        if self._in_skills(src):
+            self.fs.write_file(dst, self.skills.read_file(src, None), WriteGuard.unchecked())
+        else:
+            self.fs.copy_file(src, dst)
+        self.tracker.wrote(dst)
+
