@@ -1,0 +1,249 @@
+"""The model-facing tool machinery: results, recoverable errors, arguments and the registry.
+
+spec/workspace.md section 7.1. Tools are registered by id (``workspace.read_file``,
+``workspace.shell``, ``skill.run_script``...) with :func:`register_tool`; a run dispatches a
+call to the handler with a :class:`ToolCall` and the raw JSON arguments. Handlers return a
+:class:`ToolResult` or raise :class:`ToolError` (a recoverable tool result with an upstream
+code); storage errors are mapped to tool codes by :func:`tool_error_from_storage`. Anything
+else is an internal fault that aborts the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tavernlab.cancel import CancelToken
+from tavernlab.errors import (
+    AccessDenied,
+    NotFound,
+    PathIsDirectory,
+    TavernlabError,
+    WorkspaceError,
+)
+from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
+
+if TYPE_CHECKING:
+    from tavernlab.workspace.invocation import Invocation
+    from tavernlab.workspace.runs import Run
+
+
+class ToolError(TavernlabError):
+    """A recoverable tool failure: becomes ``{isError: true, errorCode, content}``."""
+
+    def __init__(self, code: str, message: str, *, resource_refs: Iterable[str] = (),
+                 content: str | None = None, structured: Any = None) -> None:
+        super().__init__(message, code=code)
+        self.resource_refs = list(resource_refs)
+        self.content = content
+        self.structured = structured
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool call returns to the model (and what is stored under ``tool-results/``).
+
+    ``content`` is the text the model reads, ``structured`` the JSON payload, and
+    ``resource_refs`` the workspace paths the call touched.
+    """
+
+    content: str
+    structured: Any = None
+    is_error: bool = False
+    error_code: str | None = None
+    resource_refs: list[str] = field(default_factory=list)
+    call_id: str | None = None
+    tool_id: str | None = None
+
+    @classmethod
+    def from_error(cls, error: ToolError) -> ToolResult:
+        """The recoverable result of ``error``: content = message (unless given), structured =
+        ``{error: {code, message}}`` (unless given)."""
+        return cls(
+            content=error.content if error.content is not None else error.message,
+            structured=error.structured if error.structured is not None else {
+                "error": {"code": error.code, "message": error.message}},
+            is_error=True,
+            error_code=error.code,
+            resource_refs=list(error.resource_refs),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: ``{callId, toolId, content, structured, isError, errorCode,
+        resourceRefs}``."""
+        return {
+            "callId": self.call_id,
+            "toolId": self.tool_id,
+            "content": self.content,
+            "structured": self.structured,
+            "isError": self.is_error,
+            "errorCode": self.error_code,
+            "resourceRefs": self.resource_refs,
+        }
+
+    def __repr__(self) -> str:
+        status = f"error {self.error_code}" if self.is_error else "ok"
+        return f"<ToolResult {self.tool_id} {status}: {self.content[:80]!r}>"
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One call being executed: the run, the calling Invocation, ids and its cancel token."""
+
+    run: Run
+    invocation: Invocation
+    call_id: str
+    round: int
+    tool_id: str
+    token: CancelToken = field(default_factory=CancelToken)
+
+
+ToolHandler = Callable[[ToolCall, "Arguments"], ToolResult]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A registered tool: its id, handler, whether it mutates the workspace, its description.
+
+    ``available`` returns ``None`` when the tool may run for this call, else the
+    ``(code, message)`` to refuse it with (for example ``workspace.commit`` in a Session run).
+    """
+
+    id: str
+    handler: ToolHandler
+    mutating: bool
+    description: str
+    available: Callable[[ToolCall], tuple[str, str] | None] | None = None
+
+    @property
+    def model_name(self) -> str:
+        """The name the model sees: dots replaced by underscores (``workspace_read_file``)."""
+        return self.id.replace(".", "_")
+
+
+TOOLS: dict[str, ToolSpec] = {}
+
+
+def register_tool(spec: ToolSpec) -> ToolSpec:
+    """Add a tool to the registry (ids are unique)."""
+    if spec.id in TOOLS:
+        raise ValueError(f"tool {spec.id} is already registered")
+    TOOLS[spec.id] = spec
+    return spec
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+class Arguments:
+    """A tool's JSON arguments with an allow-list: unknown keys, wrong types and missing
+    required keys all fail with ``tool.invalid_arguments``.
+
+    (Upstream confirms the allow-list for ``read_file`` and ``shell``; tavernlab applies it to
+    every tool, as spec/workspace.md 7.1 chooses.)
+    """
+
+    def __init__(self, raw: Any, allowed: Iterable[str]) -> None:
+        if not isinstance(raw, Mapping):
+            raise invalid_arguments("arguments must be a JSON object")
+        allowed_set = set(allowed)
+        unknown = sorted(k for k in raw if k not in allowed_set)
+        if unknown:
+            raise invalid_arguments(f"unknown argument `{unknown[0]}`")
+        self.raw: Mapping[str, Any] = raw
+
+    def has(self, key: str) -> bool:
+        """Whether the key is present (even with a null value)."""
+        return key in self.raw
+
+    def string(self, key: str, *, required: bool = False, default: str | None = None,
+               missing: str | None = None) -> str | None:
+        """A string argument; ``missing`` overrides the message for an absent required key."""
+        value = self.raw.get(key)
+        if value is None:
+            if required:
+                raise invalid_arguments(missing or f"{key} is required")
+            return default
+        if not isinstance(value, str):
+            raise invalid_arguments(f"{key} must be a string")
+        return value
+
+    def integer(self, key: str, *, default: int | None = None) -> int | None:
+        """An integer argument (JSON numbers with no fractional part; booleans are refused)."""
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise invalid_arguments(f"{key} must be an integer")
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise invalid_arguments(f"{key} must be an integer")
+            value = int(value)
+        return value
+
+    def boolean(self, key: str, *, default: bool = False) -> bool:
+        """A boolean argument."""
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise invalid_arguments(f"{key} must be a boolean")
+        return value
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The raw JSON value."""
+        return self.raw.get(key, default)
+
+
+def invalid_arguments(message: str) -> ToolError:
+    """``tool.invalid_arguments`` with ``message``."""
+    return ToolError("tool.invalid_arguments", message)
+
+
+# --- storage errors -> tool errors -------------------------------------------------------------
+
+
+def parse_tool_path(text: str) -> WorkspacePath:
+    """Parse a tool's ``path`` argument; a failure is ``workspace.invalid_path``."""
+    try:
+        return WorkspacePath.parse(text)
+    except InvalidWorkspacePath as exc:
+        raise ToolError("workspace.invalid_path", exc.message) from None
+
+
+def path_is_directory(path: str) -> ToolError:
+    """``workspace.path_is_directory`` with upstream's wording."""
+    return ToolError(
+        "workspace.path_is_directory",
+        f"workspace path `{path}` is a directory; call workspace_list_files to list its "
+        "contents and re-target a specific file.",
+    )
+
+
+def file_not_found(path: str, *, code: str = "workspace.file_not_found") -> ToolError:
+    """``workspace.file_not_found`` (or ``workspace.path_not_found``). Upstream wording is
+    unknown; tavernlab chooses ``workspace path `<path>` was not found.``"""
+    return ToolError(code, f"workspace path `{path}` was not found.")
+
+
+def tool_error_from_storage(error: WorkspaceError, path: str, *,
+                            not_found_code: str = "workspace.file_not_found") -> ToolError:
+    """Map a storage error to the common tool codes of spec/workspace.md 7.1."""
+    if isinstance(error, InvalidWorkspacePath):
+        return ToolError("workspace.invalid_path", error.message)
+    if isinstance(error, AccessDenied):
+        return ToolError(error.code, error.message)
+    if isinstance(error, PathIsDirectory):
+        return path_is_directory(error.path or path)
+    if isinstance(error, NotFound):
+        if error.message.startswith("Skill is not available"):
+            return ToolError(not_found_code, error.message)
+        return file_not_found(path, code=not_found_code)
+    return ToolError(error.code, error.message)
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON with non-ASCII kept (how results are embedded in content)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
