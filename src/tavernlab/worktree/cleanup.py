@@ -1,0 +1,88 @@
+"""``worktree.cleanup`` (spec section 2.3): stop services, tear down, remove, delete branch.
+
+Removal never discards work silently: without a discard flag git's own cleanliness check
+decides; with flags, every kind of change must be authorized by its own flag.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from tavernlab.worktree.config import load_committed_config
+from tavernlab.worktree.environment import HookContext
+from tavernlab.worktree.errors import WorktreeNotRemovableError
+from tavernlab.worktree.git import git
+from tavernlab.worktree.hooks import run_teardown
+from tavernlab.worktree.removal import remove_worktree_fast
+from tavernlab.worktree.services import dispose_supervisor
+from tavernlab.worktree.tree import tree_status
+
+PREFIX = "worktree.cleanup"
+
+
+def teardown_worktree(repo_root: str, cwd: str, branch: str | None, base: str) -> None:
+    """Run the committed teardown hooks; nothing here ever blocks removal.
+
+    Any config load error counts as "no config"; failures are reported on stderr.
+    """
+    try:
+        config = load_committed_config(repo_root, base)
+    except Exception:
+        config = None
+    if config is None or not config.teardown_commands:
+        return
+    try:
+        runs = run_teardown(config.teardown_commands, HookContext(repo_root, cwd, branch or ""))
+    except Exception as exc:
+        print(f"{PREFIX}: teardown hook error (ignored): {exc}", file=sys.stderr)
+        return
+    for run in runs:
+        if run.result.exit_code != 0:
+            detail = run.result.stderr.strip() or run.result.stdout.strip()
+            print(f"{PREFIX}: teardown '{run.command}' exited {run.result.exit_code} "
+                  f"(ignored): {detail}", file=sys.stderr)
+
+
+def remove_checked(repo_root: str, cwd: str, *, discard_untracked: bool,
+                   discard_modified: bool) -> None:
+    """Remove the worktree through fast removal, honouring the discard flags."""
+    if not discard_untracked and not discard_modified:
+        try:
+            remove_worktree_fast(repo_root, cwd)
+        except Exception as exc:
+            raise WorktreeNotRemovableError(cwd, [], str(exc)) from exc
+        return
+    state = tree_status(cwd, repo_root=repo_root)
+    if state["state"] == "clean":
+        remove_worktree_fast(repo_root, cwd)
+        return
+    blocked = []
+    if state["untracked"] > 0 and not discard_untracked:
+        blocked.append("untracked")
+    if (state["modified"] > 0 or state["staged"] > 0) and not discard_modified:
+        blocked.append("modified")
+    if blocked:
+        raise WorktreeNotRemovableError(cwd, blocked)
+    remove_worktree_fast(repo_root, cwd, force=True)
+
+
+def cleanup_worktree(repo_root: str, cwd: str, *, branch: str | None = None,
+                     delete_branch: bool = False, base: str = "origin/main",
+                     run_teardown_hooks: bool = True, discard_untracked: bool = False,
+                     discard_modified: bool = False) -> dict[str, Any]:
+    """Stop services, run teardown, remove the worktree and optionally delete its branch.
+
+    Returns ``{removed: true}``; a refusal raises :class:`WorktreeNotRemovableError`. A
+    branch deletion error propagates even though the worktree is already gone.
+    """
+    root = os.path.abspath(repo_root)
+    dispose_supervisor(cwd)
+    if run_teardown_hooks:
+        teardown_worktree(root, cwd, branch, base)
+    remove_checked(root, cwd, discard_untracked=discard_untracked,
+                   discard_modified=discard_modified)
+    if delete_branch and branch:
+        git(root, ["branch", "-D", branch])
+    return {"removed": True}

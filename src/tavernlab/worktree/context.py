@@ -1,0 +1,104 @@
+"""Ambient provisioning context and progress events (spec section 6.3).
+
+A caller (an orchestrator, a notebook cell, the CLI) wraps a provision in
+:func:`run_with_provision_context` to give it a caller key for fair queueing, a cancel
+signal and a progress observer. Provisioning reads this ambient signal rather than a tool
+runner's timeout, so a long install is never cancelled by a generic deadline.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict, TypeVar
+
+from tavernlab.worktree.cancel import CancelSignal
+
+Phase = Literal["worktree", "clone", "deps", "copy", "setup"]
+Outcome = Literal["ok", "failed", "cancelled"]
+
+
+class QueuedEvent(TypedDict):
+    """``{kind: "queued", position, phase}`` — the position in the queue changed."""
+
+    kind: Literal["queued"]
+    position: int
+    phase: Phase
+
+
+class StartedEvent(TypedDict):
+    """``{kind: "started", phase}`` — a slot was granted; the first heavy phase starts."""
+
+    kind: Literal["started"]
+    phase: Phase
+
+
+class PhaseEvent(TypedDict):
+    """``{kind: "phase", phase}`` — a heavy phase begins."""
+
+    kind: Literal["phase"]
+    phase: Phase
+
+
+class DoneEvent(TypedDict):
+    """``{kind: "done", outcome}`` — provisioning finished."""
+
+    kind: Literal["done"]
+    outcome: Outcome
+
+
+ProgressEvent = QueuedEvent | StartedEvent | PhaseEvent | DoneEvent
+ProgressObserver = Callable[[ProgressEvent], Any]
+
+
+@dataclass(frozen=True)
+class ProvisionContext:
+    """``{callerKey?, signal?, onProgress?}`` for the provisions run inside it."""
+
+    caller_key: str | None = None
+    signal: CancelSignal | None = None
+    on_progress: ProgressObserver | None = None
+
+    def emit(self, event: ProgressEvent) -> None:
+        """Deliver a progress event; observer exceptions are swallowed."""
+        if self.on_progress is None:
+            return
+        try:
+            self.on_progress(event)
+        except Exception:
+            pass
+
+
+_current: contextvars.ContextVar[ProvisionContext | None] = contextvars.ContextVar(
+    "tavernlab_provision_context", default=None)
+
+T = TypeVar("T")
+
+
+def current_provision_context() -> ProvisionContext | None:
+    """The ambient context, or ``None`` outside :func:`run_with_provision_context`."""
+    return _current.get()
+
+
+def run_with_provision_context(context: ProvisionContext, fn: Callable[[], T]) -> T:
+    """Call ``fn`` with ``context`` as the ambient provisioning context.
+
+    For a coroutine function the context is set inside the returned coroutine, so it stays
+    visible across every ``await`` of that call and is absent outside it.
+    """
+    if inspect.iscoroutinefunction(fn):
+        async def run_async() -> Any:
+            token = _current.set(context)
+            try:
+                return await fn()
+            finally:
+                _current.reset(token)
+
+        return run_async()  # type: ignore[return-value]
+    token = _current.set(context)
+    try:
+        return fn()
+    finally:
+        _current.reset(token)

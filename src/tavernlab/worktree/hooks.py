@@ -1,0 +1,134 @@
+"""Lifecycle hooks from the committed ``agentproto.json`` (spec section 3.5).
+
+Setup hooks run in order through the shell in the worktree; a failure raises
+:class:`HookError` with a filtered tail of the output. Teardown hooks never raise. Every run
+can be appended to a log file, so a long install's full output survives the error message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.worktree.environment import (
+    HookContext,
+    hook_environment,
+    non_interactive_defaults,
+    turbo_cache_dir,
+)
+from tavernlab.worktree.errors import HookError, ProvisionCancelledError
+from tavernlab.worktree.process import RunResult, run_shell
+
+#: Lines of hook output kept in a HookError message.
+TAIL_LINES = 60
+
+_NOISE = (
+    re.compile(r"Failed to replace env in config: \$\{NODE_AUTH_TOKEN\}"),
+    re.compile(r'^\s*WARN\s+Issue while reading ".*\.npmrc"\.?\s*$'),
+)
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """One executed hook command and its result."""
+
+    command: str
+    result: RunResult
+
+    def to_json(self) -> dict[str, Any]:
+        """``{command, result: {exitCode, stdout, stderr}}``."""
+        return {"command": self.command, "result": self.result.to_json()}
+
+
+def hook_error_message(phase: str, run: HookRun, log_path: str | None) -> str:
+    """Line 1 names the command; then the last 60 meaningful output lines; then the log."""
+    streams = [text for text in (run.result.stdout, run.result.stderr) if text]
+    lines = "\n".join(streams).split("\n")
+    kept = [line for line in lines if not any(noise.search(line) for noise in _NOISE)]
+    tail = "\n".join(kept[-TAIL_LINES:]).strip() or "(no output captured)"
+    message = f"worktree {phase} hook failed (exit {run.result.exit_code}): {run.command}\n{tail}"
+    if log_path is not None:
+        message += f"\n\n(full hook output: {log_path})"
+    return message
+
+
+def append_hook_log(log_path: str | os.PathLike[str] | None, run: HookRun) -> None:
+    """Append ``$ <cmd>``, stdout, stderr and ``(exit <N>)`` to the log; errors swallowed."""
+    if log_path is None:
+        return
+    parts = [f"$ {run.command}", run.result.stdout.rstrip("\n"),
+             run.result.stderr.rstrip("\n"), f"(exit {run.result.exit_code})"]
+    record = "\n".join(part for part in parts if part) + "\n\n"
+    try:
+        path = Path(log_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(record)
+    except OSError:
+        pass
+
+
+def setup_environment(ctx: HookContext) -> dict[str, str]:
+    """Hook variables + ``TURBO_CACHE_DIR`` + the non-interactive defaults."""
+    env = non_interactive_defaults()
+    env.update(hook_environment(ctx))
+    env["TURBO_CACHE_DIR"] = turbo_cache_dir()
+    return env
+
+
+def teardown_environment(ctx: HookContext) -> dict[str, str]:
+    """Hook variables + the non-interactive defaults (no ``TURBO_CACHE_DIR``)."""
+    env = non_interactive_defaults()
+    env.update(hook_environment(ctx))
+    return env
+
+
+def run_setup(
+    commands: Sequence[str],
+    ctx: HookContext,
+    *,
+    log_path: str | None = None,
+    retry_on_failure: bool = False,
+    signal: CancelSignal | None = None,
+) -> list[HookRun]:
+    """Run the setup hooks in the worktree; raise :class:`HookError` on a final failure.
+
+    With ``retry_on_failure`` a failing command runs once more, logged as
+    ``<cmd> (retry 1/1)``. Upstream detail unknown for cancellation: tavernlab kills the
+    running hook's process group and raises :class:`ProvisionCancelledError`.
+    """
+    env = setup_environment(ctx)
+    runs: list[HookRun] = []
+    for command in commands:
+        attempts = [command, f"{command} (retry 1/1)"] if retry_on_failure else [command]
+        for label in attempts:
+            result = run_shell(command, cwd=ctx.worktree, env=env, signal=signal)
+            run = HookRun(command=label, result=result)
+            append_hook_log(log_path, run)
+            if signal is not None and signal.cancelled:
+                raise ProvisionCancelledError()
+            if result.exit_code == 0:
+                break
+        final = HookRun(command=command, result=result)
+        runs.append(final)
+        if result.exit_code != 0:
+            raise HookError(hook_error_message("setup", final, log_path), phase="setup",
+                            command=command, result=result, log_path=log_path)
+    return runs
+
+
+def run_teardown(commands: Sequence[str], ctx: HookContext, *,
+                 log_path: str | None = None) -> list[HookRun]:
+    """Run the teardown hooks in order without retry; never raises on a non-zero exit."""
+    env = teardown_environment(ctx)
+    runs = []
+    for command in commands:
+        run = HookRun(command=command, result=run_shell(command, cwd=ctx.worktree, env=env))
+        append_hook_log(log_path, run)
+        runs.append(run)
+    return runs

@@ -1,0 +1,329 @@
+"""The provisioning scheduler (spec section 6): a fair, capped FIFO for heavy phases.
+
+``worktree.provision`` runs its heavy phases (clone, deps, copy, setup) under one slot of a
+process-wide queue, so a burst of agents does not start twenty ``pnpm install`` at once. The
+queue is fair across callers (the caller holding the fewest slots goes first), respects
+per-repository caps and can hold new work while the host's load average is too high.
+
+The core is non-blocking: :meth:`ProvisionScheduler.request` returns a
+:class:`concurrent.futures.Future` that resolves to a :class:`Lease` when a slot is granted;
+:meth:`ProvisionScheduler.acquire` waits for it. Grants happen synchronously inside
+``request``/``release``/``configure``/cancel, so their order is deterministic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.worktree.errors import ProvisionCancelledError
+
+#: A cap with no limit.
+UNLIMITED = math.inf
+DEFAULT_CONCURRENCY = 2
+CONCURRENCY_ENV = "AGENTPROTO_WORKTREES_PROVISION_CONCURRENCY"
+
+
+@dataclass(frozen=True)
+class ProvisionLimits:
+    """``{concurrency, perRepo, loadFactor}``; ``math.inf`` means no cap, 0 disables the guard."""
+
+    concurrency: float = DEFAULT_CONCURRENCY
+    per_repo: Mapping[str, float] = field(default_factory=dict)
+    load_factor: float = 0.0
+
+
+def parse_cap(value: Any) -> float | None:
+    """A cap: an integer >= 0 (or a non-blank numeric string); 0 → unlimited; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    if value < 0 or value != int(value):
+        return None
+    return UNLIMITED if value == 0 else float(int(value))
+
+
+def _repo_key(raw: str, home: str) -> str:
+    key = raw.strip()
+    if key == "~" or key.startswith("~/"):
+        key = home + key[1:]
+    if "/" in key or "\\" in key:
+        key = os.path.abspath(key)
+    return key
+
+
+def parse_provision_limits(section: Any, env: Mapping[str, str] | None = None) -> ProvisionLimits:
+    """Limits from the ``worktrees`` object of ``~/.agentproto/config.json``; never raises.
+
+    ``AGENTPROTO_WORKTREES_PROVISION_CONCURRENCY`` (if valid) wins over
+    ``provisionConcurrency``; ``provisionConcurrencyByRepo`` gives per-repo caps keyed by an
+    absolute path (``~`` expanded) or a bare directory name; ``provisionLoadFactor`` is a
+    finite number > 0, else 0 (guard off).
+    """
+    data = section if isinstance(section, dict) else {}
+    environ = os.environ if env is None else env
+    concurrency = parse_cap(environ.get(CONCURRENCY_ENV))
+    if concurrency is None:
+        concurrency = parse_cap(data.get("provisionConcurrency"))
+    if concurrency is None:
+        concurrency = DEFAULT_CONCURRENCY
+    per_repo: dict[str, float] = {}
+    raw_repos = data.get("provisionConcurrencyByRepo")
+    if isinstance(raw_repos, dict):
+        home = str(Path.home())
+        for raw_key, raw_value in raw_repos.items():
+            if not isinstance(raw_key, str) or not raw_key.strip():
+                continue
+            cap = parse_cap(raw_value)
+            if cap is not None:
+                per_repo[_repo_key(raw_key, home)] = cap
+    factor = data.get("provisionLoadFactor")
+    load_factor = (
+        float(factor)
+        if isinstance(factor, int | float) and not isinstance(factor, bool)
+        and math.isfinite(factor) and factor > 0
+        else 0.0
+    )
+    return ProvisionLimits(concurrency=concurrency, per_repo=per_repo, load_factor=load_factor)
+
+
+def load_provision_limits(env: Mapping[str, str] | None = None) -> ProvisionLimits:
+    """Limits from ``~/.agentproto/config.json`` (``worktrees``) plus the environment.
+
+    A missing or unreadable file counts as no configuration.
+    """
+    try:
+        config = json.loads((Path.home() / ".agentproto" / "config.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    section = config.get("worktrees") if isinstance(config, dict) else None
+    return parse_provision_limits(section, env)
+
+
+class Lease:
+    """A granted slot; :meth:`release` is idempotent."""
+
+    def __init__(self, scheduler: ProvisionScheduler, repo_key: str, caller_key: str) -> None:
+        self._scheduler = scheduler
+        self.repo_key = repo_key
+        self.caller_key = caller_key
+        self._released = False
+
+    def release(self) -> None:
+        """Give the slot back (only the first call counts) and admit the next waiter."""
+        self._scheduler._release(self)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@dataclass(eq=False)
+class _Waiter:
+    repo_key: str
+    caller_key: str
+    seq: int
+    future: Future[Lease]
+    on_queued: Callable[[int], None] | None
+    reported: int = 0
+    unsubscribe: Callable[[], None] | None = None
+
+
+class ProvisionScheduler:
+    """A fair FIFO with a global cap, per-repository caps and a load-average guard.
+
+    ``load_average`` and ``cpu_count`` are injectable so the guard can be exercised on any
+    host; the guard's re-check timer is a daemon thread and never keeps the process alive.
+    """
+
+    def __init__(self, limits: ProvisionLimits | None = None, *,
+                 load_average: Callable[[], float] | None = None,
+                 cpu_count: Callable[[], int] | None = None,
+                 load_poll_ms: float = 5000) -> None:
+        self._lock = threading.RLock()
+        self._limits = limits or ProvisionLimits()
+        self._running: list[Lease] = []
+        self._queue: list[_Waiter] = []
+        self._seq = itertools.count()
+        self._load_average = load_average or (lambda: os.getloadavg()[0])
+        self._cpu_count = cpu_count or (lambda: os.cpu_count() or 1)
+        self.load_poll_ms = load_poll_ms
+        self._timer: threading.Timer | None = None
+
+    @property
+    def limits(self) -> ProvisionLimits:
+        """The limits in force."""
+        return self._limits
+
+    def configure(self, limits: ProvisionLimits) -> None:
+        """Replace the limits; raising admits waiters at once, lowering interrupts nothing."""
+        with self._lock:
+            self._limits = limits
+        self._dispatch()
+
+    def snapshot(self) -> dict[str, float]:
+        """``{running, queued, limit}`` (``limit`` is ``math.inf`` when unlimited)."""
+        with self._lock:
+            return {"running": len(self._running), "queued": len(self._queue),
+                    "limit": self._limits.concurrency}
+
+    @property
+    def timer_armed(self) -> bool:
+        """Whether a load-guard re-check is pending."""
+        return self._timer is not None
+
+    def request(self, repo_key: str, caller_key: str = "anonymous",
+                signal: CancelSignal | None = None,
+                on_queued: Callable[[int], None] | None = None) -> Future[Lease]:
+        """Queue for a slot; the future resolves to a :class:`Lease` or fails with
+        :class:`ProvisionCancelledError`. An already-cancelled signal never queues."""
+        future: Future[Lease] = Future()
+        if signal is not None and signal.cancelled:
+            future.set_exception(ProvisionCancelledError())
+            return future
+        waiter = _Waiter(repo_key, caller_key, next(self._seq), future, on_queued)
+        with self._lock:
+            self._queue.append(waiter)
+        if signal is not None:
+            waiter.unsubscribe = signal.on_cancel(lambda: self._cancel(waiter))
+        self._dispatch()
+        return future
+
+    def acquire(self, repo_key: str, caller_key: str = "anonymous",
+                signal: CancelSignal | None = None,
+                on_queued: Callable[[int], None] | None = None) -> Lease:
+        """Wait for a slot (see :meth:`request`)."""
+        return self.request(repo_key, caller_key, signal, on_queued).result()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _cancel(self, waiter: _Waiter) -> None:
+        with self._lock:
+            if waiter not in self._queue:
+                return  # granted already: cancelling after the grant does nothing
+            self._queue.remove(waiter)
+        waiter.future.set_exception(
+            ProvisionCancelledError("worktree provisioning cancelled while queued"))
+        self._dispatch()
+
+    def _release(self, lease: Lease) -> None:
+        with self._lock:
+            if lease._released:
+                return
+            lease._released = True
+            self._running.remove(lease)
+        self._dispatch()
+
+    def _projected_order(self) -> list[_Waiter]:
+        held: dict[str, int] = {}
+        for lease in self._running:
+            held[lease.caller_key] = held.get(lease.caller_key, 0) + 1
+        remaining = list(self._queue)
+        order = []
+        while remaining:
+            pick = min(remaining, key=lambda w: (held.get(w.caller_key, 0), w.seq))
+            remaining.remove(pick)
+            order.append(pick)
+            held[pick.caller_key] = held.get(pick.caller_key, 0) + 1
+        return order
+
+    def _repo_cap(self, repo_key: str) -> float:
+        per_repo = self._limits.per_repo
+        if repo_key in per_repo:
+            cap = per_repo[repo_key]
+        else:
+            cap = per_repo.get(os.path.basename(repo_key.rstrip("/\\")), UNLIMITED)
+        return min(cap, self._limits.concurrency)
+
+    def _load_blocked(self) -> bool:
+        factor = self._limits.load_factor
+        if factor <= 0 or not self._running:
+            return False
+        try:
+            return self._load_average() > self._cpu_count() * factor
+        except OSError:
+            return False
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None:
+            return
+        timer = threading.Timer(self.load_poll_ms / 1000, self._on_timer)
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        granted: list[tuple[_Waiter, Lease]] = []
+        notices: list[tuple[Callable[[int], None], int]] = []
+        with self._lock:
+            while self._queue and len(self._running) < self._limits.concurrency:
+                if self._load_blocked():
+                    self._arm_timer()
+                    break
+                pick = None
+                for waiter in self._projected_order():
+                    in_repo = sum(1 for lease in self._running
+                                  if lease.repo_key == waiter.repo_key)
+                    if in_repo < self._repo_cap(waiter.repo_key):
+                        pick = waiter
+                        break
+                if pick is None:
+                    break
+                self._queue.remove(pick)
+                lease = Lease(self, pick.repo_key, pick.caller_key)
+                self._running.append(lease)
+                granted.append((pick, lease))
+            if not self._queue and self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            for index, waiter in enumerate(self._projected_order(), start=1):
+                if waiter.on_queued is not None and waiter.reported != index:
+                    waiter.reported = index
+                    notices.append((waiter.on_queued, index))
+        for waiter, lease in granted:
+            if waiter.unsubscribe is not None:
+                waiter.unsubscribe()
+            waiter.future.set_result(lease)
+        for callback, position in notices:
+            try:
+                callback(position)
+            except Exception:  # observers never break the queue
+                pass
+
+
+_scheduler: ProvisionScheduler | None = None
+_scheduler_lock = threading.Lock()
+
+
+def provision_scheduler() -> ProvisionScheduler:
+    """The process-wide scheduler, created on first use from ``~/.agentproto/config.json``
+    and ``AGENTPROTO_WORKTREES_PROVISION_CONCURRENCY``."""
+    global _scheduler
+    with _scheduler_lock:
+        if _scheduler is None:
+            _scheduler = ProvisionScheduler(load_provision_limits())
+        return _scheduler
