@@ -1,0 +1,205 @@
+"""spec/worktree.md 2.1: worktree.provision on real repositories."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tavernlab.worktree import (
+    ProvisionContext,
+    ToolError,
+    call_tool,
+    invoke_tool,
+    provision,
+    provision_scheduler,
+    run_with_provision_context,
+)
+from tavernlab.worktree.errors import GitError
+from tavernlab.worktree.listing import worktree_git_dir
+from tavernlab.worktree.provision import read_creation_marker
+
+from .conftest import Repo
+
+
+def test_defaults_with_explicit_base(repo: Repo) -> None:
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "test-feature",
+                                           "base": "main"})
+    assert out["branch"] == "wt/test-feature"
+    assert out["cwd"].endswith("_worktrees/test-feature")
+    assert out["cwd"] == str(repo.path.parent / "_worktrees" / "test-feature")
+    assert repo.branches("wt/test-feature")
+
+
+def test_default_base_is_origin_main(repo: Repo) -> None:
+    repo.commit({"local-only.txt": "x"}, push=False)
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "from-origin"})
+    assert not Path(out["cwd"], "local-only.txt").exists()
+    assert Path(out["cwd"], "README.md").read_text() == "hello\n"
+
+
+def test_custom_branch_and_dir_returned_verbatim(repo: Repo, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "wt"
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "custom",
+                                           "base": "main", "branch": "feat/custom",
+                                           "dir": str(target)})
+    assert out == {"cwd": str(target), "branch": "feat/custom"}
+
+
+def test_missing_base_has_no_fallback(repo: Repo) -> None:
+    with pytest.raises(GitError, match=r"^git worktree add -b wt/nobase .* nope failed \(exit"):
+        call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "nobase",
+                                         "base": "nope"})
+    assert not (repo.path.parent / "_worktrees" / "nobase").exists()
+
+
+def test_creation_marker(repo: Repo) -> None:
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "marked"})
+    git_dir = worktree_git_dir(out["cwd"])
+    assert git_dir is not None
+    marker = json.loads((git_dir / "agentproto-worktree.json").read_text())
+    assert re.match(r"^wt_[0-9a-f]{8}$", marker["worktreeId"])
+    assert re.match(r"^\d{4}-\d{2}-\d{2}T", marker["createdAt"])
+    assert "createdBySessionId" not in marker
+    assert read_creation_marker(out["cwd"]) == marker
+    assert repo.git("-C", out["cwd"], "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("slug", ["Bad", "-x", "a/b", ""])
+def test_bad_slugs_are_rejected_before_anything_changes(repo: Repo, slug: str) -> None:
+    before = repo.worktree_list()
+    with pytest.raises(ToolError) as caught:
+        call_tool("worktree.provision", {"repoRoot": repo.root, "slug": slug})
+    assert caught.value.code == "input_invalid"
+    assert "slug must be lowercase kebab-case" in caught.value.message
+    assert repo.worktree_list() == before
+    assert not (repo.path.parent / "_worktrees").exists()
+    envelope = invoke_tool("worktree.provision", {"repoRoot": repo.root, "slug": slug})
+    assert envelope["ok"] is False and envelope["error"]["code"] == "input_invalid"
+
+
+def test_unknown_and_relative_inputs_rejected(repo: Repo) -> None:
+    with pytest.raises(ToolError, match="depsCMD"):
+        call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "x", "depsCMD": "x"})
+    with pytest.raises(ToolError, match="repoRoot must be an absolute path"):
+        call_tool("worktree.provision", {"repoRoot": "relative", "slug": "x"})
+    with pytest.raises(ToolError, match="unknown tool: worktree.nope"):
+        call_tool("worktree.nope", {})
+
+
+def test_link_paths_exist_before_deps_and_never_clobber(repo: Repo) -> None:
+    (repo.path / "shared-cache").mkdir()
+    (repo.path / "keep-me").mkdir()
+    repo.commit({"keep-me/tracked.txt": "tracked"})
+    out = call_tool("worktree.provision", {
+        "repoRoot": repo.root, "slug": "links", "linkPaths": ["shared-cache", "keep-me"],
+        "depsCmd": "test -L shared-cache && echo linked > deps.txt"})
+    cwd = Path(out["cwd"])
+    assert (cwd / "deps.txt").read_text() == "linked\n"
+    assert (cwd / "shared-cache").resolve() == (repo.path / "shared-cache").resolve()
+    assert str((cwd / "shared-cache").readlink()) == str(repo.path / "shared-cache")
+    assert not (cwd / "keep-me").is_symlink()
+
+
+def test_link_path_outside_repo_lands_next_to_worktree(repo: Repo) -> None:
+    (repo.path.parent / "sibling-repo").mkdir()
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "sib",
+                                           "linkPaths": ["../sibling-repo"]})
+    link = Path(out["cwd"]).parent / "sibling-repo"
+    assert link.is_symlink() and link.resolve() == (repo.path.parent / "sibling-repo").resolve()
+
+
+def test_copy_globs_copy_secret(repo: Repo) -> None:
+    repo.write(".env", "TOKEN=secret\n")
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "copied",
+                                           "copyGlobs": [".env"]})
+    assert Path(out["cwd"], ".env").read_text() == "TOKEN=secret\n"
+
+
+def test_copy_globs_overwrite(repo: Repo) -> None:
+    repo.write("README.md", "local edit\n")
+    out = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "overwrite",
+                                           "copyGlobs": ["README.md"]})
+    assert Path(out["cwd"], "README.md").read_text() == "local edit\n"
+
+
+def test_write_files_create_and_append(repo: Repo) -> None:
+    out = call_tool("worktree.provision", {
+        "repoRoot": repo.root, "slug": "written",
+        "writeFiles": [{"path": "README.md", "content": "clobbered\n"},
+                       {"path": "gen/new.txt", "content": "new\n"}],
+        "depsCmd": "cat gen/new.txt > deps-saw.txt"})
+    cwd = Path(out["cwd"])
+    assert (cwd / "README.md").read_text() == "hello\n"
+    assert (cwd / "deps-saw.txt").read_text() == "new\n"
+    out = call_tool("worktree.provision", {
+        "repoRoot": repo.root, "slug": "appended",
+        "writeFiles": [{"path": "README.md", "content": "appended\n", "mode": "append"}]})
+    cwd = Path(out["cwd"])
+    assert (cwd / "README.md").read_text() == "hello\nappended\n"
+    assert repo.git("-C", str(cwd), "status", "--porcelain", "README.md") == ""
+    assert repo.git("-C", str(cwd), "ls-files", "-v", "README.md").startswith("S")
+
+
+def test_clone_globs_real_directory_before_deps(repo: Repo) -> None:
+    (repo.path / "node_modules" / "pkg").mkdir(parents=True)
+    (repo.path / "node_modules" / "pkg" / "index.js").write_text("source")
+    out = call_tool("worktree.provision", {
+        "repoRoot": repo.root, "slug": "cloned", "cloneGlobs": ["node_modules"],
+        "depsCmd": "test -d node_modules && ! test -L node_modules && echo ok > deps.txt"})
+    cwd = Path(out["cwd"])
+    assert (cwd / "deps.txt").read_text() == "ok\n"
+    (cwd / "node_modules/pkg/index.js").write_text("changed")
+    assert (repo.path / "node_modules/pkg/index.js").read_text() == "source"
+
+
+@pytest.mark.parametrize("pattern", ["../escape", "/etc", "../x"])
+def test_clone_glob_traversal_rejected_after_worktree_add(repo: Repo, pattern: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "escape",
+                                         "cloneGlobs": [pattern]})
+    assert caught.value.code == "execution_failed"
+    assert re.search("escapes the repo root|traversal", caught.value.message)
+    assert caught.value.message.startswith("cloneGlobs failed: ")
+
+
+def test_clone_glob_double_star_rejected(repo: Repo) -> None:
+    with pytest.raises(ToolError, match=r"cloneGlobs failed: .*\*\*.*not supported"):
+        call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "starstar",
+                                         "cloneGlobs": ["**/node_modules"]})
+
+
+def test_failing_deps_cmd_keeps_worktree(repo: Repo) -> None:
+    events: list[dict[str, object]] = []
+    with pytest.raises(ToolError) as caught:
+        run_with_provision_context(
+            ProvisionContext(on_progress=events.append),
+            lambda: call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "deps-fail",
+                                                     "depsCmd": "echo oops 1>&2; exit 3"}))
+    assert caught.value.code == "execution_failed"
+    assert re.search(r"depsCmd .* failed \(exit 3\)", caught.value.message)
+    assert caught.value.message == "depsCmd 'echo oops 1>&2; exit 3' failed (exit 3): oops\n"
+    assert (repo.path.parent / "_worktrees" / "deps-fail").is_dir()
+    assert provision_scheduler().snapshot()["running"] == 0
+    assert events[-1] == {"kind": "done", "outcome": "failed"}
+
+
+def test_setup_hooks_run_with_log_and_errors(repo: Repo, tmp_path: Path) -> None:
+    repo.commit_config({"worktree": {"setup": ["echo $AGENTPROTO_BRANCH_NAME > setup-ran.txt",
+                                               "echo broken; exit 5"]}})
+    log = tmp_path / "setup.log"
+    with pytest.raises(ToolError) as caught:
+        provision(repo.root, "hooked", setup_log_path=str(log))
+    assert caught.value.code == "execution_failed"
+    assert caught.value.message.startswith(
+        "worktree setup hook failed (exit 5): echo broken; exit 5\nbroken")
+    cwd = repo.path.parent / "_worktrees" / "hooked"
+    assert (cwd / "setup-ran.txt").read_text() == "wt/hooked\n"
+    assert "(exit 5)" in log.read_text()
+
+
+def test_snake_case_function_matches_tool(repo: Repo) -> None:
+    out = provision(repo.root, "snake", base="main", deps_cmd="true")
+    assert out == {"cwd": str(repo.path.parent / "_worktrees" / "snake"), "branch": "wt/snake"}
