@@ -105,9 +105,11 @@ ToolHandler = Callable[[ToolCall, "Arguments"], ToolResult]
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A registered tool: its id, handler, whether it mutates the workspace, its description.
+    """A registered tool: its id, handler, whether it mutates the workspace, its description
+    and the allow-list of its argument names.
 
-    ``available`` returns ``None`` when the tool may run for this call, else the
+    The dispatcher wraps the raw JSON arguments in :class:`Arguments` with ``arguments`` as
+    the allow-list before calling ``handler(call, args)``. ``available`` returns ``None`` when the tool may run for this call, else the
     ``(code, message)`` to refuse it with (for example ``workspace.commit`` in a Session run).
     """
 
@@ -115,6 +117,7 @@ class ToolSpec:
     handler: ToolHandler
     mutating: bool
     description: str
+    arguments: tuple[str, ...]
     available: Callable[[ToolCall], tuple[str, str] | None] | None = None
 
     @property

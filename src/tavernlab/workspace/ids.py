@@ -1,0 +1,62 @@
+"""Identifiers (spec/workspace.md section 2): workspace ids, run/invocation/event ids, names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from typing import Literal
+
+from tavernlab.errors import InvalidData
+
+ChatKind = Literal["character", "group"]
+
+_DIR_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+MAX_STABLE_CHAT_ID = 512
+
+
+def workspace_id(kind: ChatKind, stable_chat_id: str) -> str:
+    """``chat_`` + the first 16 hex characters of SHA-256 of the compact JSON
+    ``{"kind":…,"stableChatId":…}``. The id is trimmed, non-empty, at most 512 characters."""
+    stable = check_stable_chat_id(stable_chat_id)
+    if kind not in ("character", "group"):
+        raise InvalidData(f"chat kind must be `character` or `group`, got `{kind}`")
+    payload = json.dumps({"kind": kind, "stableChatId": stable}, separators=(",", ":"),
+                         ensure_ascii=False)
+    return "chat_" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def check_stable_chat_id(stable_chat_id: str) -> str:
+    """Trim and validate a stable chat id."""
+    if not isinstance(stable_chat_id, str):
+        raise InvalidData("stableChatId must be a string")
+    stable = stable_chat_id.strip()
+    if not stable:
+        raise InvalidData("stableChatId cannot be empty")
+    if len(stable) > MAX_STABLE_CHAT_ID:
+        raise InvalidData(f"stableChatId exceeds {MAX_STABLE_CHAT_ID} characters")
+    return stable
+
+
+def new_id(prefix: str) -> str:
+    """``<prefix>_`` + a random UUID v4 as 32 lowercase hex characters (``run``, ``inv``,
+    ``evt``; tavernlab also uses ``pst`` for persist states and ``ses`` for sessions)."""
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def check_dir_name(value: str, what: str = "id") -> str:
+    """An id used as a directory name must match ``[A-Za-z0-9_-]{1,128}``."""
+    if not isinstance(value, str) or not _DIR_NAME.fullmatch(value):
+        raise InvalidData(f"{what} must match [A-Za-z0-9_-]{{1,128}}: {value!r}")
+    return value
+
+
+def call_stem(call_id: str) -> str:
+    """``call_`` + hex of the first 8 bytes of SHA-256(call id): the tool-result file stem."""
+    return "call_" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:16]
+
+
+def tool_record_name(round_number: int, call_id: str) -> str:
+    """``round-NNN-call_<16 hex>``."""
+    return f"round-{round_number:03d}-{call_stem(call_id)}"

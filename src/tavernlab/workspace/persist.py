@@ -1,0 +1,406 @@
+"""Persist versions of a chat (spec/workspace.md section 9).
+
+A chat's stable persistent content lives in immutable states
+``persistent-states/<state-id>/{manifest.json, persist/...}``. A run starts from a base state
+(its ``persist/`` is a copy, and ``input/persist_snapshot.json`` records the starting point);
+the model edits ``persist/`` like any root; on ``workspace.finish`` the run publishes the tree
+as a new state with the exact change list, or reuses a state it published earlier when the
+tree equals it.
+
+tavernlab choices where upstream is unknown (documented here and in the docstrings below):
+
+* State ids are ``pst_`` + a UUID v4 as 32 hex characters.
+* Change records are ``{"kind": "added"|"modified"|"deleted"|"directoryAdded"|
+  "directoryDeleted", "path", "sha256"?, "bytes"?}``, ordered by path; at one path a file that
+  became a directory is ``deleted`` then ``directoryAdded`` and the reverse is
+  ``directoryDeleted`` then ``added``.
+* ``directories`` lists every directory of the tree (empty or not).
+* Revision reuse: ``revision_of`` names the state this run published earlier; the new tree is
+  compared with that state *and the states it revised in turn* (the run's revision chain), and
+  the first equal one is returned unchanged. So revising S1 into S2 by adding an empty
+  directory, then removing it again, returns S1.
+* Publication is crash-safe: the tree is copied to ``persistent-states/.<id>.tmp-<uuid>``, the
+  manifest written, and the directory renamed into place; leftovers of a killed publisher are
+  hidden (dot names are never states) and removed by the next publication, which holds the
+  repository-wide lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from tavernlab.errors import InvalidData, TavernlabError
+from tavernlab.events import Model
+from tavernlab.workspace.ids import check_dir_name, new_id
+from tavernlab.workspace.records import file_lock, read_json, utc_now, write_json
+
+STATES_DIR = "persistent-states"
+MANIFEST = "manifest.json"
+PERSIST_ROOT = "persist"
+SUPPORTED_VERSIONS = (1, 2)
+
+
+class PersistStateError(TavernlabError):
+    """A persist-state failure; ``code`` is one of the upstream ``agent.persistent_state_*``."""
+
+
+class FileEntry(Model):
+    """A file of a persist tree."""
+
+    path: str
+    sha256: str
+    bytes: int
+
+
+class PersistChange(Model):
+    """One change of a publication."""
+
+    kind: Literal["added", "modified", "deleted", "directoryAdded", "directoryDeleted"]
+    path: str
+    sha256: str | None = None
+    bytes: int | None = None
+
+
+class PersistSnapshot(Model):
+    """``input/persist_snapshot.json``: where a run's ``persist/`` started.
+
+    Snapshots without ``directories`` (older writers) are accepted; their directory set is
+    derived from the files' parents.
+    """
+
+    base_state_id: str | None = None
+    files: list[FileEntry] = Field(default_factory=list)
+    directories: list[str] | None = None
+
+    def directory_set(self) -> set[str]:
+        """The base directories (derived from file parents when not recorded)."""
+        if self.directories is not None:
+            return set(self.directories)
+        return implied_directories(f.path for f in self.files)
+
+
+class StateManifest(Model):
+    """A persist state's ``manifest.json`` (version 2; version 1 lacks ``directories``)."""
+
+    version: int = 2
+    state_id: str
+    run_id: str
+    workspace_id: str
+    stable_chat_id: str
+    base_state_id: str | None = None
+    revision_of: str | None = None
+    created_at: datetime
+    files: list[FileEntry] = Field(default_factory=list)
+    directories: list[str] | None = None
+    changes: list[PersistChange] = Field(default_factory=list)
+
+
+def implied_directories(paths: Iterable[str]) -> set[str]:
+    """Every ancestor directory of the given file paths."""
+    out: set[str] = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            out.add("/".join(parts[:depth]))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A scanned persist tree: files with digests and sizes, and every directory."""
+
+    files: dict[str, tuple[str, int]]
+    directories: frozenset[str]
+
+    def file_entries(self) -> list[FileEntry]:
+        """Files sorted by path."""
+        return [FileEntry(path=p, sha256=h, bytes=n) for p, (h, n) in sorted(self.files.items())]
+
+    def same_as(self, files: list[FileEntry], directories: set[str]) -> bool:
+        """Whether this tree equals a recorded one."""
+        return (self.directories == directories and
+                self.files == {f.path: (f.sha256, f.bytes) for f in files})
+
+
+def scan_tree(root: Path, copy_to: Path | None = None) -> Tree:
+    """Hash every file under ``root`` (optionally copying it to ``copy_to`` in the same pass).
+
+    Symlinks and special files are refused, as everywhere in the workspace.
+    """
+    files: dict[str, tuple[str, int]] = {}
+    directories: set[str] = set()
+    if copy_to is not None:
+        copy_to.mkdir(parents=True)
+
+    def visit(host: str, rel: str) -> None:
+        with os.scandir(host) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                directories.add(child_rel)
+                if copy_to is not None:
+                    os.mkdir(copy_to / child_rel)
+                visit(entry.path, child_rel)
+            elif stat.S_ISREG(mode):
+                files[child_rel] = _hash_file(entry.path, None if copy_to is None
+                                              else copy_to / child_rel)
+            else:
+                raise InvalidData("workspace supports regular files and directories")
+
+    if root.exists():
+        visit(str(root), "")
+    return Tree(files, frozenset(directories))
+
+
+def _hash_file(source: str, target: Path | None) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(source, "rb") as reader:
+        if target is None:
+            while chunk := reader.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        else:
+            with open(target, "wb") as writer:
+                while chunk := reader.read(1 << 20):
+                    digest.update(chunk)
+                    writer.write(chunk)
+                    size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def diff_trees(base_files: dict[str, tuple[str, int]], base_dirs: set[str], tree: Tree
+               ) -> list[PersistChange]:
+    """The change list from a base inventory to ``tree`` (see the module docstring)."""
+    changes: list[PersistChange] = []
+    for path in sorted(set(base_files) | base_dirs | set(tree.files) | tree.directories):
+        was_file, was_dir = path in base_files, path in base_dirs
+        new = tree.files.get(path)
+        is_dir = path in tree.directories
+        if was_file and new is not None:
+            if base_files[path][0] != new[0]:
+                changes.append(PersistChange(kind="modified", path=path, sha256=new[0],
+                                             bytes=new[1]))
+        elif was_file:
+            changes.append(PersistChange(kind="deleted", path=path))
+            if is_dir:
+                changes.append(PersistChange(kind="directoryAdded", path=path))
+        elif was_dir and not is_dir:
+            changes.append(PersistChange(kind="directoryDeleted", path=path))
+            if new is not None:
+                changes.append(PersistChange(kind="added", path=path, sha256=new[0],
+                                             bytes=new[1]))
+        elif not was_dir and is_dir:
+            changes.append(PersistChange(kind="directoryAdded", path=path))
+        elif not was_dir and new is not None:
+            changes.append(PersistChange(kind="added", path=path, sha256=new[0], bytes=new[1]))
+    return changes
+
+
+class PersistRepository:
+    """The persist states of one chat workspace (``chats/<workspace-id>/``)."""
+
+    def __init__(self, chat_dir: Path, workspace_id: str, stable_chat_id: str) -> None:
+        self.chat_dir = chat_dir
+        self.states_dir = chat_dir / STATES_DIR
+        self.workspace_id = workspace_id
+        self.stable_chat_id = stable_chat_id
+
+    def state_dir(self, state_id: str) -> Path:
+        """Where a state lives."""
+        return self.states_dir / state_id
+
+    def _lock(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.chat_dir / ".persistent-states.lock")
+
+    # -- loading and validation --------------------------------------------------------------
+
+    def load(self, state_id: str) -> StateManifest:
+        """Load and validate a state; failures carry the upstream ``agent.persistent_state_*``
+        code as both ``code`` and message prefix."""
+        try:
+            check_dir_name(state_id, "persist state id")
+        except InvalidData as exc:
+            raise _state_error("invalid", f"{state_id}: {exc.message}") from None
+        directory = self.state_dir(state_id)
+        if not directory.is_dir() or directory.is_symlink():
+            raise _state_error("not_found", f"persist state `{state_id}` does not exist")
+        try:
+            raw = read_json(directory / MANIFEST)
+        except (OSError, ValueError) as exc:
+            raise _state_error("invalid", f"manifest of `{state_id}` is unreadable: {exc}"
+                               ) from None
+        if not isinstance(raw, dict):
+            raise _state_error("invalid", f"manifest of `{state_id}` is not an object")
+        if raw.get("version") not in SUPPORTED_VERSIONS:
+            raise _state_error("version_unsupported",
+                               f"persist state `{state_id}` has version {raw.get('version')!r}")
+        try:
+            manifest = StateManifest.model_validate(raw)
+        except ValidationError as exc:
+            raise _state_error("invalid", f"manifest of `{state_id}`: {exc.errors()[0]['msg']}"
+                               ) from None
+        if manifest.version == 1:
+            manifest.directories = None
+        if manifest.state_id != state_id:
+            raise _state_error("manifest_mismatch", f"manifest of `{state_id}` names "
+                               f"`{manifest.state_id}`")
+        if manifest.workspace_id != self.workspace_id:
+            raise _state_error("workspace_mismatch", f"persist state `{state_id}` belongs to "
+                               f"`{manifest.workspace_id}`, not `{self.workspace_id}`")
+        root = directory / PERSIST_ROOT
+        if not root.exists():
+            raise _state_error("root_missing", f"persist state `{state_id}` has no persist/")
+        if root.is_symlink() or not root.is_dir():
+            raise _state_error("root_invalid", f"persist/ of `{state_id}` is not a directory")
+        return manifest
+
+    def directories_of(self, manifest: StateManifest) -> set[str]:
+        """A state's directory set; for version 1 (no inventory) read from its stored tree."""
+        if manifest.directories is not None:
+            return set(manifest.directories)
+        return set(scan_tree(self.state_dir(manifest.state_id) / PERSIST_ROOT).directories)
+
+    def exists(self, state_id: str) -> bool:
+        """Whether a state directory with that id exists."""
+        return self.state_dir(state_id).is_dir()
+
+    def list(self) -> list[str]:
+        """Ids of every published state, sorted."""
+        if not self.states_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.states_dir.iterdir()
+                      if p.is_dir() and not p.name.startswith("."))
+
+    # -- a run's starting point --------------------------------------------------------------
+
+    def initialize(self, persist_dir: Path, base_state_id: str | None) -> PersistSnapshot:
+        """Fill a run's empty ``persist/`` from the base state and return its snapshot."""
+        if base_state_id is None:
+            persist_dir.mkdir(parents=True, exist_ok=True)
+            return PersistSnapshot(base_state_id=None, files=[], directories=[])
+        manifest = self.load(base_state_id)
+        source = self.state_dir(base_state_id) / PERSIST_ROOT
+        if persist_dir.exists():
+            persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
+        tree = scan_tree(source, copy_to=persist_dir)
+        recorded = {f.path: (f.sha256, f.bytes) for f in manifest.files}
+        if tree.files != recorded:
+            shutil.rmtree(persist_dir)
+            persist_dir.mkdir()
+            raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not match "
+                               "its manifest")
+        return PersistSnapshot(base_state_id=base_state_id, files=tree.file_entries(),
+                               directories=sorted(tree.directories))
+
+    # -- publication ---------------------------------------------------------------------
+
+    def publish(self, *, run_id: str, persist_dir: Path, snapshot: PersistSnapshot,
+                revision_of: str | None = None) -> tuple[StateManifest, bool]:
+        """Publish a run's ``persist/`` (serialized by the repository-wide lock).
+
+        Returns the state and whether an earlier state of the revision chain was reused.
+        """
+        with self._lock():
+            self.states_dir.mkdir(parents=True, exist_ok=True)
+            self._remove_leftovers()
+            if revision_of is not None:
+                tree = scan_tree(persist_dir)
+                for earlier in self._revision_chain(revision_of, run_id):
+                    if tree.same_as(earlier.files, self.directories_of(earlier)):
+                        return earlier, True
+            state_id = new_id("pst")
+            if self.state_dir(state_id).exists():
+                raise _state_error("exists", f"persist state `{state_id}` already exists",
+                                   code="agent.persistent_state_exists")
+            staging = self.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
+            try:
+                tree = scan_tree(persist_dir, copy_to=staging / PERSIST_ROOT)
+                base_files = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
+                manifest = StateManifest(
+                    state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
+                    stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
+                    revision_of=revision_of, created_at=utc_now(),
+                    files=tree.file_entries(), directories=sorted(tree.directories),
+                    changes=diff_trees(base_files, snapshot.directory_set(), tree),
+                )
+                write_json(staging / MANIFEST, manifest.model_dump(
+                    mode="json", by_alias=True, exclude_none=True))
+                os.rename(staging, self.state_dir(state_id))
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            return manifest, False
+
+    def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
+        chain: list[StateManifest] = []
+        current: str | None = state_id
+        while current is not None and current not in {m.state_id for m in chain}:
+            manifest = self.load(current)
+            chain.append(manifest)
+            current = manifest.revision_of if manifest.run_id == run_id else None
+        return chain
+
+    def _remove_leftovers(self) -> None:
+        for entry in self.states_dir.iterdir():
+            if entry.name.startswith(".") and ".tmp-" in entry.name:
+                shutil.rmtree(entry, ignore_errors=True)
+
+    # -- forks and pruning -----------------------------------------------------------------
+
+    def copy_to(self, other: PersistRepository, state_ids: list[str]) -> None:
+        """Copy states into another chat's repository (a chat fork), rewriting their identity."""
+        with other._lock():
+            other.states_dir.mkdir(parents=True, exist_ok=True)
+            for state_id in state_ids:
+                manifest = self.load(state_id)
+                if other.exists(state_id):
+                    continue
+                staging = other.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
+                shutil.copytree(self.state_dir(state_id) / PERSIST_ROOT, staging / PERSIST_ROOT,
+                                symlinks=True)
+                manifest.workspace_id = other.workspace_id
+                manifest.stable_chat_id = other.stable_chat_id
+                write_json(staging / MANIFEST, manifest.model_dump(
+                    mode="json", by_alias=True, exclude_none=True))
+                os.rename(staging, other.state_dir(state_id))
+
+    def prune(self, candidates: list[str], referenced: set[str]) -> list[str]:
+        """Delete the candidate states no message or swipe references; returns the deleted ids.
+
+        Unlisted orphans stay. A candidate that is a file (not a state directory) is rejected
+        before anything is deleted.
+        """
+        with self._lock():
+            for state_id in candidates:
+                check_dir_name(state_id, "persist state id")
+                path = self.state_dir(state_id)
+                if path.exists() and (path.is_symlink() or not path.is_dir()):
+                    raise _state_error("invalid", f"`{state_id}` is not a persist state "
+                                       "directory")
+            deleted = []
+            for state_id in candidates:
+                if state_id in referenced or not self.state_dir(state_id).is_dir():
+                    continue
+                shutil.rmtree(self.state_dir(state_id))
+                deleted.append(state_id)
+            return deleted
+
+
+def _state_error(kind: str, detail: str, *, code: str | None = None) -> PersistStateError:
+    code = code or f"agent.persistent_state_{kind}"
+    return PersistStateError(f"{code}: {detail}", code=code)

@@ -1,0 +1,289 @@
+"""On-disk run records (spec/workspace.md section 8): ``run.json``, ``manifest.json``, the
+event log, the run index and the JSON file helpers every store uses.
+
+The records are pydantic models with camelCase aliases matching upstream; they are written
+with :func:`write_json` (temp file + atomic rename) so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from tavernlab.errors import InvalidData
+from tavernlab.events import Event, EventScope, Level, Model, parse_event
+from tavernlab.workspace.ids import new_id
+
+RunStatus = Literal[
+    "created", "initializing_workspace", "assembling_context", "calling_model",
+    "dispatching_tool", "applying_workspace_patch", "creating_checkpoint",
+    "awaiting_host_commit", "finishing", "completed", "partial_success", "cancelling",
+    "cancelled", "failed",
+]
+TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "partial_success", "cancelled",
+                                               "failed"})
+
+
+def utc_now() -> datetime:
+    """The current UTC time (second precision is not enough for ordering; keep microseconds)."""
+    return datetime.now(UTC)
+
+
+def rfc3339(moment: datetime) -> str:
+    """UTC RFC 3339 with a ``Z`` suffix."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# --- JSON files --------------------------------------------------------------------------
+
+
+def write_json(path: Path, data: Any, *, indent: int | None = 2) -> None:
+    """Write JSON atomically: temp file in the same directory, flush, rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    try:
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file."""
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def dump_model(model: Model) -> dict[str, Any]:
+    """A model as upstream JSON: aliases, no ``None`` fields."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """An ``flock`` on ``path`` (created if missing): exclusive between threads and processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- run.json ------------------------------------------------------------------------------
+
+
+class ChatRef(Model):
+    """The host chat a Chat target belongs to."""
+
+    kind: Literal["character", "group"]
+    stable_chat_id: str
+
+
+class ChatTarget(Model):
+    """A Chat target. Upstream's V5 shape is unknown; tavernlab chooses this one."""
+
+    kind: Literal["chat"] = "chat"
+    workspace_id: str
+    stable_chat_id: str
+    chat_ref: ChatRef
+    persist_base_state_id: str | None = None
+    input_message_count: int | None = None
+
+
+class SessionTarget(Model):
+    """A Session target."""
+
+    kind: Literal["session"] = "session"
+    session_id: str
+
+
+class RunRecord(Model):
+    """``run.json``."""
+
+    id: str
+    target: ChatTarget | SessionTarget = Field(discriminator="kind")
+    generation_type: str = "normal"
+    profile_id: str | None = None
+    skill_scope_refs: dict[str, str] | None = None
+    presentation: Literal["foreground", "background"] = "foreground"
+    status: RunStatus = "created"
+    created_at: datetime
+    updated_at: datetime
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _legacy_status(cls, value: Any) -> Any:
+        """Readers map the legacy ``awaiting_commit`` to ``awaiting_host_commit``."""
+        return "awaiting_host_commit" if value == "awaiting_commit" else value
+
+    @field_validator("presentation", mode="before")
+    @classmethod
+    def _default_presentation(cls, value: Any) -> Any:
+        """A missing (null) ``presentation`` means ``foreground``."""
+        return "foreground" if value is None else value
+
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the status is terminal."""
+        return self.status in TERMINAL_STATUSES
+
+
+# --- manifest.json --------------------------------------------------------------------------
+
+
+class RootSpec(Model):
+    """One root of ``manifest.json``."""
+
+    path: str
+    lifecycle: Literal["run", "persistent"]
+    scope: Literal["run", "chat"]
+    mount: Literal["materialized", "projected_overlay"]
+    visible: bool
+    writable: bool
+    commit: Literal["never", "on_run_completed"]
+
+    @classmethod
+    def for_root(cls, path: str, *, visible: bool, writable: bool) -> RootSpec:
+        """``persist`` is persistent/chat/projected_overlay/on_run_completed; every other root
+        is run/run/materialized/never."""
+        if path == "persist":
+            return cls(path=path, lifecycle="persistent", scope="chat",
+                       mount="projected_overlay", visible=visible, writable=writable,
+                       commit="on_run_completed")
+        return cls(path=path, lifecycle="run", scope="run", mount="materialized",
+                   visible=visible, writable=writable, commit="never")
+
+    def check(self) -> RootSpec:
+        """Reject a persistent combination other than ``persist``'s."""
+        persistent = (self.lifecycle, self.scope, self.mount, self.commit) != (
+            "run", "run", "materialized", "never")
+        if persistent and (self.path, self.lifecycle, self.scope, self.mount, self.commit) != (
+                "persist", "persistent", "chat", "projected_overlay", "on_run_completed"):
+            raise InvalidData(f"unsupported persistent root combination for `{self.path}`")
+        return self
+
+
+class ManifestInput(Model):
+    """``manifest.json`` ``input``."""
+
+    mode: str = "snapshot"
+    prompt_snapshot_path: str = "input/prompt_snapshot.json"
+    resolved_profile_path: str = "input/resolved_profile.json"
+
+
+class Artifact(Model):
+    """``manifest.json`` ``artifacts[]``."""
+
+    id: str
+    path: str
+    kind: str
+    target: str
+    required: bool
+    assembly_order: int
+
+
+class CommitPolicy(Model):
+    """``manifest.json`` ``commitPolicy``."""
+
+    default_target: Literal["message_body"] = "message_body"
+    combine_template: str | None = None
+    store_artifacts_in_extra: bool = True
+
+
+class WorkspaceManifest(Model):
+    """``manifest.json``."""
+
+    workspace_version: int = 1
+    run_id: str
+    stable_chat_id: str | None = None
+    chat_ref: ChatRef | None = None
+    created_at: datetime
+    input: ManifestInput = Field(default_factory=ManifestInput)
+    roots: list[RootSpec]
+    artifacts: list[Artifact] = Field(default_factory=list)
+    commit_policy: CommitPolicy = Field(default_factory=CommitPolicy)
+
+
+# --- events.jsonl -------------------------------------------------------------------------------
+
+
+class EventLog:
+    """A run's ``events.jsonl``: ``seq`` from 1, +1 per append, appends serialized.
+
+    Appends hold an ``flock`` on the log itself, so two processes appending to one run still
+    get contiguous sequence numbers; the last ``seq`` is re-read only when the file grew
+    behind this process's back.
+    """
+
+    def __init__(self, path: Path, run_id: str) -> None:
+        self.path = path
+        self.run_id = run_id
+        self._lock = threading.Lock()
+        self._known_size = -1
+        self._seq = 0
+
+    def append(self, type_: str, payload: Any, *, level: Level = "info",
+               scope: EventScope | None = None) -> Event:
+        """Append one event; returns it parsed as its typed model."""
+        with self._lock, file_lock(self.path):
+            size = self.path.stat().st_size
+            if size != self._known_size:
+                self._seq = self._last_seq()
+            if isinstance(payload, Model):
+                payload = payload.model_dump(mode="json", by_alias=True)
+            envelope: dict[str, Any] = {
+                "seq": self._seq + 1,
+                "id": new_id("evt"),
+                "runId": self.run_id,
+                "timestamp": rfc3339(utc_now()),
+                "level": level,
+                "type": type_,
+                "payload": payload,
+            }
+            if scope is not None:
+                envelope["eventScope"] = scope.model_dump(mode="json", by_alias=True)
+            line = (json.dumps(envelope, ensure_ascii=False) + "\n").encode("utf-8")
+            with open(self.path, "ab") as handle:
+                handle.write(line)
+            self._seq += 1
+            self._known_size = size + len(line)
+        return parse_event(envelope)
+
+    def _last_seq(self) -> int:
+        with open(self.path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            end = handle.tell()
+            if end == 0:
+                return 0
+            chunk = min(end, 65536)
+            while True:
+                handle.seek(end - chunk)
+                data = handle.read(chunk)
+                lines = data.rstrip(b"\n").split(b"\n")
+                if len(lines) > 1 or chunk == end:
+                    return int(json.loads(lines[-1])["seq"])
+                chunk = min(end, chunk * 4)
+
+    def read(self) -> list[Event]:
+        """Every event, parsed into typed models."""
+        if not self.path.exists():
+            return []
+        with file_lock(self.path, shared=True), open(self.path, encoding="utf-8") as handle:
+            return [parse_event(json.loads(line)) for line in handle if line.strip()]

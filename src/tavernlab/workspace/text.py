@@ -1,0 +1,205 @@
+"""Text measures and selections used by the model-facing tools (spec/workspace.md 7.2-7.5).
+
+* :func:`count_words` / :func:`count_chars` - upstream's word and character metrics.
+* :func:`select_lines` - the line window of ``workspace.read_file`` with its budgets.
+* :func:`query_tokens` / :func:`search_text` - the plain-text token search of
+  ``workspace.search_files``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# CJK ideographs, kana and hangul: each code point counts as one word.
+_CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua960-\ua97f"  # Hangul Jamo extended A
+    "\uac00-\ud7af"  # Hangul syllables
+    "\ud7b0-\ud7ff"  # Hangul Jamo extended B
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width katakana
+    "\uffa0-\uffdc"  # half-width hangul
+    "\U00020000-\U0003134f"  # CJK extensions B-H
+)
+_WORD = re.compile(f"[{_CJK_CLASS}]|(?:(?![{_CJK_CLASS}])[^\\W_])+")
+
+
+def count_chars(text: str) -> int:
+    """Number of Unicode scalar values."""
+    return len(text)
+
+
+def count_words(text: str) -> int:
+    """Words as upstream counts them: each CJK ideograph, kana or hangul code point is one
+    word; otherwise each maximal run of alphanumeric characters is one word.
+
+    ``hello world`` -> 2, ``你好世界`` -> 4, ``foo-bar 42`` -> 3, ``abc中文`` -> 3.
+    """
+    return sum(1 for _ in _WORD.finditer(text))
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines are the text split on ``\\n``: an empty text has none; a trailing newline yields a
+    final empty line."""
+    return [] if text == "" else text.split("\n")
+
+
+def number_lines(rows: list[tuple[int, str]]) -> str:
+    """``"{n:>w} | {line}"`` rows, ``w`` the digit count of the last number shown."""
+    if not rows:
+        return ""
+    width = len(str(rows[-1][0]))
+    return "\n".join(f"{n:>{width}} | {line}" for n, line in rows)
+
+
+# --- read_file selection ----------------------------------------------------------------
+
+MAX_READ_BYTES = 256 * 1024
+MAX_READ_LINES = 1200
+MAX_READ_CHARS = 80_000
+
+
+class LineRangeError(ValueError):
+    """A ``start_line``/``line_count`` that upstream refuses (``workspace.invalid_line_range``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineSelection:
+    """The lines ``workspace.read_file`` returns and how they relate to the whole file."""
+
+    start_line: int
+    end_line: int
+    total_lines: int
+    rows: list[tuple[int, str]]
+    line_truncated: bool
+    truncated: bool
+    next_start_line: int | None
+
+    @property
+    def text(self) -> str:
+        """The selected text (lines joined with ``\\n``)."""
+        return "\n".join(line for _, line in self.rows)
+
+
+def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
+                 *, file_bytes: int | None = None) -> LineSelection:
+    """Select lines per spec/workspace.md 7.5.
+
+    The character budget is unlimited only for a full read (start 1, no count) of a file that
+    fits all three limits (256 KiB, 1200 lines, 80 000 characters); otherwise 80 000. The
+    1200-line cap always applies. A first line longer than the budget is cut to the budget
+    and flagged ``line_truncated``.
+    """
+    if start_line < 1:
+        raise LineRangeError("start_line must be >= 1")
+    if line_count is not None and line_count < 1:
+        raise LineRangeError("line_count must be >= 1")
+    lines = split_lines(text)
+    total = len(lines)
+    if start_line > max(total, 1):
+        raise LineRangeError(f"start_line {start_line} is beyond total lines {total}")
+    size = len(text.encode("utf-8")) if file_bytes is None else file_bytes
+    full_request = start_line == 1 and line_count is None
+    fits = size <= MAX_READ_BYTES and total <= MAX_READ_LINES and len(text) <= MAX_READ_CHARS
+    budget = None if full_request and fits else MAX_READ_CHARS
+    requested_end = total if line_count is None else min(start_line + line_count - 1, total)
+    capped_end = min(requested_end, start_line + MAX_READ_LINES - 1)
+    rows: list[tuple[int, str]] = []
+    used = 0
+    line_truncated = False
+    for number in range(start_line, capped_end + 1):
+        line = lines[number - 1]
+        separator = 1 if rows else 0
+        if budget is None or used + separator + len(line) <= budget:
+            rows.append((number, line))
+            used += separator + len(line)
+            continue
+        if not rows:
+            rows.append((number, line[:budget]))
+            line_truncated = True
+        break
+    end = rows[-1][0] if rows else start_line - 1
+    truncated = line_truncated or start_line > 1 or end < total
+    return LineSelection(
+        start_line=start_line,
+        end_line=end,
+        total_lines=total,
+        rows=rows,
+        line_truncated=line_truncated,
+        truncated=truncated,
+        next_start_line=end + 1 if end < total else None,
+    )
+
+
+# --- search -------------------------------------------------------------------------------
+
+MAX_QUERY_TOKENS = 64
+
+
+def query_tokens(query: str) -> list[str]:
+    """Lowercase; every character that is not alphanumeric or ``_`` becomes a space; split on
+    whitespace; de-duplicate (first occurrence wins); at most 64 tokens."""
+    lowered = query.lower()
+    cleaned = "".join(ch if ch.isalnum() or ch == "_" else " " for ch in lowered)
+    tokens: list[str] = []
+    for token in cleaned.split():
+        if token not in tokens:
+            tokens.append(token)
+            if len(tokens) == MAX_QUERY_TOKENS:
+                break
+    return tokens
+
+
+def token_weight(token: str) -> int:
+    """``clamp(len_chars(token), 1, 8)``."""
+    return max(1, min(len(token), 8))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One matched window of a file."""
+
+    path: str
+    score: float
+    start_line: int
+    end_line: int
+    snippet: str
+    line: int
+
+
+def search_text(path: str, text: str, tokens: list[str], *, limit: int, context_lines: int
+                ) -> tuple[list[SearchHit], bool]:
+    """Score each line (sum of the weights of tokens it contains as lowercase substrings over
+    the total weight), then pick windows line +/- ``context_lines`` by score desc, line asc,
+    dropping windows that overlap one already chosen, up to ``limit``.
+
+    Returns the hits and whether more non-overlapping hits existed beyond ``limit``.
+    """
+    total_weight = sum(token_weight(t) for t in tokens)
+    lines = split_lines(text)
+    candidates: list[tuple[float, int]] = []
+    for index, line in enumerate(lines):
+        lowered = line.lower()
+        found = sum(token_weight(t) for t in tokens if t in lowered)
+        if found:
+            candidates.append((found / total_weight, index + 1))
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    chosen: list[SearchHit] = []
+    for score, number in candidates:
+        start = max(1, number - context_lines)
+        end = min(len(lines), number + context_lines)
+        if any(start <= hit.end_line and hit.start_line <= end for hit in chosen):
+            continue
+        if len(chosen) == limit:
+            return chosen, True
+        rows = [(n, lines[n - 1]) for n in range(start, end + 1)]
+        chosen.append(SearchHit(path, score, start, end, number_lines(rows), number))
+    return chosen, False
