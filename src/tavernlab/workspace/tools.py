@@ -432,6 +432,25 @@ def finish(call: ToolCall, args: Arguments) -> ToolResult:
                       **refs}, resource_refs=[])
 
 
+def task_return(call: ToolCall, args: Arguments) -> ToolResult:
+    """``task.return``: a return-mode sub-agent hands its result back; the text is written to
+    ``summaries/<agent>-result.md`` (``-002``, ``-003``... for repeated results).
+
+    Upstream's argument name is unknown; tavernlab chooses ``{"result": string}``.
+    """
+    text = args.string("result", required=True)
+    assert text is not None
+    path = call.run.write_subagent_result(call.invocation, text)
+    return ToolResult(content=f"Returned the result to the parent agent ({path}).",
+                      structured={"path": path}, resource_refs=[path])
+
+
+def _return_only(call: ToolCall) -> tuple[str, str] | None:
+    if call.invocation.mode != "return":
+        return ("tool.not_available", "task_return is not available for this task.")
+    return None
+
+
 def _only_main_chat(tool: str) -> Any:
     def available(call: ToolCall) -> tuple[str, str] | None:
         if call.invocation.mode != "main" or (tool == "commit" and not call.run.is_chat):
@@ -457,6 +476,8 @@ for _id, _handler, _allowed, _mutating, _desc, _available in (
      _only_main_chat("commit")),
     ("workspace.finish", finish, ("reason",), True, "Finish the agent run.",
      _only_main_chat("finish")),
+    ("task.return", task_return, ("result",), True,
+     "Return-mode sub-agents: hand the result back to the parent and end.", _return_only),
 ):
     register_tool(ToolSpec(id=_id, handler=_handler, mutating=_mutating, description=_desc,
                            arguments=_allowed, available=_available))
