@@ -1,0 +1,334 @@
+"""The filesystem bridge between a shell call and the Invocation's ``ScopedWorkspaceFs``.
+
+spec/shell.md section 4. bashkit mounts one :class:`WorkspaceBridge` at ``/`` (through
+:mod:`tavernlab.shell.vfs_abi`), so **every** file operation of the call - redirections,
+coreutils, ``find``, the embedded ``python3`` - reaches the scoped view, where visibility,
+writability, the ``skills/`` projection, locking and mutation tracking live:
+
+* shell paths are POSIX and absolute; ``.``/``..`` are resolved lexically (``..`` above ``/``
+  stays at ``/``), then parsed with the workspace path rules; a backslash fails with
+  ``use / in workspace paths``; ``/`` is the logical root and lists exactly the visible roots;
+* reads are capped at 8 MiB per file and 8 MiB per call in total (the input budget), listings
+  at 4096 entries;
+* writes are unchecked (no guard, no read records);
+* ``symlink``, ``readlink`` and ``chmod`` fail with ``<op> is not supported in the workspace``
+  (a ``chmod`` to the mode a node already has is a no-op, see :meth:`WorkspaceBridge.chmod`);
+* storage errors become POSIX-style errors carrying the storage message (section 4.4);
+  ``Cancelled`` has no ABI kind of its own, so it is reported as ``Other`` with its message;
+* a fault that is not an ordinary storage error is remembered
+  (:attr:`WorkspaceBridge.internal_fault`)
+  and the interpreter is stopped; the tool call then aborts with it (section 4.4, last rule);
+* mutations run one at a time and always to completion: the cancel/deadline check happens
+  before an operation starts, never in the middle of one (section 4.3).
+"""
+
+from __future__ import annotations
+
+import errno
+import threading
+from collections.abc import Callable
+
+from tavernlab.errors import (
+    AccessDenied,
+    Cancelled,
+    FileIo,
+    InvalidData,
+    NotFound,
+    PathIsDirectory,
+    WorkspaceError,
+)
+from tavernlab.paths import WorkspacePath, display
+from tavernlab.shell.limits import INPUT_BUDGET_BYTES, MAX_DIR_ENTRIES, MAX_READ_BYTES
+from tavernlab.shell.vfs_abi import VfsError, VfsErrorKind, VfsStat
+from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
+from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
+
+ROOT_NOT_A_FILE = "workspace root is not a file entry"
+BACKSLASH_IN_PATH = "use / in workspace paths"
+
+_ERRNO_KINDS: dict[int, VfsErrorKind] = {
+    errno.ENOENT: VfsErrorKind.NOT_FOUND,
+    errno.EEXIST: VfsErrorKind.ALREADY_EXISTS,
+    errno.EACCES: VfsErrorKind.PERMISSION_DENIED,
+    errno.EPERM: VfsErrorKind.PERMISSION_DENIED,
+    errno.EINVAL: VfsErrorKind.INVALID_INPUT,
+    errno.EISDIR: VfsErrorKind.IS_A_DIRECTORY,
+    errno.ENOTDIR: VfsErrorKind.NOT_A_DIRECTORY,
+    errno.ENOTEMPTY: VfsErrorKind.DIRECTORY_NOT_EMPTY,
+}
+
+
+def budget_exceeded_message(path: str) -> str:
+    """The input-budget failure. Upstream wording unknown; tavernlab chooses
+    ``Workspace shell input budget exceeds 8388608 bytes: <path>``."""
+    return f"Workspace shell input budget exceeds {INPUT_BUDGET_BYTES} bytes: {path}"
+
+
+def unsupported(operation: str) -> VfsError:
+    """``<op> is not supported in the workspace`` (symlinks and permissions do not exist)."""
+    return VfsError(VfsErrorKind.UNSUPPORTED, f"{operation} is not supported in the workspace")
+
+
+def posix_error(error: WorkspaceError) -> VfsError:
+    """Map a storage error to the POSIX-style error the command sees (spec/shell.md 4.4)."""
+    if isinstance(error, NotFound):
+        kind = VfsErrorKind.NOT_FOUND
+    elif isinstance(error, InvalidData):
+        kind = VfsErrorKind.INVALID_INPUT
+    elif isinstance(error, PathIsDirectory):
+        kind = VfsErrorKind.IS_A_DIRECTORY
+    elif isinstance(error, AccessDenied):
+        kind = VfsErrorKind.PERMISSION_DENIED
+    elif isinstance(error, FileIo):
+        kind = _ERRNO_KINDS.get(error.errno or 0, VfsErrorKind.OTHER)
+    else:  # Cancelled (EINTR has no ABI kind), FileNotText, WriteConflict, ...
+        kind = VfsErrorKind.OTHER
+    return VfsError(kind, error.message)
+
+
+def parse_shell_path(text: str, cwd: str = "/") -> WorkspacePath | None:
+    """Resolve a shell path against ``cwd`` lexically and parse it; ``None`` is ``/``.
+
+    Raises :class:`~tavernlab.errors.InvalidData` for a backslash or a path the workspace
+    rules reject.
+    """
+    if "\\" in text:
+        raise InvalidData(BACKSLASH_IN_PATH)
+    joined = text if text.startswith("/") else f"{cwd.rstrip('/')}/{text}"
+    parts: list[str] = []
+    for segment in joined.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(segment)
+    if not parts:
+        return None
+    return WorkspacePath.parse("/".join(parts))
+
+
+def shell_path(path: WorkspacePath | None) -> str:
+    """The shell form of a workspace path (``output/main.md`` -> ``/output/main.md``)."""
+    return "/" if path is None else f"/{path.text}"
+
+
+class InputBudget:
+    """The call's aggregate input budget (file bytes read, module sources), shared by the
+    shell bridge and the ``js`` commands of the call."""
+
+    def __init__(self, limit: int = INPUT_BUDGET_BYTES) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def charge(self, size: int, path: str) -> None:
+        """Count ``size`` bytes read from ``path``; over the limit fails with the budget
+        message (the bytes are not handed out)."""
+        with self._lock:
+            if self.used + size > self.limit:
+                raise InvalidData(budget_exceeded_message(path))
+            self.used += size
+
+
+class ShellCallScope(ScopedWorkspaceFs):
+    """The scoped view of one shell call: the Invocation's policy, a per-call tracker, a
+    check that refuses new operations once the call is cancelled or past its deadline, and
+    reads charged to the call's input budget (also when ``js`` reads through it)."""
+
+    def __init__(self, base: ScopedWorkspaceFs, tracker: MutationTracker,
+                 check: Callable[[], None] | None, budget: InputBudget) -> None:
+        super().__init__(base.fs, base.policy, skills=base.skills, tracker=tracker, check=check)
+        self.budget = budget
+
+    def derive(self, *, tracker: MutationTracker | None = None,
+               check: Callable[[], None] | None = None) -> ScopedWorkspaceFs:
+        """The same call view with another tracker or check; the budget stays shared."""
+        return ShellCallScope(self, tracker if tracker is not None else self.tracker,
+                              check, self.budget)
+
+    def read_file(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
+        """Read as the scoped view does, then charge the bytes to the input budget."""
+        data = super().read_file(path, max_bytes)
+        self.budget.charge(len(data), path.text)
+        return data
+
+
+class WorkspaceBridge:
+    """The :class:`~tavernlab.shell.vfs_abi.VirtualFilesystem` of one shell call."""
+
+    def __init__(self, scope: ShellCallScope, *, on_fault: Callable[[], None] | None = None
+                 ) -> None:
+        self.scope = scope
+        self.internal_fault: BaseException | None = None
+        self._on_fault = on_fault
+        self._mutation = threading.Lock()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _path(self, text: str) -> WorkspacePath | None:
+        try:
+            return parse_shell_path(text)
+        except InvalidData as error:
+            raise posix_error(error) from None
+
+    def _stat(self, path: WorkspacePath | None, metadata: WorkspaceMetadata) -> VfsStat:
+        writable = self.scope.is_writable(path)
+        if metadata.is_dir:
+            mode = 0o755 if writable or path is None else 0o555
+        else:
+            mode = 0o644 if writable else 0o444
+        modified = metadata.modified.timestamp() if metadata.modified else 0.0
+        created = metadata.created.timestamp() if metadata.created else modified
+        return VfsStat(metadata.is_dir, metadata.bytes, mode, modified, created)
+
+    def _mutate(self, operation: Callable[[], None]) -> None:
+        """Run one mutation after the previous one finished (never two at once)."""
+        with self._mutation:
+            try:
+                operation()
+            except WorkspaceError as error:
+                raise posix_error(error) from None
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def read_file(self, path: str) -> bytes:
+        """The bytes of a visible file (projected under ``skills/``), budgeted."""
+        target = self._path(path)
+        if target is None:
+            raise VfsError(VfsErrorKind.INVALID_INPUT, ROOT_NOT_A_FILE)
+        try:
+            return self.scope.read_file(target, MAX_READ_BYTES)
+        except WorkspaceError as error:
+            raise posix_error(error) from None
+
+    def stat(self, path: str) -> VfsStat:
+        """Metadata of ``/`` or of a visible node."""
+        target = self._path(path)
+        try:
+            return self._stat(target, self.scope.metadata(target))
+        except WorkspaceError as error:
+            raise posix_error(error) from None
+
+    def read_dir(self, path: str) -> list[tuple[str, VfsStat]]:
+        """One level of a visible directory (``/`` lists exactly the visible roots)."""
+        target = self._path(path)
+        try:
+            entries = self.scope.read_dir(target, MAX_DIR_ENTRIES)
+        except WorkspaceError as error:
+            raise posix_error(error) from None
+        children = []
+        for entry in entries:
+            child = WorkspacePath(entry.path)
+            children.append((child.name, self._stat(child, entry.metadata)))
+        return children
+
+    def exists(self, path: str) -> bool:
+        """False for missing paths and for paths this Invocation may not read."""
+        try:
+            target = parse_shell_path(path)
+        except InvalidData:
+            return False
+        try:
+            return self.scope.exists(target)
+        except WorkspaceError as error:
+            raise posix_error(error) from None
+
+    # -- mutations -----------------------------------------------------------------------------
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Unchecked replace of a writable file (its parent must exist)."""
+        target = self._writable_target(path)
+        self._mutate(lambda: self.scope.write_file(target, data, WriteGuard.unchecked()))
+
+    def append_file(self, path: str, data: bytes) -> None:
+        """Native append to a writable file (created if missing)."""
+        target = self._writable_target(path)
+        self._mutate(lambda: self.scope.append_file(target, data))
+
+    def mkdir(self, path: str, recursive: bool) -> None:
+        """``mkdir`` / ``mkdir -p``; ``-p`` on an existing directory succeeds."""
+        target = self._path(path)
+        if recursive and self._is_directory(target):
+            return
+        if target is None:
+            raise posix_error(FileIo("create directory", "", OSError(errno.EEXIST, "File exists")))
+        created = [target]
+        if recursive:
+            parent = target.parent
+            while parent is not None and not self.scope.exists(parent):
+                created.append(parent)
+                parent = parent.parent
+        self._mutate(lambda: self.scope.create_dir(target, recursive))
+        self.scope.tracker.touched.update(path.text for path in created)
+
+    def remove(self, path: str, recursive: bool) -> None:
+        """Remove a writable file or directory."""
+        target = self._writable_target(path)
+        self._mutate(lambda: self.scope.remove(target, recursive))
+
+    def rename(self, src: str, dst: str) -> None:
+        """Native rename between writable paths (the auto-commit candidate follows)."""
+        source, target = self._writable_target(src), self._writable_target(dst)
+        self._mutate(lambda: self.scope.rename(source, target))
+
+    def copy(self, src: str, dst: str) -> None:
+        """Copy a visible file (projected bytes out of ``skills/``) to a writable target."""
+        source = self._path(src)
+        target = self._writable_target(dst)
+        if source is None:
+            raise VfsError(VfsErrorKind.IS_A_DIRECTORY, ROOT_NOT_A_FILE)
+        self._mutate(lambda: self.scope.copy_file(source, target))
+
+    def symlink(self, target: str, link: str) -> None:
+        """Symlinks do not exist in the workspace."""
+        raise unsupported("symlink")
+
+    def read_link(self, path: str) -> str:
+        """Symlinks do not exist in the workspace."""
+        raise unsupported("readlink")
+
+    def chmod(self, path: str, mode: int) -> None:
+        """Permissions do not exist in the workspace: only a ``chmod`` to the mode the node
+        already reports succeeds, as a no-op (so ``sed -i``, which re-applies the original
+        mode to its staged file, works); any real change fails."""
+        target = self._path(path)
+        try:
+            current = self._stat(target, self.scope.metadata(target)).mode
+        except WorkspaceError as error:
+            raise posix_error(error) from None
+        if mode & 0o7777 != current:
+            raise unsupported("chmod")
+
+    def fault(self, error: BaseException) -> None:
+        """An unexpected exception escaped an operation: remember the first one and stop the
+        interpreter (the tool call then aborts with it)."""
+        if self.internal_fault is None:
+            self.internal_fault = error
+        if self._on_fault is not None:
+            self._on_fault()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _writable_target(self, path: str) -> WorkspacePath:
+        target = self._path(path)
+        if target is None:
+            raise posix_error(AccessDenied(display(None), "write"))
+        return target
+
+    def _is_directory(self, path: WorkspacePath | None) -> bool:
+        try:
+            return self.scope.metadata(path).is_dir
+        except WorkspaceError:
+            return False
+
+
+def cancelled_check(is_cancelled: Callable[[], bool]) -> Callable[[], None]:
+    """A scope ``check`` that refuses new operations once ``is_cancelled()`` is true."""
+
+    def check() -> None:
+        if is_cancelled():
+            raise Cancelled()
+
+    return check

@@ -1,0 +1,105 @@
+"""One ``workspace.shell`` call over an Invocation's scoped view (spec/shell.md).
+
+:func:`execute_shell` is the whole call minus the tool plumbing: argument limits, the
+``workdir`` check, the deadline, the interpreter run, and the bookkeeping that feeds
+auto-commit and ``resourceRefs``.
+
+Bookkeeping: the Invocation's :class:`~tavernlab.workspace.scope.MutationTracker` is shared by
+the whole round. The call works on a *fresh* tracker seeded with the round's current
+candidate (so a ``mv`` of the candidate carries it along); afterwards
+
+* every path the call created, changed or removed (sorted) becomes its ``resourceRefs``
+  (upstream detail unknown; tavernlab chooses this and documents it) and is added to the
+  round's ``touched`` set;
+* a successful call hands its candidate change to the round's tracker (last modified text
+  file wins; removing the candidate clears it);
+* every error result - non-zero exit, cancellation, timeout, interpreter failure, invalid
+  ``workdir`` - clears the round's candidate (``clear_candidate``); the file changes stay.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tavernlab.cancel import CancelToken
+from tavernlab.errors import Cancelled, InvalidData, WorkspaceError
+from tavernlab.shell.bridge import InputBudget, ShellCallScope, parse_shell_path, shell_path
+from tavernlab.shell.engine import BashkitEngine, ShellEngine
+from tavernlab.shell.limits import DEFAULT_DEADLINE_S, MAX_COMMAND_BYTES
+from tavernlab.shell.result import ShellResult
+from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
+from tavernlab.workspace.tooling import ToolError, invalid_arguments
+
+EngineFactory = Callable[[ShellCallScope, "FrozenContext | None"], ShellEngine]
+
+
+def command_too_long() -> ToolError:
+    """``tool.invalid_arguments``: ``command exceeds the 131072-byte limit`` (upstream
+    wording unknown; tavernlab chooses this and documents it). Nothing runs."""
+    return invalid_arguments(f"command exceeds the {MAX_COMMAND_BYTES}-byte limit")
+
+
+def bad_workdir(workdir: str) -> ToolError:
+    """``workspace.shell_failed``: ``workdir `<workdir>` is not a workspace directory``
+    (upstream only says the call fails; tavernlab chooses this code and message)."""
+    return ToolError("workspace.shell_failed",
+                     f"workdir `{workdir}` is not a workspace directory")
+
+
+def resolve_workdir(scope: ScopedWorkspaceFs, workdir: str) -> str:
+    """Normalize ``workdir`` like any shell path (relative to ``/``) and require an existing,
+    visible directory; returns its shell form."""
+    try:
+        path = parse_shell_path(workdir)
+        if not scope.metadata(path).is_dir:
+            raise bad_workdir(workdir)
+    except (InvalidData, WorkspaceError):
+        raise bad_workdir(workdir) from None
+    return shell_path(path)
+
+
+def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, command: str,
+                  workdir: str = "/", *, deadline_s: float = DEFAULT_DEADLINE_S,
+                  token: CancelToken | None = None,
+                  engine: EngineFactory = BashkitEngine) -> ShellResult:
+    """Run ``command`` in a fresh shell over ``scope``; see the module docstring.
+
+    Raises :class:`~tavernlab.workspace.tooling.ToolError` for an over-long command
+    (``tool.invalid_arguments``) or a bad ``workdir`` (``workspace.shell_failed``); any other
+    exception is an internal fault that aborts the tool call.
+    """
+    if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
+        raise command_too_long()
+    round_tracker = scope.tracker
+    try:
+        start_dir = resolve_workdir(scope, workdir)
+    except ToolError:
+        round_tracker.clear_candidate()
+        raise
+    token = token if token is not None else CancelToken()
+    deadline = time.monotonic() + deadline_s
+    base_check = scope.check
+
+    def check() -> None:
+        if base_check is not None:
+            base_check()
+        if token.cancelled or time.monotonic() >= deadline:
+            raise Cancelled()
+
+    call_tracker = MutationTracker(candidate=round_tracker.candidate)
+    call_scope = ShellCallScope(scope, call_tracker, check, InputBudget())
+    result = None
+    try:
+        run = engine(call_scope, context).run(command, start_dir, deadline, token)
+        result = ShellResult(run.outcome, run.exit_code, run.stdout, run.stderr, run.truncated,
+                             sorted(call_tracker.touched))
+    finally:
+        round_tracker.touched |= call_tracker.touched
+        if result is None or result.is_error:
+            round_tracker.clear_candidate()
+        elif call_tracker.changed:
+            round_tracker.candidate = call_tracker.candidate
+            round_tracker.changed = True
+    return result

@@ -1,0 +1,146 @@
+"""Outcomes of a shell call and how they are reported (spec/shell.md sections 5 and 6)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavernlab.workspace.tooling import ToolResult
+
+
+class ShellOutcome(enum.Enum):
+    """How the interpreter ended: the rows of the exit mapping table (section 5)."""
+
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
+    FAILED = "failed"
+
+
+#: Error code of each outcome (``COMPLETED`` maps to ``workspace.shell_exit`` only when the
+#: status is not 0).
+ERROR_CODES: dict[ShellOutcome, str] = {
+    ShellOutcome.COMPLETED: "workspace.shell_exit",
+    ShellOutcome.CANCELLED: "workspace.shell_cancelled",
+    ShellOutcome.TIMED_OUT: "workspace.shell_timeout",
+    ShellOutcome.FAILED: "workspace.shell_failed",
+}
+
+OUTPUT_TRUNCATED = "Output truncated."
+
+
+def status_line(outcome: ShellOutcome, exit_code: int | None) -> str:
+    """``Exit code: N``, ``Command cancelled.``, ``Command timed out.`` or ``""`` (failure)."""
+    if outcome is ShellOutcome.COMPLETED:
+        return f"Exit code: {exit_code}"
+    if outcome is ShellOutcome.CANCELLED:
+        return "Command cancelled."
+    if outcome is ShellOutcome.TIMED_OUT:
+        return "Command timed out."
+    return ""
+
+
+def _strip_one_newline(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
+
+
+def format_content(outcome: ShellOutcome, exit_code: int | None, stdout: str, stderr: str,
+                   truncated: bool) -> str:
+    """The model-facing content: status line, stdout, stderr, truncation note.
+
+    Parts are joined with one newline and empty parts are left out. stderr is preceded by a
+    ``stderr:`` line only when stdout is non-empty (an upstream quirk kept on purpose).
+    Upstream detail unknown for trailing newlines: tavernlab removes one trailing newline
+    from each stream before joining.
+    """
+    out = _strip_one_newline(stdout)
+    err = _strip_one_newline(stderr)
+    parts = [status_line(outcome, exit_code), out]
+    if err:
+        if out:
+            parts.append("stderr:")
+        parts.append(err)
+    if truncated:
+        parts.append(OUTPUT_TRUNCATED)
+    return "\n".join(part for part in parts if part)
+
+
+@dataclass(frozen=True, slots=True)
+class ShellResult:
+    """The full outcome of one ``workspace.shell`` call.
+
+    ``exit_code`` is ``None`` unless the interpreter completed; ``stdout`` and ``stderr`` are
+    the captured streams (each at most 128 KiB; ``output_truncated`` says a cap was hit);
+    ``resource_refs`` are the workspace paths the call created, changed or removed (sorted).
+    :attr:`tool_result` is what the model receives and what is stored.
+    """
+
+    outcome: ShellOutcome
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    output_truncated: bool
+    resource_refs: list[str] = field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        """Every outcome except a completed call with status 0 is an error result."""
+        return not (self.outcome is ShellOutcome.COMPLETED and self.exit_code == 0)
+
+    @property
+    def error_code(self) -> str | None:
+        """``workspace.shell_exit``/``_cancelled``/``_timeout``/``_failed``, or ``None``."""
+        return ERROR_CODES[self.outcome] if self.is_error else None
+
+    @property
+    def content(self) -> str:
+        """The formatted content (section 6)."""
+        return format_content(self.outcome, self.exit_code, self.stdout, self.stderr,
+                              self.output_truncated)
+
+    @property
+    def structured(self) -> dict[str, Any]:
+        """``{"exitCode": <int or null>, "outputTruncated": <bool>}``."""
+        return {"exitCode": self.exit_code, "outputTruncated": self.output_truncated}
+
+    @property
+    def tool_result(self) -> ShellToolResult:
+        """The tool result (error results keep the formatted output as content)."""
+        return ShellToolResult(
+            content=self.content,
+            structured=self.structured,
+            is_error=self.is_error,
+            error_code=self.error_code,
+            resource_refs=list(self.resource_refs),
+            shell=self,
+        )
+
+    @classmethod
+    def from_tool_result(cls, result: ToolResult) -> ShellResult:
+        """The shell result behind a ``workspace.shell`` tool result.
+
+        Results produced in this process carry it (:class:`ShellToolResult`). A plain
+        :class:`ToolResult` (for example one read back from ``tool-results/``) does not keep
+        stdout and stderr apart, so the content without its status line becomes ``stdout``.
+        """
+        if isinstance(result, ShellToolResult) and result.shell is not None:
+            return result.shell
+        structured = result.structured if isinstance(result.structured, dict) else {}
+        exit_code = structured.get("exitCode")
+        first, _, rest = result.content.partition("\n")
+        outcome = {
+            "Command cancelled.": ShellOutcome.CANCELLED,
+            "Command timed out.": ShellOutcome.TIMED_OUT,
+        }.get(first, ShellOutcome.COMPLETED if first.startswith("Exit code: ")
+              else ShellOutcome.FAILED)
+        body = result.content if outcome is ShellOutcome.FAILED else rest
+        return cls(outcome, exit_code if isinstance(exit_code, int) else None, body, "",
+                   bool(structured.get("outputTruncated")), list(result.resource_refs))
+
+
+@dataclass(slots=True)
+class ShellToolResult(ToolResult):
+    """A :class:`ToolResult` that also carries its :class:`ShellResult` (not stored)."""
+
+    shell: ShellResult | None = None

@@ -1,0 +1,43 @@
+"""The ``workspace.shell`` tool (model alias ``workspace_shell``): registration and handler.
+
+Arguments ``command`` (string, raw, at most 128 KiB) and ``workdir`` (string, default ``/``);
+unknown keys, a missing ``command`` and wrong types fail with ``tool.invalid_arguments``. The
+handler runs :func:`~tavernlab.shell.execute.execute_shell` over the calling Invocation's
+scoped view with the run's frozen context, the call's cancel token and the run's shell
+deadline, and returns the shell's tool result (a :class:`~tavernlab.shell.result.
+ShellToolResult`, so ``ShellResult.from_tool_result`` recovers stdout and stderr).
+"""
+
+from __future__ import annotations
+
+from tavernlab.shell.execute import execute_shell
+from tavernlab.workspace.tooling import Arguments, ToolCall, ToolResult, ToolSpec, register_tool
+
+TOOL_ID = "workspace.shell"
+
+#: The description shown to the model (spec/shell.md section 11; tavernlab's own wording).
+DESCRIPTION = """\
+Run a bash command in a sandboxed, in-process shell over the workspace.
+Paths: / is the workspace root (/output/main.md is output/main.md).
+Only visible roots exist; read-only roots (tool-results, skills) reject writes.
+Each call starts a fresh shell; files persist, shell variables do not.
+Useful commands: ls, find, cat, grep, sed, awk, jq, mkdir, cp, mv, rm,
+python3 (a subset), js/node/deno (QuickJS, see js --help).
+Limits: 30 s per call, 128 KiB command, 128 KiB of stdout and of stderr.
+Shell edits create no read records: read a file again before rewriting or
+patching it with the text tools."""
+
+ARGUMENT_NAMES = ("command", "workdir")
+
+
+def shell_tool(call: ToolCall, args: Arguments) -> ToolResult:
+    """Handle one ``workspace.shell`` call."""
+    command = args.string("command", required=True) or ""
+    workdir = args.string("workdir", default="/") or "/"
+    result = execute_shell(call.invocation.scope, call.run.context, command, workdir,
+                           deadline_s=call.run.shell_deadline_s, token=call.token)
+    return result.tool_result
+
+
+SPEC = register_tool(ToolSpec(id=TOOL_ID, handler=shell_tool, mutating=True,
+                              description=DESCRIPTION, arguments=ARGUMENT_NAMES))
