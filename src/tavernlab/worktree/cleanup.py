@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from tavernlab.worktree.config import load_committed_config
@@ -16,6 +17,13 @@ from tavernlab.worktree.errors import WorktreeNotRemovableError
 from tavernlab.worktree.git import git
 from tavernlab.worktree.hooks import run_teardown
 from tavernlab.worktree.removal import remove_worktree_fast
+
+#: ``remover(repo_root, path, force)`` — fast removal unless a caller wraps it.
+Remover = Callable[[str, str, bool], None]
+
+
+def _fast(repo_root: str, path: str, force: bool) -> None:
+    remove_worktree_fast(repo_root, path, force=force)
 from tavernlab.worktree.services import dispose_supervisor
 from tavernlab.worktree.tree import tree_status
 
@@ -46,17 +54,17 @@ def teardown_worktree(repo_root: str, cwd: str, branch: str | None, base: str) -
 
 
 def remove_checked(repo_root: str, cwd: str, *, discard_untracked: bool,
-                   discard_modified: bool) -> None:
+                   discard_modified: bool, remover: Remover = _fast) -> None:
     """Remove the worktree through fast removal, honouring the discard flags."""
     if not discard_untracked and not discard_modified:
         try:
-            remove_worktree_fast(repo_root, cwd)
+            remover(repo_root, cwd, False)
         except Exception as exc:
             raise WorktreeNotRemovableError(cwd, [], str(exc)) from exc
         return
     state = tree_status(cwd, repo_root=repo_root)
     if state["state"] == "clean":
-        remove_worktree_fast(repo_root, cwd)
+        remover(repo_root, cwd, False)
         return
     blocked = []
     if state["untracked"] > 0 and not discard_untracked:
@@ -65,24 +73,26 @@ def remove_checked(repo_root: str, cwd: str, *, discard_untracked: bool,
         blocked.append("modified")
     if blocked:
         raise WorktreeNotRemovableError(cwd, blocked)
-    remove_worktree_fast(repo_root, cwd, force=True)
+    remover(repo_root, cwd, True)
 
 
 def cleanup_worktree(repo_root: str, cwd: str, *, branch: str | None = None,
                      delete_branch: bool = False, base: str = "origin/main",
                      run_teardown_hooks: bool = True, discard_untracked: bool = False,
-                     discard_modified: bool = False) -> dict[str, Any]:
+                     discard_modified: bool = False,
+                     remover: Remover = _fast) -> dict[str, Any]:
     """Stop services, run teardown, remove the worktree and optionally delete its branch.
 
     Returns ``{removed: true}``; a refusal raises :class:`WorktreeNotRemovableError`. A
-    branch deletion error propagates even though the worktree is already gone.
+    branch deletion error propagates even though the worktree is already gone. ``remover``
+    replaces fast removal (GC wraps it to record every removal it asks for).
     """
     root = os.path.abspath(repo_root)
     dispose_supervisor(cwd)
     if run_teardown_hooks:
         teardown_worktree(root, cwd, branch, base)
     remove_checked(root, cwd, discard_untracked=discard_untracked,
-                   discard_modified=discard_modified)
+                   discard_modified=discard_modified, remover=remover)
     if delete_branch and branch:
         git(root, ["branch", "-D", branch])
     return {"removed": True}

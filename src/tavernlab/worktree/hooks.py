@@ -46,8 +46,12 @@ class HookRun:
 
 
 def hook_error_message(phase: str, run: HookRun, log_path: str | None) -> str:
-    """Line 1 names the command; then the last 60 meaningful output lines; then the log."""
-    streams = [text for text in (run.result.stdout, run.result.stderr) if text]
+    """Line 1 names the command; then the last 60 meaningful output lines; then the log.
+
+    Each stream's final newline is dropped before joining, so a trailing newline does not
+    count as one of the 60 lines (upstream detail unknown; tavernlab's choice).
+    """
+    streams = [text.rstrip("\n") for text in (run.result.stdout, run.result.stderr) if text]
     lines = "\n".join(streams).split("\n")
     kept = [line for line in lines if not any(noise.search(line) for noise in _NOISE)]
     tail = "\n".join(kept[-TAIL_LINES:]).strip() or "(no output captured)"
