@@ -1,0 +1,185 @@
+"""Commit to chat and auto-commit (spec/workspace.md section 10).
+
+The shell reaches storage through the same ``ScopedWorkspaceFs`` and tracker as every other
+caller; these tests drive that view directly (the shell's own tests repeat the scenarios
+through bashkit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tavernlab.lab import Lab
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.runs import Run
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Lab:
+    return Lab(tmp_path / "lab")
+
+
+def put(run: Run, path: str, text: str) -> None:
+    run.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
+
+
+def commits(run: Run) -> list[tuple[str, bool, str, str]]:
+    return [(e.payload.path, e.payload.is_explicit, e.payload.sha256, e.payload.mode)
+            for e in run.events("chat_commit_requested")]
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_upstream_auto_commit_sequence(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    scope = run.scope
+    put(run, "output/main.md", "first")
+    scope.rename(WorkspacePath("output/main.md"), WorkspacePath("output/Moved.MD"))
+    put(run, "output/data.json", "{}")
+    run.next_round()
+    assert commits(run) == [("output/Moved.MD", False, sha("first"), "replace")]
+
+    put(run, "scratch/draft/final.md", "final text")
+    scope.rename(WorkspacePath("scratch/draft"), WorkspacePath("scratch/finalized"))
+    run.next_round()
+    assert commits(run)[1] == ("scratch/finalized/final.md", False, sha("final text"),
+                               "replace")
+
+    result = run.call_tool("workspace.commit", {"path": "scratch/finalized/final.md"})
+    assert result.content == "Requested chat commit of scratch/finalized/final.md with mode " \
+                             "Replace."
+    assert result.structured == {"path": "scratch/finalized/final.md", "mode": "replace",
+                                 "reason": None}
+    event = run.events("chat_commit_requested")[-1].payload
+    assert (event.is_explicit, event.sha256, event.call_id) == (True, sha("final text"),
+                                                                 result.call_id)
+    run.next_round()
+    assert len(commits(run)) == 3
+    assert not run.finish().is_error
+    assert run.status == "completed"
+    messages = lab.chat("alice").messages
+    assert len(messages) == 1 and messages[0].body == "final text"
+
+
+def test_a_failed_round_has_no_auto_commit_but_keeps_the_file(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    put(run, "output/main.md", "kept\n")
+    run.tracker.clear_candidate()  # what a failing shell call does
+    run.next_round()
+    assert commits(run) == []
+    result = run.call_tool("workspace.commit", {})
+    assert not result.is_error
+    assert lab.chat("alice").messages[0].body == "kept\n"
+
+
+def test_one_auto_commit_per_round_with_the_last_text_file(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A"})
+    run.call_tool("workspace.write_file", {"path": "scratch/b.txt", "content": "B"})
+    run.call_tool("workspace.write_file", {"path": "scratch/c.json", "content": "{}"})
+    run.next_round()
+    assert commits(run) == [("scratch/b.txt", False, sha("B"), "replace")]
+    run.next_round()
+    assert len(commits(run)) == 1
+    run.scope.remove(WorkspacePath("scratch/b.txt"), False)
+    run.next_round()
+    assert len(commits(run)) == 1
+
+
+def test_no_auto_commit_after_an_explicit_commit_or_in_background(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    put(run, "output/main.md", "one")
+    run.call_tool("workspace.commit", {})
+    put(run, "output/main.md", "two")
+    run.next_round()
+    assert [c[1] for c in commits(run)] == [True]
+    background = lab.start_run(chat_id="bob", presentation="background")
+    put(background, "output/main.md", "bg")
+    background.next_round()
+    assert commits(background) == []
+    assert not background.finish().is_error
+    assert lab.chat("bob").messages == []
+
+
+def test_append_commits_accumulate_and_create_the_message(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    put(run, "output/part1.md", "Hello ")
+    put(run, "output/part2.md", "world")
+    first = run.call_tool("workspace.commit", {"path": "output/part1.md", "mode": "append",
+                                                "reason": "start"})
+    assert first.content == "Requested chat commit of output/part1.md with mode Append."
+    run.call_tool("workspace.commit", {"path": "output/part2.md", "mode": "append"})
+    assert lab.chat("alice").messages[0].body == "Hello world"
+    run.call_tool("workspace.commit", {"path": "output/part2.md"})
+    assert lab.chat("alice").messages[0].body == "world"
+    assert len(lab.chat("alice").messages) == 1
+
+
+def test_commit_reads_the_file_at_commit_time_and_needs_visibility_only(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "v1"})
+    stored = run.call_tool("workspace.list_files", {"path": "tool-results"})
+    assert not stored.is_error
+    result_file = next(p for p in stored.resource_refs if p.endswith(".json"))
+    ok = run.call_tool("workspace.commit", {"path": result_file})
+    assert not ok.is_error  # tool-results is read-only but visible
+    hidden = run.call_tool("workspace.commit", {"path": "input/prompt_snapshot.json"})
+    assert (hidden.error_code, hidden.content) == (
+        "workspace.path_not_visible", "`input/prompt_snapshot.json` is not readable for this "
+        "task.")
+    missing = run.call_tool("workspace.commit", {"path": "output/nope.md"})
+    assert (missing.error_code, missing.content) == (
+        "workspace.file_not_found", "workspace path `output/nope.md` was not found.")
+    bad = run.call_tool("workspace.commit", {"mode": "merge"})
+    assert (bad.error_code, bad.content) == ("workspace.commit_mode_invalid",
+                                             "mode must be `replace` or `append`, got `merge`")
+
+
+def test_foreground_finish_requires_an_explicit_commit(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    put(run, "output/main.md", "auto")
+    run.next_round()  # an auto-commit is not an explicit one
+    refused = run.finish()
+    assert (refused.error_code, refused.content) == (
+        "workspace.finish_requires_commit",
+        "Commit the output with workspace_commit before finishing.")
+    assert run.status == "calling_model"
+    run.call_tool("workspace.commit", {})
+    done = run.finish("all done")
+    assert done.content == "Finished the Agent run."
+    assert run.status == "completed"
+    with pytest.raises(Exception, match="is completed"):
+        run.call_tool("workspace.list_files", {})
+
+
+def test_confirmed_commits_survive_a_failed_run(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    put(run, "output/main.md", "confirmed")
+    run.call_tool("workspace.commit", {})
+    run._fail("simulated provider failure")
+    assert run.status == "failed"
+    assert lab.chat("alice").messages[0].body == "confirmed"
+    assert run.events("run_failed")[0].level == "error"
+
+
+def test_sub_agents_return_results_and_cannot_commit(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    helper = run.start_subagent("critic")
+    for tool in ("workspace.commit", "workspace.finish"):
+        refused = run.call_tool(tool, {}, invocation=helper)
+        name = tool.replace(".", "_")
+        assert (refused.error_code, refused.content) == (
+            "tool.not_available", f"{name} is not available for this task.")
+    first = run.call_tool("task.return", {"result": "looks good"}, invocation=helper)
+    second = run.call_tool("task.return", {"result": "still good"}, invocation=helper)
+    assert first.structured == {"path": "summaries/critic-result.md"}
+    assert second.structured == {"path": "summaries/critic-result-002.md"}
+    assert run.read("summaries/critic-result-002.md") == "still good"
+    main_refused = run.call_tool("task.return", {"result": "x"})
+    assert main_refused.error_code == "tool.not_available"
