@@ -68,7 +68,8 @@ class GcOptions:
 
 
 def _protected(path: str, protected: Sequence[str]) -> bool:
-    return any(is_within(real(path), real(p)) for p in protected)
+    """Whether a protected path (a live session's cwd) is the worktree or inside it."""
+    return any(is_within(real(p), real(path)) for p in protected)
 
 
 def is_dep_bump(repo_root: str, tip: str, base: str) -> bool:
