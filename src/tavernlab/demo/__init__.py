@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TextIO
 
 #: Section modules, in play order.
-SECTIONS: tuple[str, ...] = ()
+SECTIONS: tuple[str, ...] = (
+    "tavernlab.demo.workspace",
+)
 
 
 def run_demo(root: Path, out: TextIO = sys.stdout) -> None:
