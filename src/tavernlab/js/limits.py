@@ -1,0 +1,72 @@
+"""The numbers and fixed messages of the JavaScript sandbox (spec/js-and-skills.md 2, 3, 7.7).
+
+Kept in one small module without other tavernlab imports because both sides of the process
+boundary need them: the parent (command, pool, runtime API, legacy engine) and the worker
+process, which must start fast and import as little as possible.
+
+Where upstream's wording is unknown the text below is tavernlab's choice; each such constant
+says so.
+"""
+
+from __future__ import annotations
+
+KIB = 1024
+MIB = 1024 * KIB
+
+#: QuickJS heap limit per execution.
+MEMORY_LIMIT = 32 * MIB
+#: QuickJS stack limit per execution.
+STACK_LIMIT = 256 * KIB
+#: Largest value that crosses the jsbox boundary in one conversion. The heap limit bounds
+#: every guest string well below this, so a large result or write can always be measured
+#: exactly instead of failing in the conversion layer (jsbox's own default is 16 MB).
+MAX_VALUE_BYTES = 64 * MIB
+#: Upstream's process-wide cap on concurrent QuickJS executions (default pool size).
+MAX_CONCURRENT_JOBS = 2
+#: Default whole-call deadline when a caller passes none (the shell's 30 s).
+DEFAULT_TIME_LIMIT = 30.0
+
+# --- the V5 command -------------------------------------------------------------------------
+
+#: Cap of each output stream (stdout, stderr) of one ``js`` run.
+OUTPUT_CAP = 128 * KIB
+#: Largest stdin module.
+STDIN_LIMIT = 128 * KIB
+#: Aggregate input budget of one shell call (upstream value unknown; tavernlab chooses 8 MiB).
+INPUT_BUDGET = 8 * MIB
+#: Most entries ``workspace.listFiles(dir)`` walks.
+LIST_FILES_LIMIT = 4096
+
+OUTPUT_EXCEEDED = (f"JavaScript output exceeds {OUTPUT_CAP} bytes. Save the content to a "
+                   "workspace file and print its path.")
+#: Upstream wording after the semicolon unknown; tavernlab's choice (spec 3.6).
+LINE_EXCEEDED = ("JavaScript log line exceeds the output limit; save the content to a "
+                 "workspace file and print its path.")
+EXIT_CODE_INVALID = "process.exitCode must be a numeric integer from 0 to 255."
+PENDING_PROMISE = "The awaited Promise is still pending, but no work remains to resolve it."
+MODULE_NOT_AVAILABLE = ("This module is not available. Import a workspace .js/.mjs file or a "
+                        "built-in module listed in js --help.")
+#: Upstream wording unknown; tavernlab's choice (spec 3.8).
+IMPORT_ATTRIBUTES = "Import attributes are not supported."
+SOURCE_NOT_UTF8 = "JavaScript source must be UTF-8."
+
+# --- interruption reasons (upstream wording unknown; tavernlab's choice) ---------------------
+#: Reason keys sent across the process boundary, and the text that replaces the exception.
+INTERRUPT_REASONS: dict[str, str] = {
+    "deadline": "JavaScript execution exceeded its time limit and was interrupted.",
+    "cancel": "JavaScript execution was cancelled.",
+    "memory": f"JavaScript exceeded the {MEMORY_LIMIT // MIB} MiB memory limit.",
+    "stack": f"JavaScript exceeded the {STACK_LIMIT // KIB} KiB stack limit.",
+}
+
+# --- the legacy skill.run_script engine (spec 7.7) ------------------------------------------
+
+LEGACY_RESULT_LIMIT = 256 * KIB
+LEGACY_MAX_MODULES = 64
+LEGACY_MODULE_BYTES = 2 * MIB
+LEGACY_INPUT_LIMIT = 8 * MIB
+LEGACY_OUTPUT_LIMIT = 1 * MIB
+#: Fixed accounting cost added to each write and each log line of the output budget.
+LEGACY_ENTRY_COST = 64
+LEGACY_SNAPSHOT_DEPTH = 10
+LEGACY_SNAPSHOT_ENTRIES = 1000
