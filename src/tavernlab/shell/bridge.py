@@ -41,7 +41,7 @@ from tavernlab.paths import WorkspacePath, display
 from tavernlab.shell.limits import INPUT_BUDGET_BYTES, MAX_DIR_ENTRIES, MAX_READ_BYTES
 from tavernlab.shell.vfs_abi import VfsError, VfsErrorKind, VfsStat
 from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
-from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
+from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 ROOT_NOT_A_FILE = "workspace root is not a file entry"
 BACKSLASH_IN_PATH = "use / in workspace paths"
@@ -132,35 +132,13 @@ class InputBudget:
             self.used += size
 
 
-class ShellCallScope(ScopedWorkspaceFs):
-    """The scoped view of one shell call: the Invocation's policy, a per-call tracker, a
-    check that refuses new operations once the call is cancelled or past its deadline, and
-    reads charged to the call's input budget (also when ``js`` reads through it)."""
-
-    def __init__(self, base: ScopedWorkspaceFs, tracker: MutationTracker,
-                 check: Callable[[], None] | None, budget: InputBudget) -> None:
-        super().__init__(base.fs, base.policy, skills=base.skills, tracker=tracker, check=check)
-        self.budget = budget
-
-    def derive(self, *, tracker: MutationTracker | None = None,
-               check: Callable[[], None] | None = None) -> ScopedWorkspaceFs:
-        """The same call view with another tracker or check; the budget stays shared."""
-        return ShellCallScope(self, tracker if tracker is not None else self.tracker,
-                              check, self.budget)
-
-    def read_file(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
-        """Read as the scoped view does, then charge the bytes to the input budget."""
-        data = super().read_file(path, max_bytes)
-        self.budget.charge(len(data), path.text)
-        return data
-
-
 class WorkspaceBridge:
     """The :class:`~tavernlab.shell.vfs_abi.VirtualFilesystem` of one shell call."""
 
-    def __init__(self, scope: ShellCallScope, *, on_fault: Callable[[], None] | None = None
-                 ) -> None:
+    def __init__(self, scope: ScopedWorkspaceFs, budget: InputBudget, *,
+                 on_fault: Callable[[], None] | None = None) -> None:
         self.scope = scope
+        self.budget = budget
         self.internal_fault: BaseException | None = None
         self._on_fault = on_fault
         self._mutation = threading.Lock()
@@ -199,7 +177,9 @@ class WorkspaceBridge:
         if target is None:
             raise VfsError(VfsErrorKind.INVALID_INPUT, ROOT_NOT_A_FILE)
         try:
-            return self.scope.read_file(target, MAX_READ_BYTES)
+            data = self.scope.read_file(target, MAX_READ_BYTES)
+            self.budget.charge(len(data), target.text)
+            return data
         except WorkspaceError as error:
             raise posix_error(error) from None
 

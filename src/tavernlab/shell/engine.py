@@ -33,12 +33,13 @@ from typing import Protocol
 import bashkit
 
 from tavernlab.cancel import CancelToken
-from tavernlab.shell.bridge import ShellCallScope, WorkspaceBridge
+from tavernlab.shell.bridge import InputBudget, WorkspaceBridge
 from tavernlab.shell.commands import ShellCommands
 from tavernlab.shell.limits import MAX_STREAM_BYTES
 from tavernlab.shell.result import ShellOutcome
 from tavernlab.shell.vfs_abi import ExportedFilesystem
 from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 _PYTHON_PERMISSION = "BASHKIT_ALLOW_INPROCESS_PYTHON"
 _PRELUDE = f"unset {_PYTHON_PERMISSION} OLDPWD"
@@ -118,7 +119,7 @@ def _is_timeout(error: str) -> bool:
 class BashkitEngine:
     """A fresh bashkit interpreter per call over one call's scoped view."""
 
-    def __init__(self, scope: ShellCallScope, context: FrozenContext | None) -> None:
+    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext | None) -> None:
         self.scope = scope
         self.context = context
 
@@ -136,7 +137,7 @@ class BashkitEngine:
             for bash in holder:
                 bash.cancel()
 
-        bridge = WorkspaceBridge(self.scope, on_fault=stop)
+        bridge = WorkspaceBridge(self.scope, InputBudget(), on_fault=stop)
         commands = ShellCommands(bridge, self.context, deadline, cancel, stop)
         exported = ExportedFilesystem(bridge)
         try:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled, InvalidData, WorkspaceError
-from tavernlab.shell.bridge import InputBudget, ShellCallScope, parse_shell_path, shell_path
+from tavernlab.shell.bridge import parse_shell_path, shell_path
 from tavernlab.shell.engine import BashkitEngine, ShellEngine
 from tavernlab.shell.limits import DEFAULT_DEADLINE_S, MAX_COMMAND_BYTES
 from tavernlab.shell.result import ShellResult
@@ -32,7 +32,7 @@ from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.tooling import ToolError, invalid_arguments
 
-EngineFactory = Callable[[ShellCallScope, "FrozenContext | None"], ShellEngine]
+EngineFactory = Callable[[ScopedWorkspaceFs, "FrozenContext | None"], ShellEngine]
 
 
 def command_too_long() -> ToolError:
@@ -89,7 +89,7 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
             raise Cancelled()
 
     call_tracker = MutationTracker(candidate=round_tracker.candidate)
-    call_scope = ShellCallScope(scope, call_tracker, check, InputBudget())
+    call_scope = scope.derive(tracker=call_tracker, check=check)
     result = None
     try:
         run = engine(call_scope, context).run(command, start_dir, deadline, token)

@@ -1,0 +1,77 @@
+"""spec/shell.md 4.3 and 8: cancellation lets started file operations finish and runs nothing
+after them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tavernlab.cancel import CancelToken
+from tavernlab.shell import ShellOutcome, ShellResult
+
+from .conftest import Workspace, lock_waiter_blocked
+
+PYTHON_TWO_WRITES = (
+    "python3 -c \"import pathlib; p = pathlib.Path('/output/main.md'); "
+    "p.write_text('draft'); p.write_text('second')\"; echo next > /output/next.txt")
+
+
+def run_in_thread(ws: Workspace, command: str, token: CancelToken
+                  ) -> tuple[threading.Thread, dict[str, ShellResult]]:
+    """Start a shell call on a worker thread."""
+    box: dict[str, ShellResult] = {}
+    worker = threading.Thread(target=lambda: box.setdefault("r", ws.shell(command, token=token)))
+    worker.start()
+    return worker, box
+
+
+def cancel_while_first_write_is_in_flight(ws: Workspace, command: str) -> ShellResult:
+    """Hold the run lock shared so the call's first write waits inside storage, cancel then,
+    and release: the write must complete, nothing after it may start."""
+    token = CancelToken()
+    with ws.fs.lock.shared():
+        worker, box = run_in_thread(ws, command, token)
+        while not lock_waiter_blocked(ws.fs):
+            time.sleep(0.002)
+        token.cancel()
+    worker.join()
+    return box["r"]
+
+
+def test_python_write_in_flight_completes_and_the_next_never_starts(ws: Workspace) -> None:
+    # 12.19 (python3 variant)
+    result = cancel_while_first_write_is_in_flight(ws, PYTHON_TWO_WRITES)
+    assert result.outcome is ShellOutcome.CANCELLED
+    assert result.content.splitlines()[0] == "Command cancelled."
+    assert result.error_code == "workspace.shell_cancelled"
+    assert result.exit_code is None
+    assert ws.read("output/main.md") == "draft"
+    assert not ws.exists("output/next.txt")
+    assert result.resource_refs == ["output/main.md"]
+    assert ws.scope.tracker.candidate is None
+
+
+def test_cancel_wakes_a_sleeping_call(ws: Workspace) -> None:
+    token = CancelToken()
+    worker, box = run_in_thread(ws, "sleep 60; echo late > /scratch/late.txt", token)
+    threading.Timer(0.2, token.cancel).start()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    assert box["r"].content == "Command cancelled."
+    assert not ws.exists("scratch/late.txt")
+
+
+def test_cancel_stops_a_busy_loop(ws: Workspace) -> None:
+    token = CancelToken()
+    worker, box = run_in_thread(ws, "echo started; while :; do :; done", token)
+    threading.Timer(0.2, token.cancel).start()
+    worker.join(timeout=20)
+    assert box["r"].content.splitlines()[0] == "Command cancelled."
+
+
+def test_a_call_cancelled_before_it_starts_runs_nothing(ws: Workspace) -> None:
+    token = CancelToken()
+    token.cancel()
+    result = ws.shell("echo x > /scratch/x.txt", token=token)
+    assert result.content == "Command cancelled."
+    assert not ws.exists("scratch/x.txt")
