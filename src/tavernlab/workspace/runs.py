@@ -78,13 +78,16 @@ from tavernlab.workspace.tooling import (
 )
 
 if TYPE_CHECKING:
+    from tavernlab.js.command import CommandResult
     from tavernlab.lab import Lab
+    from tavernlab.shell.result import ShellResult
     from tavernlab.workspace.chat import Chat
 
 #: Modules that register tools when imported (the run dispatches to all of them). Modules
 #: of parts not installed yet are skipped only if the package itself is absent.
 TOOL_MODULES: tuple[str, ...] = (
     "tavernlab.workspace.tools",
+    "tavernlab.shell.tool",
 )
 
 #: Characters of an externalized result the model still sees inline.
@@ -546,6 +549,32 @@ class Run:
                 agent = payload["path"].rsplit("/", 1)[-1].split("-result", 1)[0]
                 self._subagent_results[agent] += 1
         self.round = last_round + 1
+
+    # -- shell and JavaScript ----------------------------------------------------------------
+
+    def shell(self, command: str, workdir: str = "/") -> ShellResult:
+        """Run ``workspace.shell`` as a tool call of the main agent and return the shell's
+        outcome, exit code, stdout and stderr (the tool result is stored as usual)."""
+        from tavernlab.shell.result import ShellResult
+
+        result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir})
+        return ShellResult.from_tool_result(result)
+
+    def js(self, argv: Iterable[str], cwd: str = "/", stdin: str | bytes | None = None,
+           command: Literal["js", "node", "deno"] = "js") -> CommandResult:
+        """Run the sandbox's ``js``/``node``/``deno`` command directly (not as a tool call):
+        same sandbox, limits and errors as inside ``workspace.shell``, over the main agent's
+        view, with the run's shell deadline. :meth:`cancel` from another thread or a
+        KeyboardInterrupt stops it; file writes it made stay and feed auto-commit."""
+        from tavernlab.js.command import run_js_command
+
+        self._require_active()
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        token = CancelToken()
+        with self.track(token):
+            return run_js_command(list(argv), scope=self.scope, context=self.context, cwd=cwd,
+                                  stdin=data, command=command, token=token,
+                                  deadline=time.monotonic() + self.shell_deadline_s)
 
     # -- files -------------------------------------------------------------------------------------
 
