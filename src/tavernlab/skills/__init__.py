@@ -1,0 +1,51 @@
+"""Skill packages, the installed-skill repository and the read-only ``skills/`` mount.
+
+spec/js-and-skills.md sections 8 and 9. ``lab.skills`` is a :class:`SkillRepository`;
+:func:`resolve_effective_skills` binds an Invocation's skills and :class:`BoundSkillsMount`
+serves them, macro-projected, under ``skills/``.
+"""
+
+from tavernlab.skills.effective import (
+    SkillBinding,
+    SkillScopeRefs,
+    render_skill_prompt,
+    resolve_effective_skills,
+    skill_list,
+)
+from tavernlab.skills.errors import (
+    InvalidSkillIndex,
+    InvalidSkillPackage,
+    InvalidSkillScope,
+    SkillConflict,
+    SkillError,
+    SkillNotFound,
+    SkillStorageError,
+)
+from tavernlab.skills.index import SkillIndexEntry, SkillScope, SkillSourceRef
+from tavernlab.skills.mount import BoundSkillsMount
+from tavernlab.skills.package import SkillFileRef, SkillPackage
+from tavernlab.skills.repository import SkillInstallResult, SkillRepository, SkillSource
+
+__all__ = [
+    "BoundSkillsMount",
+    "InvalidSkillIndex",
+    "InvalidSkillPackage",
+    "InvalidSkillScope",
+    "SkillBinding",
+    "SkillConflict",
+    "SkillError",
+    "SkillFileRef",
+    "SkillIndexEntry",
+    "SkillInstallResult",
+    "SkillNotFound",
+    "SkillPackage",
+    "SkillRepository",
+    "SkillScope",
+    "SkillScopeRefs",
+    "SkillSource",
+    "SkillSourceRef",
+    "SkillStorageError",
+    "render_skill_prompt",
+    "resolve_effective_skills",
+    "skill_list",
+]
