@@ -9,15 +9,35 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from tavernlab.errors import TavernlabError
 
 #: Modules that add sub-commands, in the order they appear in ``tavernlab --help``.
 COMMAND_MODULES = (
     "tavernlab.demo.cli",
+    "tavernlab.workspace.cli",
 )
+
+
+#: Environment variable naming the lab the sub-commands use when ``--lab`` is not given.
+LAB_ENV = "TAVERNLAB_LAB"
+#: The lab ``tavernlab demo`` creates, so ``tavernlab runs`` works right after the demo.
+DEFAULT_LAB = "tavernlab-demo/lab"
+
+
+def add_lab_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--lab DIR`` (default: ``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``)."""
+    parser.add_argument("--lab", default=None, metavar="DIR",
+                        help=f"the lab directory (default: ${LAB_ENV}, else ./{DEFAULT_LAB})")
+
+
+def lab_path(args: argparse.Namespace) -> Path:
+    """The lab directory chosen by ``--lab``, the environment or the default."""
+    return Path(args.lab or os.environ.get(LAB_ENV) or DEFAULT_LAB)
 
 
 def build_parser() -> argparse.ArgumentParser:

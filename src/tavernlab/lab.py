@@ -321,7 +321,6 @@ class Lab:
                      profile=profile, context=FrozenContext(snapshot, macros), chat=chat,
                      skills_mount=mount, skills=bound, persist_snapshot=persist_snapshot)
         run.restore_from_events()
-        run.announce(run.main)
         return run
 
     def runs(self) -> list[RunRecord]:

@@ -142,6 +142,7 @@ class Run:
         self._tokens: set[CancelToken] = set()
         self._tokens_lock = threading.Lock()
         self._subagent_results: Counter[str] = Counter()
+        self._announced: set[str] = set()
         self.main = self._new_invocation("main", "main", profile, announce=False)
 
     # -- identity -----------------------------------------------------------------------------
@@ -185,7 +186,10 @@ class Run:
         return invocation
 
     def announce(self, invocation: Invocation) -> None:
-        """Record ``agent_invocation_created`` for an Invocation."""
+        """Record ``agent_invocation_created`` for an Invocation (once)."""
+        if invocation.id in self._announced:
+            return
+        self._announced.add(invocation.id)
         self.emit("agent_invocation_created",
                   InvocationRef(invocation_id=invocation.id, agent_id=invocation.agent_id,
                                 mode=invocation.mode),
@@ -279,6 +283,7 @@ class Run:
         """
         self._require_active()
         invocation = invocation or self.main
+        self.announce(invocation)
         self._call_seq += 1
         call_id = call_id or f"call_{self._call_seq}"
         arguments = {} if arguments is None else arguments

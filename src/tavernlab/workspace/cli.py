@@ -1,0 +1,145 @@
+"""Workspace sub-commands: ``runs``, ``events``, ``tool``, ``retention``, ``sessions``.
+
+They act on a lab directory (``--lab``, ``$TAVERNLAB_LAB`` or ``./tavernlab-demo/lab``):
+list runs, show a run's events, execute one model tool call on a run the way the host
+would, plan or apply retention, and manage sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tavernlab.cli import add_lab_argument, lab_path
+from tavernlab.errors import InvalidData
+from tavernlab.lab import Lab
+from tavernlab.render import render_events, render_tool_call
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the workspace sub-commands."""
+    runs = subparsers.add_parser("runs", help="list the runs of a lab, newest first",
+                                 description="List every indexed run (chat and session).")
+    add_lab_argument(runs)
+    runs.add_argument("--json", action="store_true", help="print run.json records as JSON")
+    runs.set_defaults(func=_runs)
+
+    events = subparsers.add_parser("events", help="print a run's events",
+                                   description="Print events.jsonl of RUN_ID, one per line.")
+    events.add_argument("run_id", metavar="RUN_ID")
+    events.add_argument("--type", help="only events of this type")
+    events.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    add_lab_argument(events)
+    events.set_defaults(func=_events)
+
+    tool = subparsers.add_parser(
+        "tool", help="execute one model tool call on a run",
+        description="Execute TOOL_ID with ARGS (a JSON object) on RUN_ID as the main agent, "
+        "exactly as the host would (events and stored result included). Exit status 0 for a "
+        "successful result, 3 for an error result.")
+    tool.add_argument("run_id", metavar="RUN_ID")
+    tool.add_argument("tool_id", metavar="TOOL_ID", help="for example workspace.read_file")
+    tool.add_argument("args", metavar="ARGS", nargs="?", default="{}",
+                      help='JSON object, for example \'{"path": "output/main.md"}\'')
+    tool.add_argument("--json", action="store_true", help="print the stored result JSON")
+    add_lab_argument(tool)
+    tool.set_defaults(func=_tool)
+
+    retention = subparsers.add_parser("retention", help="plan or apply run retention",
+                                      description="Dry-run (plan) or apply run pruning.")
+    retention.add_argument("action", choices=("plan", "apply"))
+    retention.add_argument("--keep-full", type=int, help="keepFullRecentRuns for this call")
+    retention.add_argument("--keep-recent", type=int,
+                           help="keepRecentTerminalRuns for this call")
+    add_lab_argument(retention)
+    retention.set_defaults(func=_retention)
+
+    sessions = subparsers.add_parser("sessions", help="list or create agent sessions",
+                                     description="List sessions, or create one with --new.")
+    sessions.add_argument("--new", metavar="TITLE", help="create a session with this title")
+    add_lab_argument(sessions)
+    sessions.set_defaults(func=_sessions)
+
+
+def _open(args: argparse.Namespace) -> Lab:
+    path = lab_path(args)
+    if not (path / "_tauritavern").is_dir():
+        raise InvalidData(f"no lab at {path} (run `tavernlab demo` or pass --lab DIR)")
+    return Lab(path)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    lab = _open(args)
+    records = lab.runs()
+    if args.json:
+        print(dump_json([r.model_dump(mode="json", by_alias=True) for r in records]))
+        return 0
+    if not records:
+        print("no runs")
+    for record in records:
+        target = record.target
+        where = (f"chat {target.stable_chat_id}" if target.kind == "chat"
+                 else f"session {target.session_id}")
+        print(f"{record.id}  {record.status:<14} {record.presentation:<10} {where}  "
+              f"{record.created_at:%Y-%m-%d %H:%M:%S}")
+    return 0
+
+
+def _events(args: argparse.Namespace) -> int:
+    run = _open(args).open_run(args.run_id)
+    events = run.events(args.type)
+    if args.json:
+        for event in events:
+            print(json.dumps(event.model_dump(mode="json", by_alias=True), ensure_ascii=False))
+    else:
+        print(render_events(events))
+    return 0
+
+
+def _tool(args: argparse.Namespace) -> int:
+    try:
+        arguments: Any = json.loads(args.args)
+    except ValueError as exc:
+        raise InvalidData(f"ARGS is not JSON: {exc}") from None
+    run = _open(args).open_run(args.run_id)
+    result = run.call_tool(args.tool_id, arguments)
+    if args.json:
+        print(dump_json(result.to_json()))
+    else:
+        print(render_tool_call(args.tool_id, arguments if isinstance(arguments, dict) else {},
+                               result))
+    return 3 if result.is_error else 0
+
+
+def _retention(args: argparse.Namespace) -> int:
+    lab = _open(args)
+    settings = lab.retention.read_settings().model_dump(by_alias=True)
+    if args.keep_full is not None:
+        settings["keepFullRecentRuns"] = args.keep_full
+    if args.keep_recent is not None:
+        settings["keepRecentTerminalRuns"] = args.keep_recent
+    if args.action == "plan":
+        plan = lab.retention.plan(settings)
+        print(dump_json(plan.model_dump(mode="json", by_alias=True)))
+    else:
+        result = lab.retention.apply(settings)
+        print(dump_json(result.model_dump(mode="json", by_alias=True)))
+    return 0
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    lab = _open(args)
+    if args.new is not None:
+        session = lab.sessions.create(args.new)
+        print(session.id)
+        return 0
+    for session in lab.sessions.list():
+        record = session.record
+        print(f"{session.id}  {record.title!r}  runs={len(session.run_ids())}")
+    return 0
+
+
+def dump_json(data: Any) -> str:
+    """Pretty JSON for the terminal."""
+    return json.dumps(data, ensure_ascii=False, indent=2)

@@ -1,0 +1,50 @@
+"""The workspace sub-commands of ``tavernlab`` on a real lab."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tavernlab.cli import main
+from tavernlab.lab import Lab
+
+
+def test_runs_events_tool_retention_and_sessions(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    lab = Lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="alice")
+    flag = ["--lab", str(lab.root)]
+    assert main(["runs", *flag]) == 0
+    assert run.id in capsys.readouterr().out
+    assert main(["tool", run.id, "workspace.write_file",
+                 '{"path": "output/main.md", "content": "hi"}', *flag]) == 0
+    out = capsys.readouterr().out
+    assert "Wrote 2 chars / 1 words to output/main.md." in out
+    assert main(["tool", run.id, "workspace.read_file", '{"path": "input/x"}', "--json",
+                 *flag]) == 3
+    stored = json.loads(capsys.readouterr().out)
+    assert stored["errorCode"] == "workspace.path_not_visible"
+    assert main(["events", run.id, "--type", "tool_call_failed", *flag]) == 0
+    assert "tool_call_failed" in capsys.readouterr().out
+    assert main(["retention", "plan", "--keep-full", "0", "--keep-recent", "0", *flag]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["blockedRuns"][0]["runId"] == run.id
+    assert main(["sessions", "--new", "notes", *flag]) == 0
+    session_id = capsys.readouterr().out.strip()
+    assert main(["sessions", *flag]) == 0
+    assert session_id in capsys.readouterr().out
+
+
+def test_bad_input_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                     ) -> None:
+    assert main(["runs", "--lab", str(tmp_path / "missing")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: workspace.invalid_data: no lab at ")
+    lab = Lab(tmp_path / "lab")
+    assert main(["tool", "run_nope", "workspace.list_files", "--lab", str(lab.root)]) == 1
+    assert capsys.readouterr().err == (
+        "error: workspace.not_found: run `run_nope` was not found in the run index\n")
+    assert main(["tool", "run_x", "workspace.list_files", "{bad", "--lab", str(lab.root)]) == 1
+    assert "ARGS is not JSON" in capsys.readouterr().err
