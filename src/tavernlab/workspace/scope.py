@@ -50,10 +50,14 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset({"md", "markdown", "txt", "text"})
 
 
 def is_text_file(path: WorkspacePath | str) -> bool:
-    """True when the path's extension is ``md``, ``markdown``, ``txt`` or ``text`` (any case)."""
+    """True when the path's extension is ``md``, ``markdown``, ``txt`` or ``text`` (any case).
+
+    The extension is what follows the last dot of the name, as upstream's Rust
+    ``Path::extension`` sees it: a dotfile such as ``.md`` has no extension.
+    """
     name = str(path).rsplit("/", 1)[-1]
     dot = name.rfind(".")
-    return dot >= 0 and name[dot + 1 :].lower() in TEXT_EXTENSIONS
+    return dot > 0 and name[dot + 1 :].lower() in TEXT_EXTENSIONS
 
 
 # --- policy -----------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""Workspace path rules (spec/workspace.md section 4): order of checks, messages, normalization."""
+
+from __future__ import annotations
+
+import pytest
+
+from tavernlab.errors import InvalidData
+from tavernlab.paths import InvalidWorkspacePath, WorkspacePath, display
+
+
+@pytest.mark.parametrize(("text", "normalized"), [
+    ("output/./main.md", "output/main.md"),          # Acceptance 1
+    ("output//a.md", "output/a.md"),                 # Acceptance 1
+    ("output/main.md/", "output/main.md"),
+    ("./output/main.md", "output/main.md"),
+    ("output\\main.md", "output/main.md"),           # `\` is a separator after the first char
+    ("scratch\\a\\.\\b.txt", "scratch/a/b.txt"),
+    ("scratch/...", "scratch/..."),                  # `...` is not `..`
+    ("scratch/..x/x..", "scratch/..x/x.."),
+    ("1:/x", "1:/x"),                                # a digit is not a drive letter
+    ("é:/x", "é:/x"),                                # nor is a non-ASCII letter
+    ("output/C:/x", "output/C:/x"),                  # a drive prefix only counts at the start
+])
+def test_normalization(text: str, normalized: str) -> None:
+    assert WorkspacePath.parse(text).text == normalized
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    # Acceptance 2
+    ("../secrets.json", "Workspace path cannot contain .."),
+    ("/abs/file", "Workspace path must be relative"),
+    ("C:\\Users\\me\\file", "Workspace path cannot use a Windows drive prefix"),
+    ("scratch/\0bad", "Workspace path cannot contain NUL"),
+    (".", "Workspace path cannot be empty"),
+    ("", "Workspace path cannot be empty"),
+    # the rest of the table
+    ("\\abs\\file", "Workspace path must be relative"),
+    ("\\\\server\\share", "Workspace path must be relative"),
+    ("c:relative", "Workspace path cannot use a Windows drive prefix"),
+    ("Z:", "Workspace path cannot use a Windows drive prefix"),
+    ("output/../run.json", "Workspace path cannot contain .."),
+    ("output\\..\\run.json", "Workspace path cannot contain .."),
+    ("..", "Workspace path cannot contain .."),
+    ("./", "Workspace path cannot be empty"),
+    ("././/.", "Workspace path cannot be empty"),
+    ("//", "Workspace path must be relative"),
+])
+def test_rejections(text: str, message: str) -> None:
+    with pytest.raises(InvalidWorkspacePath) as info:
+        WorkspacePath.parse(text)
+    assert info.value.message == message
+    assert info.value.code == "workspace.invalid_path"
+    assert isinstance(info.value, InvalidData)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    # NUL is checked before "relative", "relative" before the drive prefix, the drive prefix
+    # before `..`, and `..` before "no segments left".
+    ("/\0", "Workspace path cannot contain NUL"),
+    ("C:\0", "Workspace path cannot contain NUL"),
+    ("/C:/x", "Workspace path must be relative"),
+    ("\\..", "Workspace path must be relative"),
+    ("C:..", "Workspace path cannot use a Windows drive prefix"),
+    ("C:/..", "Workspace path cannot use a Windows drive prefix"),
+    ("./..", "Workspace path cannot contain .."),
+])
+def test_checks_run_in_upstream_order(text: str, message: str) -> None:
+    with pytest.raises(InvalidWorkspacePath) as info:
+        WorkspacePath.parse(text)
+    assert info.value.message == message
+
+
+def test_logical_root_is_no_path() -> None:
+    for text in (None, "", ".", "./"):
+        assert WorkspacePath.parse_optional(text) is None
+    assert WorkspacePath.parse_optional("output") == WorkspacePath("output")
+    with pytest.raises(InvalidWorkspacePath, match="cannot contain"):
+        WorkspacePath.parse_optional("../x")
+    assert display(None) == ""
+    assert display(WorkspacePath("output/a.md")) == "output/a.md"
+
+
+def test_non_strings_are_rejected() -> None:
+    with pytest.raises(InvalidWorkspacePath):
+        WorkspacePath.parse(42)  # type: ignore[arg-type]
+
+
+def test_segment_helpers() -> None:
+    path = WorkspacePath.parse("scratch/draft/Final.MD")
+    assert path.parts == ("scratch", "draft", "Final.MD")
+    assert path.root == "scratch"
+    assert path.name == "Final.MD"
+    assert path.suffix == ".MD"
+    assert path.parent == WorkspacePath("scratch/draft")
+    assert WorkspacePath("scratch").parent is None
+    assert WorkspacePath("scratch/.hidden").suffix == ""
+    assert WorkspacePath("scratch/draft").join("a/b.md") == WorkspacePath("scratch/draft/a/b.md")
+    # segment-wise containment, never a text prefix
+    assert WorkspacePath("output/a").is_under(WorkspacePath("output"))
+    assert WorkspacePath("output").is_under(WorkspacePath("output"))
+    assert not WorkspacePath("output_extra/x").is_under(WorkspacePath("output"))
+    assert not WorkspacePath("output").is_strictly_under(WorkspacePath("output"))
+    assert WorkspacePath("output/a/b").relative_to(WorkspacePath("output")) == "a/b"
+    assert WorkspacePath("output").relative_to(WorkspacePath("output")) == ""
+    with pytest.raises(ValueError, match="is not under"):
+        WorkspacePath("output_extra/x").relative_to(WorkspacePath("output"))
+    assert str(path) == "scratch/draft/Final.MD"
