@@ -1,0 +1,161 @@
+"""``tavernlab skill validate|install|list|pack``: skill packages from the command line.
+
+``install`` and ``list`` work on a lab directory given with ``--lab`` (default
+``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``, the lab ``tavernlab demo`` creates; the
+shared rule of :func:`tavernlab.cli.lab_path`), whose skills live under
+``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab. Bad input prints one
+line, ``error: <code>: <message>``, and exits 1 (the shared handler in :mod:`tavernlab.cli`);
+nothing is installed or written then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tavernlab.cli import add_lab_argument, lab_path
+from tavernlab.skills.archive import write_archive
+from tavernlab.skills.errors import InvalidSkillPackage, SkillError, SkillStorageError
+from tavernlab.skills.package import SkillPackage
+from tavernlab.skills.repository import ConflictChoice, SkillRepository
+from tavernlab.skills.source import load_directory, load_source
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``tavernlab skill`` and its four sub-commands."""
+    parser = subparsers.add_parser(
+        "skill", help="validate, install, list and pack skill packages",
+        description="Skill packages: a folder with SKILL.md (YAML front matter with name and "
+        "description), optional scripts/, references/, assets/ and agents/tauritavern.json.")
+    commands = parser.add_subparsers(dest="skill_command", metavar="COMMAND", required=True)
+
+    validate = commands.add_parser(
+        "validate", help="check a skill folder or archive without installing it",
+        description="Check every skill found in PATH (a folder, .zip or .ttskill) and print "
+        "its files, installed hash and warnings. Writes nothing.")
+    validate.add_argument("path", type=Path, metavar="PATH")
+    validate.add_argument("--json", action="store_true", help="print JSON")
+    validate.set_defaults(func=_validate)
+
+    install = commands.add_parser(
+        "install", help="install the skills of a folder or archive into a lab",
+        description="Install every skill found in PATH into the lab. The same content is "
+        "'already installed'; a changed skill of an installed name needs --replace or --skip.")
+    install.add_argument("path", type=Path, metavar="PATH")
+    add_lab_argument(install)
+    install.add_argument("--scope", default="global",
+                         help="global (default), preset:<id>, profile:<id> or character:<id>")
+    choice = install.add_mutually_exclusive_group()
+    choice.add_argument("--replace", dest="on_conflict", action="store_const", const="replace",
+                        help="replace an installed skill whose content differs")
+    choice.add_argument("--skip", dest="on_conflict", action="store_const", const="skip",
+                        help="keep an installed skill whose content differs")
+    install.add_argument("--json", action="store_true", help="print JSON")
+    install.set_defaults(func=_install)
+
+    listing = commands.add_parser("list", help="list the skills installed in a lab",
+                                  description="List installed skills by scope and name.")
+    add_lab_argument(listing)
+    listing.add_argument("--scope", default=None, help="only this scope")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_list)
+
+    pack = commands.add_parser(
+        "pack", help="pack a skill folder into a .zip",
+        description="Validate the skill(s) in DIR and write a deterministic ZIP that "
+        "'tavernlab skill install' accepts. An existing output file is never overwritten.")
+    pack.add_argument("dir", type=Path, metavar="DIR")
+    pack.add_argument("-o", "--output", type=Path, default=None,
+                      help="archive to write (default: ./<name>.zip)")
+    pack.set_defaults(func=_pack)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _describe(package: SkillPackage) -> str:
+    where = f" (in {package.origin}/)" if package.origin else ""
+    return (f"{package.name}{where}: {len(package.files)} files, {package.total_bytes} bytes, "
+            f"installed hash {package.installed_hash}")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    packages = load_source(args.path)
+    if args.json:
+        _print_json([p.summary() for p in packages])
+        return 0
+    for package in packages:
+        print(f"ok {_describe(package)}")
+        for warning in package.warnings:
+            print(f"  warning: {warning}")
+    return 0
+
+
+_ACTION_WORDS = {"installed": "installed", "replaced": "replaced",
+                 "already_installed": "already installed", "skipped": "skipped (kept installed)"}
+
+
+def _install(args: argparse.Namespace) -> int:
+    on_conflict: ConflictChoice | None = args.on_conflict
+    results = SkillRepository(lab_path(args)).install(args.path, scope=args.scope,
+                                                on_conflict=on_conflict)
+    if args.json:
+        _print_json([r.model_dump(by_alias=True, exclude_none=True, mode="json")
+                     for r in results])
+        return 0
+    for result in results:
+        digest = result.skill.installed_hash if result.skill else ""
+        print(f"{_ACTION_WORDS[result.action]}: {result.name} in {result.scope.key} "
+              f"(installed hash {digest})")
+        for warning in result.warnings:
+            print(f"  warning: {warning}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    entries = SkillRepository(lab_path(args)).list(args.scope)
+    if args.json:
+        _print_json([e.model_dump(by_alias=True, exclude_none=True, mode="json")
+                     for e in entries])
+        return 0
+    if not entries:
+        print(f"no skills installed in {lab_path(args)}")
+        return 0
+    rows = [("SCOPE", "NAME", "VERSION", "FILES", "DESCRIPTION")] + [
+        (e.scope.key, e.name, e.version or "-", str(e.file_count), e.description)
+        for e in entries]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+              + "  " + row[4])
+    return 0
+
+
+def _pack(args: argparse.Namespace) -> int:
+    folder: Path = args.dir
+    if not folder.is_dir() or folder.is_symlink():
+        raise InvalidSkillPackage(f"pack needs a skill directory: {folder}")
+    packages = load_directory(folder)
+    files = {(f"{p.origin}/{path}" if p.origin else path): data
+             for p in packages for path, data in p.contents.items()}
+    name = packages[0].name if len(packages) == 1 else folder.resolve().name
+    output: Path = args.output if args.output is not None else Path(f"{name}.zip")
+    data = write_archive(files)
+    try:
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise SkillError(f"Output file already exists: {output}",
+                         code="skill.output_exists") from None
+    except OSError as exc:
+        raise SkillStorageError(f"Failed to write {output}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    count = sum(len(p.files) for p in packages)
+    print(f"packed {', '.join(p.name for p in packages)} ({count} files, {len(data)} bytes) "
+          f"into {output}", file=sys.stdout)
+    return 0
