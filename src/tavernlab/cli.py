@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "tavernlab.demo.cli",
     "tavernlab.workspace.cli",
     "tavernlab.skills.cli",
+    "tavernlab.worktree.cli",
 )
 
 

@@ -1,0 +1,353 @@
+"""``tavernlab worktree …``: the worktree tools on the command line.
+
+``new`` provisions (with a live progress display on stderr; Ctrl-C cancels and cleans up),
+``ls`` lists, ``gate``/``run`` run one-shot commands, ``start``/``stop``/``services`` manage
+services, ``rm`` cleans up, ``archive`` salvages then removes, ``gc`` plans or applies garbage
+collection. Every command takes ``--json``. Bad input prints one ``error: …`` line and exits
+non-zero.
+
+Services live in the process that started them (one supervisor per process, as upstream's
+CLI has its own): ``start`` therefore serves in the foreground behind the proxy until
+Ctrl-C (or ``--seconds``), and ``stop`` in a fresh process finds no supervisor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tavernlab.errors import TavernlabError
+from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
+from tavernlab.worktree.errors import ToolError, UsageError
+from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.listing import list_worktrees, main_repo_root, real
+from tavernlab.worktree.proxy import start_proxy
+from tavernlab.worktree.salvage import salvage_worktree
+from tavernlab.worktree.services import dispose_supervisor
+from tavernlab.worktree.tools import call_tool
+from tavernlab.worktree.workflow import _write_file
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, indent=2) if args.json else text)
+
+
+def _guard(handler: Handler) -> Handler:
+    """Turn stray OS and value errors into one-line tavernlab errors (never a traceback)."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except TavernlabError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise ToolError("execution_failed", str(exc)) from exc
+
+    return run
+
+
+def _repo(args: argparse.Namespace) -> str:
+    return main_repo_root(os.path.abspath(args.repo))
+
+
+def _record_for(repo_root: str, path: str) -> dict[str, Any]:
+    for record in list_worktrees(repo_root)[1:]:
+        if real(record["path"]) == real(path):
+            return dict(record)
+    raise ToolError("not_found", f"not a linked worktree of {repo_root}: {path}")
+
+
+def describe_event(event: ProgressEvent) -> str:
+    """One human line per progress event."""
+    if event["kind"] == "queued":
+        return f"queued at position {event['position']} (next phase: {event['phase']})"
+    if event["kind"] == "started":
+        return f"slot granted, starting {event['phase']}"
+    if event["kind"] == "phase":
+        return f"phase {event['phase']}"
+    return f"done: {event['outcome']}"
+
+
+def _new(args: argparse.Namespace) -> int:
+    repo = _repo(args)
+    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": args.base}
+    for key, value in (("branch", args.branch), ("dir", args.dir and os.path.abspath(args.dir)),
+                       ("depsCmd", args.deps_cmd), ("copyGlobs", args.copy_glob),
+                       ("cloneGlobs", args.clone_glob), ("linkPaths", args.link),
+                       ("setupLogPath", args.setup_log and os.path.abspath(args.setup_log))):
+        if value is not None:
+            tool_input[key] = value
+    if args.write_file is not None:
+        tool_input["writeFiles"] = [_write_file(raw) for raw in args.write_file]
+    if args.no_setup:
+        tool_input["runSetup"] = False
+    if args.retry_setup:
+        tool_input["retrySetupOnFailure"] = True
+    signal = CancelSignal()
+    started = time.monotonic()
+
+    def progress(event: ProgressEvent) -> None:
+        print(f"[{time.monotonic() - started:6.2f}s] {describe_event(event)}", file=sys.stderr,
+              flush=True)
+
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = run_with_provision_context(
+                ProvisionContext(caller_key="cli", signal=signal, on_progress=progress),
+                lambda: call_tool("worktree.provision", tool_input))
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except KeyboardInterrupt:
+        print("cancelling…", file=sys.stderr, flush=True)
+        signal.cancel()
+        worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    result = outcome["result"]
+    _emit(args, result, f"{result['cwd']}  ({result['branch']})")
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    records = list_worktrees(_repo(args))
+    lines = []
+    for record in records:
+        label = record.get("branch") or "(detached)"
+        extra = " prunable" if record.get("prunable") is not None else ""
+        lines.append(f"{record['path']}  {record['head'][:7]}  {label}{extra}")
+    _emit(args, records, "\n".join(lines))
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    result = call_tool("worktree.run-gate", {"cwd": os.path.abspath(args.cwd), "cmd": args.cmd})
+    _print_run(args, result)
+    return 0 if result["passed"] else 1
+
+
+def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    sys.stdout.write(result["stdout"])
+    sys.stderr.write(result["stderr"])
+    print(f"{'passed' if result['passed'] else 'failed'} (exit {result['exitCode']})",
+          file=sys.stderr)
+
+
+def _service_target(args: argparse.Namespace) -> dict[str, Any]:
+    worktree = os.path.abspath(args.worktree)
+    repo = main_repo_root(worktree)
+    branch = args.branch
+    if branch is None:
+        record = next((r for r in list_worktrees(repo) if real(r["path"]) == real(worktree)),
+                      None)
+        if record is None:
+            raise ToolError("not_found", f"not a worktree of {repo}: {worktree}")
+        branch = record.get("branch") or ""
+    return {"repoRoot": repo, "worktreePath": worktree, "branch": branch, "base": args.base}
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = call_tool("worktree.run-script", {**_service_target(args), "script": args.script})
+    _print_run(args, result)
+    return 0 if result["passed"] else 1
+
+
+def _start(args: argparse.Namespace) -> int:
+    target = _service_target(args)
+    proxy = start_proxy(port=args.proxy_port)
+    try:
+        statuses = [call_tool("worktree.start-service", {**target, "script": name,
+                                                         "proxyPort": proxy.port})
+                    for name in args.scripts]
+        _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
+            f"{s['name']}: {s['status']} pid {s['pid']} port {s['port']} → {s['url']}"
+            for s in statuses))
+        sys.stdout.flush()
+        deadline = None if args.seconds is None else time.monotonic() + args.seconds
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+    finally:
+        dispose_supervisor(target["worktreePath"])
+        proxy.close()
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    result = call_tool("worktree.stop-service", {"worktreePath": os.path.abspath(args.worktree),
+                                                 "script": args.script})
+    _emit(args, result, "stopped" if result["stopped"] else
+          "not stopped (no running service in this process)")
+    return 0
+
+
+def _services(args: argparse.Namespace) -> int:
+    target = _service_target(args)
+    result = call_tool("worktree.list-services", {**target, "proxyPort": args.proxy_port})
+    _emit(args, result, "\n".join(
+        f"{s['name']}: {s['status']} port {s['port']} {s['url']}" for s in result["services"])
+        or "no services declared")
+    return 0
+
+
+def _rm(args: argparse.Namespace) -> int:
+    path = os.path.abspath(args.path)
+    repo = _repo(args)
+    record = _record_for(repo, path)
+    result = call_tool("worktree.cleanup", {
+        "repoRoot": repo, "cwd": record["path"], "branch": record.get("branch"),
+        "deleteBranch": args.delete_branch, "base": args.base,
+        "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
+        "discardModified": args.discard_modified})
+    _emit(args, result, f"removed {record['path']}")
+    return 0
+
+
+def _archive(args: argparse.Namespace) -> int:
+    """Stop services, salvage, run teardown and remove with both discard flags (upstream
+    implementation unknown; tavernlab's choice), deleting the branch unless --keep-branch."""
+    path = os.path.abspath(args.path)
+    repo = main_repo_root(path)
+    record = _record_for(repo, path)
+    dispose_supervisor(record["path"])
+    branch = record.get("branch")
+    salvaged = salvage_worktree(repo, record["path"],
+                                slug=branch or os.path.basename(record["path"]),
+                                salvage_root=args.salvage_root)
+    call_tool("worktree.cleanup", {
+        "repoRoot": repo, "cwd": record["path"], "branch": branch,
+        "deleteBranch": bool(branch) and not args.keep_branch, "base": args.base,
+        "discardUntracked": True, "discardModified": True})
+    result = {"removed": True, "salvageDir": salvaged["dir"], "manifest": salvaged["manifest"]}
+    _emit(args, result, f"archived {record['path']} to {salvaged['dir']}")
+    return 0
+
+
+def _gc(args: argparse.Namespace) -> int:
+    repo = _repo(args)
+    options = GcOptions(protected_paths=[os.path.abspath(p) for p in args.protect or []],
+                        include_detached=args.include_detached,
+                        worktrees_root=args.worktrees_root and os.path.abspath(args.worktrees_root),
+                        salvage_dirty=args.salvage_dirty, salvage_root=args.salvage_root)
+    plan = plan_gc(repo, options)
+    if not args.apply:
+        _emit(args, {"plan": plan}, "\n".join(
+            f"{entry['class']:8} {entry['path']}  "
+            f"{entry.get('reclaimReason') or entry.get('holdReason') or entry.get('salvageReason') or ''}"
+            for entry in plan) or "no linked worktrees")
+        return 0
+    records = apply_gc(repo, plan, options)
+    _emit(args, {"plan": plan, "results": records}, "\n".join(
+        f"{record['result']:22} {record['path']}" for record in records) or "no linked worktrees")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``tavernlab worktree new|ls|gate|run|start|stop|services|rm|archive|gc``."""
+    parser = subparsers.add_parser("worktree", help="git worktrees for agents",
+                                   description="Provision, gate, serve and clean up git "
+                                   "worktrees (agentproto's worktree package).")
+    commands = parser.add_subparsers(dest="worktree_command", metavar="COMMAND", required=True)
+
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(func=_guard(handler))
+        return sub
+
+    new = command("new", _new, "provision a worktree (progress on stderr; Ctrl-C cancels)")
+    new.add_argument("slug", help="lowercase kebab-case name, e.g. fix-login")
+    new.add_argument("--repo", default=".", help="repository (default: current directory)")
+    new.add_argument("--base", default="origin/main", help="ref to branch from")
+    new.add_argument("--branch", help="branch name (default wt/<slug>)")
+    new.add_argument("--dir", help="worktree directory (default <repo>/../_worktrees/<slug>)")
+    new.add_argument("--deps-cmd", help="install command run in the worktree")
+    new.add_argument("--copy-glob", action="append", help="file glob to copy (repeatable)")
+    new.add_argument("--clone-glob", action="append", help="entry glob to clone (repeatable)")
+    new.add_argument("--link", action="append", help="path to symlink (repeatable)")
+    new.add_argument("--write-file", action="append", metavar="JSON",
+                     help='{"path", "content", "mode"?} to write (repeatable)')
+    new.add_argument("--no-setup", action="store_true", help="skip both config files and hooks")
+    new.add_argument("--setup-log", help="append full hook output to this file")
+    new.add_argument("--retry-setup", action="store_true", help="retry a failing setup once")
+
+    ls = command("ls", _ls, "list the repository's worktrees")
+    ls.add_argument("--repo", default=".")
+
+    gate = command("gate", _gate, "run a check command in a worktree")
+    gate.add_argument("cwd")
+    gate.add_argument("cmd")
+
+    for name, handler, text in (("run", _run, "run a committed script once"),
+                                ("services", _services, "list declared services")):
+        sub = command(name, handler, text)
+        if name == "run":
+            sub.add_argument("script")
+        sub.add_argument("--worktree", default=".", help="worktree (default: current dir)")
+        sub.add_argument("--branch", help="branch (default: the worktree's)")
+        sub.add_argument("--base", default="origin/main")
+        if name == "services":
+            sub.add_argument("--proxy-port", type=int, default=None)
+
+    start = command("start", _start,
+                    "serve services behind the proxy in the foreground until Ctrl-C")
+    start.add_argument("scripts", nargs="+", metavar="script")
+    start.add_argument("--worktree", default=".")
+    start.add_argument("--branch")
+    start.add_argument("--base", default="origin/main")
+    start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
+    start.add_argument("--seconds", type=float, help="stop after this many seconds")
+
+    stop = command("stop", _stop, "stop a service started by this process")
+    stop.add_argument("script")
+    stop.add_argument("--worktree", default=".")
+
+    rm = command("rm", _rm, "stop services, run teardown and remove a worktree")
+    rm.add_argument("path")
+    rm.add_argument("--repo", default=".")
+    rm.add_argument("--base", default="origin/main")
+    rm.add_argument("--delete-branch", action="store_true")
+    rm.add_argument("--no-teardown", action="store_true")
+    rm.add_argument("--discard-untracked", action="store_true")
+    rm.add_argument("--discard-modified", action="store_true")
+
+    archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
+    archive.add_argument("path")
+    archive.add_argument("--base", default="origin/main")
+    archive.add_argument("--keep-branch", action="store_true")
+    archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
+
+    gc = command("gc", _gc, "plan (or --apply) garbage collection of worktrees")
+    gc.add_argument("--repo", default=".")
+    gc.add_argument("--apply", action="store_true")
+    gc.add_argument("--salvage-dirty", action="store_true")
+    gc.add_argument("--include-detached", action="store_true")
+    gc.add_argument("--worktrees-root")
+    gc.add_argument("--protect", action="append", help="a live session's cwd (repeatable)")
+    gc.add_argument("--salvage-root")
+
+
+__all__ = ["UsageError", "describe_event", "register"]
