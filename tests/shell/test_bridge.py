@@ -3,7 +3,11 @@ a real bashkit interpreter over a real workspace directory."""
 
 from __future__ import annotations
 
-from tavernlab.shell import ShellOutcome
+from pathlib import Path
+
+from tavernlab.shell import ShellOutcome, execute_shell
+from tavernlab.workspace.fs import WorkspaceFs
+from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
 
 from .conftest import Workspace
 
@@ -134,12 +138,7 @@ def test_no_host_environment(ws: Workspace) -> None:
     assert result.stdout == "HOME=/\nPWD=/plan\n"
 
 
-def test_session_tmp_is_the_session_root(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tavernlab.workspace.fs import WorkspaceFs
-    from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
-
-    from tavernlab.shell import execute_shell
-
+def test_session_tmp_is_the_session_root(tmp_path: Path) -> None:
     directory = tmp_path / "workspace"
     for root in ("work", "tmp", "tool-results"):
         (directory / root).mkdir(parents=True)

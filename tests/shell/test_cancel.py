@@ -75,3 +75,19 @@ def test_a_call_cancelled_before_it_starts_runs_nothing(ws: Workspace) -> None:
     result = ws.shell("echo x > /scratch/x.txt", token=token)
     assert result.content == "Command cancelled."
     assert not ws.exists("scratch/x.txt")
+
+
+JS_TWO_WRITES = (
+    "js -e \"import { workspace } from '@tauritavern/runtime'; "
+    "workspace.writeText('output/main.md', 'draft'); "
+    "workspace.writeText('output/main.md', 'second')\"; echo next > /output/next.txt")
+
+
+def test_js_write_in_flight_completes_and_the_next_never_starts(ws: Workspace) -> None:
+    # 12.19 (js variant)
+    result = cancel_while_first_write_is_in_flight(ws, JS_TWO_WRITES)
+    assert result.content.splitlines()[0] == "Command cancelled."
+    assert result.error_code == "workspace.shell_cancelled"
+    assert ws.read("output/main.md") == "draft"
+    assert not ws.exists("output/next.txt")
+    assert result.resource_refs == ["output/main.md"]

@@ -38,6 +38,7 @@ def test_the_input_budget_is_8_mib_per_call(ws: Workspace) -> None:
     result = ws.shell("wc -c < /scratch/a.bin; wc -c < /scratch/b.bin")
     assert result.stdout == f"{5 * MIB}\n"
     assert result.stderr.endswith(
-        "Workspace shell input budget exceeds 8388608 bytes: scratch/b.bin\n")
+        "Shell input budget exceeded: this call would read 9437184 bytes, over the "
+        "8388608-byte limit.\n")
     # the budget belongs to one call: the next call reads the second file
     assert ws.shell("wc -c < /scratch/b.bin").stdout == f"{4 * MIB}\n"

@@ -8,8 +8,9 @@ writability, the ``skills/`` projection, locking and mutation tracking live:
 * shell paths are POSIX and absolute; ``.``/``..`` are resolved lexically (``..`` above ``/``
   stays at ``/``), then parsed with the workspace path rules; a backslash fails with
   ``use / in workspace paths``; ``/`` is the logical root and lists exactly the visible roots;
-* reads are capped at 8 MiB per file and 8 MiB per call in total (the input budget), listings
-  at 4096 entries;
+* reads are capped at 8 MiB per file and listings at 4096 entries; file bytes read are charged
+  to the call's input budget (:class:`tavernlab.js.budget.InputBudget`, 8 MiB, shared with
+  the call's ``js`` runs), whose overflow the command sees as an I/O error naming the budget;
 * writes are unchecked (no guard, no read records);
 * ``symlink``, ``readlink`` and ``chmod`` fail with ``<op> is not supported in the workspace``
   (a ``chmod`` to the mode a node already has is a no-op, see :meth:`WorkspaceBridge.chmod`);
@@ -37,8 +38,9 @@ from tavernlab.errors import (
     PathIsDirectory,
     WorkspaceError,
 )
+from tavernlab.js.budget import InputBudget
 from tavernlab.paths import WorkspacePath, display
-from tavernlab.shell.limits import INPUT_BUDGET_BYTES, MAX_DIR_ENTRIES, MAX_READ_BYTES
+from tavernlab.shell.limits import MAX_DIR_ENTRIES, MAX_READ_BYTES
 from tavernlab.shell.vfs_abi import VfsError, VfsErrorKind, VfsStat
 from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
 from tavernlab.workspace.scope import ScopedWorkspaceFs
@@ -56,12 +58,6 @@ _ERRNO_KINDS: dict[int, VfsErrorKind] = {
     errno.ENOTDIR: VfsErrorKind.NOT_A_DIRECTORY,
     errno.ENOTEMPTY: VfsErrorKind.DIRECTORY_NOT_EMPTY,
 }
-
-
-def budget_exceeded_message(path: str) -> str:
-    """The input-budget failure. Upstream wording unknown; tavernlab chooses
-    ``Workspace shell input budget exceeds 8388608 bytes: <path>``."""
-    return f"Workspace shell input budget exceeds {INPUT_BUDGET_BYTES} bytes: {path}"
 
 
 def unsupported(operation: str) -> VfsError:
@@ -114,24 +110,6 @@ def shell_path(path: WorkspacePath | None) -> str:
     return "/" if path is None else f"/{path.text}"
 
 
-class InputBudget:
-    """The call's aggregate input budget (file bytes read, module sources), shared by the
-    shell bridge and the ``js`` commands of the call."""
-
-    def __init__(self, limit: int = INPUT_BUDGET_BYTES) -> None:
-        self.limit = limit
-        self.used = 0
-        self._lock = threading.Lock()
-
-    def charge(self, size: int, path: str) -> None:
-        """Count ``size`` bytes read from ``path``; over the limit fails with the budget
-        message (the bytes are not handed out)."""
-        with self._lock:
-            if self.used + size > self.limit:
-                raise InvalidData(budget_exceeded_message(path))
-            self.used += size
-
-
 class WorkspaceBridge:
     """The :class:`~tavernlab.shell.vfs_abi.VirtualFilesystem` of one shell call."""
 
@@ -178,7 +156,7 @@ class WorkspaceBridge:
             raise VfsError(VfsErrorKind.INVALID_INPUT, ROOT_NOT_A_FILE)
         try:
             data = self.scope.read_file(target, MAX_READ_BYTES)
-            self.budget.charge(len(data), target.text)
+            self.budget.charge(len(data))
             return data
         except WorkspaceError as error:
             raise posix_error(error) from None

@@ -33,6 +33,7 @@ import bashkit
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import InvalidData
+from tavernlab.js.command import run_js_command
 from tavernlab.shell.bridge import WorkspaceBridge, parse_shell_path, posix_error, shell_path
 from tavernlab.shell.vfs_abi import VfsError
 from tavernlab.workspace.context import FrozenContext
@@ -59,7 +60,7 @@ def parse_sleep_seconds(operands: list[str]) -> float:
 class ShellCommands:
     """The custom builtins of one shell call, bound to its bridge, deadline and token."""
 
-    def __init__(self, bridge: WorkspaceBridge, context: FrozenContext | None, deadline: float,
+    def __init__(self, bridge: WorkspaceBridge, context: FrozenContext, deadline: float,
                  cancel: CancelToken, stop: Callable[[], None]) -> None:
         self.bridge = bridge
         self.context = context
@@ -97,13 +98,12 @@ class ShellCommands:
 
     def javascript(self, ctx: Any) -> bashkit.BuiltinResult:
         """Run the sandbox's V5 command for ``js``, ``node`` or ``deno``."""
-        from tavernlab.js.command import run_js_command
-
         stdin = ctx.stdin.encode("utf-8") if ctx.stdin is not None else None
         with self._js_lock:
             result = run_js_command(
                 list(ctx.argv), scope=self.bridge.scope, context=self.context, cwd=ctx.cwd,
-                stdin=stdin, command=ctx.name, deadline=self.deadline, token=self.cancel)
+                stdin=stdin, command=ctx.name, deadline=self.deadline, token=self.cancel,
+                budget=self.bridge.budget)
         if result.timed_out:
             self.timed_out = True
             self.stop()

@@ -33,12 +33,14 @@ from typing import Protocol
 import bashkit
 
 from tavernlab.cancel import CancelToken
-from tavernlab.shell.bridge import InputBudget, WorkspaceBridge
+from tavernlab.js.budget import InputBudget
+from tavernlab.shell.bridge import WorkspaceBridge
 from tavernlab.shell.commands import ShellCommands
 from tavernlab.shell.limits import MAX_STREAM_BYTES
 from tavernlab.shell.result import ShellOutcome
 from tavernlab.shell.vfs_abi import ExportedFilesystem
 from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 _PYTHON_PERMISSION = "BASHKIT_ALLOW_INPROCESS_PYTHON"
@@ -121,7 +123,8 @@ class BashkitEngine:
 
     def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext | None) -> None:
         self.scope = scope
-        self.context = context
+        self.context = context if context is not None else FrozenContext(
+            None, FrozenMacros.from_snapshot(None))
 
     def run(self, command: str, workdir: str, deadline: float, cancel: CancelToken
             ) -> EngineRun:
@@ -137,7 +140,8 @@ class BashkitEngine:
             for bash in holder:
                 bash.cancel()
 
-        bridge = WorkspaceBridge(self.scope, InputBudget(), on_fault=stop)
+        budget = InputBudget()
+        bridge = WorkspaceBridge(self.scope, budget, on_fault=stop)
         commands = ShellCommands(bridge, self.context, deadline, cancel, stop)
         exported = ExportedFilesystem(bridge)
         try:

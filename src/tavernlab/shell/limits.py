@@ -1,4 +1,8 @@
-"""The workspace shell's limits (spec/shell.md section 3), in one place."""
+"""The workspace shell's limits (spec/shell.md section 3).
+
+The aggregate input budget (8 MiB) is shared with the ``js`` command and lives in
+:mod:`tavernlab.js.budget`; the JavaScript limits are in :mod:`tavernlab.js.limits`.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,3 @@ MAX_STREAM_BYTES = 131_072
 MAX_READ_BYTES = 8 * 1024 * 1024
 #: One directory listing through the bridge.
 MAX_DIR_ENTRIES = 4096
-#: Aggregate input budget of one call (file bytes read, JavaScript module sources). Upstream's
-#: value is unknown; tavernlab chooses 8 MiB (spec/shell.md section 3).
-INPUT_BUDGET_BYTES = 8 * 1024 * 1024

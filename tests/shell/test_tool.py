@@ -1,0 +1,259 @@
+"""``workspace.shell`` through a real Lab run: stored results, events, auto-commits, explicit
+commits, stale patches and cancellation (spec/shell.md 6.2 and 12 items 1, 11-14, 19-20;
+spec/workspace.md 10)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tavernlab.lab import Lab
+from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
+from tavernlab.workspace.runs import Run
+from tavernlab.workspace.tooling import TOOLS, ToolResult
+
+DRAFT_UPDATED = "afb0dd9cdafff15c91cf0b7aefe8540054f943ac85300575dba5f02c6d61b688"
+FINAL_UPDATED = "558d46463c665d63d467f2bb803262630eca6cf58feb5cddb18f10dbd4de103e"
+MOVED_BODY = "2902dc0da1c302c92f4349498ec37757aa0d934496030e08ec2617b59f048df6"
+FINAL = "9149a1639fd729ca74b4353844d37528182883bc3b68bda8c864cd7064dd1043"
+KEPT = "78051faade059d70866df6a3fb83ef348721fd74a87e93ef95c493f87d0d236b"
+
+
+def sha(text: str) -> str:
+    """SHA-256 of UTF-8 text (cross-checks the pinned literals above)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Lab:
+    """A fresh lab."""
+    return Lab(tmp_path / "lab")
+
+
+@pytest.fixture
+def run(lab: Lab) -> Run:
+    """A foreground Chat run with a 5 s shell deadline."""
+    run = lab.start_run(chat_id="alice")
+    run.shell_deadline_s = 5.0
+    return run
+
+
+def shell(run: Run, command: str, workdir: str | None = None) -> ToolResult:
+    """Call the tool the way the model does."""
+    args: dict[str, Any] = {"command": command}
+    if workdir is not None:
+        args["workdir"] = workdir
+    return run.call_tool("workspace.shell", args)
+
+
+def stored(run: Run, result: ToolResult) -> dict[str, Any]:
+    """The tool-result file of a call."""
+    event = [e for e in run.events("tool_result_stored")
+             if e.payload.call_id == result.call_id][-1]
+    return json.loads((run.workspace_dir / event.payload.path).read_text())
+
+
+def commits(run: Run) -> list[tuple[str, bool, str]]:
+    """``(path, isExplicit, sha256)`` of every chat commit request."""
+    return [(e.payload.path, e.payload.is_explicit, e.payload.sha256)
+            for e in run.events("chat_commit_requested")]
+
+
+def test_the_tool_is_registered_with_its_description() -> None:
+    spec = TOOLS["workspace.shell"]
+    assert (spec.model_name, spec.mutating, spec.arguments) == (
+        "workspace_shell", True, ("command", "workdir"))
+    assert spec.description == DESCRIPTION
+    assert "js --help" in DESCRIPTION and "ls, find" in DESCRIPTION
+
+
+def test_stored_result_of_echo_hello(run: Run) -> None:
+    # 6.2
+    result = shell(run, "echo hello")
+    assert stored(run, result) == {
+        "callId": "call_1",
+        "toolId": "workspace.shell",
+        "content": "Exit code: 0\nhello",
+        "structured": {"exitCode": 0, "outputTruncated": False},
+        "isError": False,
+        "errorCode": None,
+        "resourceRefs": [],
+    }
+    completed = run.events("tool_call_completed")[-1].payload
+    assert (completed.is_error, completed.error_code, completed.resource_refs) == (
+        False, None, [])
+
+
+def test_hidden_input_fails_with_a_warn_event(run: Run) -> None:
+    # 12.1 at tool level
+    result = shell(run, "cat /input/prompt_snapshot.json")
+    assert (result.is_error, result.error_code) == (True, "workspace.shell_exit")
+    failed = run.events("tool_call_failed")[-1]
+    assert failed.level == "warn"
+    assert (failed.payload.is_error, failed.payload.error_code) == (True, "workspace.shell_exit")
+    assert failed.payload.message == result.content
+    copy = shell(run, "cp /input/prompt_snapshot.json /scratch/leaked.json")
+    assert copy.error_code == "workspace.shell_exit"
+    assert not (run.workspace_dir / "scratch" / "leaked.json").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"command": "echo x > /scratch/x.txt", "cwd": "/"}, "unknown argument `cwd`"),
+    ({}, "command is required"),
+    ({"command": 7}, "command must be a string"),
+    ({"command": "echo x > /scratch/x.txt", "workdir": ["/"]}, "workdir must be a string"),
+    ({"command": "echo x > /scratch/x.txt #" + "a" * 200 * 1024},
+     "command exceeds the 131072-byte limit"),
+])
+def test_invalid_arguments_run_nothing(run: Run, args: dict[str, Any], message: str) -> None:
+    result = run.call_tool("workspace.shell", args)
+    assert (result.error_code, result.content) == ("tool.invalid_arguments", message)
+    assert not (run.workspace_dir / "scratch" / "x.txt").exists()
+
+
+def test_bad_workdir_is_a_shell_failure(run: Run) -> None:
+    result = shell(run, "pwd", "/input")
+    assert (result.error_code, result.content) == (
+        "workspace.shell_failed", "workdir `/input` is not a workspace directory")
+
+
+PIPELINE = (
+    "mkdir -p drafts/sub && "
+    "printf 'draft one\\n' > drafts/sub/a.md && "
+    "printf '{\"title\": \"Chapter\", \"tags\": [\"x\", \"y\"]}\\n' > data.json && "
+    "jq -r '.title' data.json > title.txt && "
+    "jq -r '.tags[]' data.json >> title.txt && "
+    "cp title.txt drafts/copy.txt && "
+    "mv drafts/sub drafts/moved && "
+    "rm drafts/copy.txt && "
+    "cat drafts/moved/a.md title.txt && "
+    "printf 'appended\\n' >> drafts/moved/a.md"
+)
+
+
+def test_pipeline_in_output(run: Run) -> None:
+    # 12.11
+    result = shell(run, PIPELINE, "/output")
+    assert result.content == "Exit code: 0\ndraft one\nChapter\nx\ny"
+    out = run.workspace_dir / "output"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "data.json", "drafts", "drafts/moved", "drafts/moved/a.md", "title.txt"]
+    assert (out / "drafts/moved/a.md").read_text() == "draft one\nappended\n"
+    assert (out / "title.txt").read_text() == "Chapter\nx\ny\n"
+    assert result.resource_refs == [
+        "output/data.json", "output/drafts", "output/drafts/copy.txt", "output/drafts/moved",
+        "output/drafts/moved/a.md", "output/drafts/sub", "output/drafts/sub/a.md",
+        "output/title.txt"]
+
+
+def test_shell_edit_makes_an_earlier_read_stale(run: Run) -> None:
+    # 12.12: the upstream sequence with its digests
+    run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "draft\n"})
+    first = run.call_tool("workspace.read_file", {"path": "output/main.md"})
+    assert not first.is_error
+    appended = shell(run, "printf 'updated by shell\\n' >> /output/main.md")
+    assert appended.resource_refs == ["output/main.md"]
+    patch = {"path": "output/main.md", "old_string": "draft\n", "new_string": "final draft\n"}
+    stale = run.call_tool("workspace.apply_patch", patch)
+    assert stale.error_code == "workspace.patch_stale_file"
+    assert run.read("output/main.md") == "draft\nupdated by shell\n"
+    run.call_tool("workspace.read_file", {"path": "output/main.md"})
+    patched = run.call_tool("workspace.apply_patch", patch)
+    assert not patched.is_error
+    assert run.read("output/main.md") == "final draft\nupdated by shell\n"
+    assert patched.structured["oldSha256"] == DRAFT_UPDATED == sha("draft\nupdated by shell\n")
+    assert patched.structured["sha256"] == FINAL_UPDATED == sha(
+        "final draft\nupdated by shell\n")
+
+
+def test_shell_rounds_auto_commit_and_the_run_completes(run: Run) -> None:
+    # 12.13 and workspace.md 10 Acceptance 1-3
+    first = shell(run, "printf 'moved body\\n' > /output/main.md && "
+                       "mv /output/main.md /output/Moved.MD && "
+                       "printf '{\"ok\": true}\\n' > /output/data.json")
+    assert first.content == "Exit code: 0"
+    run.next_round()
+    assert commits(run) == [("output/Moved.MD", False, MOVED_BODY)]
+    assert sha("moved body\n") == MOVED_BODY
+    shell(run, "mkdir -p /scratch/draft && printf 'final\\n' > /scratch/draft/final.md && "
+               "mv /scratch/draft /scratch/finalized")
+    run.next_round()
+    assert commits(run)[1] == ("scratch/finalized/final.md", False, FINAL)
+    assert sha("final\n") == FINAL
+    explicit = run.call_tool("workspace.commit", {"path": "scratch/finalized/final.md"})
+    assert not explicit.is_error
+    assert commits(run)[2] == ("scratch/finalized/final.md", True, FINAL)
+    finished = run.finish()
+    assert not finished.is_error
+    assert run.status == "completed"
+
+
+def test_failed_shell_keeps_its_write_without_auto_commit(run: Run) -> None:
+    # 12.14 and workspace.md 10 Acceptance 4
+    result = shell(run, "printf 'kept\\n' > /output/main.md; exit 7")
+    assert result.content.startswith("Exit code: 7")
+    assert result.error_code == "workspace.shell_exit"
+    record = stored(run, result)
+    assert (record["structured"]["exitCode"], record["isError"]) == (7, True)
+    assert record["resourceRefs"] == ["output/main.md"]
+    run.next_round()
+    assert commits(run) == []
+    run.call_tool("workspace.commit", {"path": "output/main.md"})
+    assert commits(run) == [("output/main.md", True, KEPT)]
+    assert sha("kept\n") == KEPT
+
+
+def test_timeout_at_tool_level(run: Run) -> None:
+    # 12.16 through the dispatcher
+    run.shell_deadline_s = 0.5
+    result = shell(run, "while true; do :; done")
+    assert (result.content, result.error_code) == ("Command timed out.",
+                                                   "workspace.shell_timeout")
+    assert stored(run, result)["structured"] == {"exitCode": None, "outputTruncated": False}
+
+
+def test_cancelled_call_ends_the_round_and_is_not_replayed(lab: Lab, run: Run) -> None:
+    # 12.20
+    target = run.workspace_dir / "output" / "main.md"
+    box: dict[str, ToolResult] = {}
+    worker = threading.Thread(target=lambda: box.setdefault("r", shell(
+        run, "printf 'cancelled shell write' > /output/main.md; sleep 60; "
+             "printf ' + replayed' >> /output/main.md")))
+    worker.start()
+    while not target.exists() or target.read_text() != "cancelled shell write":
+        time.sleep(0.005)
+    assert run.cancel() == 1
+    worker.join()
+    cancelled = box["r"]
+    assert (cancelled.content, cancelled.error_code) == ("Command cancelled.",
+                                                         "workspace.shell_cancelled")
+    assert stored(run, cancelled)["errorCode"] == "workspace.shell_cancelled"
+    later = shell(run, "printf 'never' > /output/never.md")
+    assert later.error_code == "tool.round_cancelled"
+    assert not (run.workspace_dir / "output" / "never.md").exists()
+    resumed = lab.open_run(run.id)
+    appended = resumed.call_tool("workspace.shell",
+                                 {"command": "printf ' + resumed' >> /output/main.md"})
+    assert appended.content == "Exit code: 0"
+    assert target.read_text() == "cancelled shell write + resumed"
+
+
+def test_session_shell_uses_the_session_tmp_root(lab: Lab) -> None:
+    session = lab.sessions.create("notes")
+    run = lab.start_run(session=session.id)
+    result = run.call_tool("workspace.shell", {"command": "echo kept > /tmp/n.txt; ls /"})
+    assert result.content == "Exit code: 0\nskills\ntmp\ntool-results\nwork"
+    assert (session.workspace_dir / "tmp" / "n.txt").read_text() == "kept\n"
+
+
+def test_shell_result_is_recoverable_from_the_tool_result(run: Run) -> None:
+    result = shell(run, "echo out; echo err >&2; exit 4")
+    recovered = ShellResult.from_tool_result(result)
+    assert (recovered.outcome, recovered.exit_code, recovered.stdout, recovered.stderr) == (
+        ShellOutcome.COMPLETED, 4, "out\n", "err\n")
