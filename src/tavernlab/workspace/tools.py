@@ -271,10 +271,14 @@ def read_file(call: ToolCall, args: Arguments) -> ToolResult:
 
 
 def write_file(call: ToolCall, args: Arguments) -> ToolResult:
-    """``workspace.write_file``: replace (guarded by the read record) or append."""
+    """``workspace.write_file``: replace (guarded by the read record) or append.
+
+    A ``mode`` string other than ``replace``/``append`` is ``workspace.write_mode_invalid``; a
+    ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments`` (7.1).
+    """
     raw_path = args.string("path", required=True)
     content = args.string("content", required=True)
-    mode = args.value("mode", "replace")
+    mode = args.string("mode", default="replace")
     assert raw_path is not None and content is not None
     if mode not in ("replace", "append"):
         raise ToolError("workspace.write_mode_invalid", "mode must be `replace` or `append`")
@@ -390,9 +394,13 @@ def apply_patch(call: ToolCall, args: Arguments) -> ToolResult:
 
 
 def commit(call: ToolCall, args: Arguments) -> ToolResult:
-    """``workspace.commit``: ask the host to save a visible file as this run's message."""
+    """``workspace.commit``: ask the host to save a visible file as this run's message.
+
+    A ``mode`` string other than ``replace``/``append`` is ``workspace.commit_mode_invalid``
+    (``got `<x>` `` quotes the string); a non-string ``mode`` is ``tool.invalid_arguments``.
+    """
     raw_path = args.string("path")
-    mode = args.value("mode", "replace")
+    mode = args.string("mode", default="replace")
     reason = args.string("reason")
     if mode not in ("replace", "append"):
         raise ToolError("workspace.commit_mode_invalid",
