@@ -20,6 +20,7 @@ from tavernlab.errors import TavernlabError
 COMMAND_MODULES = (
     "tavernlab.demo.cli",
     "tavernlab.workspace.cli",
+    "tavernlab.shell.cli",
     "tavernlab.skills.cli",
     "tavernlab.worktree.cli",
 )

@@ -17,7 +17,7 @@ def test_success_content_and_structured(ws: Workspace) -> None:
     result = ws.shell("echo hello")
     assert result.content == "Exit code: 0\nhello"
     assert result.structured == {"exitCode": 0, "outputTruncated": False}
-    tool = result.tool_result
+    tool = result.to_tool_result()
     assert (tool.is_error, tool.error_code, tool.resource_refs) == (False, None, [])
 
 
@@ -27,7 +27,7 @@ def test_failed_write_then_exit_keeps_the_file(ws: Workspace) -> None:
     assert result.content.startswith("Exit code: 7")
     assert result.error_code == "workspace.shell_exit"
     assert result.structured == {"exitCode": 7, "outputTruncated": False}
-    assert result.tool_result.is_error
+    assert result.to_tool_result().is_error
     assert result.resource_refs == ["output/main.md"]
     assert ws.read("output/main.md") == "kept\n"
 

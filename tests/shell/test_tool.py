@@ -252,8 +252,28 @@ def test_session_shell_uses_the_session_tmp_root(lab: Lab) -> None:
     assert (session.workspace_dir / "tmp" / "n.txt").read_text() == "kept\n"
 
 
-def test_shell_result_is_recoverable_from_the_tool_result(run: Run) -> None:
-    result = shell(run, "echo out; echo err >&2; exit 4")
-    recovered = ShellResult.from_tool_result(result)
-    assert (recovered.outcome, recovered.exit_code, recovered.stdout, recovered.stderr) == (
+def test_run_shell_returns_the_streams_and_the_stored_result(run: Run) -> None:
+    result = run.shell("echo out; echo err >&2; exit 4", workdir="/scratch")
+    assert (result.outcome, result.exit_code, result.stdout, result.stderr) == (
         ShellOutcome.COMPLETED, 4, "out\n", "err\n")
+    assert result.output_truncated is False
+    assert result.tool_result is not None
+    assert result.tool_result.call_id == "call_1"
+    assert stored(run, result.tool_result)["content"] == "Exit code: 4\nout\nstderr:\nerr"
+
+
+def test_run_shell_reports_a_refusal_as_a_failure(run: Run) -> None:
+    result = run.shell("pwd", workdir="/nope")
+    assert (result.outcome, result.exit_code, result.stdout, result.stderr) == (
+        ShellOutcome.FAILED, None, "", "workdir `/nope` is not a workspace directory")
+    assert result.tool_result is not None
+    assert result.tool_result.error_code == "workspace.shell_failed"
+
+
+def test_a_stored_result_read_back_keeps_outcome_and_text(run: Run) -> None:
+    result = shell(run, "echo out; exit 2")
+    plain = ToolResult(content=result.content, structured=result.structured,
+                       is_error=True, error_code=result.error_code)
+    recovered = ShellResult.from_tool_result(plain)
+    assert (recovered.outcome, recovered.exit_code, recovered.stdout) == (
+        ShellOutcome.COMPLETED, 2, "out")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tavernlab.workspace.tooling import ToolResult
@@ -28,6 +28,8 @@ ERROR_CODES: dict[ShellOutcome, str] = {
 }
 
 OUTPUT_TRUNCATED = "Output truncated."
+_STATUS_LINES = {"Command cancelled.": ShellOutcome.CANCELLED,
+                 "Command timed out.": ShellOutcome.TIMED_OUT}
 
 
 def status_line(outcome: ShellOutcome, exit_code: int | None) -> str:
@@ -73,7 +75,9 @@ class ShellResult:
     ``exit_code`` is ``None`` unless the interpreter completed; ``stdout`` and ``stderr`` are
     the captured streams (each at most 128 KiB; ``output_truncated`` says a cap was hit);
     ``resource_refs`` are the workspace paths the call created, changed or removed (sorted).
-    :attr:`tool_result` is what the model receives and what is stored.
+    :meth:`to_tool_result` builds what the model receives and what is stored;
+    :attr:`tool_result` is that result as the run dispatched it (with its call id), when the
+    shell result was recovered with :meth:`from_tool_result`.
     """
 
     outcome: ShellOutcome
@@ -82,6 +86,7 @@ class ShellResult:
     stderr: str
     output_truncated: bool
     resource_refs: list[str] = field(default_factory=list)
+    tool_result: ToolResult | None = None
 
     @property
     def is_error(self) -> bool:
@@ -104,8 +109,7 @@ class ShellResult:
         """``{"exitCode": <int or null>, "outputTruncated": <bool>}``."""
         return {"exitCode": self.exit_code, "outputTruncated": self.output_truncated}
 
-    @property
-    def tool_result(self) -> ShellToolResult:
+    def to_tool_result(self) -> ShellToolResult:
         """The tool result (error results keep the formatted output as content)."""
         return ShellToolResult(
             content=self.content,
@@ -118,25 +122,27 @@ class ShellResult:
 
     @classmethod
     def from_tool_result(cls, result: ToolResult) -> ShellResult:
-        """The shell result behind a ``workspace.shell`` tool result.
+        """The shell result behind a ``workspace.shell`` tool result (``tool_result`` set).
 
-        Results produced in this process carry it (:class:`ShellToolResult`). A plain
-        :class:`ToolResult` (for example one read back from ``tool-results/``) does not keep
-        stdout and stderr apart, so the content without its status line becomes ``stdout``.
+        Results produced in this process carry it (:class:`ShellToolResult`). Any other
+        result - a refusal before the shell ran (``tool.invalid_arguments``, a bad
+        ``workdir``, ``tool.round_cancelled``...) or one read back from ``tool-results/`` -
+        is rebuilt from its content: a status line gives the outcome and the rest becomes
+        ``stdout`` (stored results do not keep the two streams apart); without a status line
+        the outcome is ``FAILED`` and the content is ``stderr``.
         """
         if isinstance(result, ShellToolResult) and result.shell is not None:
-            return result.shell
+            return replace(result.shell, tool_result=result)
         structured = result.structured if isinstance(result.structured, dict) else {}
         exit_code = structured.get("exitCode")
         first, _, rest = result.content.partition("\n")
-        outcome = {
-            "Command cancelled.": ShellOutcome.CANCELLED,
-            "Command timed out.": ShellOutcome.TIMED_OUT,
-        }.get(first, ShellOutcome.COMPLETED if first.startswith("Exit code: ")
-              else ShellOutcome.FAILED)
-        body = result.content if outcome is ShellOutcome.FAILED else rest
-        return cls(outcome, exit_code if isinstance(exit_code, int) else None, body, "",
-                   bool(structured.get("outputTruncated")), list(result.resource_refs))
+        outcome = _STATUS_LINES.get(first, ShellOutcome.COMPLETED
+                                    if first.startswith("Exit code: ") else None)
+        if outcome is None:
+            return cls(ShellOutcome.FAILED, None, "", result.content, False,
+                       list(result.resource_refs), result)
+        return cls(outcome, exit_code if isinstance(exit_code, int) else None, rest, "",
+                   bool(structured.get("outputTruncated")), list(result.resource_refs), result)
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ def shell_tool(call: ToolCall, args: Arguments) -> ToolResult:
     workdir = args.string("workdir", default="/") or "/"
     result = execute_shell(call.invocation.scope, call.run.context, command, workdir,
                            deadline_s=call.run.shell_deadline_s, token=call.token)
-    return result.tool_result
+    return result.to_tool_result()
 
 
 SPEC = register_tool(ToolSpec(id=TOOL_ID, handler=shell_tool, mutating=True,
