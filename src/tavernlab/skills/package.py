@@ -184,6 +184,9 @@ def parse_frontmatter(text: str) -> tuple[SkillFrontmatter, list[str]]:
     metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     if raw_metadata is not None and not isinstance(raw_metadata, dict):
         warnings.append("SKILL.md metadata is not a mapping and was ignored.")
+    license_ = optional(mapping, "license", "license")
+    author = optional(metadata, "author", "metadata.author")
+    version = optional(metadata, "version", "metadata.version")
     tags: list[str] = []
     raw_tags = metadata.get("tags")
     if isinstance(raw_tags, list):
@@ -198,9 +201,9 @@ def parse_frontmatter(text: str) -> tuple[SkillFrontmatter, list[str]]:
     return SkillFrontmatter(
         name=name.strip(),
         description=description.strip(),
-        license=optional(mapping, "license", "license"),
-        author=optional(metadata, "author", "metadata.author"),
-        version=optional(metadata, "version", "metadata.version"),
+        license=license_,
+        author=author,
+        version=version,
         tags=tuple(tags),
     ), warnings
 

@@ -1,0 +1,67 @@
+"""Shared fixtures for the skill-package tests: real folders and a real repository."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from tavernlab.skills import SkillRepository
+
+SkillMaker = Callable[..., Path]
+
+
+def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Write ``files`` (relative path -> content) below ``root``."""
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            target.write_bytes(content.encode("utf-8"))
+        else:
+            target.write_bytes(content)
+    return root
+
+
+@pytest.fixture
+def make_skill(tmp_path: Path) -> SkillMaker:
+    """``make_skill(name, description=..., files={...}, folder=...)`` writes a skill folder
+    with a minimal SKILL.md plus ``files`` and returns its path."""
+
+    def make(name: str = "demo", *, description: str = "Demo.",
+             files: Mapping[str, str | bytes] | None = None, folder: str | None = None,
+             skill_md: str | None = None) -> Path:
+        root = tmp_path / "sources" / (folder or name)
+        text = skill_md if skill_md is not None else (
+            f"---\nname: {name}\ndescription: {description}\n---\n# {name}\n")
+        return write_tree(root, {"SKILL.md": text, **(files or {})})
+
+    return make
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> SkillRepository:
+    """A repository in a fresh lab directory."""
+    return SkillRepository(tmp_path / "lab")
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file and folder below ``root`` (folders map to ``None``), to prove nothing
+    changed; the lock file is not content."""
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*")) if p.name != ".lock"}
+
+
+@pytest.fixture
+def snapshot() -> Callable[[Path], dict[str, bytes | None]]:
+    """``snapshot(root)``: the files and folders below ``root``."""
+    return _snapshot
+
+
+@pytest.fixture
+def write_files() -> Callable[[Path, Mapping[str, str | bytes]], Path]:
+    """``write_files(root, {path: content})``."""
+    return write_tree

@@ -1,0 +1,127 @@
+"""``tavernlab skill validate|install|list|pack`` on good and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tavernlab.cli import main
+from tavernlab.skills import SkillRepository
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TAVERNLAB_LAB", raising=False)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["skill", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_validate(capsys, make_skill) -> None:
+    folder = make_skill(skill_md="---\nname: demo\ndescription: Demo.\n---\n",
+                        files={"scripts/a.js": "console.log(1)\n"})
+    status, out, err = _run(capsys, "validate", str(folder))
+    assert (status, err) == (0, "")
+    assert out == ("ok demo: 2 files, 53 bytes, installed hash "
+                   "4c0b6cd70c030555acef709cfc70d4a0c5b44fa0056ff3eb9a33089ddb03a015\n"
+                   "  warning: Skill has no license field.\n")
+    status, out, _ = _run(capsys, "validate", str(folder), "--json")
+    (summary,) = json.loads(out)
+    assert summary["name"] == "demo" and summary["fileCount"] == 2
+    assert [f["path"] for f in summary["files"]] == ["SKILL.md", "scripts/a.js"]
+
+
+def test_install_and_list_in_the_default_lab(capsys, make_skill, tmp_path) -> None:
+    folder = make_skill()
+    status, out, _ = _run(capsys, "install", str(folder))
+    assert status == 0 and out.startswith("installed: demo in global (installed hash ")
+    assert (tmp_path / "tavernlab-demo/lab/_tauritavern/skills/installed/global/demo").is_dir()
+    status, out, _ = _run(capsys, "install", str(folder))
+    assert out.startswith("already installed: demo in global")
+    (folder / "SKILL.md").write_text("---\nname: demo\ndescription: Changed.\n---\n")
+    status, out, err = _run(capsys, "install", str(folder))
+    assert (status, out) == (1, "")
+    assert err == ("error: skill.conflict: Skill 'demo' already exists in scope global with "
+                   "different content; choose skip or replace\n")
+    status, out, _ = _run(capsys, "install", str(folder), "--skip")
+    assert out.startswith("skipped (kept installed): demo in global")
+    status, out, _ = _run(capsys, "install", str(folder), "--replace", "--json")
+    assert json.loads(out)[0]["action"] == "replaced"
+    _run(capsys, "install", str(folder), "--scope", "profile:writer")
+    status, out, _ = _run(capsys, "list")
+    assert out.splitlines() == [
+        "SCOPE           NAME  VERSION  FILES  DESCRIPTION",
+        "global          demo  -        1      Changed.",
+        "profile:writer  demo  -        1      Changed.",
+    ]
+    status, out, _ = _run(capsys, "list", "--scope", "profile:writer", "--json")
+    assert [e["scope"] for e in json.loads(out)] == [{"kind": "profile", "id": "writer"}]
+
+
+def test_explicit_lab_and_empty_list(capsys, tmp_path) -> None:
+    status, out, _ = _run(capsys, "list", "--lab", str(tmp_path / "elsewhere"))
+    assert (status, out) == (0, f"no skills installed in {tmp_path / 'elsewhere'}\n")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_bad_input_is_one_error_line_and_installs_nothing(capsys, make_skill, tmp_path) -> None:
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("SKILL.md", "---\nname: bomb\ndescription: B\n---\n")
+        archive.writestr("zeros.bin", b"\0" * 1_000_000)
+    cases = [
+        (["install", str(make_skill("x", skill_md="no front matter"))],
+         "error: skill.invalid_package: SKILL.md must start with YAML frontmatter\n"),
+        (["install", str(make_skill("y", skill_md="---\nname: Bad_Name!\ndescription: D\n---\n"))],
+         "error: skill.invalid_package: Skill name must use lowercase ASCII letters, digits, "
+         "'-' or '_'\n"),
+        (["install", str(bomb)],
+         "error: skill.invalid_package: Skill archive entry 'zeros.bin' has an excessive "
+         "compression ratio (over 100:1)\n"),
+        (["validate", str(tmp_path / "missing")],
+         f"error: skill.not_found: Skill source not found: {tmp_path / 'missing'}\n"),
+        (["install", str(make_skill()), "--scope", "team:x"],
+         "error: skill.invalid_scope: Unknown Skill scope `team:x`; use global, preset:<id>, "
+         "profile:<id> or character:<id>\n"),
+    ]
+    for argv, expected in cases:
+        status, out, err = _run(capsys, *argv)
+        assert (status, out, err) == (1, "", expected)
+    assert SkillRepository(tmp_path / "tavernlab-demo/lab").list() == []
+
+
+def test_pack_then_install(capsys, make_skill, tmp_path) -> None:
+    folder = make_skill(files={"scripts/a.js": "console.log(1)\n"})
+    status, out, _ = _run(capsys, "pack", str(folder))
+    assert status == 0 and out.startswith("packed demo (2 files, ")
+    assert out.endswith(" into demo.zip\n")
+    status, out, err = _run(capsys, "pack", str(folder))
+    assert (status, err) == (1, "error: skill.output_exists: Output file already exists: "
+                                "demo.zip\n")
+    status, out, _ = _run(capsys, "pack", str(folder), "-o", "demo.ttskill")
+    assert Path("demo.ttskill").read_bytes() == Path("demo.zip").read_bytes()
+    status, out, _ = _run(capsys, "validate", "demo.ttskill")
+    assert out.startswith("ok demo: 2 files, ")
+    status, out, _ = _run(capsys, "install", "demo.zip", "--json")
+    (result,) = json.loads(out)
+    status, direct, _ = _run(capsys, "validate", str(folder), "--json")
+    assert result["skill"]["installedHash"] == json.loads(direct)[0]["installedHash"]
+    status, out, err = _run(capsys, "pack", str(tmp_path / "demo.zip"))
+    assert err.startswith("error: skill.invalid_package: pack needs a skill directory: ")
+
+
+def test_console_entry_point_prints_no_traceback(tmp_path) -> None:
+    done = subprocess.run([sys.executable, "-m", "tavernlab.cli", "skill", "validate",
+                           str(tmp_path / "nope")], capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == f"error: skill.not_found: Skill source not found: {tmp_path / 'nope'}\n"
