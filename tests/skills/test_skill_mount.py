@@ -15,12 +15,14 @@ from tavernlab.skills import (
     SkillBinding,
     SkillRepository,
     SkillScopeRefs,
+    bind_skills,
     render_skill_prompt,
     resolve_effective_skills,
     skill_list,
 )
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.macros import FrozenMacros
+from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
 
 P = WorkspacePath.parse
@@ -190,3 +192,18 @@ def test_mount_refuses_duplicate_bindings(installed) -> None:
     with pytest.raises(ValueError, match=r"bound twice"):
         BoundSkillsMount([binding, binding], FrozenMacros.from_snapshot(None))
     assert isinstance(binding, SkillBinding)
+
+
+def test_bind_skills_for_an_invocation(installed, tmp_path) -> None:
+    macros = FrozenMacros.from_snapshot(SNAPSHOT)
+    profile = Profile(skills={"visible": "*", "deny": ["notes"]})
+    bound, mount = bind_skills(installed, profile, scopes={"character": "alice"}, macros=macros)
+    assert list(bound) == ["style"]
+    assert bound["style"].scope.key == "character:alice"
+    view = ScopedWorkspaceFs(WorkspaceFs(tmp_path / "run"), profile.policy(), skills=mount)
+    assert view.read_text(P("skills/style/SKILL.md")).text.startswith("---\nname: style\n")
+    only, _ = bind_skills(installed, Profile(), names=["notes"], macros=macros)
+    assert list(only) == ["notes"]
+    with pytest.raises(NotFound) as caught:
+        bind_skills(installed, profile, names=["notes"], macros=macros)
+    assert caught.value.message == "Skill is not available: skills/notes"

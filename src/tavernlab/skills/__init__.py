@@ -1,13 +1,14 @@
 """Skill packages, the installed-skill repository and the read-only ``skills/`` mount.
 
 spec/js-and-skills.md sections 8 and 9. ``lab.skills`` is a :class:`SkillRepository`;
-:func:`resolve_effective_skills` binds an Invocation's skills and :class:`BoundSkillsMount`
-serves them, macro-projected, under ``skills/``.
+:func:`bind_skills` (over :func:`resolve_effective_skills`) binds an Invocation's skills and
+:class:`BoundSkillsMount` serves them, macro-projected, under ``skills/``.
 """
 
-from tavernlab.skills.effective import (
+from tavernlab.skills.binding import (
     SkillBinding,
     SkillScopeRefs,
+    bind_skills,
     render_skill_prompt,
     resolve_effective_skills,
     skill_list,
@@ -45,6 +46,7 @@ __all__ = [
     "SkillSource",
     "SkillSourceRef",
     "SkillStorageError",
+    "bind_skills",
     "render_skill_prompt",
     "resolve_effective_skills",
     "skill_list",

@@ -8,8 +8,13 @@ is fixed when the Invocation is prepared and is reused across rounds and resume.
 that package's current files; if it disappears they fail, and there is never a fallback to a
 package of the same name in another scope.
 
+:func:`bind_skills` is what a run uses when it prepares an Invocation: the effective set
+under the Profile's policy, optionally narrowed to named skills, plus the mount serving it.
+
 tavernlab choices where upstream detail is unknown: the system-prompt section wording
-(:func:`render_skill_prompt`); ``visible`` accepts ``"*"`` or a list that may contain ``"*"``.
+(:func:`render_skill_prompt`); ``visible`` accepts ``"*"`` or a list that may contain ``"*"``;
+naming a skill that is not in the effective set fails with
+``NotFound("Skill is not available: skills/<name>")`` instead of being dropped.
 """
 
 from __future__ import annotations
@@ -17,12 +22,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from tavernlab.errors import NotFound
 from tavernlab.skills.index import GLOBAL_SCOPE, ScopeKind, SkillIndexEntry, SkillScope
+from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.repository import SkillRepository
+
+if TYPE_CHECKING:
+    from tavernlab.workspace.macros import FrozenMacros
+    from tavernlab.workspace.profile import Profile
 
 
 class SkillScopeRefs(BaseModel):
@@ -96,6 +107,26 @@ def resolve_effective_skills(repository: SkillRepository, refs: SkillScopeRefs |
     return {name: SkillBinding.of(repository, entry)
             for name, (_, entry) in sorted(chosen.items())
             if name not in denied and (allowed is None or name in allowed)}
+
+
+def bind_skills(repository: SkillRepository, profile: Profile, *,
+                names: Iterable[str] | None = None,
+                scopes: SkillScopeRefs | Mapping[str, str] | None = None,
+                macros: FrozenMacros) -> tuple[dict[str, SkillBinding], BoundSkillsMount]:
+    """Bind an Invocation's skills: the effective set for ``scopes`` (``preset``,
+    ``profile``, ``character`` ids) under ``profile.skills`` (``visible``/``deny``), narrowed
+    to ``names`` when given, and the ``skills/`` mount serving them with ``macros``."""
+    refs = scopes if isinstance(scopes, SkillScopeRefs) else SkillScopeRefs.model_validate(
+        dict(scopes or {}))
+    bound = resolve_effective_skills(repository, refs, visible=profile.skills.visible,
+                                     deny=profile.skills.deny)
+    if names is not None:
+        wanted = sorted(set(names))
+        for name in wanted:
+            if name not in bound:
+                raise NotFound(f"Skill is not available: skills/{name}", path=name)
+        bound = {name: bound[name] for name in wanted}
+    return bound, BoundSkillsMount(bound, macros)
 
 
 def _ordered(bindings: Iterable[SkillBinding] | Mapping[str, SkillBinding]

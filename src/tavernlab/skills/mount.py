@@ -26,10 +26,10 @@ import stat
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tavernlab.errors import FileIo, InvalidData, NotFound, PathIsDirectory
 from tavernlab.paths import WorkspacePath
-from tavernlab.skills.effective import SkillBinding
 from tavernlab.workspace.fs import (
     UNSUPPORTED_NODE,
     WorkspaceDirectoryEntry,
@@ -37,6 +37,9 @@ from tavernlab.workspace.fs import (
     not_found,
 )
 from tavernlab.workspace.macros import FrozenMacros, MacroError, MacroLimitExceeded
+
+if TYPE_CHECKING:
+    from tavernlab.skills.binding import SkillBinding
 
 SCRIPTS_DIR = "scripts"
 
