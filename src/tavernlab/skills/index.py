@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic.alias_generators import to_camel
 
 from tavernlab.skills.errors import InvalidSkillScope
+from tavernlab.skills.package import uses_name_characters
 
 INDEX_VERSION = 2
 ScopeKind = Literal["global", "preset", "profile", "character"]
@@ -47,9 +48,8 @@ def _check_id(kind: ScopeKind, raw: str | None) -> str | None:
         raise InvalidSkillScope(f"Skill scope {kind} needs an id ({kind}:<id>)")
     if "\0" in value:
         raise InvalidSkillScope("Skill scope id cannot contain NUL")
-    if kind == "profile" and (
-            len(value) > MAX_PROFILE_ID_LENGTH
-            or not all(c.isascii() and (c.islower() or c.isdigit() or c in "-_") for c in value)):
+    if kind == "profile" and (len(value) > MAX_PROFILE_ID_LENGTH
+                              or not uses_name_characters(value)):
         raise InvalidSkillScope(
             "Profile scope id must use lowercase ASCII letters, digits, '-' or '_' "
             f"(at most {MAX_PROFILE_ID_LENGTH} characters)")

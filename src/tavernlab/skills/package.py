@@ -62,6 +62,11 @@ MEDIA_TYPES: dict[str, str] = {
 # --- names and paths ---------------------------------------------------------------------------
 
 
+def uses_name_characters(value: str) -> bool:
+    """Only ``[a-z0-9_-]``: the alphabet of skill names and of profile scope ids."""
+    return all(c.isascii() and (c.islower() or c.isdigit() or c in "-_") for c in value)
+
+
 def validate_skill_name(raw: str) -> str:
     """Trim and check a skill name: 1-128 characters of ``[a-z0-9_-]``, not ``.``/``..``."""
     value = raw.strip()
@@ -71,7 +76,7 @@ def validate_skill_name(raw: str) -> str:
         raise InvalidSkillPackage(f"Skill name must be <= {MAX_NAME_LENGTH} characters")
     if value in (".", ".."):
         raise InvalidSkillPackage("Skill name cannot be '.' or '..'")
-    if not all(c.isascii() and (c.islower() or c.isdigit() or c in "-_") for c in value):
+    if not uses_name_characters(value):
         raise InvalidSkillPackage(
             "Skill name must use lowercase ASCII letters, digits, '-' or '_'")
     return value
