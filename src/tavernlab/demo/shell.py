@@ -39,7 +39,8 @@ SCENES = """cat > /scratch/scenes.json <<'EOF'
  {"title": "The storm", "mood": "tense"},
  {"title": "Lantern room", "mood": "calm"}]
 EOF
-jq -r '.[] | select(.mood == "calm") | .title' /scratch/scenes.json | sort | tee /scratch/calm.txt"""
+jq -r '.[] | select(.mood == "calm") | .title' /scratch/scenes.json \\
+  | sort | tee /scratch/calm.txt"""
 
 DRAFT = ("printf '# Calm scenes\\n\\n' > /scratch/draft.md && "
          "sed 's/^/- /' /scratch/calm.txt >> /scratch/draft.md && "
