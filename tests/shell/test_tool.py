@@ -15,8 +15,12 @@ import pytest
 
 from tavernlab.lab import Lab
 from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
+from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.runs import Run
 from tavernlab.workspace.tooling import TOOLS, ToolResult
+
+from .conftest import lock_waiter_blocked
+from .test_cancel import JS_TWO_WRITES, PYTHON_TWO_WRITES
 
 DRAFT_UPDATED = "afb0dd9cdafff15c91cf0b7aefe8540054f943ac85300575dba5f02c6d61b688"
 FINAL_UPDATED = "558d46463c665d63d467f2bb803262630eca6cf58feb5cddb18f10dbd4de103e"
@@ -277,3 +281,47 @@ def test_a_stored_result_read_back_keeps_outcome_and_text(run: Run) -> None:
     recovered = ShellResult.from_tool_result(plain)
     assert (recovered.outcome, recovered.exit_code, recovered.stdout) == (
         ShellOutcome.COMPLETED, 2, "out")
+
+
+def cancel_in_flight(run: Run, command: str) -> ToolResult:
+    """Run ``command`` as a tool call, hold the run lock shared until its first write waits
+    inside storage, cancel with ``run.cancel()`` from this thread, then release."""
+    box: dict[str, ToolResult] = {}
+    with run.fs.lock.shared():
+        worker = threading.Thread(target=lambda: box.setdefault("r", shell(run, command)))
+        worker.start()
+        while not lock_waiter_blocked(run.fs):
+            time.sleep(0.002)
+        assert run.cancel() == 1
+    worker.join()
+    return box["r"]
+
+
+@pytest.mark.parametrize("command", [PYTHON_TWO_WRITES, JS_TWO_WRITES], ids=["python3", "js"])
+def test_cancel_with_a_write_in_flight_at_tool_level(run: Run, command: str) -> None:
+    # 12.19 through run.cancel()
+    result = cancel_in_flight(run, command)
+    assert result.content.splitlines()[0] == "Command cancelled."
+    assert stored(run, result)["errorCode"] == "workspace.shell_cancelled"
+    assert run.read("output/main.md") == "draft"
+    assert not (run.workspace_dir / "output" / "next.txt").exists()
+    assert run.events("run_cancel_requested")
+    run.next_round()
+    assert commits(run) == []
+
+
+def test_invocations_run_shells_in_parallel_with_their_own_views(run: Run) -> None:
+    # shell.md 7: each Invocation has its own interpreter and policy view
+    narrow = run.start_subagent("reader", Profile(workspace=WorkspaceSettings(
+        visible_roots=["output"], writable_roots=["output"])))
+    box: dict[str, ToolResult] = {}
+    slow = threading.Thread(target=lambda: box.setdefault("main", shell(
+        run, "sleep 0.5; ls /")))
+    slow.start()
+    sub = run.call_tool("workspace.shell", {"command": "ls /; cat /scratch/x.md"},
+                        invocation=narrow)
+    slow.join()
+    assert sub.content == ("Exit code: 1\noutput\nskills\ntool-results\nstderr:\n"
+                           "cat: /scratch/x.md: `scratch/x.md` is not readable for this task.")
+    assert box["main"].content.splitlines()[1:] == [
+        "output", "persist", "plan", "scratch", "skills", "summaries", "tool-results"]
