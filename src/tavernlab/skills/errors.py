@@ -11,6 +11,8 @@ repository), one per kind of failure so a caller can branch on them:
 * ``skill.conflict`` - the same name with different content and no ``skip``/``replace`` choice.
 * ``skill.invalid_index`` - ``index/skills.json`` is unreadable or inconsistent.
 * ``skill.storage_failed`` - an OS error while installing; the install was rolled back.
+* ``skill.output_exists`` - ``tavernlab skill pack`` refuses to overwrite its output file
+  (raised as a plain :class:`SkillError` with that code).
 """
 
 from __future__ import annotations
