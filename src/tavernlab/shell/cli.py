@@ -13,10 +13,9 @@ import argparse
 import json
 import sys
 
-from tavernlab.cli import add_lab_argument, lab_path
-from tavernlab.errors import InvalidData
-from tavernlab.lab import Lab
+from tavernlab.cli import add_lab_argument
 from tavernlab.shell.result import OUTPUT_TRUNCATED, ShellOutcome, status_line
+from tavernlab.workspace.cli import _open as open_lab  # the shared "existing lab" check
 
 #: Exit statuses for outcomes without one of their own (the usual shell conventions).
 OUTCOME_STATUS = {ShellOutcome.TIMED_OUT: 124, ShellOutcome.CANCELLED: 130,
@@ -41,10 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _shell(args: argparse.Namespace) -> int:
-    path = lab_path(args)
-    if not (path / "_tauritavern").is_dir():
-        raise InvalidData(f"no lab at {path} (run `tavernlab demo` or pass --lab DIR)")
-    run = Lab(path).open_run(args.run_id)
+    run = open_lab(args).open_run(args.run_id)
     result = run.shell(args.shell_command, workdir=args.workdir)
     if args.json:
         stored = result.tool_result.to_json() if result.tool_result else {}
