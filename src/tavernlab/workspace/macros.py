@@ -303,8 +303,8 @@ class FrozenMacros:
         """
         if _utf8_len(text) > MACRO_LIMIT_BYTES:
             raise MacroLimitExceeded(f"macro input exceeds {MACRO_LIMIT_BYTES} bytes")
-        if "{{" not in text:
-            return text
+        if "{{" not in text or ("}}" not in text and "\\{{" not in text):
+            return text  # nothing to expand and no escape to collapse
         positions, escapes, closes, simple = _scan(text)
         pieces: list[str] = []
         inserted = 0
