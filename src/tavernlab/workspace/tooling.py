@@ -128,6 +128,10 @@ class ToolSpec:
 
 TOOLS: dict[str, ToolSpec] = {}
 
+#: Tools of the legacy compatibility mode: offered only when the Profile enables
+#: ``skills.legacyRunScript`` (otherwise the dispatcher reports them as unknown).
+LEGACY_TOOL_IDS: frozenset[str] = frozenset({"skill.run_script", "skill.list", "skill.read"})
+
 
 def register_tool(spec: ToolSpec) -> ToolSpec:
     """Add a tool to the registry (ids are unique)."""
