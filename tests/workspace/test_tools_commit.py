@@ -1,0 +1,65 @@
+"""The texts and refusals of ``workspace.commit`` and ``workspace.finish`` (spec 7.9, 7.10)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tavernlab.lab import Lab
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.runs import Run
+
+
+def put(run: Run, path: str, text: str) -> None:
+    """Create a file behind the model's back (the shell's unchecked path)."""
+    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
+
+
+@pytest.mark.parametrize("mode", ["prepend", "", "REPLACE"])
+def test_mode_invalid(run: Run, mode: str) -> None:
+    put(run, "output/main.md", "hi")
+    result = run.call_tool("workspace.commit", {"mode": mode})
+    assert (result.error_code, result.content) == (
+        "workspace.commit_mode_invalid", f"mode must be `replace` or `append`, got `{mode}`")
+    assert run.explicit_commits == 0
+    assert run.lab.chat("alice").messages == []
+
+
+def test_replace_and_append_texts(run: Run) -> None:
+    put(run, "output/main.md", "body")
+    result = run.call_tool("workspace.commit", {})
+    assert (result.is_error, result.content, result.structured, result.resource_refs) == (
+        False, "Requested chat commit of output/main.md with mode Replace.",
+        {"path": "output/main.md", "mode": "replace", "reason": None}, ["output/main.md"])
+    put(run, "scratch/more.md", " and more")
+    result = run.call_tool("workspace.commit",
+                           {"path": "scratch/more.md", "mode": "append", "reason": "extend"})
+    assert (result.content, result.structured) == (
+        "Requested chat commit of scratch/more.md with mode Append.",
+        {"path": "scratch/more.md", "mode": "append", "reason": "extend"})
+
+
+def test_a_visible_read_only_file_can_be_committed(run: Run) -> None:
+    run.call_tool("workspace.list_files", {"path": "output"}, call_id="call_a")
+    stored = run.call_tool("workspace.list_files", {"path": f"tool-results/{run.main.id}"})
+    path = stored.structured["entries"][0]["path"]
+    assert not run.call_tool("workspace.commit", {"path": path}).is_error
+
+
+def test_finish_texts(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    refused = run.call_tool("workspace.finish", {})
+    assert (refused.error_code, refused.content) == (
+        "workspace.finish_requires_commit",
+        "Commit the output with workspace_commit before finishing.")
+    put(run, "output/main.md", "body")
+    run.call_tool("workspace.commit", {})
+    done = run.call_tool("workspace.finish", {"reason": "done"})
+    assert (done.is_error, done.content) == (False, "Finished the Agent run.")
+    background = lab.start_run(chat_id="alice", presentation="background")
+    assert background.call_tool("workspace.finish", {}).content == "Finished the Agent run."
+
+
+def test_a_session_run_finishes_without_a_commit(lab: Lab) -> None:
+    run = lab.start_run(session=lab.sessions.create("t").id)
+    assert run.call_tool("workspace.finish", {}).content == "Finished the Agent run."

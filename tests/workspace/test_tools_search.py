@@ -1,0 +1,179 @@
+"""``workspace.search_files`` (spec/workspace.md 7.4)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.runs import Run
+
+HEADER = ("Search `{q}` matched {n} workspace location(s). Use workspace_read_file with path "
+          "and start_line/line_count to read exact text.")
+
+
+def put(run: Run, path: str, text: str) -> None:
+    """Create a file behind the model's back (the shell's unchecked path)."""
+    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
+
+
+def sha(text: str) -> str:
+    """SHA-256 of UTF-8 text."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_content_and_structured_payload(run: Run) -> None:
+    text = "intro\nsay hello\nthird\nhello world here\nfifth"
+    put(run, "output/main.md", text)
+    result = run.call_tool("workspace.search_files", {"query": "Hello, World!"})
+    assert not result.is_error
+    assert result.content == (
+        HEADER.format(q="Hello, World!", n=1)
+        + "\n\noutput/main.md score 1.000 ref workspace:output/main.md#L2-L5\n"
+        + "2 | say hello\n3 | third\n4 | hello world here\n5 | fifth")
+    assert result.structured == {
+        "query": "Hello, World!",
+        "hits": [{"path": "output/main.md", "score": 1.0, "startLine": 2, "endLine": 5,
+                  "snippet": "2 | say hello\n3 | third\n4 | hello world here\n5 | fifth",
+                  "chars": len(text), "words": 8, "sha256": sha(text),
+                  "ref": "workspace:output/main.md#L2-L5"}],
+        "searchedFiles": 1, "skippedFiles": 0, "truncated": False}
+    assert result.resource_refs == ["output/main.md"]
+
+
+def test_half_scores_and_cross_file_order(run: Run) -> None:
+    put(run, "scratch/b.md", "hello")
+    put(run, "scratch/a.md", "hello")
+    put(run, "scratch/c.md", "x\nhello world")
+    result = run.call_tool("workspace.search_files",
+                           {"query": "hello world", "context_lines": 0, "path": "scratch"})
+    assert [(h["path"], h["score"], h["startLine"]) for h in result.structured["hits"]] == [
+        ("scratch/c.md", 1.0, 2), ("scratch/a.md", 0.5, 1), ("scratch/b.md", 0.5, 1)]
+    assert result.content.split("\n\n")[1:] == [
+        "scratch/c.md score 1.000 ref workspace:scratch/c.md#L2-L2\n2 | hello world",
+        "scratch/a.md score 0.500 ref workspace:scratch/a.md#L1-L1\n1 | hello",
+        "scratch/b.md score 0.500 ref workspace:scratch/b.md#L1-L1\n1 | hello",
+    ]
+    assert result.resource_refs == ["scratch/a.md", "scratch/b.md", "scratch/c.md"]
+
+
+def test_three_decimal_scores(run: Run) -> None:
+    put(run, "scratch/a.md", "alpha\nbeta")  # weights 5 and 4: 5/9 and 4/9
+    result = run.call_tool("workspace.search_files",
+                           {"query": "alpha beta", "context_lines": 0, "path": "scratch"})
+    assert "scratch/a.md score 0.556 ref workspace:scratch/a.md#L1-L1\n1 | alpha" in (
+        result.content)
+    assert "scratch/a.md score 0.444 ref workspace:scratch/a.md#L2-L2\n2 | beta" in (
+        result.content)
+    assert result.structured["hits"][0]["score"] == pytest.approx(5 / 9)
+
+
+def test_snippet_alignment(run: Run) -> None:
+    put(run, "scratch/a.md", "\n".join(f"line {i}" if i != 10 else "needle" for i in
+                                       range(1, 20)))
+    result = run.call_tool("workspace.search_files",
+                           {"query": "needle", "context_lines": 1, "path": "scratch/a.md"})
+    assert result.structured["hits"][0]["snippet"] == " 9 | line 9\n10 | needle\n11 | line 11"
+    assert result.structured["hits"][0]["ref"] == "workspace:scratch/a.md#L9-L11"
+
+
+def test_no_hits(run: Run) -> None:
+    put(run, "scratch/a.md", "nothing to see")
+    result = run.call_tool("workspace.search_files", {"query": "zebra", "path": "scratch"})
+    assert result.content == "No visible workspace files matched `zebra`."
+    assert result.structured == {"query": "zebra", "hits": [], "searchedFiles": 1,
+                                 "skippedFiles": 0, "truncated": False}
+    assert result.resource_refs == []
+
+
+def test_truncated_results(run: Run) -> None:
+    put(run, "scratch/a.md", "\n".join(["key"] + ["x"] * 5 + ["key"] + ["x"] * 5 + ["key"]))
+    result = run.call_tool("workspace.search_files",
+                           {"query": "key", "limit": 2, "context_lines": 0, "path": "scratch"})
+    assert len(result.structured["hits"]) == 2
+    assert result.structured["truncated"] is True
+    assert result.content.endswith("\n\nResults were truncated.")
+    assert result.content.startswith(HEADER.format(q="key", n=2))
+    everything = run.call_tool("workspace.search_files",
+                               {"query": "key", "limit": 3, "context_lines": 0,
+                                "path": "scratch"})
+    assert everything.structured["truncated"] is False
+    assert not everything.content.endswith("Results were truncated.")
+
+
+def test_truncation_across_files(run: Run) -> None:
+    for name in "abc":
+        put(run, f"scratch/{name}.md", "key")
+    result = run.call_tool("workspace.search_files",
+                           {"query": "key", "limit": 2, "path": "scratch"})
+    assert [h["path"] for h in result.structured["hits"]] == ["scratch/a.md", "scratch/b.md"]
+    assert result.structured["truncated"] is True
+    assert result.content.endswith("Results were truncated.")
+
+
+def test_non_utf8_files_are_skipped_and_counted(run: Run) -> None:
+    run.scope.write_file(WorkspacePath("scratch/bin.dat"), b"key \xff\xfe", WriteGuard.unchecked())
+    put(run, "scratch/t.md", "key")
+    result = run.call_tool("workspace.search_files", {"query": "key", "path": "scratch"})
+    assert (result.structured["searchedFiles"], result.structured["skippedFiles"]) == (1, 1)
+    assert [h["path"] for h in result.structured["hits"]] == ["scratch/t.md"]
+
+
+def test_default_scope_is_every_visible_root_including_tool_results(run: Run) -> None:
+    put(run, "output/main.md", "plain words")
+    first = run.call_tool("workspace.search_files", {"query": "zebracorn"})
+    assert first.structured["hits"] == []
+    # the stored result of the first call now holds the query text
+    second = run.call_tool("workspace.search_files", {"query": "zebracorn"})
+    paths = [h["path"] for h in second.structured["hits"]]
+    assert len(paths) == 1
+    assert paths[0].startswith(f"tool-results/{run.main.id}/round-001-call_")
+
+
+def test_hidden_files_are_never_searched(run: Run) -> None:
+    put(run, "output/main.md", "nothing")
+    (run.dir / "input" / "secret.md").write_text("zebracorn")
+    (run.dir / "output_extra").mkdir()
+    (run.dir / "output_extra" / "x.md").write_text("zebracorn")
+    result = run.call_tool("workspace.search_files", {"query": "zebracorn"})
+    assert result.structured["hits"] == []
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    ({"limit": 0}, "workspace.search_limit_invalid", "limit must be >= 1"),
+    ({"limit": -4}, "workspace.search_limit_invalid", "limit must be >= 1"),
+    ({"limit": 51}, "workspace.search_limit_too_large", "limit must be <= 50"),
+    ({"context_lines": 6}, "workspace.search_context_too_large", "context_lines must be <= 5"),
+    ({"context_lines": -1}, "tool.invalid_arguments", "context_lines must be >= 0"),
+    ({"query": "?!  ..."}, "tool.invalid_arguments", "query must contain a letter or digit"),
+    ({"query": ""}, "tool.invalid_arguments", "query must contain a letter or digit"),
+    ({"path": "scratch/none"}, "workspace.path_not_found",
+     "workspace path `scratch/none` was not found."),
+])
+def test_argument_errors(run: Run, args: dict[str, object], code: str, message: str) -> None:
+    result = run.call_tool("workspace.search_files", {"query": "key", **args})
+    assert (result.is_error, result.error_code, result.content) == (True, code, message)
+
+
+def test_limit_and_context_bounds_are_accepted(run: Run) -> None:
+    put(run, "scratch/a.md", "key")
+    for args in ({"limit": 1}, {"limit": 50}, {"context_lines": 0}, {"context_lines": 5}):
+        assert not run.call_tool("workspace.search_files",
+                                 {"query": "key", "path": "scratch", **args}).is_error
+
+
+def test_at_most_1000_files(run: Run) -> None:
+    for i in range(1001):
+        put(run, f"scratch/d{i % 10}/f{i:04d}.md", "nothing")
+    result = run.call_tool("workspace.search_files", {"query": "absent", "path": "scratch"})
+    assert result.structured["searchedFiles"] == 1000
+    assert result.structured["truncated"] is True
+
+
+def test_depth_eight(run: Run) -> None:
+    put(run, "scratch/1/2/3/4/5/6/7/deep.md", "needle")        # level 8 below scratch
+    put(run, "scratch/1/2/3/4/5/6/7/8/deeper.md", "needle")    # level 9
+    result = run.call_tool("workspace.search_files", {"query": "needle", "path": "scratch"})
+    assert [h["path"] for h in result.structured["hits"]] == ["scratch/1/2/3/4/5/6/7/deep.md"]
