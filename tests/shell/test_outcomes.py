@@ -158,3 +158,8 @@ def test_the_process_stays_responsive_during_a_runaway_call(ws: Workspace) -> No
 def test_format_content(args: tuple[str, int | None, str, str, bool], expected: str) -> None:
     outcome, code, out, err, truncated = args
     assert format_content(ShellOutcome(outcome), code, out, err, truncated) == expected
+
+
+def test_inner_timeout_stops_a_sleep(ws: Workspace) -> None:
+    result = ws.shell("timeout 0.2 sleep 30; echo status=$?")
+    assert result.content == "Exit code: 0\nstatus=124"

@@ -22,11 +22,13 @@ exit status.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import bashkit
@@ -73,13 +75,20 @@ class ShellCommands:
         self.internal_fault: BaseException | None = None
         self._js_lock = threading.Lock()
 
-    def builtins(self) -> Mapping[str, Callable[[Any], bashkit.BuiltinResult]]:
+    def builtins(self) -> Mapping[str, Callable[[Any], Any]]:
         """The ``custom_builtins`` mapping for ``bashkit.Bash``."""
-        table: dict[str, Callable[[Any], bashkit.BuiltinResult]] = {
+        table: dict[str, Callable[[Any], Any]] = {
             name: self._guard(self.javascript) for name in JS_COMMANDS}
-        table["sleep"] = self._guard(self.sleep)
+        table["sleep"] = self._guard_async(self.sleep)
         table["touch"] = self._guard(self.touch)
         return table
+
+    def _fault(self, ctx: Any, error: BaseException) -> bashkit.BuiltinResult:
+        """Remember an unexpected exception and stop the interpreter (the call aborts)."""
+        if self.internal_fault is None:
+            self.internal_fault = error
+        self.stop()
+        return bashkit.BuiltinResult(stderr=f"{ctx.name}: internal error\n", exit_code=1)
 
     def _guard(self, command: Callable[[Any], bashkit.BuiltinResult]
                ) -> Callable[[Any], bashkit.BuiltinResult]:
@@ -87,11 +96,18 @@ class ShellCommands:
             try:
                 return command(ctx)
             except BaseException as error:  # reported, then the call aborts
-                if self.internal_fault is None:
-                    self.internal_fault = error
-                self.stop()
-                return bashkit.BuiltinResult(stderr=f"{ctx.name}: internal error\n",
-                                             exit_code=1)
+                return self._fault(ctx, error)
+        return run
+
+    def _guard_async(self, command: Callable[[Any], Awaitable[bashkit.BuiltinResult]]
+                     ) -> Callable[[Any], Awaitable[bashkit.BuiltinResult]]:
+        async def run(ctx: Any) -> bashkit.BuiltinResult:
+            try:
+                return await command(ctx)
+            except asyncio.CancelledError:  # bashkit's `timeout` or deadline stopped it
+                raise
+            except BaseException as error:  # reported, then the call aborts
+                return self._fault(ctx, error)
         return run
 
     # -- js / node / deno --------------------------------------------------------------------
@@ -114,8 +130,11 @@ class ShellCommands:
 
     # -- sleep ------------------------------------------------------------------------------------
 
-    def sleep(self, ctx: Any) -> bashkit.BuiltinResult:
-        """Wait for the given time, waking up on cancellation or at the deadline."""
+    async def sleep(self, ctx: Any) -> bashkit.BuiltinResult:
+        """Wait for the given time, waking up on cancellation or at the deadline.
+
+        It is a coroutine so that bashkit's ``timeout`` and the interpreter's own deadline can
+        interrupt it; the cancel token wakes it through its loop."""
         operands = list(ctx.argv)
         if not operands:
             return bashkit.BuiltinResult(stderr="sleep: missing operand\n", exit_code=1)
@@ -126,13 +145,33 @@ class ShellCommands:
                 stderr=f"sleep: invalid time interval '{error.args[0]}'\n", exit_code=1)
         until = time.monotonic() + seconds
         budget = min(until, self.deadline) - time.monotonic()
-        if self.cancel.wait(max(budget, 0.0)):
+        if await self._wait_for_cancel(max(budget, 0.0)):
             return bashkit.BuiltinResult(exit_code=130)
         if until > self.deadline:
             self.timed_out = True
             self.stop()
             return bashkit.BuiltinResult(exit_code=124)
         return bashkit.BuiltinResult()
+
+    async def _wait_for_cancel(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True as soon as the call's token is cancelled."""
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+
+        def resolve() -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop may be gone already
+                loop.call_soon_threadsafe(resolve)
+
+        unregister = self.cancel.on_cancel(wake)
+        try:
+            await asyncio.wait([woken], timeout=seconds)
+        finally:
+            unregister()
+        return self.cancel.cancelled
 
     # -- touch ------------------------------------------------------------------------------------
 
