@@ -3,9 +3,25 @@ a real bashkit interpreter over a real workspace directory."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
+import pytest
+
+from tavernlab.errors import (
+    AccessDenied,
+    Cancelled,
+    FileIo,
+    FileNotText,
+    InvalidData,
+    NotFound,
+    PathIsDirectory,
+    WorkspaceError,
+    WriteConflict,
+)
 from tavernlab.shell import ShellOutcome, execute_shell
+from tavernlab.shell.bridge import posix_error
+from tavernlab.shell.vfs_abi import VfsErrorKind
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
 
@@ -175,3 +191,37 @@ def test_touch_creates_missing_files_only(ws: Workspace) -> None:
     assert ws.read("output/main.md") == "draft\n"
     assert not ws.exists("scratch/none.txt")
     assert result.resource_refs == ["scratch/new.txt"]
+
+
+def test_the_root_is_a_directory_never_a_file(ws: Workspace) -> None:
+    result = ws.shell("cat /; echo x > /")
+    assert result.stderr == ("cat: /: workspace root is not a file entry\n"
+                             "bash: line 1: /: Is a directory\n")
+
+
+def test_python_runs_a_script_file(ws: Workspace) -> None:
+    (ws.dir / "scratch" / "s.py").write_text(
+        "import pathlib\nprint(pathlib.Path('/output/main.md').read_text().upper())\n")
+    assert ws.shell("python3 s.py", "/scratch").stdout == "DRAFT\n\n"
+
+
+@pytest.mark.parametrize(("error", "kind"), [
+    (NotFound("gone"), VfsErrorKind.NOT_FOUND),
+    (InvalidData("bad"), VfsErrorKind.INVALID_INPUT),
+    (PathIsDirectory("output"), VfsErrorKind.IS_A_DIRECTORY),
+    (AccessDenied("input", "read"), VfsErrorKind.PERMISSION_DENIED),
+    (AccessDenied("output", "write"), VfsErrorKind.PERMISSION_DENIED),
+    (FileIo("list", "a", OSError(errno.ENOTDIR, "Not a directory")),
+     VfsErrorKind.NOT_A_DIRECTORY),
+    (FileIo("create directory", "a", OSError(errno.EEXIST, "File exists")),
+     VfsErrorKind.ALREADY_EXISTS),
+    (FileIo("remove", "a", OSError(errno.ENOTEMPTY, "Directory not empty")),
+     VfsErrorKind.DIRECTORY_NOT_EMPTY),
+    (Cancelled(), VfsErrorKind.OTHER),
+    (FileNotText("a"), VfsErrorKind.OTHER),
+    (WriteConflict("a", "stale", expected_sha256="x"), VfsErrorKind.OTHER),
+])
+def test_storage_errors_map_to_posix_kinds(error: WorkspaceError, kind: VfsErrorKind) -> None:
+    # 4.4: the kind follows the table, the message is the storage message
+    mapped = posix_error(error)
+    assert (mapped.kind, mapped.message) == (kind, error.message)
