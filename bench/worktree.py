@@ -68,20 +68,18 @@ def bench_provision(repo: Path, runs: int) -> tuple[float, float]:
     pool = repo.parent / "_worktrees"
     for run in range(runs + 1):  # the first round warms caches and is discarded
         raw_dir, raw_branch = pool / f"raw-{run}", f"raw/{run}"
-        raw = timed(lambda: subprocess.run(
-            ["git", "-C", str(repo), "worktree", "add", "-b", raw_branch, str(raw_dir), "main"],
-            check=True, capture_output=True))
+        raw_argv = ["git", "-C", str(repo), "worktree", "add", "-b", raw_branch, str(raw_dir),
+                    "main"]
+        raw = timed(lambda argv=raw_argv: subprocess.run(argv, check=True, capture_output=True))
         remove_worktree(repo, raw_dir, raw_branch)
         slug = f"tool-{run}"
-        tool = timed(lambda: call_tool("worktree.provision", {
-            "repoRoot": str(repo), "slug": slug, "base": "main"}))
+        tool_input = {"repoRoot": str(repo), "slug": slug, "base": "main"}
+        tool = timed(lambda data=tool_input: call_tool("worktree.provision", data))
         remove_worktree(repo, pool / slug, f"wt/{slug}")
         if run:
             raw_times.append(raw)
             tool_times.append(tool)
     return statistics.median(raw_times), statistics.median(tool_times)
-
-
 
 
 def bench_clone(base: Path, files: int, runs: int) -> tuple[float, float]:
@@ -92,10 +90,9 @@ def bench_clone(base: Path, files: int, runs: int) -> tuple[float, float]:
         cp_dest, clone_dest = base / f"cp-{run}", base / f"clone-{run}"
         cp_dest.mkdir()
         clone_dest.mkdir()
-        cp = timed(lambda: subprocess.run(
-            ["cp", "-a", str(source / "node_modules"), str(cp_dest / "node_modules")],
-            check=True))
-        clone = timed(lambda: clone_entries(source, clone_dest, ["node_modules"]))
+        cp_argv = ["cp", "-a", str(source / "node_modules"), str(cp_dest / "node_modules")]
+        cp = timed(lambda argv=cp_argv: subprocess.run(argv, check=True))
+        clone = timed(lambda dest=clone_dest: clone_entries(source, dest, ["node_modules"]))
         assert (clone_dest / "node_modules").is_dir()
         shutil.rmtree(cp_dest)
         shutil.rmtree(clone_dest)

@@ -111,7 +111,7 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    """A checkout at ``<tmp>/work/app`` with a bare origin; worktrees go to ``<tmp>/work/_worktrees``."""
+    """A checkout at ``<tmp>/work/app`` with a bare origin; worktrees land in ``_worktrees``."""
     base = tmp_path / "work"
     base.mkdir()
     return make_repo(base)

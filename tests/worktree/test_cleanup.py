@@ -185,8 +185,8 @@ def test_run_script(repo: Repo) -> None:
 
 def test_run_script_without_config_and_with_bad_config(repo: Repo) -> None:
     base = {"repoRoot": repo.root, "worktreePath": repo.root, "branch": "main"}
-    with pytest.raises(ToolError, match='no script "x" in main:agentproto.json'):
+    with pytest.raises(ToolError, match=r'no script "x" in main:agentproto\.json'):
         call_tool("worktree.run-script", {**base, "script": "x", "base": "main"})
     repo.commit({"agentproto.json": "{broken"})
-    with pytest.raises(ConfigError, match="agentproto.json is not valid JSON"):
+    with pytest.raises(ConfigError, match=r"agentproto\.json is not valid JSON"):
         call_tool("worktree.run-script", {**base, "script": "x"})

@@ -113,7 +113,8 @@ def test_slug_substitution() -> None:
         {"path": "stores/feat-42.yaml", "content": "virtualStoreDir: /store/feat-42\n",
          "mode": "create"}]
     single = [WriteFileSpec(path="p", content="virtualStoreDir: /store/{slug}\n")]
-    assert substitute_slug(single, "my-feature")[0].content == "virtualStoreDir: /store/my-feature\n"
+    substituted = substitute_slug(single, "my-feature")[0].content
+    assert substituted == "virtualStoreDir: /store/my-feature\n"
     assert substitute_slug(None, "x") == []
 
 
@@ -182,7 +183,8 @@ def test_local_file_supplies_every_value(repo: Repo) -> None:
 
 def test_invalid_committed_config_on_base_keeps_worktree(repo: Repo) -> None:
     repo.commit({"agentproto.json": '{"scripts": {"web": {"command": ""}}}'})
-    with pytest.raises(ConfigError, match="agentproto.json failed validation: scripts.web.command"):
+    with pytest.raises(ConfigError,
+                       match=r"agentproto\.json failed validation: scripts\.web\.command"):
         call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "bad-config"})
     assert (repo.path.parent / "_worktrees" / "bad-config").is_dir()
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 9.1, 9.2, 9.6 (acceptance 1–11): GC plans and their application."""
+"""spec/worktree.md 9.1, 9.2, 9.6 (acceptance 1-11): GC plans and their application."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.worktree import call_tool
-from tavernlab.worktree.cleanup import _fast
+from tavernlab.worktree.cleanup import fast_remover
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc, reclaim_one_worktree
 
 from .conftest import Repo
@@ -26,7 +26,7 @@ class RecordingRemover:
 
     def __call__(self, repo_root: str, path: str, force: bool) -> None:
         self.calls.append((path, force))
-        _fast(repo_root, path, force)
+        fast_remover(repo_root, path, force)
 
 
 def options(**overrides: Any) -> GcOptions:

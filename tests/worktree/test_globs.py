@@ -1,4 +1,4 @@
-"""spec/worktree.md 4.2–4.4: file globs, clone globs and the clone copy."""
+"""spec/worktree.md 4.2-4.4: file globs, clone globs and the clone copy."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_two_failing_cp_calls(tmp_path: Path) -> None:
         calls.append(argv)
         return RunResult(1, "", "cp: no space left")
 
-    with pytest.raises(CloneError, match="clone of '.*' into '.*' failed: cp: no space left"):
+    with pytest.raises(CloneError, match=r"clone of '.*' into '.*' failed: cp: no space left"):
         clone_entries(src, dest, ["node_modules"], runner=failing_cp)
     assert len(calls) == 2
     assert calls[1][:2] == ["cp", "-R"]

@@ -85,7 +85,7 @@ def test_unknown_and_relative_inputs_rejected(repo: Repo) -> None:
         call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "x", "depsCMD": "x"})
     with pytest.raises(ToolError, match="repoRoot must be an absolute path"):
         call_tool("worktree.provision", {"repoRoot": "relative", "slug": "x"})
-    with pytest.raises(ToolError, match="unknown tool: worktree.nope"):
+    with pytest.raises(ToolError, match=r"unknown tool: worktree\.nope"):
         call_tool("worktree.nope", {})
 
 

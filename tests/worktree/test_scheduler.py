@@ -1,4 +1,4 @@
-"""spec/worktree.md 6.1–6.3 (unit acceptance 1–12): limits, fairness, caps, load guard."""
+"""spec/worktree.md 6.1-6.3 (unit acceptance 1-12): limits, fairness, caps, load guard."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def test_cancel_while_queued() -> None:
     s.request("/r", "x", on_queued=positions.append)
     signal.cancel()
     with pytest.raises(ProvisionCancelledError,
-                       match="^worktree provisioning cancelled while queued$"):
+                       match=r"^worktree provisioning cancelled while queued$"):
         doomed.result()
     assert snap(s) == (1, 1, 1)
     assert positions == [2, 1]
@@ -177,7 +177,7 @@ def test_already_cancelled_never_queues() -> None:
     s = ProvisionScheduler(ProvisionLimits(concurrency=1))
     signal = CancelSignal()
     signal.cancel()
-    with pytest.raises(ProvisionCancelledError, match="^worktree provisioning cancelled$"):
+    with pytest.raises(ProvisionCancelledError, match=r"^worktree provisioning cancelled$"):
         s.acquire("/r", signal=signal)
     assert snap(s) == (0, 0, 1)
     assert ProvisionCancelledError().__class__.__name__ == "ProvisionCancelledError"

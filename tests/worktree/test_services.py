@@ -266,7 +266,7 @@ def test_undeclared_services(repo: Repo) -> None:
     assert caught.value.message == \
         'no service "job" declared (type: "service") in origin/main:agentproto.json'
     assert stop_service("/no/such/worktree", "web") == {"stopped": False}
-    with pytest.raises(ServiceError, match='^no service "job" declared in agentproto.json$'):
+    with pytest.raises(ServiceError, match=r'^no service "job" declared in agentproto\.json$'):
         stop_service(repo.root, "job")
 
 

@@ -20,8 +20,8 @@ from tavernlab.worktree.status import (
     base_divergence,
     classify,
     integration_status,
-    liveness,
     list_worktree_statuses,
+    liveness,
     load_sessions,
     provenance,
 )
@@ -344,7 +344,7 @@ def test_unreachable_github_raises() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     forge = GitHubForge("o", "r", api_url=f"http://127.0.0.1:{port}", timeout=5)
-    with pytest.raises(ForgeUnavailableError, match="GitHub API .* failed: "):
+    with pytest.raises(ForgeUnavailableError, match=r"GitHub API .* failed: "):
         forge.pulls_for_branch("x")
 
 

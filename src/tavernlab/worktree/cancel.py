@@ -7,6 +7,7 @@ with :meth:`CancelSignal.on_cancel` run once, in the cancelling thread.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -32,10 +33,8 @@ class CancelSignal:
             self._cancelled = True
             listeners, self._listeners = self._listeners, []
         for listener in listeners:
-            try:
+            with contextlib.suppress(Exception):  # a listener never breaks the canceller
                 listener()
-            except Exception:  # a listener must never break the canceller
-                pass
 
     def on_cancel(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Run ``listener`` on cancellation (at once if already cancelled).

@@ -17,17 +17,17 @@ from tavernlab.worktree.errors import WorktreeNotRemovableError
 from tavernlab.worktree.git import git
 from tavernlab.worktree.hooks import run_teardown
 from tavernlab.worktree.removal import remove_worktree_fast
+from tavernlab.worktree.services import dispose_supervisor
+from tavernlab.worktree.tree import tree_status
+
+PREFIX = "worktree.cleanup"
 
 #: ``remover(repo_root, path, force)`` — fast removal unless a caller wraps it.
 Remover = Callable[[str, str, bool], None]
 
 
-def _fast(repo_root: str, path: str, force: bool) -> None:
+def fast_remover(repo_root: str, path: str, force: bool) -> None:
     remove_worktree_fast(repo_root, path, force=force)
-from tavernlab.worktree.services import dispose_supervisor
-from tavernlab.worktree.tree import tree_status
-
-PREFIX = "worktree.cleanup"
 
 
 def teardown_worktree(repo_root: str, cwd: str, branch: str | None, base: str) -> None:
@@ -54,7 +54,7 @@ def teardown_worktree(repo_root: str, cwd: str, branch: str | None, base: str) -
 
 
 def remove_checked(repo_root: str, cwd: str, *, discard_untracked: bool,
-                   discard_modified: bool, remover: Remover = _fast) -> None:
+                   discard_modified: bool, remover: Remover = fast_remover) -> None:
     """Remove the worktree through fast removal, honouring the discard flags."""
     if not discard_untracked and not discard_modified:
         try:
@@ -80,7 +80,7 @@ def cleanup_worktree(repo_root: str, cwd: str, *, branch: str | None = None,
                      delete_branch: bool = False, base: str = "origin/main",
                      run_teardown_hooks: bool = True, discard_untracked: bool = False,
                      discard_modified: bool = False,
-                     remover: Remover = _fast) -> dict[str, Any]:
+                     remover: Remover = fast_remover) -> dict[str, Any]:
     """Stop services, run teardown, remove the worktree and optionally delete its branch.
 
     Returns ``{removed: true}``; a refusal raises :class:`WorktreeNotRemovableError`. A

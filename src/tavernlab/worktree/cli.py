@@ -254,10 +254,12 @@ def _gc(args: argparse.Namespace) -> int:
                         salvage_dirty=args.salvage_dirty, salvage_root=args.salvage_root)
     plan = plan_gc(repo, options)
     if not args.apply:
-        _emit(args, {"plan": plan}, "\n".join(
-            f"{entry['class']:8} {entry['path']}  "
-            f"{entry.get('reclaimReason') or entry.get('holdReason') or entry.get('salvageReason') or ''}"
-            for entry in plan) or "no linked worktrees")
+        lines = []
+        for entry in plan:
+            reason = (entry.get("reclaimReason") or entry.get("holdReason")
+                      or entry.get("salvageReason") or "")
+            lines.append(f"{entry['class']:8} {entry['path']}  {reason}")
+        _emit(args, {"plan": plan}, "\n".join(lines) or "no linked worktrees")
         return 0
     records = apply_gc(repo, plan, options)
     _emit(args, {"plan": plan, "results": records}, "\n".join(

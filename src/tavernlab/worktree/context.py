@@ -8,6 +8,7 @@ runner's timeout, so a long install is never cancelled by a generic deadline.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 from collections.abc import Callable
@@ -65,10 +66,8 @@ class ProvisionContext:
         """Deliver a progress event; observer exceptions are swallowed."""
         if self.on_progress is None:
             return
-        try:
+        with contextlib.suppress(Exception):
             self.on_progress(event)
-        except Exception:
-            pass
 
 
 _current: contextvars.ContextVar[ProvisionContext | None] = contextvars.ContextVar(

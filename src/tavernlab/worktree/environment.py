@@ -35,7 +35,7 @@ NON_INTERACTIVE_DEFAULTS = {"CI": "true", "npm_config_confirm_modules_purge": "f
 
 
 def hook_environment(ctx: HookContext) -> dict[str, str]:
-    """``AGENTPROTO_SOURCE_CHECKOUT_PATH``, ``AGENTPROTO_WORKTREE_PATH``, ``AGENTPROTO_BRANCH_NAME``."""
+    """The variables every hook, script and service gets: source checkout, worktree, branch."""
     return {
         "AGENTPROTO_SOURCE_CHECKOUT_PATH": os.path.abspath(ctx.source),
         "AGENTPROTO_WORKTREE_PATH": os.path.abspath(ctx.worktree),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tavernlab.worktree.cleanup import Remover, _fast, cleanup_worktree
+from tavernlab.worktree.cleanup import Remover, cleanup_worktree, fast_remover
 from tavernlab.worktree.forge import Forge, VerdictMemo
 from tavernlab.worktree.git import git, git_run
 from tavernlab.worktree.ladder import classify_tip
@@ -60,7 +60,7 @@ class GcOptions:
     salvage_dirty: bool = False
     salvage_root: str | None = None
     clock: Clock = now_ms
-    remover: Remover = field(default=_fast)
+    remover: Remover = field(default=fast_remover)
 
     def resolved_sessions(self) -> Sequence[dict[str, Any]] | None:
         """The sessions to use, loading the registry when none were given."""

@@ -1,4 +1,4 @@
-"""Globs for ``copyGlobs`` and ``cloneGlobs``, and the clone copy (spec sections 4.2–4.4).
+"""Globs for ``copyGlobs`` and ``cloneGlobs``, and the clone copy (spec sections 4.2-4.4).
 
 ``copyGlobs`` expand to individual files (``**`` allowed) and are copied over whatever is
 there. ``cloneGlobs`` match whole entries segment by segment (``**`` rejected) and are cloned
@@ -8,6 +8,7 @@ mutate the clone without touching the source checkout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -16,12 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from tavernlab.errors import TavernlabError
 from tavernlab.worktree.cancel import CancelSignal
 from tavernlab.worktree.errors import (
     GlobPatternError,
     GlobTraversalError,
     ProvisionCancelledError,
-    TavernlabError,
 )
 from tavernlab.worktree.process import RunResult, run_argv
 
@@ -230,10 +231,8 @@ def _remove_entry(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
 
 
 def copy_files(

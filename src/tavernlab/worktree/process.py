@@ -9,6 +9,7 @@ child leads a new process group; on cancel the whole group gets SIGTERM, then SI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal as signals
 import subprocess
@@ -45,10 +46,8 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def _kill_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_argv(

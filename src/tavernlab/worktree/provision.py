@@ -8,6 +8,7 @@ branch; a plain failure keeps the worktree for inspection.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -128,11 +129,12 @@ def resolve_plan(
     section = committed.worktree if committed else None
 
     plan = ProvisionPlan(
-        deps_cmd=_first(deps_cmd, local and local.deps_cmd, section and section.deps_cmd),
-        link_paths=_first(link_paths, local and local.link_paths,
-                         section and section.link_paths) or [],
-        copy_globs=_first(copy_globs, local and local.copy_globs) or [],
-        clone_globs=_first(clone_globs, local and local.clone_globs) or [],
+        deps_cmd=_first(deps_cmd, local.deps_cmd if local else None,
+                        section.deps_cmd if section else None),
+        link_paths=_first(link_paths, local.link_paths if local else None,
+                          section.link_paths if section else None) or [],
+        copy_globs=_first(copy_globs, local.copy_globs if local else None) or [],
+        clone_globs=_first(clone_globs, local.clone_globs if local else None) or [],
         write_files=(write_files if write_files is not None
                      else substitute_slug(local.write_files, slug) if local else []),
         setup=committed.setup_commands if committed else [],
@@ -284,8 +286,6 @@ def _check(signal: CancelSignal | None) -> None:
 
 def discard_worktree(repo_root: str, cwd: str, branch: str) -> None:
     """Best-effort: force fast-remove a half-made worktree and delete its branch."""
-    try:
+    with contextlib.suppress(Exception):
         remove_worktree_fast(repo_root, cwd, force=True)
-    except Exception:
-        pass
     git_run(repo_root, ["branch", "-D", branch])

@@ -13,6 +13,7 @@ bytes pass through untouched and keep-alive connections are re-routed per reques
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -210,8 +211,8 @@ class ProxyServer:
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
-        self._thread = threading.Thread(target=self._accept_loop, name=f"worktree-proxy:{self.port}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._accept_loop, daemon=True,
+                                        name=f"worktree-proxy:{self.port}")
         self._thread.start()
 
     @property
@@ -235,10 +236,8 @@ class ProxyServer:
             self._sockets.clear()
         for sock in sockets:
             _destroy(sock)
-        try:
+        with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._listener.close()
         self._thread.join(timeout=5)
 
@@ -385,10 +384,8 @@ def _pipe(source: socket.socket, dest: socket.socket, done: threading.Event) -> 
     finally:
         done.set()
         for sock in (source, dest):  # a close or error on either side closes both
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _plain_response(status: int, reason: str, body: bytes) -> bytes:
@@ -398,14 +395,10 @@ def _plain_response(status: int, reason: str, body: bytes) -> bytes:
 
 
 def _destroy(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         sock.close()
-    except OSError:
-        pass
 
 
 def start_proxy(port: int = 0, table: ProxyTable | None = None,

@@ -13,6 +13,7 @@ The core is non-blocking: :meth:`ProvisionScheduler.request` returns a
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -309,10 +310,8 @@ class ProvisionScheduler:
                 waiter.unsubscribe()
             waiter.future.set_result(lease)
         for callback, position in notices:
-            try:
+            with contextlib.suppress(Exception):  # observers never break the queue
                 callback(position)
-            except Exception:  # observers never break the queue
-                pass
 
 
 _scheduler: ProvisionScheduler | None = None

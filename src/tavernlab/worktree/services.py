@@ -1,4 +1,4 @@
-"""Supervised services of a worktree (spec sections 5.1, 5.2, 2.5–2.7).
+"""Supervised services of a worktree (spec sections 5.1, 5.2, 2.5-2.7).
 
 One :class:`ServiceSupervisor` per worktree path, kept in a process-wide registry, owns the
 worktree's ``type: "service"`` scripts from the committed ``agentproto.json``. Creating it
@@ -9,6 +9,7 @@ process-wide proxy table; stopping drops it. Services are not restarted when the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal as signals
 import subprocess
@@ -98,7 +99,7 @@ class ServiceSupervisor:
         """One service's status."""
         return self._get(name).to_status()
 
-    def list(self) -> list[ServiceStatus]:
+    def statuses(self) -> list[ServiceStatus]:
         """Every declared service's status, never-started ones as ``exited``."""
         return [service.to_status() for service in self._services.values()]
 
@@ -158,10 +159,8 @@ class ServiceSupervisor:
         process = service.process
         if process is None or service.status != "running" or process.poll() is not None:
             return False
-        try:
+        with contextlib.suppress(ProcessLookupError):
             process.send_signal(signals.SIGTERM)
-        except ProcessLookupError:
-            pass
         code = process.wait()
         with self._lock:
             service.status = "exited"
@@ -235,4 +234,4 @@ def list_services(repo_root: str, worktree_path: str, branch: str, *,
     """``worktree.list-services``: ``{services: [status…]}`` (creates the supervisor)."""
     supervisor = get_or_create_supervisor(repo_root, worktree_path, branch, base=base,
                                           proxy_port=proxy_port)
-    return {"services": supervisor.list()}
+    return {"services": supervisor.statuses()}

@@ -1,4 +1,4 @@
-"""The status engine (spec sections 8.2–8.5): is a worktree's work integrated, is anyone
+"""The status engine (spec sections 8.2-8.5): is a worktree's work integrated, is anyone
 using it, and what may garbage collection do with it.
 
 * :func:`integration_status` — fresh, merged, partial, open, diverged, unpushed, … from git
