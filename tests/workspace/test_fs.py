@@ -300,11 +300,30 @@ def test_atomic_writes_leave_no_temporary_files(fs: WorkspaceFs) -> None:
     for i in range(5):
         fs.write_file(P("scratch/a.md"), f"v{i}".encode(), WriteGuard.unchecked())
     fs.copy_file(P("scratch/a.md"), P("scratch/b.md"))
-    long_name = "n" * 240  # the name fits, its temporary sibling does not
-    with pytest.raises(FileIo) as info:
-        fs.write_file(P(f"scratch/{long_name}"), b"x", WriteGuard.unchecked())
-    assert info.value.errno == errno.ENAMETOOLONG
-    assert sorted(os.listdir(fs.directory / "scratch")) == ["a.md", "b.md"]
+    longest = "n" * 255  # NAME_MAX: the staged temporary name must not be longer
+    fs.write_file(P(f"scratch/{longest}"), b"x", WriteGuard.unchecked())
+    fs.write_file(P(f"scratch/{longest}"), b"y", WriteGuard.must_match_sha256(sha256_hex(b"x")))
+    assert fs.read_file(P(f"scratch/{longest}"), None) == b"y"
+    assert sorted(os.listdir(fs.directory / "scratch")) == ["a.md", "b.md", longest]
+
+
+def test_os_errors_are_storage_errors(fs: WorkspaceFs) -> None:
+    """A name over NAME_MAX is refused by the OS: a ``FileIo`` error, never a raw OSError."""
+    too_long = P("scratch/" + "n" * 256)
+    for attempt in (
+        lambda: fs.read_file(too_long, None),
+        lambda: fs.write_file(too_long, b"x", WriteGuard.unchecked()),
+        lambda: fs.write_text(P(f"scratch/{'d' * 256}/x.md"), "x", WriteGuard.unchecked()),
+        lambda: fs.append_file(too_long, b"x"),
+        lambda: fs.metadata(too_long),
+        lambda: fs.create_dir(too_long, recursive=True),
+        lambda: fs.remove(too_long, recursive=True),
+        lambda: fs.rename(P("scratch"), too_long),
+    ):
+        with pytest.raises(FileIo) as info:
+            attempt()
+        assert info.value.errno == errno.ENAMETOOLONG
+    assert os.listdir(fs.directory / "scratch") == []
 
 
 def test_readers_see_old_or_new_never_a_mix(fs: WorkspaceFs) -> None:

@@ -367,3 +367,20 @@ def test_commit_is_not_available_in_a_session_run(lab: Lab) -> None:
         True, "tool.not_available", "workspace_commit is not available for this task.")
     assert result.structured == {"error": {"code": "tool.not_available", "message":
                                            "workspace_commit is not available for this task."}}
+
+
+def test_os_refusals_are_recoverable_and_the_run_goes_on(busy_run: Run) -> None:
+    """A name the OS refuses (over NAME_MAX) is a tool error, not an internal fault."""
+    name = "n" * 256
+    for tool, args in (("workspace.write_file", {"path": f"scratch/{name}", "content": "x"}),
+                       ("workspace.write_file", {"path": f"scratch/{name}/a.md",
+                                                 "content": "x"}),
+                       ("workspace.read_file", {"path": f"scratch/{name}"}),
+                       ("workspace.list_files", {"path": f"scratch/{name}"}),
+                       ("workspace.commit", {"path": f"scratch/{name}"})):
+        result = busy_run.call_tool(tool, args)
+        assert result.error_code == "workspace.file_io", (tool, result.content)
+        assert result.content == (f"failed to resolve workspace path `{args['path']}`: "
+                                  "File name too long")
+    assert busy_run.status == "calling_model"
+    assert os.listdir(busy_run.workspace_dir / "scratch") == []

@@ -48,6 +48,8 @@ from tavernlab.paths import WorkspacePath, display
 LOCK_FILE_NAME = ".workspace.lock"
 
 UNSUPPORTED_NODE = "workspace supports regular files and directories"
+#: Prefix of the staged temporary file of an atomic write (in the target's directory).
+TEMP_PREFIX = ".tavernlab-tmp-"
 
 
 # --- data types (section 5.1) ---------------------------------------------------------------
@@ -250,6 +252,8 @@ class WorkspaceFs:
                 st = os.lstat(current)
             except FileNotFoundError:
                 return None
+            except OSError as exc:  # a name over NAME_MAX, a permission problem...
+                raise FileIo("resolve", path.text, exc) from None
             mode = st.st_mode
             if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
                 raise InvalidData(UNSUPPORTED_NODE)
@@ -323,22 +327,25 @@ class WorkspaceFs:
         if not stat.S_ISDIR(st.st_mode):
             raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
         entries: list[WorkspaceDirectoryEntry] = []
-        with os.scandir(self._host(path)) as it:
-            for item in it:
-                if path is None and item.name == LOCK_FILE_NAME:
-                    continue
-                try:
-                    item.name.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise InvalidData(
-                        f"Workspace entry name is not UTF-8 in {display(path) or '/'}"
-                    ) from None
-                child_st = item.stat(follow_symlinks=False)
-                mode = child_st.st_mode
-                if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                    raise InvalidData(UNSUPPORTED_NODE)
-                child = item.name if path is None else f"{path.text}/{item.name}"
-                entries.append(WorkspaceDirectoryEntry(child, _metadata_from_stat(child_st)))
+        try:
+            with os.scandir(self._host(path)) as it:
+                for item in it:
+                    if path is None and item.name == LOCK_FILE_NAME:
+                        continue
+                    try:
+                        item.name.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise InvalidData(
+                            f"Workspace entry name is not UTF-8 in {display(path) or '/'}"
+                        ) from None
+                    child_st = item.stat(follow_symlinks=False)
+                    mode = child_st.st_mode
+                    if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                        raise InvalidData(UNSUPPORTED_NODE)
+                    child = item.name if path is None else f"{path.text}/{item.name}"
+                    entries.append(WorkspaceDirectoryEntry(child, _metadata_from_stat(child_st)))
+        except OSError as exc:
+            raise FileIo("list", display(path), exc) from None
         entries.sort(key=lambda e: e.path)
         if max_entries is not None and len(entries) > max_entries:
             raise InvalidData(
@@ -390,7 +397,8 @@ class WorkspaceFs:
 
     def _publish(self, path: WorkspacePath, data: bytes) -> None:
         target = self._host(path)
-        temp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+        # A fixed-length name, so that any target name the OS accepts can be published.
+        temp = target.with_name(f"{TEMP_PREFIX}{uuid.uuid4().hex}")
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             with os.fdopen(fd, "wb") as handle:
@@ -505,10 +513,15 @@ class WorkspaceFs:
                 if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
                     raise InvalidData(UNSUPPORTED_NODE)
 
-    def rename(self, src: WorkspacePath, dst: WorkspacePath) -> None:
-        """Native rename to the exact target; no copy-and-delete fallback."""
+    def rename(self, src: WorkspacePath, dst: WorkspacePath) -> Literal["file", "directory"]:
+        """Native rename to the exact target; no copy-and-delete fallback.
+
+        Returns what was moved (``file`` or ``directory``), which the text-mutation tracker
+        needs: a directory named ``notes.md`` is not a text file.
+        """
         with self.lock.exclusive():
-            if self._check(src) is None:
+            st = self._check(src)
+            if st is None:
                 raise not_found(src)
             self._require_parent_dir(dst)
             self._check(dst)
@@ -518,6 +531,7 @@ class WorkspaceFs:
                 os.rename(self._host(src), self._host(dst))
             except OSError as exc:
                 raise FileIo("rename", src.text, exc) from None
+        return "directory" if stat.S_ISDIR(st.st_mode) else "file"
 
     def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:
         """Copy into a staged temporary file, then replace the target; parent must exist."""
