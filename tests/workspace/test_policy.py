@@ -154,31 +154,31 @@ def test_the_logical_root_lists_exactly_the_visible_roots(scope: ScopedWorkspace
     assert scope.metadata(None).kind == "directory"
 
 
-def test_hidden_paths_are_denied_and_unchanged(scope: ScopedWorkspaceFs) -> None:
+@pytest.mark.parametrize("hidden", ["input/prompt_snapshot.json", "run.json", "output_extra/x"])
+def test_hidden_paths_are_denied_and_unchanged(scope: ScopedWorkspaceFs, hidden: str) -> None:
     run_dir = scope.fs.directory
-    for hidden in ("input/prompt_snapshot.json", "run.json", "output_extra/x"):
-        path = P(hidden)
-        for read in (lambda: scope.read_file(path, None), lambda: scope.read_text(path),
-                     lambda: scope.metadata(path), lambda: scope.read_dir(path, None),
-                     lambda: scope.list_files(path, 2, 10), lambda: scope.digest(path),
-                     lambda: scope.copy_file(path, P("scratch/leak"))):
-            with pytest.raises(AccessDenied) as info:
-                read()
-            assert (info.value.code, info.value.operation) == ("workspace.path_not_visible",
-                                                                "read")
-            assert info.value.message == f"`{hidden}` is not readable for this task."
-        for write in (lambda: scope.write_file(path, b"x", WriteGuard.unchecked()),
-                      lambda: scope.write_text(path, "x", WriteGuard.unchecked()),
-                      lambda: scope.append_file(path, b"x"),
-                      lambda: scope.append_text(path, "x"),
-                      lambda: scope.remove(path, recursive=True),
-                      lambda: scope.create_dir(path, recursive=True),
-                      lambda: scope.rename(path, P("scratch/moved")),
-                      lambda: scope.rename(P("scratch"), path)):
-            with pytest.raises(AccessDenied) as info:
-                write()
-            assert info.value.code == "workspace.path_not_writable"
-        assert scope.exists(path) is False
+    path = P(hidden)
+    for read in (lambda: scope.read_file(path, None), lambda: scope.read_text(path),
+                 lambda: scope.metadata(path), lambda: scope.read_dir(path, None),
+                 lambda: scope.list_files(path, 2, 10), lambda: scope.digest(path),
+                 lambda: scope.copy_file(path, P("scratch/leak"))):
+        with pytest.raises(AccessDenied) as info:
+            read()
+        assert (info.value.code, info.value.operation) == ("workspace.path_not_visible",
+                                                            "read")
+        assert info.value.message == f"`{hidden}` is not readable for this task."
+    for write in (lambda: scope.write_file(path, b"x", WriteGuard.unchecked()),
+                  lambda: scope.write_text(path, "x", WriteGuard.unchecked()),
+                  lambda: scope.append_file(path, b"x"),
+                  lambda: scope.append_text(path, "x"),
+                  lambda: scope.remove(path, recursive=True),
+                  lambda: scope.create_dir(path, recursive=True),
+                  lambda: scope.rename(path, P("scratch/moved")),
+                  lambda: scope.rename(P("scratch"), path)):
+        with pytest.raises(AccessDenied) as info:
+            write()
+        assert info.value.code == "workspace.path_not_writable"
+    assert scope.exists(path) is False
     assert (run_dir / "input/prompt_snapshot.json").read_text() == "{}"
     assert (run_dir / "run.json").read_text() == "{}"
     assert (run_dir / "output_extra/x").read_text() == "x"
@@ -377,6 +377,16 @@ def test_rename_rules(tracked: ScopedWorkspaceFs) -> None:
     tracked.rename(P("plan/empty"), P("plan/moved"))
     assert _state(tracked) == ("scratch/finalized/final.md", False)
     assert tracked.tracker.touched >= {"plan/empty", "plan/moved"}
+
+
+def test_a_directory_with_a_text_name_is_not_a_text_file(tracked: ScopedWorkspaceFs) -> None:
+    tracked.write_text(P("scratch/a.md"), "a", WriteGuard.unchecked())
+    tracked.create_dir(P("scratch/d"), recursive=False)
+    tracked.rename(P("scratch/d"), P("scratch/notes.md"))
+    assert _state(tracked) == ("scratch/a.md", True)
+    tracked.write_text(P("scratch/notes.md/x.txt"), "x", WriteGuard.unchecked())
+    tracked.rename(P("scratch/notes.md"), P("scratch/final.txt"))
+    assert _state(tracked) == ("scratch/final.txt/x.txt", True)
 
 
 def test_the_candidate_can_move_across_roots(tracked: ScopedWorkspaceFs) -> None:

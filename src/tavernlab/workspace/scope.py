@@ -181,10 +181,16 @@ class MutationTracker:
             self.candidate = None
             self.changed = True
 
-    def renamed(self, src: WorkspacePath, dst: WorkspacePath) -> None:
-        """``src`` was renamed to ``dst`` (a file or a whole directory)."""
+    def renamed(self, src: WorkspacePath, dst: WorkspacePath, *, directory: bool = False
+                ) -> None:
+        """``src`` was renamed to ``dst`` (a file, or a whole directory when ``directory``).
+
+        A text-file target becomes the candidate; otherwise a candidate under ``src`` moves
+        with it and stays only if its new name is still a text file. A directory is never a
+        text file, whatever its name.
+        """
         self.touched.update((src.text, dst.text))
-        if is_text_file(dst):
+        if not directory and is_text_file(dst):
             self.candidate = dst.text
             self.changed = True
         elif self.candidate is not None and _under(self.candidate, src.text):
@@ -385,8 +391,8 @@ class ScopedWorkspaceFs:
         self._begin()
         self.require_writable(src)
         self.require_writable(dst)
-        self.fs.rename(src, dst)
-        self.tracker.renamed(src, dst)
+        kind = self.fs.rename(src, dst)
+        self.tracker.renamed(src, dst, directory=kind == "directory")
 
     def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:
         """Copy a visible file to a writable target (projected bytes out of ``skills/``)."""
