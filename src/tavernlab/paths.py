@@ -33,7 +33,8 @@ class WorkspacePath:
         3. leading ``/`` or ``\\`` -> ``Workspace path must be relative``
         4. ASCII letter + ``:`` -> ``Workspace path cannot use a Windows drive prefix``
         5. a ``..`` segment (after ``\\`` -> ``/``) -> ``Workspace path cannot contain ..``
-        6. nothing left after dropping empty and ``.`` segments -> ``Workspace path cannot be empty``
+        6. nothing left after dropping empty and ``.`` segments ->
+           ``Workspace path cannot be empty``
         """
         if not isinstance(text, str):
             raise InvalidWorkspacePath("Workspace path must be a string")

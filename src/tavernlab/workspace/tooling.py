@@ -109,8 +109,9 @@ class ToolSpec:
     and the allow-list of its argument names.
 
     The dispatcher wraps the raw JSON arguments in :class:`Arguments` with ``arguments`` as
-    the allow-list before calling ``handler(call, args)``. ``available`` returns ``None`` when the tool may run for this call, else the
-    ``(code, message)`` to refuse it with (for example ``workspace.commit`` in a Session run).
+    the allow-list before calling ``handler(call, args)``. ``available`` returns ``None`` when
+    the tool may run for this call, else the ``(code, message)`` to refuse it with (for
+    example ``workspace.commit`` in a Session run).
     """
 
     id: str

@@ -19,6 +19,7 @@ from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.text import (
     LineRangeError,
+    SearchHit,
     count_words,
     number_lines,
     query_tokens,
@@ -164,7 +165,7 @@ def search_files(call: ToolCall, args: Arguments) -> ToolResult:
     files = sorted(e.path for e in listing.entries if e.kind == "file")
     truncated = listing.truncated or len(files) > SEARCH_MAX_FILES
     files = files[:SEARCH_MAX_FILES]
-    hits: list[tuple[Any, str, int, int, str]] = []
+    hits: list[tuple[SearchHit, int, int, str]] = []
     more = False
     searched = skipped = 0
     for file_path in files:
@@ -180,11 +181,11 @@ def search_files(call: ToolCall, args: Arguments) -> ToolResult:
         more = more or file_more
         if found:
             meta = (len(text), count_words(text), sha256_hex(data))
-            hits.extend((hit, *meta) for hit in found)  # type: ignore[misc]
+            hits.extend((hit, *meta) for hit in found)
     hits.sort(key=lambda h: (-h[0].score, h[0].path, h[0].start_line))
     truncated = truncated or more or len(hits) > limit
     hits = hits[:limit]
-    structured_hits = []
+    structured_hits: list[dict[str, Any]] = []
     parts = []
     for hit, chars, words, digest in hits:
         ref = f"workspace:{hit.path}#L{hit.start_line}-L{hit.end_line}"
@@ -206,7 +207,7 @@ def search_files(call: ToolCall, args: Arguments) -> ToolResult:
         content=content,
         structured={"query": query, "hits": structured_hits, "searchedFiles": searched,
                     "skippedFiles": skipped, "truncated": truncated},
-        resource_refs=sorted({h["path"] for h in structured_hits}),
+        resource_refs=sorted({hit.path for hit, *_ in hits}),
     )
 
 
