@@ -171,7 +171,7 @@ class _Worker:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tavernlab.js.worker", str(theirs.fileno())],
@@ -332,6 +332,7 @@ class WorkerPool:
         self._queue: deque[object] = deque()
         self._idle: deque[_Worker] = deque()
         self._busy: set[_Worker] = set()
+        self._running: dict[int, int] = {}
         self._pid = os.getpid()
         self._started = False
         self._closed = False
@@ -383,6 +384,12 @@ class WorkerPool:
         with self._cond:
             return sorted(w.pid for w in self._busy if w.pid is not None)
 
+    def running_jobs(self) -> dict[int, int]:
+        """``{thread id: worker pid}`` of the jobs being served right now (diagnostics: which
+        worker process runs the job a thread is waiting for)."""
+        with self._cond:
+            return dict(self._running)
+
     def worker_pids(self) -> list[int]:
         """Process ids of every worker."""
         with self._cond:
@@ -393,6 +400,9 @@ class WorkerPool:
     def _acquire(self, deadline: float, stop: _StopRequest) -> _Worker:
         with self._cond:
             self._ensure_started()
+            reason = stop.poll(deadline)
+            if reason is not None:
+                raise _NotStarted(reason)
             ticket = object()
             self._queue.append(ticket)
             try:
@@ -400,7 +410,7 @@ class WorkerPool:
                     reason = stop.poll(deadline)
                     if reason is not None:
                         raise _NotStarted(reason)
-                    self._cond.wait(min(max(deadline - time.monotonic(), 0.001), POLL_SLICE))
+                    self._cond.wait(POLL_SLICE)
                 self._queue.popleft()
                 worker = self._idle.popleft()
                 self._busy.add(worker)
@@ -420,14 +430,20 @@ class WorkerPool:
         return worker
 
     def _ready(self, worker: _Worker, deadline: float, stop: _StopRequest) -> bool:
-        """Wait for a (re)started worker, restarting it once if it died while idle."""
+        """Wait for a (re)started worker, restarting it once if it died or hung starting."""
         for attempt in range(2):
+            give_up = time.monotonic() + START_TIMEOUT
             try:
-                while not worker.wait_ready(min(deadline, time.monotonic() + POLL_SLICE)):
+                while not worker.wait_ready(min(deadline, give_up,
+                                                time.monotonic() + POLL_SLICE)):
                     if stop.poll(deadline) is not None:
                         return False
+                    if time.monotonic() >= give_up:
+                        raise SandboxError("The JavaScript worker process did not start "
+                                           f"within {START_TIMEOUT:.0f} s.")
                 if worker.proc is not None and worker.proc.poll() is not None:
-                    raise SandboxError(worker.death())
+                    raise SandboxError(
+                        f"The JavaScript worker process exited while idle: {worker.death()}")
                 return True
             except SandboxError:
                 if attempt:
@@ -447,21 +463,32 @@ class WorkerPool:
 
     # -- running --------------------------------------------------------------------------------
 
-    def run(self, spec: dict[str, Any], server: CapabilityServer, *, deadline: float,
+    def run(self, spec: dict[str, Any], server: CapabilityServer, *,
+            deadline: float | None = None, time_limit: float | None = None,
             token: CancelToken | None = None) -> JobOutcome:
-        """Run one job (see the module docstring); ``deadline`` is a ``time.monotonic()``
-        instant. Raises ``KeyboardInterrupt`` after cleaning up when one arrived."""
+        """Run one job (see the module docstring).
+
+        ``deadline`` is a ``time.monotonic()`` instant covering queueing and execution (the
+        shell's whole-call deadline); ``time_limit`` is an execution limit in seconds that
+        starts when a worker takes the job (the legacy 30 s). At least one is required.
+        Raises ``KeyboardInterrupt`` after cleaning up when one arrived.
+        """
+        if deadline is None and time_limit is None:
+            raise ValueError("a job needs a deadline or a time limit")
+        queue_deadline = deadline if deadline is not None else float("inf")
         stop = _StopRequest(token)
         fault: BaseException | None = None
         with _route_sigint(stop):
             try:
                 try:
-                    worker = self._acquire(deadline, stop)
+                    worker = self._acquire(queue_deadline, stop)
                 except _NotStarted as exc:
                     outcome = JobOutcome("interrupted", reason=exc.reason)
                 else:
+                    limit = (queue_deadline if time_limit is None
+                             else min(queue_deadline, time.monotonic() + time_limit))
                     try:
-                        outcome, fault = self._drive(worker, spec, server, deadline, stop)
+                        outcome, fault = self._drive(worker, spec, server, limit, stop)
                     finally:
                         self._release(worker)
             except KeyboardInterrupt:
@@ -478,6 +505,18 @@ class WorkerPool:
         """Feed the job to ``worker`` and serve it until it reports, dies or is killed."""
         assert worker.conn is not None and worker.proc is not None
         conn = worker.conn
+        with self._cond:
+            self._running[threading.get_ident()] = worker.pid or 0
+        try:
+            return self._serve(worker, conn, spec, server, deadline, stop)
+        finally:
+            with self._cond:
+                self._running.pop(threading.get_ident(), None)
+
+    def _serve(self, worker: _Worker, conn: Connection, spec: dict[str, Any],
+               server: CapabilityServer, deadline: float, stop: _StopRequest
+               ) -> tuple[JobOutcome, BaseException | None]:
+        assert worker.proc is not None
         worker.send(("job", dict(spec, deadline=deadline)))
         fault: BaseException | None = None
         stopping_since: float | None = None
