@@ -3,8 +3,12 @@ after them."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
+
+import pytest
 
 from tavernlab.cancel import CancelToken
 from tavernlab.shell import ShellOutcome, ShellResult
@@ -91,3 +95,23 @@ def test_js_write_in_flight_completes_and_the_next_never_starts(ws: Workspace) -
     assert ws.read("output/main.md") == "draft"
     assert not ws.exists("output/next.txt")
     assert result.resource_refs == ["output/main.md"]
+
+
+def test_a_keyboard_interrupt_cancels_the_call_and_is_re_raised(ws: Workspace) -> None:
+    # a Jupyter interrupt / Ctrl-C reaches the main thread while the interpreter works
+    assert threading.current_thread() is threading.main_thread()
+    token = CancelToken()
+
+    def interrupt_once_running() -> None:
+        while not ws.exists("scratch/before.txt"):
+            time.sleep(0.002)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_running).start()
+    with pytest.raises(KeyboardInterrupt):
+        ws.shell("echo x > /scratch/before.txt; sleep 60; echo y > /scratch/after.txt",
+                 token=token)
+    assert token.cancelled
+    assert ws.read("scratch/before.txt") == "x\n"
+    assert not ws.exists("scratch/after.txt")
+    assert ws.scope.tracker.candidate is None

@@ -21,14 +21,17 @@ cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams,
   touch needs settable file times, which the workspace does not have);
 * cancellation: the call's :class:`~tavernlab.cancel.CancelToken` triggers ``Bash.cancel()``
   (the interpreter stops at its next scheduling point) and the bridge's check refuses new file
-  operations, while an operation already started runs to completion.
+  operations, while an operation already started runs to completion. On the main thread a
+  keyboard interrupt cancels the call the same way (:func:`execute_interruptibly`).
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import bashkit
 
@@ -118,6 +121,44 @@ def _is_timeout(error: str) -> bool:
     return "timeout" in error.lower()
 
 
+def execute_interruptibly(bash: bashkit.Bash, command: str,
+                          on_output: Callable[[str, str], None], cancel: CancelToken
+                          ) -> bashkit.ExecResult:
+    """``bash.execute_sync(command)``, interruptible from the keyboard in the main thread.
+
+    On the main thread (a notebook cell, the CLI) the interpreter runs on a helper thread
+    while the main thread waits, so a Jupyter interrupt or Ctrl-C reaches Python at once: it
+    cancels the call (``cancel``), the main thread keeps waiting until the interpreter and
+    every file operation it started have finished, then the ``KeyboardInterrupt`` is
+    re-raised. On any other thread the interpreter simply runs in place.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return bash.execute_sync(command, on_output=on_output)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = bash.execute_sync(command, on_output=on_output)
+        except BaseException as error:  # handed back to the waiting thread
+            box["error"] = error
+
+    worker = threading.Thread(target=work, name="tavernlab-shell", daemon=True)
+    worker.start()
+    interrupted: KeyboardInterrupt | None = None
+    while worker.is_alive():
+        try:
+            worker.join()
+        except KeyboardInterrupt as exc:
+            interrupted = interrupted or exc
+            cancel.cancel("interrupted")
+    if interrupted is not None:
+        raise interrupted
+    if "error" in box:
+        raise box["error"]
+    result: bashkit.ExecResult = box["result"]
+    return result
+
+
 class BashkitEngine:
     """A fresh bashkit interpreter per call over one call's scoped view."""
 
@@ -158,7 +199,7 @@ class BashkitEngine:
             holder.append(bash)
             unregister = cancel.on_cancel(stop)
             try:
-                result = bash.execute_sync(command, on_output=capture.feed)
+                result = execute_interruptibly(bash, command, capture.feed, cancel)
             finally:
                 unregister()
                 holder.clear()
