@@ -45,7 +45,7 @@ from tavernlab.workspace.records import (
     write_json,
 )
 from tavernlab.workspace.runs import Run
-from tavernlab.workspace.scope import SKILLS_ROOT
+from tavernlab.workspace.scope import SKILLS_ROOT, SkillsMount
 
 if TYPE_CHECKING:
     from tavernlab.workspace.retention import Retention
@@ -268,7 +268,16 @@ class Lab:
     def _finish_start(self, run: Run, bound: Mapping[str, Any]) -> None:
         run.set_status("assembling_context")
         run.announce(run.main)
-        run.emit("skill_scopes_resolved", {"skills": sorted(bound)})
+        stored: list[dict[str, Any]] = []
+        prompt = ""
+        if bound:
+            from tavernlab.skills.binding import bindings_to_json, render_skill_prompt
+
+            stored = bindings_to_json(bound)
+            prompt = render_skill_prompt(bound)
+        write_json(run.dir / "input" / "skill_bindings.json", stored)
+        (run.dir / "input" / "system_prompt.md").write_text(prompt, encoding="utf-8")
+        run.emit("skill_scopes_resolved", {"skills": stored})
         run.emit("context_assembled", {"hasHostContext": run.context.snapshot is not None})
         run.set_status("calling_model")
 
@@ -284,7 +293,7 @@ class Lab:
 
     def _bind_skills(self, profile: Profile, names: list[str] | None,
                      scopes: Mapping[str, str] | None, macros: FrozenMacros
-                     ) -> tuple[dict[str, Any], Any]:
+                     ) -> tuple[dict[str, Any], SkillsMount | None]:
         if not (self.data_dir / "skills").exists():
             if names:
                 raise NotFound(f"Skill is not available: skills/{sorted(names)[0]}",
@@ -293,6 +302,19 @@ class Lab:
         from tavernlab.skills.binding import bind_skills
 
         return bind_skills(self.skills, profile, names=names, scopes=scopes, macros=macros)
+
+    def _restore_skills(self, run_dir: Path, macros: FrozenMacros
+                        ) -> tuple[dict[str, Any], SkillsMount | None]:
+        """The bindings fixed at run start (``input/skill_bindings.json``): a reopened run
+        reads the same installed packages, never a same-named one from another scope."""
+        data = read_json(run_dir / "input" / "skill_bindings.json")
+        if not data:
+            return {}, None
+        from tavernlab.skills.binding import bindings_from_json
+        from tavernlab.skills.mount import BoundSkillsMount
+
+        bound = bindings_from_json(self.skills, data)
+        return bound, BoundSkillsMount(bound, macros)
 
     def open_run(self, run_id: str) -> Run:
         """Reopen a run from disk (any process). Read records start empty; the run continues
@@ -312,7 +334,7 @@ class Lab:
         profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
         snapshot = read_json(run_dir / "input" / "prompt_snapshot.json")
         macros = FrozenMacros.from_snapshot(snapshot)
-        bound, mount = self._bind_skills(profile, None, record.skill_scope_refs, macros)
+        bound, mount = self._restore_skills(run_dir, macros)
         persist_snapshot = None
         if chat is not None:
             persist_snapshot = PersistSnapshot.model_validate(

@@ -160,3 +160,24 @@ def skill_list(bindings: Iterable[SkillBinding] | Mapping[str, SkillBinding]
     structured = {"skills": [{"name": b.name, "description": b.description,
                               "path": b.skill_md_path} for b in ordered]}
     return content, structured
+
+
+def bindings_to_json(bindings: Mapping[str, SkillBinding]) -> list[dict[str, Any]]:
+    """The bindings as stored in a run's ``input/skill_bindings.json`` (sorted by name)."""
+    return [{"name": b.name, "description": b.description,
+             "scope": b.scope.model_dump(mode="json"), "installedHash": b.installed_hash}
+            for b in _ordered(bindings)]
+
+
+def bindings_from_json(repository: SkillRepository, data: Iterable[Mapping[str, Any]]
+                       ) -> dict[str, SkillBinding]:
+    """Rebuild a run's fixed bindings: each points at the same installed package (scope and
+    name) it was bound to, whatever the scope rules would pick today."""
+    out: dict[str, SkillBinding] = {}
+    for item in data:
+        scope = SkillScope.model_validate(item["scope"])
+        name = str(item["name"])
+        out[name] = SkillBinding(name, str(item["description"]), scope,
+                                 repository.package_dir(name, scope),
+                                 str(item["installedHash"]))
+    return out

@@ -88,6 +88,7 @@ if TYPE_CHECKING:
 TOOL_MODULES: tuple[str, ...] = (
     "tavernlab.workspace.tools",
     "tavernlab.shell.tool",
+    "tavernlab.skills.compat_tools",
 )
 
 #: Characters of an externalized result the model still sees inline.
@@ -591,6 +592,13 @@ class Run:
         """Visible file paths below ``path`` (default: everything visible)."""
         listing = self.scope.list_files(WorkspacePath.parse_optional(path), depth, 100_000)
         return [e.path for e in listing.entries if e.kind == "file"]
+
+    @property
+    def system_prompt(self) -> str:
+        """The run's frozen system-prompt additions (the effective skills, each listed once
+        with its description and ``skills/<name>/SKILL.md``), from ``input/system_prompt.md``."""
+        path = self.dir / "input" / "system_prompt.md"
+        return path.read_text(encoding="utf-8") if path.exists() else ""
 
     def tool_results(self) -> list[dict[str, Any]]:
         """Every stored tool result of the run, in call order."""

@@ -211,7 +211,10 @@ def search_files(call: ToolCall, args: Arguments) -> ToolResult:
     )
 
 
-# --- read_file ---------------------------------------------------------------------------
+# --- read_file ------------------------------------------------------------------------------
+
+#: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
+READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
 
 
 def read_file(call: ToolCall, args: Arguments) -> ToolResult:
@@ -474,7 +477,7 @@ for _id, _handler, _allowed, _mutating, _desc, _available in (
      "List visible workspace files and directories (depth <= 4, at most 200 entries).", None),
     ("workspace.search_files", search_files, ("query", "path", "limit", "context_lines"), False,
      "Search visible workspace text files for the words of a query.", None),
-    ("workspace.read_file", read_file, ("path", "start_line", "line_count"), False,
+    ("workspace.read_file", read_file, READ_FILE_ARGUMENTS, False,
      "Read a workspace file with line numbers (whole, or a window of lines).", None),
     ("workspace.write_file", write_file, ("path", "content", "mode"), True,
      "Create, replace (after reading) or append to a workspace file.", None),

@@ -1,0 +1,50 @@
+"""``skill.list`` and ``skill.read``: the legacy skill tools, offered in compatibility mode only.
+
+V5 has no skill tools (models read ``skills/`` with the workspace tools). Legacy error messages
+still point at ``skill_list`` and ``skill_read``, so tavernlab offers them as thin wrappers
+while ``skills.legacyRunScript`` is on (spec/js-and-skills.md section 9, a documented
+tavernlab choice): ``skill.list`` takes no arguments and returns one line per effective
+skill, ``<name>: <description> (skills/<name>/SKILL.md)``, with structured
+``{skills: [{name, description, path}]}``; ``skill.read`` ``{name, path? = "SKILL.md",
+start_line?, line_count?}`` is exactly ``workspace.read_file`` on ``skills/<name>/<path>``.
+"""
+
+from __future__ import annotations
+
+from tavernlab.skills.binding import skill_list
+from tavernlab.workspace.tooling import (
+    Arguments,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    invalid_arguments,
+    register_tool,
+)
+from tavernlab.workspace.tools import READ_FILE_ARGUMENTS, read_file
+
+
+def list_skills(call: ToolCall, args: Arguments) -> ToolResult:
+    """``skill.list``: the Invocation's effective skills."""
+    content, structured = skill_list(call.invocation.skills)
+    return ToolResult(content=content or "No skills are available for this task.", structured=structured,
+                      resource_refs=[s["path"] for s in structured["skills"]])
+
+
+def read_skill(call: ToolCall, args: Arguments) -> ToolResult:
+    """``skill.read``: ``workspace.read_file`` on ``skills/<name>/<path>``."""
+    name = args.string("name", required=True) or ""
+    path = args.string("path", default="SKILL.md") or "SKILL.md"
+    if "/" in name or not name.strip():
+        raise invalid_arguments("name must be a skill name")
+    forwarded = {"path": f"skills/{name}/{path}"}
+    for key in ("start_line", "line_count"):
+        if args.has(key):
+            forwarded[key] = args.value(key)
+    return read_file(call, Arguments(forwarded, READ_FILE_ARGUMENTS))
+
+
+register_tool(ToolSpec(id="skill.list", handler=list_skills, mutating=False,
+                       description="List the skills available to this task.", arguments=()))
+register_tool(ToolSpec(id="skill.read", handler=read_skill, mutating=False,
+                       description="Read a file of an available skill (default SKILL.md).",
+                       arguments=("name", "path", "start_line", "line_count")))
