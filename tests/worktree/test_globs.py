@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from tavernlab.cancel import CancelToken
 from tavernlab.worktree import GlobTraversalError, ProvisionCancelledError
-from tavernlab.worktree.cancel import CancelSignal
 from tavernlab.worktree.errors import GlobPatternError
 from tavernlab.worktree.globs import (
     CloneError,
@@ -111,7 +111,7 @@ def test_fake_cp_that_cancels_stops_after_one_call(tmp_path: Path) -> None:
     src, dest = tmp_path / "src", tmp_path / "dest"
     touch(src, "node_modules/x.js")
     dest.mkdir()
-    signal = CancelSignal()
+    signal = CancelToken()
     calls: list[list[str]] = []
 
     def fake_cp(argv: list[str], **_: Any) -> RunResult:
@@ -163,7 +163,7 @@ def test_already_cancelled_signal_raises_before_cp(tmp_path: Path) -> None:
     src, dest = tmp_path / "src", tmp_path / "dest"
     touch(src, "node_modules/x.js")
     dest.mkdir()
-    signal = CancelSignal()
+    signal = CancelToken()
     signal.cancel()
     calls: list[list[str]] = []
 

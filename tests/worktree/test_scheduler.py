@@ -11,7 +11,7 @@ from concurrent.futures import Future
 import pytest
 
 from tavernlab.worktree import (
-    CancelSignal,
+    CancelToken,
     ProvisionCancelledError,
     ProvisionContext,
     current_provision_context,
@@ -161,7 +161,7 @@ def test_positions() -> None:
 def test_cancel_while_queued() -> None:
     s = ProvisionScheduler(ProvisionLimits(concurrency=1))
     s.acquire("/r", "x")
-    signal = CancelSignal()
+    signal = CancelToken()
     doomed = s.request("/r", "x", signal=signal)
     positions: list[int] = []
     s.request("/r", "x", on_queued=positions.append)
@@ -175,7 +175,7 @@ def test_cancel_while_queued() -> None:
 
 def test_already_cancelled_never_queues() -> None:
     s = ProvisionScheduler(ProvisionLimits(concurrency=1))
-    signal = CancelSignal()
+    signal = CancelToken()
     signal.cancel()
     with pytest.raises(ProvisionCancelledError, match=r"^worktree provisioning cancelled$"):
         s.acquire("/r", signal=signal)
@@ -185,7 +185,7 @@ def test_already_cancelled_never_queues() -> None:
 
 def test_cancel_after_grant_and_double_release() -> None:
     s = ProvisionScheduler(ProvisionLimits(concurrency=2))
-    signal = CancelSignal()
+    signal = CancelToken()
     lease = s.acquire("/r", signal=signal)
     other = s.acquire("/r")
     signal.cancel()
@@ -273,7 +273,7 @@ def test_load_guard_off_by_default_and_cancel_clears_timer() -> None:
                                  load_average=lambda: 100.0, cpu_count=lambda: 8,
                                  load_poll_ms=60000)
     guarded.acquire("/r")
-    signal = CancelSignal()
+    signal = CancelToken()
     held = guarded.request("/r", signal=signal)
     assert guarded.timer_armed
     signal.cancel()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tavernlab.worktree import (
-    CancelSignal,
+    CancelToken,
     ProvisionCancelledError,
     ProvisionContext,
     call_tool,
@@ -37,7 +37,7 @@ class Provision(threading.Thread):
 
     def __init__(self, repo: Repo, slug: str, caller: str = "test", **fields: Any) -> None:
         super().__init__(daemon=True)
-        self.signal = CancelSignal()
+        self.signal = CancelToken()
         self.events: list[dict[str, Any]] = []
         self.input = {"repoRoot": repo.root, "slug": slug, **fields}
         self.caller = caller

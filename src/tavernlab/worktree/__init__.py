@@ -6,7 +6,7 @@ through the snake_case functions. Services sit behind a ``*.localhost`` proxy st
 :func:`start_proxy`; heavy provisioning phases share a fair process-wide queue.
 """
 
-from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.cancel import CancelToken
 from tavernlab.worktree.context import (
     ProvisionContext,
     current_provision_context,
@@ -40,7 +40,7 @@ from tavernlab.worktree.tools import (
 )
 
 __all__ = [
-    "CancelSignal",
+    "CancelToken",
     "ConfigError",
     "ForgeUnavailableError",
     "GlobTraversalError",

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tavernlab.cancel import CancelToken
 from tavernlab.errors import TavernlabError
-from tavernlab.worktree.cancel import CancelSignal
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
 from tavernlab.worktree.errors import ToolError, UsageError
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
@@ -94,7 +94,7 @@ def _new(args: argparse.Namespace) -> int:
         tool_input["runSetup"] = False
     if args.retry_setup:
         tool_input["retrySetupOnFailure"] = True
-    signal = CancelSignal()
+    signal = CancelToken()
     started = time.monotonic()
 
     def progress(event: ProgressEvent) -> None:

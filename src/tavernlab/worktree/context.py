@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, TypeVar
 
-from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.cancel import CancelToken
 
 Phase = Literal["worktree", "clone", "deps", "copy", "setup"]
 Outcome = Literal["ok", "failed", "cancelled"]
@@ -59,7 +59,7 @@ class ProvisionContext:
     """``{callerKey?, signal?, onProgress?}`` for the provisions run inside it."""
 
     caller_key: str | None = None
-    signal: CancelSignal | None = None
+    signal: CancelToken | None = None
     on_progress: ProgressObserver | None = None
 
     def emit(self, event: ProgressEvent) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from tavernlab.cancel import CancelToken
 from tavernlab.errors import TavernlabError
-from tavernlab.worktree.cancel import CancelSignal
 from tavernlab.worktree.errors import (
     GlobPatternError,
     GlobTraversalError,
@@ -184,7 +184,7 @@ def clone_entries(
     dest_root: str | os.PathLike[str],
     patterns: Sequence[str],
     *,
-    signal: CancelSignal | None = None,
+    signal: CancelToken | None = None,
     runner: ArgvRunner = run_argv,
 ) -> list[str]:
     """Clone every match of ``patterns`` from ``source_root`` into ``dest_root``.
@@ -240,7 +240,7 @@ def copy_files(
     dest_root: str | os.PathLike[str],
     patterns: Sequence[str],
     *,
-    signal: CancelSignal | None = None,
+    signal: CancelToken | None = None,
 ) -> list[str]:
     """Copy every file matching ``copyGlobs`` to the same relative path, overwriting."""
     import shutil

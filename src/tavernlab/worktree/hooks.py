@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.cancel import CancelToken
 from tavernlab.worktree.environment import (
     HookContext,
     hook_environment,
@@ -98,7 +98,7 @@ def run_setup(
     *,
     log_path: str | None = None,
     retry_on_failure: bool = False,
-    signal: CancelSignal | None = None,
+    signal: CancelToken | None = None,
 ) -> list[HookRun]:
     """Run the setup hooks in the worktree; raise :class:`HookError` on a final failure.
 

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.cancel import CancelToken
 from tavernlab.worktree.errors import ProvisionCancelledError, SpawnError
 
 #: Grace period between SIGTERM and SIGKILL for a cancelled process group (upstream: 5000 ms).
@@ -55,7 +55,7 @@ def run_argv(
     *,
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
-    signal: CancelSignal | None = None,
+    signal: CancelToken | None = None,
 ) -> RunResult:
     """Run ``argv`` without a shell in ``cwd``; ``env`` is laid over the inherited environment.
 
@@ -105,7 +105,7 @@ def run_shell(
     *,
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
-    signal: CancelSignal | None = None,
+    signal: CancelToken | None = None,
 ) -> RunResult:
     """Run ``command`` through ``/bin/sh -c`` with the rules of :func:`run_argv`."""
     return run_argv(["/bin/sh", "-c", command], cwd=cwd, env=env, signal=signal)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
-from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.cancel import CancelToken
 from tavernlab.worktree.config import (
     AgentprotoConfig,
     WriteFileSpec,
@@ -279,7 +279,7 @@ def _run_heavy_phases(root: str, cwd: str, branch: str, first: Phase, plan: Prov
     context.emit({"kind": "done", "outcome": "ok"})
 
 
-def _check(signal: CancelSignal | None) -> None:
+def _check(signal: CancelToken | None) -> None:
     if signal is not None and signal.cancelled:
         raise ProvisionCancelledError()
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tavernlab.worktree.cancel import CancelSignal
+from tavernlab.cancel import CancelToken
 from tavernlab.worktree.errors import ProvisionCancelledError
 
 #: A cap with no limit.
@@ -193,7 +193,7 @@ class ProvisionScheduler:
         return self._timer is not None
 
     def request(self, repo_key: str, caller_key: str = "anonymous",
-                signal: CancelSignal | None = None,
+                signal: CancelToken | None = None,
                 on_queued: Callable[[int], None] | None = None) -> Future[Lease]:
         """Queue for a slot; the future resolves to a :class:`Lease` or fails with
         :class:`ProvisionCancelledError`. An already-cancelled signal never queues."""
@@ -210,7 +210,7 @@ class ProvisionScheduler:
         return future
 
     def acquire(self, repo_key: str, caller_key: str = "anonymous",
-                signal: CancelSignal | None = None,
+                signal: CancelToken | None = None,
                 on_queued: Callable[[int], None] | None = None) -> Lease:
         """Wait for a slot (see :meth:`request`)."""
         return self.request(repo_key, caller_key, signal, on_queued).result()
