@@ -81,6 +81,21 @@ Read the skill's SKILL.md for its scripts and their arguments."""
 
 def handle_run_script(call: ToolCall, args: Arguments) -> ToolResult:
     """The ``skill.run_script`` handler (see the module docstring)."""
+    request = build_request(call, args)
+    try:
+        outcome = run_skill_script(request, token=call.token)
+    except SkillScriptError as exc:
+        raise ToolError(exc.code, exc.message) from None
+    written = write_back(call.invocation.scope, request.files, outcome.writes,
+                         outcome.last_write_path)
+    return ToolResult(
+        content=(f"Executed skill script `{request.skill}/{request.entry}`. Result:\n"
+                 f"{compact_json(outcome.value)}"),
+        structured=outcome.value, resource_refs=written)
+
+
+def build_request(call: ToolCall, args: Arguments) -> SkillScriptRequest:
+    """Steps 1-7: validate the call and build the engine request (nothing runs yet)."""
     skill = (args.string("skill", required=True, missing="skill is required") or "").strip()
     if not skill:
         raise invalid_arguments("skill is required")
@@ -113,20 +128,11 @@ def handle_run_script(call: ToolCall, args: Arguments) -> ToolResult:
             "skill's SKILL.md to check which scripts it ships."))
     scope = invocation.scope
     context = call.run.context
-    request = SkillScriptRequest(
+    return SkillScriptRequest(
         skill=skill, entry=entry, modules=modules, args=script_args,
         visible_roots=scope.policy.visible_roots, writable_roots=scope.policy.writable_roots,
         files=workspace_snapshot(scope), context=legacy_context(context.snapshot, context.macros),
         macros=context.macros)
-    try:
-        outcome = run_skill_script(request, token=call.token)
-    except SkillScriptError as exc:
-        raise ToolError(exc.code, exc.message) from None
-    written = write_back(scope, request.files, outcome.writes, outcome.last_write_path)
-    return ToolResult(
-        content=(f"Executed skill script `{skill}/{entry}`. Result:\n"
-                 f"{compact_json(outcome.value)}"),
-        structured=outcome.value, resource_refs=written)
 
 
 def module_snapshot(skill: str, package_dir: Path) -> dict[str, str]:
