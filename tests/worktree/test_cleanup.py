@@ -190,3 +190,20 @@ def test_run_script_without_config_and_with_bad_config(repo: Repo) -> None:
     repo.commit({"agentproto.json": "{broken"})
     with pytest.raises(ConfigError, match=r"agentproto\.json is not valid JSON"):
         call_tool("worktree.run-script", {**base, "script": "x"})
+
+
+def test_signal_death_reports_minus_one(tmp_path: Path) -> None:
+    out = call_tool("worktree.run-gate", {"cwd": str(tmp_path), "cmd": "kill -9 $$"})
+    assert out["exitCode"] == -1 and out["passed"] is False
+
+
+def test_inherited_environment_with_caller_variables_on_top(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from tavernlab.worktree.process import run_shell
+
+    monkeypatch.setenv("TAVERNLAB_PARENT", "parent")
+    monkeypatch.setenv("TAVERNLAB_BOTH", "parent")
+    result = run_shell('printf "%s %s" "$TAVERNLAB_PARENT" "$TAVERNLAB_BOTH"', cwd=tmp_path,
+                       env={"TAVERNLAB_BOTH": "caller"})
+    assert result.stdout == "parent caller"

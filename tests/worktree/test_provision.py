@@ -203,3 +203,20 @@ def test_setup_hooks_run_with_log_and_errors(repo: Repo, tmp_path: Path) -> None
 def test_snake_case_function_matches_tool(repo: Repo) -> None:
     out = provision(repo.root, "snake", base="main", deps_cmd="true")
     assert out == {"cwd": str(repo.path.parent / "_worktrees" / "snake"), "branch": "wt/snake"}
+
+
+def test_host_envelope_codes(repo: Repo) -> None:
+    from tavernlab.worktree import ProvisionCancelledError, WorktreeNotRemovableError
+    from tavernlab.worktree.tools import error_envelope
+
+    assert error_envelope(ToolError("not_found", "gone")) == {
+        "ok": False, "error": {"code": "not_found", "message": "gone"}}
+    assert error_envelope(ProvisionCancelledError()) == {
+        "ok": False, "error": {"code": "cancelled", "message": "worktree provisioning cancelled",
+                               "retryable": True}}
+    refused = error_envelope(WorktreeNotRemovableError("/wt", ["modified"]))
+    assert refused["error"]["code"] == "internal"
+    assert refused["error"]["cause"]["name"] == "WorktreeNotRemovableError"
+    ok = invoke_tool("worktree.run-gate", {"cwd": repo.root, "cmd": "true"})
+    assert ok == {"ok": True, "output": {"passed": True, "exitCode": 0, "stdout": "",
+                                         "stderr": ""}}
