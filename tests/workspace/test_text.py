@@ -217,3 +217,16 @@ def test_snippet_width_follows_the_last_line_number() -> None:
     text = "\n".join(f"line {i}" if i != 10 else "target" for i in range(1, 15))
     hits, _ = search_text("f.md", text, ["target"], limit=1, context_lines=1)
     assert hits[0].snippet == " 9 | line 9\n10 | target\n11 | line 11"  # Acceptance 7.4.3
+
+
+def test_lowercasing_is_per_line_even_for_context_sensitive_letters() -> None:
+    """Final sigma and dotted capital I lowercase the same whether the whole text or each line
+    is lowercased, so whole-file pre-filtering finds exactly the per-line matches."""
+    text = "ΟΔΟΣ\nΟΔΟΣ ΚΑΙ\nnothing\nİstanbul\nISTANBUL"
+    tokens = query_tokens("οδος istanbul")
+    per_line = [n for n, line in enumerate(text.split("\n"), 1)
+                if any(t in line.lower() for t in tokens)]
+    hits, _ = search_text("f.md", text, tokens, limit=10, context_lines=0)
+    assert sorted(h.line for h in hits) == per_line == [1, 2, 5]
+    assert search_text("f.md", "nothing here", ["zebra"], limit=5, context_lines=0) == (
+        [], False)

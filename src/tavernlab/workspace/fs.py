@@ -223,12 +223,14 @@ class WorkspaceFs:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = Path(os.path.realpath(directory))
+        self._root = str(self.directory)
         self.lock = WorkspaceLock(self.directory / LOCK_FILE_NAME)
 
     # -- path resolution ------------------------------------------------------------------
 
-    def _host(self, path: WorkspacePath | None) -> Path:
-        return self.directory if path is None else self.directory.joinpath(*path.parts)
+    def _host(self, path: WorkspacePath | None) -> str:
+        # Plain string joins: a WorkspacePath is already normalized (no `.`, `..`, `//`).
+        return self._root if path is None else f"{self._root}/{path.text}"
 
     def _check(self, path: WorkspacePath | None) -> os.stat_result | None:
         """Walk ``path`` with ``lstat``; return the target's stat or ``None`` if it is missing.
@@ -240,7 +242,7 @@ class WorkspaceFs:
         with ``workspace supports regular files and directories``; a file used as a directory
         fails with a not-a-directory I/O error.
         """
-        current = str(self.directory)
+        current = self._root
         st = os.lstat(current)
         if path is None:
             return st
@@ -286,8 +288,19 @@ class WorkspaceFs:
             fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                # Size the read by the file, not by the bound (read(8 MiB) allocates 8 MiB
+                # even for a 1 KiB file); one byte more than expected detects a file that grew
+                # behind the lock's back, and then the rest is read up to the bound.
+                expected = st.st_size + 1 if max_bytes is None else min(st.st_size,
+                                                                        max_bytes) + 1
+                data = handle.read(expected)
+                if len(data) == expected:
+                    data += handle.read() if max_bytes is None else handle.read(
+                        max(0, max_bytes + 1 - expected))
+        except OSError as exc:
+            raise FileIo("read", path.text, exc) from None
         if max_bytes is not None and len(data) > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
         return data
@@ -298,7 +311,16 @@ class WorkspaceFs:
             return None
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
-        return sha256_hex(self._read_locked(path, None))
+        try:
+            fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise FileIo("read", path.text, exc) from None
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                # Streamed through one reusable buffer: no copy of the whole content.
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError as exc:
+            raise FileIo("read", path.text, exc) from None
 
     def metadata(self, path: WorkspacePath | None) -> WorkspaceMetadata:
         """Metadata of a node; ``None`` is the logical root (a directory)."""
@@ -387,9 +409,9 @@ class WorkspaceFs:
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
             raise WriteConflict(path.text, "already_exists",
-                                actual_sha256=sha256_hex(self._read_locked(path, None)))
+                                actual_sha256=self._digest_locked(path))
         if guard.kind == "must_match_sha256":
-            actual = None if st is None else sha256_hex(self._read_locked(path, None))
+            actual = None if st is None else self._digest_locked(path)
             if actual != guard.sha256:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
@@ -398,7 +420,7 @@ class WorkspaceFs:
     def _publish(self, path: WorkspacePath, data: bytes) -> None:
         target = self._host(path)
         # A fixed-length name, so that any target name the OS accepts can be published.
-        temp = target.with_name(f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        temp = f"{target.rpartition('/')[0]}/{TEMP_PREFIX}{uuid.uuid4().hex}"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             with os.fdopen(fd, "wb") as handle:
@@ -506,7 +528,7 @@ class WorkspaceFs:
             except OSError as exc:
                 raise FileIo("remove", path.text, exc) from None
 
-    def _check_tree(self, host: Path) -> None:
+    def _check_tree(self, host: str) -> None:
         for dirpath, dirnames, filenames in os.walk(host):
             for name in (*dirnames, *filenames):
                 mode = os.lstat(os.path.join(dirpath, name)).st_mode

@@ -183,12 +183,18 @@ def search_text(path: str, text: str, tokens: list[str], *, limit: int, context_
 
     Returns the hits and whether more non-overlapping hits existed beyond ``limit``.
     """
+    # Lowercasing the whole text equals lowercasing each line (a line break ends a word for
+    # the context-sensitive final sigma too), and a token never contains a line break, so a
+    # token absent from the whole text is absent from every line: most files end here.
+    lowered_text = text.lower()
+    present = [(t, token_weight(t)) for t in tokens if t in lowered_text]
+    if not present:
+        return [], False
     total_weight = sum(token_weight(t) for t in tokens)
     lines = split_lines(text)
     candidates: list[tuple[float, int]] = []
-    for index, line in enumerate(lines):
-        lowered = line.lower()
-        found = sum(token_weight(t) for t in tokens if t in lowered)
+    for index, lowered in enumerate(lowered_text.split("\n")):
+        found = sum(weight for token, weight in present if token in lowered)
         if found:
             candidates.append((found / total_weight, index + 1))
     candidates.sort(key=lambda c: (-c[0], c[1]))
