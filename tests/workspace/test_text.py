@@ -222,8 +222,9 @@ def test_snippet_width_follows_the_last_line_number() -> None:
 def test_lowercasing_is_per_line_even_for_context_sensitive_letters() -> None:
     """Final sigma and dotted capital I lowercase the same whether the whole text or each line
     is lowercased, so whole-file pre-filtering finds exactly the per-line matches."""
-    text = "ΟΔΟΣ\nΟΔΟΣ ΚΑΙ\nnothing\nİstanbul\nISTANBUL"
-    tokens = query_tokens("οδος istanbul")
+    odos = "\u039f\u0394\u039f\u03a3"                # Greek capitals: ends in a final sigma
+    text = f"{odos}\n{odos} \u039a\u0391\u0399\nnothing\n\u0130stanbul\nISTANBUL"
+    tokens = query_tokens(f"{odos.lower()} istanbul")
     per_line = [n for n, line in enumerate(text.split("\n"), 1)
                 if any(t in line.lower() for t in tokens)]
     hits, _ = search_text("f.md", text, tokens, limit=10, context_lines=0)
