@@ -125,6 +125,14 @@ def test_roots_must_be_single_segments(root: str, message: str) -> None:
     assert info.value.message == message
 
 
+def test_root_lists_are_lists() -> None:
+    """A bare string would otherwise be read as one root per character."""
+    with pytest.raises(InvalidData, match="must be a list of root names"):
+        Policy.from_profile("output", ["output"])
+    with pytest.raises(InvalidData, match="must be a list of root names"):
+        Policy.from_profile(["output"], "output")
+
+
 def test_writable_roots_must_be_visible() -> None:
     """tavernlab choice: a writable root missing from the visible list is a bad Profile."""
     with pytest.raises(InvalidData, match="must also be visible: plan"):

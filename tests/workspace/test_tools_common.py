@@ -76,10 +76,10 @@ def test_unknown_argument_keys_are_rejected(busy_run: Run, tool: str) -> None:
 
 
 @pytest.mark.parametrize("tool", sorted(VALID))
-@pytest.mark.parametrize("args", [[], "path", 3, ["path", "x"]])
-def test_arguments_must_be_an_object(busy_run: Run, tool: str, args: Any) -> None:
-    expect_error(busy_run, tool, args, "tool.invalid_arguments",
-                 "arguments must be a JSON object")
+def test_arguments_must_be_an_object(busy_run: Run, tool: str) -> None:
+    for args in ([], "path", 3, ["path", "x"]):
+        expect_error(busy_run, tool, args, "tool.invalid_arguments",
+                     "arguments must be a JSON object")
 
 
 def test_the_allow_lists() -> None:
@@ -162,8 +162,7 @@ PATH_TOOLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "extra"), PATH_TOOLS)
-@pytest.mark.parametrize(("path", "message"), [
+INVALID_PATHS = [
     ("../secrets.json", "Workspace path cannot contain .."),
     ("output/../../secrets.json", "Workspace path cannot contain .."),
     ("output\\..\\..\\x.md", "Workspace path cannot contain .."),
@@ -174,20 +173,26 @@ PATH_TOOLS: list[tuple[str, dict[str, Any]]] = [
     ("scratch/\0bad", "Workspace path cannot contain NUL"),
     ("./.", "Workspace path cannot be empty"),
     (".//", "Workspace path cannot be empty"),
-])
-def test_invalid_paths(busy_run: Run, tool: str, extra: dict[str, Any], path: str,
-                       message: str) -> None:
+]
+
+
+@pytest.mark.parametrize(("tool", "extra"), PATH_TOOLS)
+def test_invalid_paths(busy_run: Run, tool: str, extra: dict[str, Any]) -> None:
     before = state(busy_run)
-    expect_error(busy_run, tool, {**extra, "path": path}, "workspace.invalid_path", message)
+    for path, message in INVALID_PATHS:
+        expect_error(busy_run, tool, {**extra, "path": path}, "workspace.invalid_path",
+                     message)
     assert state(busy_run) == before
+    assert busy_run.explicit_commits == 0
 
 
 @pytest.mark.parametrize("tool", ["workspace.read_file", "workspace.write_file",
                                   "workspace.apply_patch", "workspace.commit"])
-def test_the_empty_path_is_invalid_for_file_tools(busy_run: Run, tool: str) -> None:
+def test_the_root_is_an_invalid_path_for_file_tools(busy_run: Run, tool: str) -> None:
     extra = dict(PATH_TOOLS)[tool]
-    expect_error(busy_run, tool, {**extra, "path": ""}, "workspace.invalid_path",
-                 "Workspace path cannot be empty")
+    for root in ("", ".", "./"):
+        expect_error(busy_run, tool, {**extra, "path": root}, "workspace.invalid_path",
+                     "Workspace path cannot be empty")
 
 
 HIDDEN = ["input/prompt_snapshot.json", "input/resolved_profile.json", "run.json",

@@ -79,6 +79,8 @@ class Policy:
         and ``skills`` are added to the visible list and removed from the writable list; both
         lists are sorted and de-duplicated. A writable root must also be visible.
         """
+        if isinstance(visible, str) or isinstance(writable, str):
+            raise InvalidData("Workspace roots must be a list of root names, not a string")
         visible_set = {_root_name(r) for r in visible} | set(READ_ONLY_ROOTS)
         writable_set = {_root_name(r) for r in writable} - set(READ_ONLY_ROOTS)
         hidden = sorted(writable_set - visible_set)
