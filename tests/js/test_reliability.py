@@ -202,3 +202,47 @@ def test_the_deadline_counts_while_queued(workspace: Path, scope: ScopedWorkspac
         assert cancelled.cancelled and cancelled.stdout == ""
     finally:
         pool.close()
+
+
+def test_the_scopes_own_cancel_check_cancels_the_job(workspace: Path) -> None:
+    from tavernlab.errors import Cancelled
+
+    operations: list[int] = []
+    limit: list[int] = [3]
+
+    def check() -> None:
+        operations.append(1)
+        if len(operations) >= limit[0]:
+            raise Cancelled()
+
+    scope = ScopedWorkspaceFs(WorkspaceFs(workspace), Policy.from_profile(), check=check)
+    (workspace / "scratch" / "task.js").write_text(
+        "import { workspace } from '@tauritavern/runtime';\n"
+        "workspace.writeText('scratch/one.txt', '1');\n"
+        "try { workspace.readText('scratch/one.txt'); }\n"
+        "catch (e) { console.log(e.message); }\n"
+        "for (;;) {}\n")
+    pool = WorkerPool(1)
+
+    def run() -> CommandResult:
+        operations.clear()
+        return run_js_command(["/scratch/task.js"], scope=scope, context=frozen(), pool=pool,
+                              deadline=time.monotonic() + 20)
+
+    try:
+        pool.warm()
+        pids = pool.worker_pids()
+        during = run()
+        # The refused call fails in the guest, then jsbox stops the loop: no kill was needed.
+        assert during.cancelled
+        assert during.stdout == "host function failed: ExecutionCancelled\n"
+        assert during.stderr == "js: /scratch/task.js: JavaScript execution was cancelled.\n"
+        assert pool.worker_pids() == pids
+    finally:
+        pool.close()
+    assert (workspace / "scratch" / "one.txt").read_text() == "1"
+    limit[0] = 1
+    before = run_js_command(["/scratch/task.js"], scope=scope, context=frozen(),
+                            deadline=time.monotonic() + 20)
+    assert before.cancelled and before.exit_code == 1
+    assert before.stderr == "js: JavaScript execution was cancelled.\n"

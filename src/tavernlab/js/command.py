@@ -25,6 +25,9 @@ tavernlab choices where upstream is unknown:
 * A static import that cannot be loaded is a failure report (exit 1) naming the entry module,
   with a one-frame stack at the import site, like an exception thrown while linking.
 * ``deadline=None`` means 30 s from the call (the shell's default).
+* A cancel noticed before the job starts (the token, or the scope's own check raising
+  ``Cancelled`` while modules load) gives ``cancelled=True`` and exit status 1 with
+  ``js: JavaScript execution was cancelled.`` (``js: <module>: ...`` once the entry is known).
 * Input budget: module sources (file, stdin and ``-e``) and ``workspace.readText`` bytes are
   charged to ``budget``; the shell passes its call-wide :class:`~tavernlab.js.budget.InputBudget`,
   a direct call gets a fresh 8 MiB one.
@@ -37,10 +40,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import TavernlabError
+from tavernlab.errors import Cancelled, TavernlabError
 from tavernlab.js.budget import InputBudget, InputBudgetExceeded
 from tavernlab.js.limits import (
     DEFAULT_TIME_LIMIT,
+    INTERRUPT_REASONS,
     OUTPUT_CAP,
     SOURCE_NOT_UTF8,
     STDIN_LIMIT,
@@ -217,15 +221,22 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
     budget = budget if budget is not None else InputBudget()
     cwd = shell_path("/", cwd)
     loader = WorkspaceModuleLoader(scope, budget)
+    server = RuntimeCapabilities(scope, context, budget)
+    not_started = CommandResult(1, "", f"js: {INTERRUPT_REASONS['cancel']}\n", cancelled=True)
+    if token is not None and token.cancelled:
+        return not_started
     try:
         name, source = _load_entry(line, cwd, stdin, loader, budget)
     except (JsLoadError, ModuleLoadError) as exc:
         return CommandResult(1, "", f"js: {exc.message}\n")
-    server = RuntimeCapabilities(scope, context, budget)
+    except Cancelled:
+        return not_started
     try:
         graph = build_module_graph(name, source, loader)
     except ModuleLoadError as exc:
         return _result(server, name, JobOutcome("error", text=exc.message, stack=exc.stack))
+    except Cancelled:
+        return _result(server, name, JobOutcome("interrupted", reason="cancel"))
     argv_js = [command, *(() if line.kind == "eval" else (
         name if line.kind == "file" else "-",)), *line.args]
     spec = {

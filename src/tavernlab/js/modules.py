@@ -45,7 +45,14 @@ from typing import Protocol
 import tree_sitter_javascript
 from tree_sitter import Language, Node, Parser
 
-from tavernlab.errors import AccessDenied, NotFound, PathIsDirectory, TavernlabError, WorkspaceError
+from tavernlab.errors import (
+    AccessDenied,
+    Cancelled,
+    NotFound,
+    PathIsDirectory,
+    TavernlabError,
+    WorkspaceError,
+)
 from tavernlab.js.budget import InputBudget
 from tavernlab.js.limits import IMPORT_ATTRIBUTES, MODULE_NOT_AVAILABLE, SOURCE_NOT_UTF8
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
@@ -391,6 +398,8 @@ class WorkspaceModuleLoader:
             raise ModuleLoadError(missing)
         try:
             data = self.scope.read_file(path, self.budget.remaining)
+        except Cancelled:
+            raise
         except (NotFound, AccessDenied):
             raise ModuleLoadError(missing) from None
         except PathIsDirectory:

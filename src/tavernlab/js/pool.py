@@ -15,11 +15,12 @@ A job runs in the calling thread (:meth:`WorkerPool.run`):
    and its mutation tracker are used exactly as by the other tools.
 3. **Stop.** Once cancellation is requested (the :class:`~tavernlab.cancel.CancelToken`, a
    KeyboardInterrupt, or the deadline) a call already being served finishes, every later call
-   is refused (the worker turns the refusal into an uncatchable stop), and a cancel notice is
-   sent. A worker that has not reported within ``grace`` seconds (a pure CPU loop: jsbox
-   cannot be interrupted from outside, see :mod:`tavernlab.js.worker`) is killed and replaced
-   by a fresh one started in the background. The worker's own jsbox timeout fires at the
-   deadline; the parent's kill at ``deadline + grace`` is the hard backstop.
+   is refused (the guest sees the call fail, then jsbox interrupts it: see
+   :mod:`tavernlab.js.worker`), and a cancel notice is sent. A worker that has not reported
+   within ``grace`` seconds (a pure CPU loop: jsbox cannot be interrupted from outside) is
+   killed and replaced by a fresh one started in the background. The worker's own jsbox
+   timeout fires at the deadline; the parent's kill at ``deadline + grace`` is the hard
+   backstop.
 4. **Crash.** A worker that dies (SIGKILL, engine crash) fails only the job it was running,
    with ``The JavaScript worker process exited unexpectedly (...)``; it is replaced and the
    next job runs normally.
@@ -57,7 +58,7 @@ from types import FrameType
 from typing import IO, Any, Literal, Protocol
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import TavernlabError
+from tavernlab.errors import Cancelled, TavernlabError
 from tavernlab.js.limits import INTERRUPT_REASONS, MAX_CONCURRENT_JOBS
 
 #: How long a stopping worker may take before it is killed.
@@ -543,6 +544,9 @@ class WorkerPool:
                             reply = ("ok", server.serve(message[1], message[2], message[3]))
                         except CapabilityError as exc:
                             reply = ("error", exc.kind, exc.message)
+                        except Cancelled:  # the scope's own cancel check (the shell's flag)
+                            stop.reason = "cancel"
+                            reply = ("interrupt", "cancel")
                         except Exception as exc:  # an internal fault: stop the job, re-raise
                             fault = exc
                             stop.reason = "cancel"

@@ -30,6 +30,7 @@ from typing import Any
 
 from tavernlab.errors import (
     AccessDenied,
+    Cancelled,
     FileIo,
     NotFound,
     TavernlabError,
@@ -108,7 +109,7 @@ class RuntimeCapabilities:
             if op == "log":
                 self.stderr.append(b)
                 return None
-        except CapabilityError:
+        except (CapabilityError, Cancelled):
             raise
         except (WorkspaceError, TavernlabError) as exc:
             raise CapabilityError(exc.message) from None

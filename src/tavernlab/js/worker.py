@@ -61,14 +61,19 @@ What jsbox 0.1.3 does, as measured (notes for whoever touches this file)
   There is **no way to interrupt a running ``eval`` from outside**: the interrupt handler does
   not look at Python signals (a SIGINT or SIGUSR1 handler only runs after the timeout
   fires). Workaround: the parent refuses capability calls after a cancel (the worker turns
-  the refusal into an uncatchable stop, see below), the worker polls for a cancel notice
-  when the script prints, and a script that does neither is killed after a short grace
-  period and its worker replaced.
-* A Python ``BaseException`` raised by a host function cannot be caught by the guest and
-  propagates out of ``eval_module`` unchanged - used for interrupts (:class:`Interrupted`).
-  An ordinary exception reaches the guest only as ``host function failed: <Class>``, so host
-  functions here never raise: they return ``[true, value]`` or ``[false, kind, message]`` and
-  the JavaScript side throws the error with the exact message.
+  the refusal into a stop, see below), the worker polls for a cancel notice when the script
+  prints, and a script that does neither is killed after a short grace period and its
+  worker replaced.
+* A Python ``BaseException`` raised by a host function reaches the guest as a catchable
+  ``Error: host function failed: <Class>`` (its ``catch``/``finally`` blocks run), but jsbox
+  then interrupts the interpreter at its next check (a few thousand operations later: a loop
+  after the ``catch`` never finishes) and re-raises the original exception from
+  ``eval_module``. That is how a refused call stops a job without killing the worker
+  (:class:`Interrupted`; the guest sees ``host function failed: ExecutionCancelled`` or
+  ``TimeLimitExceeded``). An ordinary exception also reaches the guest as ``host function
+  failed: <Class>``, so host functions here never raise for guest errors: they return
+  ``[true, value]`` or ``[false, kind, message]`` and the JavaScript side throws the error
+  with the exact message.
 * A top-level ``await`` that can never settle raises ``JavaScriptError`` with
   ``Error blocking on a promise resulted in a dead lock`` (no name, no stack); it is mapped to
   upstream's ``The awaited Promise is still pending, but no work remains to resolve it.``
@@ -307,11 +312,30 @@ def bootstrap_source(mode: str, entry: str) -> str:
 
 
 class Interrupted(BaseException):
-    """Stops the guest uncatchably: the parent refused a call (cancel, deadline)."""
+    """Stops the guest: the parent refused a call (cancel, deadline).
+
+    Raised from a host function; jsbox lets the guest's ``catch`` see it as
+    ``host function failed: <class name>``, then interrupts the interpreter at its next check
+    and re-raises it from ``eval_module``.
+    """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class ExecutionCancelled(Interrupted):
+    """The job was cancelled."""
+
+
+class TimeLimitExceeded(Interrupted):
+    """The job's deadline passed."""
+
+
+def interrupt(reason: str) -> Interrupted:
+    """The interrupt for a reason key (its class name is what a guest ``catch`` sees)."""
+    kind = {"cancel": ExecutionCancelled, "deadline": TimeLimitExceeded}.get(reason, Interrupted)
+    return kind(reason)
 
 
 def load_engine() -> Any:
@@ -417,7 +441,7 @@ class JobRunner:
             while self.conn.poll(0):
                 message = self.conn.recv()
                 if message[0] == "cancel":
-                    raise Interrupted(message[1])
+                    raise interrupt(message[1])
         return 0
 
     def host(self, op: str, a: Any, b: Any) -> list[Any]:
@@ -436,7 +460,7 @@ class JobRunner:
             return [True, reply[1]]
         if reply[0] == "error":
             return [False, reply[1], reply[2]]
-        raise Interrupted(reply[1])
+        raise interrupt(reply[1])
 
     # -- the job ---------------------------------------------------------------------------
 
