@@ -203,7 +203,8 @@ def test_file_entry_resolves_against_cwd_and_normalizes(workspace: Path, js: JsR
     assert json.loads(result.stdout) == ["js", "/scratch/t.mjs"]
 
 
-@pytest.mark.parametrize("path", ["scratch\\t.js", "a\0b.js", "C:/scratch/t.js", "c:t.js"])
+@pytest.mark.parametrize("path", ["scratch\\t.js", "a\0b.js", "C:/scratch/t.js", "c:t.js",
+                                  "/scratch/\ud800.js"])
 def test_invalid_entry_paths(js: JsRunner, path: str) -> None:
     result = js(path)
     assert (result.exit_code, result.stderr) == (

@@ -130,6 +130,8 @@ def test_graph_keeps_line_numbers_when_a_literal_spans_lines(workspace: Path,
                               "path."),
     ("import './a\\\\b.js';", "Invalid workspace path `./a\\b.js`; use / separators and "
                               "workspace paths."),
+    ("import './\\ud800.js';", "Invalid workspace path `./\ud800.js`; use / separators and "
+                               "workspace paths."),
 ])
 def test_static_import_failures_name_the_import_site(scope: ScopedWorkspaceFs, entry: str,
                                                      message: str) -> None:

@@ -322,3 +322,25 @@ def test_module_snapshot_limit_aborts(skill_lab: Lab, tmp_path: Path) -> None:
         call(run, {"skill": "many", "script": "main"})
     assert caught.value.message == ("skill `many` scripts exceed the 64-module / 2097152-byte "
                                     "snapshot limit")
+
+
+@pytest.mark.parametrize("failure", ["throw new Error('late')", "return undefined",
+                                     "return 'x'.repeat(300 * 1024)", "return 1n"])
+def test_a_failing_script_writes_nothing(skill_lab: Lab, tmp_path: Path, failure: str) -> None:
+    package = tmp_path / "failing"
+    write(package, "SKILL.md", "---\nname: failing\ndescription: Fails late.\n---\n")
+    write(package, "scripts/main.js", V1 + "export default () => {\n"
+                                           "  workspace.writeText('output/partial.md', 'p');\n"
+                                           f"  {failure};\n"
+                                           "};\n")
+    skill_lab.skills.install(package)
+    run = skill_lab.start_run(chat_id="f", legacy_run_script=True)
+    before = sorted(p.relative_to(run.workspace_dir).as_posix()
+                    for p in (run.workspace_dir / "output").rglob("*"))
+    result = call(run, {"skill": "failing", "script": "main"})
+    assert result.is_error and result.resource_refs == []
+    assert result.error_code in ("skill.run_script_execution_failed",
+                                 "skill.run_script_result_too_large")
+    assert sorted(p.relative_to(run.workspace_dir).as_posix()
+                  for p in (run.workspace_dir / "output").rglob("*")) == before
+    assert run.scope.tracker.candidate is None

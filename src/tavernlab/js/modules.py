@@ -335,9 +335,17 @@ def invalid_path(path: str) -> str:
 
 
 def has_invalid_path_chars(path: str) -> bool:
-    """A backslash, a NUL or a drive prefix (``X:``)."""
-    return ("\\" in path or "\0" in path
-            or (len(path) >= 2 and path[0].isascii() and path[0].isalpha() and path[1] == ":"))
+    """A backslash, a NUL, a drive prefix (``X:``) or text that is not valid Unicode (a lone
+    surrogate, which no workspace file name can contain)."""
+    if "\\" in path or "\0" in path:
+        return True
+    if len(path) >= 2 and path[0].isascii() and path[0].isalpha() and path[1] == ":":
+        return True
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def decode_source(data: bytes) -> str:
