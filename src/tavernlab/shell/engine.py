@@ -30,8 +30,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import bashkit
 
@@ -121,6 +122,19 @@ def _is_timeout(error: str) -> bool:
     return "timeout" in error.lower()
 
 
+_HELPER: ThreadPoolExecutor | None = None
+_HELPER_LOCK = threading.Lock()
+
+
+def _helper() -> ThreadPoolExecutor:
+    """The one helper thread that runs interpreters for the main thread (created lazily)."""
+    global _HELPER
+    with _HELPER_LOCK:
+        if _HELPER is None:
+            _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tavernlab-shell")
+        return _HELPER
+
+
 def execute_interruptibly(bash: bashkit.Bash, command: str,
                           on_output: Callable[[str, str], None], cancel: CancelToken
                           ) -> bashkit.ExecResult:
@@ -134,28 +148,17 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
     """
     if threading.current_thread() is not threading.main_thread():
         return bash.execute_sync(command, on_output=on_output)
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = bash.execute_sync(command, on_output=on_output)
-        except BaseException as error:  # handed back to the waiting thread
-            box["error"] = error
-
-    worker = threading.Thread(target=work, name="tavernlab-shell", daemon=True)
-    worker.start()
+    future = _helper().submit(bash.execute_sync, command, on_output=on_output)
     interrupted: KeyboardInterrupt | None = None
-    while worker.is_alive():
+    while True:
         try:
-            worker.join()
+            result: bashkit.ExecResult = future.result()
+            break
         except KeyboardInterrupt as exc:
             interrupted = interrupted or exc
             cancel.cancel("interrupted")
     if interrupted is not None:
         raise interrupted
-    if "error" in box:
-        raise box["error"]
-    result: bashkit.ExecResult = box["result"]
     return result
 
 
