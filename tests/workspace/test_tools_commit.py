@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tavernlab.lab import Lab
-from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.runs import Run
 
-
-def put(run: Run, path: str, text: str) -> None:
-    """Create a file behind the model's back (the shell's unchecked path)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
 
 
 @pytest.mark.parametrize("mode", ["prepend", "", "REPLACE"])
-def test_mode_invalid(run: Run, mode: str) -> None:
+def test_mode_invalid(run: Run, mode: str, put: Put) -> None:
     put(run, "output/main.md", "hi")
     result = run.call_tool("workspace.commit", {"mode": mode})
     assert (result.error_code, result.content) == (
@@ -25,7 +23,7 @@ def test_mode_invalid(run: Run, mode: str) -> None:
     assert run.lab.chat("alice").messages == []
 
 
-def test_replace_and_append_texts(run: Run) -> None:
+def test_replace_and_append_texts(run: Run, put: Put) -> None:
     put(run, "output/main.md", "body")
     result = run.call_tool("workspace.commit", {})
     assert (result.is_error, result.content, result.structured, result.resource_refs) == (
@@ -46,7 +44,7 @@ def test_a_visible_read_only_file_can_be_committed(run: Run) -> None:
     assert not run.call_tool("workspace.commit", {"path": path}).is_error
 
 
-def test_finish_texts(lab: Lab) -> None:
+def test_finish_texts(lab: Lab, put: Put) -> None:
     run = lab.start_run(chat_id="alice")
     refused = run.call_tool("workspace.finish", {})
     assert (refused.error_code, refused.content) == (

@@ -4,16 +4,19 @@ hidden files, planted symlinks, availability."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tavernlab.lab import Lab
-from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import UNSUPPORTED_NODE, WriteGuard
+from tavernlab.workspace.fs import UNSUPPORTED_NODE
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.runs import Run, tool_ids
+
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
 
 #: Valid arguments of each workspace tool (the base every bad-argument case starts from).
 VALID: dict[str, dict[str, Any]] = {
@@ -28,11 +31,6 @@ VALID: dict[str, dict[str, Any]] = {
 
 #: Files the tools themselves record; everything else in the run directory must not change.
 BOOKKEEPING = ("tool-results", "tool-args", "events.jsonl", "run.json", ".workspace.lock")
-
-
-def put(run: Run, path: str, text: str) -> None:
-    """Change a file behind the model's back, as the shell does (unchecked, no read record)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
 
 
 def state(run: Run) -> dict[str, bytes | None]:
@@ -58,7 +56,7 @@ def expect_error(run: Run, tool: str, args: Any, code: str, message: str | None 
 
 
 @pytest.fixture
-def busy_run(run: Run) -> Run:
+def busy_run(run: Run, put: Put) -> Run:
     """A run with ``output/main.md`` containing ``alpha``."""
     put(run, "output/main.md", "alpha")
     return run
@@ -244,7 +242,7 @@ def test_a_profile_listing_read_only_roots_as_writable_changes_nothing(lab: Lab)
     assert not (run.workspace_dir / "tool-results/x.json").exists()
 
 
-def test_not_found_and_is_directory(busy_run: Run) -> None:
+def test_not_found_and_is_directory(busy_run: Run, put: Put) -> None:
     missing = "workspace path `output/none.md` was not found."
     expect_error(busy_run, "workspace.read_file", {"path": "output/none.md"},
                  "workspace.file_not_found", missing)
@@ -280,15 +278,6 @@ def test_missing_parent_of_a_listing_is_path_not_found(busy_run: Run) -> None:
 
 
 # --- planted symlinks -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A directory outside the lab with a secret in it."""
-    directory = tmp_path / "outside"
-    directory.mkdir()
-    (directory / "secret.md").write_text("alpha secret")
-    return directory
 
 
 def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> None:
@@ -363,7 +352,7 @@ def test_task_return_names(busy_run: Run) -> None:
     assert busy_run.read("summaries/helper-result-002.md") == "two"
 
 
-def test_commit_is_not_available_in_a_session_run(lab: Lab) -> None:
+def test_commit_is_not_available_in_a_session_run(lab: Lab, put: Put) -> None:
     session = lab.sessions.create("t")
     run = lab.start_run(session=session.id)
     put(run, "work/main.md", "hi")

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tavernlab.lab import Lab
-from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.runs import Run
 
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
+
+
 ROOTS = ["output", "persist", "plan", "scratch", "skills", "summaries", "tool-results"]
-
-
-def put(run: Run, path: str, text: str = "x") -> None:
-    """Create a file behind the model's back (the shell's unchecked path)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
 
 
 @pytest.mark.parametrize("args", [{}, {"path": ""}, {"path": "."}, {"path": "./"},
@@ -45,7 +44,7 @@ def test_depth_below_one(run: Run, depth: int) -> None:
                                                    "depth must be >= 1")
 
 
-def test_directories_files_and_missing_paths(run: Run) -> None:
+def test_directories_files_and_missing_paths(run: Run, put: Put) -> None:
     """Acceptance 4, plus content and structured payload of a nested listing."""
     put(run, "scratch/b.md")
     put(run, "scratch/a/one.md")
@@ -72,7 +71,7 @@ def test_directories_files_and_missing_paths(run: Run) -> None:
         "workspace.path_not_found", "workspace path `scratch/nope` was not found.")
 
 
-def test_root_listing_at_depth_two_includes_children(run: Run) -> None:
+def test_root_listing_at_depth_two_includes_children(run: Run, put: Put) -> None:
     put(run, "output/main.md")
     result = run.call_tool("workspace.list_files", {})
     assert result.content.split("\n") == [f"{r}/" for r in ROOTS] + ["output/main.md"]
@@ -86,7 +85,7 @@ def test_empty_directories(run: Run) -> None:
         assert result.resource_refs == []
 
 
-def test_at_most_200_entries(run: Run) -> None:
+def test_at_most_200_entries(run: Run, put: Put) -> None:
     for i in range(205):
         put(run, f"scratch/f{i:03d}.md")
     result = run.call_tool("workspace.list_files", {"path": "scratch"})
@@ -100,7 +99,7 @@ def test_at_most_200_entries(run: Run) -> None:
     assert len(result.resource_refs) == 200
 
 
-def test_exactly_200_entries_is_not_truncated(run: Run) -> None:
+def test_exactly_200_entries_is_not_truncated(run: Run, put: Put) -> None:
     for i in range(200):
         put(run, f"scratch/f{i:03d}.md")
     result = run.call_tool("workspace.list_files", {"path": "scratch"})

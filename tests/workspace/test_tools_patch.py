@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.runs import Run
 from tavernlab.workspace.tools import (
     PATCH_EMPTY,
@@ -19,15 +19,8 @@ from tavernlab.workspace.tools import (
     PATCH_STALE,
 )
 
-
-def put(run: Run, path: str, text: str) -> None:
-    """Change a file behind the model's back (the shell's unchecked path, no read record)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
-
-
-def sha(text: str) -> str:
-    """SHA-256 of UTF-8 text."""
-    return hashlib.sha256(text.encode()).hexdigest()
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
 
 
 def patch(run: Run, path: str, old: str, new: str, **extra: Any) -> tuple[str, str | None]:
@@ -49,10 +42,10 @@ def flagged(run: Run, path: str) -> bool:
     return record.patch_requires_full_read
 
 
-def test_the_acceptance_sequence_of_a_partial_read(run: Run) -> None:
+def test_the_acceptance_sequence_of_a_partial_read(run: Run, put: Put) -> None:
     """Acceptance 1-3 with a partial record of the first five characters."""
     put(run, "scratch/a.md", "alpha beta gamma")
-    run.main.records.partial("scratch/a.md", sha("alpha beta gamma"), "alpha")
+    run.main.records.partial("scratch/a.md", sha256_hex(b"alpha beta gamma"), "alpha")
     assert patch(run, "scratch/a.md", "delta", "x") == (
         PATCH_REQUIRES_FULL_READ, "workspace.patch_requires_full_read")
     assert patch(run, "scratch/a.md", "alpha", "omega") == (
@@ -65,7 +58,7 @@ def test_the_acceptance_sequence_of_a_partial_read(run: Run) -> None:
     assert disk(run, "scratch/a.md") == "omega beta gamma"
 
 
-def test_the_acceptance_sequence_through_read_file(run: Run) -> None:
+def test_the_acceptance_sequence_through_read_file(run: Run, put: Put) -> None:
     """The same facts when the partial read is a real ``read_file`` window."""
     put(run, "scratch/a.md", "alpha beta gamma\nzeta")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
@@ -76,7 +69,7 @@ def test_the_acceptance_sequence_through_read_file(run: Run) -> None:
     assert disk(run, "scratch/a.md") == "omega beta gamma\nzeta"
 
 
-def test_success_payload(run: Run) -> None:
+def test_success_payload(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one two two three")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     result = run.call_tool("workspace.apply_patch", {
@@ -84,8 +77,8 @@ def test_success_payload(run: Run) -> None:
     assert result.content == ("Patched scratch/a.md with 2 replacement(s); file now has 13 chars "
                               "/ 4 words.")
     assert result.structured == {"path": "scratch/a.md", "chars": 13, "words": 4,
-                                 "oldSha256": sha("one two two three"),
-                                 "sha256": sha("one 2 2 three"), "replacements": 2}
+                                 "oldSha256": sha256_hex(b"one two two three"),
+                                 "sha256": sha256_hex(b"one 2 2 three"), "replacements": 2}
     assert result.resource_refs == ["scratch/a.md"]
     assert disk(run, "scratch/a.md") == "one 2 2 three"
     # the record follows the new content: a second patch needs no new read
@@ -110,14 +103,14 @@ def test_step_2_path_errors(run: Run) -> None:
         "workspace path `scratch/none.md` was not found.", "workspace.file_not_found")
 
 
-def test_step_3_requires_a_read(run: Run) -> None:
+def test_step_3_requires_a_read(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "alpha")
     assert patch(run, "scratch/a.md", "alpha", "x") == (PATCH_REQUIRES_READ,
                                                         "workspace.patch_requires_read")
     assert disk(run, "scratch/a.md") == "alpha"
 
 
-def test_steps_4_and_5_replace_all_after_a_partial_read(run: Run) -> None:
+def test_steps_4_and_5_replace_all_after_a_partial_read(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "aa\nbb")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     assert not flagged(run, "scratch/a.md")
@@ -129,7 +122,7 @@ def test_steps_4_and_5_replace_all_after_a_partial_read(run: Run) -> None:
     assert disk(run, "scratch/a.md") == "aa\nbb"
 
 
-def test_step_7_stale_partial_records_are_flagged(run: Run) -> None:
+def test_step_7_stale_partial_records_are_flagged(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "aa\nbb")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     put(run, "scratch/a.md", "aa\nbb\ncc")
@@ -141,7 +134,7 @@ def test_step_7_stale_partial_records_are_flagged(run: Run) -> None:
     assert patch(run, "scratch/a.md", "aa", "x")[1] == "workspace.patch_requires_full_read"
 
 
-def test_step_7_stale_full_records(run: Run) -> None:
+def test_step_7_stale_full_records(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "alpha")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     put(run, "scratch/a.md", "alpha beta")      # the shell edits the file
@@ -152,7 +145,7 @@ def test_step_7_stale_full_records(run: Run) -> None:
     assert patch(run, "scratch/a.md", "alpha", "x")[1] is None
 
 
-def test_step_8_occurrences(run: Run) -> None:
+def test_step_8_occurrences(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "aaaa b b b")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     assert patch(run, "scratch/a.md", "zzz", "x") == (PATCH_NOT_FOUND,
@@ -173,14 +166,14 @@ def test_step_8_occurrences(run: Run) -> None:
     assert disk(run, "scratch/a.md") == "xx b b b"
 
 
-def test_step_8_flags_partial_records(run: Run) -> None:
+def test_step_8_flags_partial_records(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "key key\nother key")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     assert patch(run, "scratch/a.md", "key", "x")[1] == "workspace.patch_old_string_not_unique"
     assert flagged(run, "scratch/a.md")
 
 
-def test_step_9_guard_conflict(run: Run) -> None:
+def test_step_9_guard_conflict(run: Run, put: Put) -> None:
     """A shell write landing between the patch's read and its guarded write."""
     put(run, "scratch/a.md", "alpha")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
@@ -198,7 +191,7 @@ def test_step_9_guard_conflict(run: Run) -> None:
     assert disk(run, "scratch/a.md") == "racer"
 
 
-def test_a_patch_after_a_partial_read_updates_the_observed_texts(run: Run) -> None:
+def test_a_patch_after_a_partial_read_updates_the_observed_texts(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "alpha beta\nsecond\nthird")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "start_line": 3})
@@ -206,18 +199,18 @@ def test_a_patch_after_a_partial_read_updates_the_observed_texts(run: Run) -> No
     record = run.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.full_read, record.observed_texts, record.sha256) == (
-        False, ["omega beta", "third"], sha("omega beta\nsecond\nthird"))
+        False, ["omega beta", "third"], sha256_hex(b"omega beta\nsecond\nthird"))
     # the new text is patchable without another read; text never observed is not
     assert patch(run, "scratch/a.md", "omega beta", "done")[1] is None
     assert patch(run, "scratch/a.md", "second", "2")[1] == "workspace.patch_requires_full_read"
     assert disk(run, "scratch/a.md") == "done\nsecond\nthird"
 
 
-def test_a_successful_patch_clears_the_flag(run: Run) -> None:
+def test_a_successful_patch_clears_the_flag(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "alpha\nbeta")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     run.main.records.flag("scratch/a.md")
-    run.main.records.patched("scratch/a.md", sha("alpha\nbeta"), "x", "x", False)
+    run.main.records.patched("scratch/a.md", sha256_hex(b"alpha\nbeta"), "x", "x", False)
     assert not flagged(run, "scratch/a.md")
     assert patch(run, "scratch/a.md", "alpha", "omega")[1] is None
 

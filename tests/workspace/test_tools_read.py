@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Callable
 
 import pytest
 
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.runs import Run
+
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
+
 
 LONG_LINE = ("Line 1 is longer than this reader can return safely, so only its beginning is "
              "shown. Search this file for specific text if you need a later section.")
-
-
-def put(run: Run, path: str, text: str) -> None:
-    """Change a file behind the model's back (the shell's unchecked path, no read record)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
-
-
-def sha(text: str) -> str:
-    """SHA-256 of UTF-8 text."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def read(run: Run, **args: object) -> tuple[str, dict[str, object]]:
@@ -32,30 +26,30 @@ def read(run: Run, **args: object) -> tuple[str, dict[str, object]]:
     return result.content, result.structured
 
 
-def test_empty_file(run: Run) -> None:
+def test_empty_file(run: Run, put: Put) -> None:
     """Acceptance 1."""
     put(run, "scratch/empty.md", "")
     content, structured = read(run, path="scratch/empty.md")
     assert content == "scratch/empty.md lines 1-0 of 0, chars 0 of 0, words 0 of 0\n"
     assert structured == {
-        "path": "scratch/empty.md", "sha256": sha(""), "startLine": 1, "endLine": 0,
+        "path": "scratch/empty.md", "sha256": sha256_hex(b""), "startLine": 1, "endLine": 0,
         "totalLines": 0, "chars": 0, "totalChars": 0, "words": 0, "totalWords": 0,
         "lineTruncated": False, "truncated": False, "fullRead": True}
 
 
-def test_full_read(run: Run) -> None:
+def test_full_read(run: Run, put: Put) -> None:
     text = "# Title\n\nhello world\n"
     put(run, "output/main.md", text)
     content, structured = read(run, path="output/main.md")
     assert content == ("output/main.md lines 1-4 of 4, chars 21 of 21, words 3 of 3\n"
                        "1 | # Title\n2 | \n3 | hello world\n4 | ")
     assert structured == {
-        "path": "output/main.md", "sha256": sha(text), "startLine": 1, "endLine": 4,
+        "path": "output/main.md", "sha256": sha256_hex(text.encode()), "startLine": 1, "endLine": 4,
         "totalLines": 4, "chars": 21, "totalChars": 21, "words": 3, "totalWords": 3,
         "lineTruncated": False, "truncated": False, "fullRead": True}
 
 
-def test_window_of_a_three_line_file(run: Run) -> None:
+def test_window_of_a_three_line_file(run: Run, put: Put) -> None:
     """Acceptance 2."""
     put(run, "scratch/three.md", "one\ntwo words\nthree")
     content, structured = read(run, path="scratch/three.md", start_line=2, line_count=1)
@@ -65,13 +59,13 @@ def test_window_of_a_three_line_file(run: Run) -> None:
         "Preview ended before the file. Continue with start_line=3 and line_count=1.")
     assert content.endswith("Continue with start_line=3 and line_count=1.")
     assert structured == {
-        "path": "scratch/three.md", "sha256": sha("one\ntwo words\nthree"), "startLine": 2,
+        "path": "scratch/three.md", "sha256": sha256_hex(b"one\ntwo words\nthree"), "startLine": 2,
         "endLine": 2, "totalLines": 3, "chars": 9, "totalChars": 19, "words": 2,
         "totalWords": 4, "lineTruncated": False, "truncated": True, "nextStartLine": 3,
         "fullRead": False}
 
 
-def test_tail_window_is_a_preview_without_a_continuation(run: Run) -> None:
+def test_tail_window_is_a_preview_without_a_continuation(run: Run, put: Put) -> None:
     put(run, "scratch/three.md", "one\ntwo\nthree")
     content, structured = read(run, path="scratch/three.md", start_line=2)
     assert content == ("scratch/three.md lines 2-3 of 3, chars 9 of 13, words 2 of 3 (preview)\n"
@@ -80,7 +74,7 @@ def test_tail_window_is_a_preview_without_a_continuation(run: Run) -> None:
     assert structured["truncated"] is True
 
 
-def test_explicit_whole_range_is_a_full_read(run: Run) -> None:
+def test_explicit_whole_range_is_a_full_read(run: Run, put: Put) -> None:
     put(run, "scratch/three.md", "one\ntwo\nthree")
     _, structured = read(run, path="scratch/three.md", start_line=1, line_count=3)
     assert structured["fullRead"] is True
@@ -88,7 +82,7 @@ def test_explicit_whole_range_is_a_full_read(run: Run) -> None:
     assert structured["fullRead"] is True
 
 
-def test_long_single_line(run: Run) -> None:
+def test_long_single_line(run: Run, put: Put) -> None:
     """Acceptance 3."""
     put(run, "scratch/long.txt", "x" * 100_000)
     content, structured = read(run, path="scratch/long.txt")
@@ -100,7 +94,7 @@ def test_long_single_line(run: Run) -> None:
     assert "nextStartLine" not in structured
 
 
-def test_long_line_then_more_lines(run: Run) -> None:
+def test_long_line_then_more_lines(run: Run, put: Put) -> None:
     put(run, "scratch/long.txt", "y" * 90_000 + "\nsecond")
     content, structured = read(run, path="scratch/long.txt")
     assert content.endswith(
@@ -109,7 +103,7 @@ def test_long_line_then_more_lines(run: Run) -> None:
     assert structured["nextStartLine"] == 2
 
 
-def test_budget_cut_continuation(run: Run) -> None:
+def test_budget_cut_continuation(run: Run, put: Put) -> None:
     put(run, "scratch/big.md", "\n".join(["z" * 99] * 1000))
     content, structured = read(run, path="scratch/big.md")
     assert content.split("\n", 1)[0] == (
@@ -120,7 +114,7 @@ def test_budget_cut_continuation(run: Run) -> None:
     assert numbered == [f"  1 | {'z' * 99}", f"  2 | {'z' * 99}"]
 
 
-def test_line_cap(run: Run) -> None:
+def test_line_cap(run: Run, put: Put) -> None:
     put(run, "scratch/many.md", "\n".join(str(i) for i in range(1, 1502)))
     content, structured = read(run, path="scratch/many.md")
     assert (structured["endLine"], structured["nextStartLine"]) == (1200, 1201)
@@ -135,7 +129,7 @@ def test_line_cap(run: Run) -> None:
     ({"line_count": 0}, "line_count must be >= 1"),
     ({"start_line": 4, "line_count": 2}, "start_line 4 is beyond total lines 3"),
 ])
-def test_invalid_ranges(run: Run, args: dict[str, object], message: str) -> None:
+def test_invalid_ranges(run: Run, args: dict[str, object], message: str, put: Put) -> None:
     put(run, "scratch/three.md", "a\nb\nc")
     result = run.call_tool("workspace.read_file", {"path": "scratch/three.md", **args})
     assert (result.is_error, result.error_code, result.content) == (
@@ -143,7 +137,7 @@ def test_invalid_ranges(run: Run, args: dict[str, object], message: str) -> None
     assert run.main.records.get("scratch/three.md") is None
 
 
-def test_unknown_argument(run: Run) -> None:
+def test_unknown_argument(run: Run, put: Put) -> None:
     """Acceptance 5."""
     put(run, "scratch/a.md", "a")
     result = run.call_tool("workspace.read_file", {"path": "scratch/a.md", "offset": 10})
@@ -175,7 +169,7 @@ def test_binary_file(run: Run) -> None:
                                                    "text")
 
 
-def test_macros_are_not_expanded_in_ordinary_files(run: Run) -> None:
+def test_macros_are_not_expanded_in_ordinary_files(run: Run, put: Put) -> None:
     put(run, "scratch/m.md", "{{char}} and {{user}}")
     content, _ = read(run, path="scratch/m.md")
     assert content.endswith("1 | {{char}} and {{user}}")
@@ -194,26 +188,26 @@ def test_read_only_roots_are_readable(run: Run) -> None:
 # --- read records (6.1) -------------------------------------------------------------------------
 
 
-def test_full_reads_store_full_records(run: Run) -> None:
+def test_full_reads_store_full_records(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "a\nb")
     read(run, path="scratch/a.md")
     record = run.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.sha256, record.full_read, record.observed_texts,
-            record.patch_requires_full_read) == (sha("a\nb"), True, [], False)
+            record.patch_requires_full_read) == (sha256_hex(b"a\nb"), True, [], False)
 
 
-def test_partial_reads_accumulate(run: Run) -> None:
+def test_partial_reads_accumulate(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one\ntwo\nthree\nfour")
     read(run, path="scratch/a.md", line_count=1)
     read(run, path="scratch/a.md", start_line=3, line_count=2)
     record = run.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.full_read, record.observed_texts) == (False, ["one", "three\nfour"])
-    assert record.sha256 == sha("one\ntwo\nthree\nfour")
+    assert record.sha256 == sha256_hex(b"one\ntwo\nthree\nfour")
 
 
-def test_a_changed_digest_resets_the_record_but_keeps_the_flag(run: Run) -> None:
+def test_a_changed_digest_resets_the_record_but_keeps_the_flag(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one\ntwo\nthree")
     read(run, path="scratch/a.md", line_count=1)
     refused = run.call_tool("workspace.apply_patch", {"path": "scratch/a.md",
@@ -224,7 +218,8 @@ def test_a_changed_digest_resets_the_record_but_keeps_the_flag(run: Run) -> None
     record = run.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.sha256, record.full_read, record.observed_texts,
-            record.patch_requires_full_read) == (sha("uno\ntwo\nthree"), False, ["two"], True)
+            record.patch_requires_full_read) == (sha256_hex(b"uno\ntwo\nthree"), False,
+                                                 ["two"], True)
     # a full read clears everything
     read(run, path="scratch/a.md")
     record = run.main.records.get("scratch/a.md")
@@ -232,7 +227,8 @@ def test_a_changed_digest_resets_the_record_but_keeps_the_flag(run: Run) -> None
     assert (record.full_read, record.patch_requires_full_read) == (True, False)
 
 
-def test_a_partial_read_after_a_full_read_of_the_same_content_keeps_it_full(run: Run) -> None:
+def test_a_partial_read_after_a_full_read_of_the_same_content_keeps_it_full(run: Run,
+                                                                           put: Put) -> None:
     """tavernlab reading of 6.1: a partial read adds nothing to what a full read already saw."""
     put(run, "scratch/a.md", "one\ntwo")
     read(run, path="scratch/a.md")
@@ -241,7 +237,7 @@ def test_a_partial_read_after_a_full_read_of_the_same_content_keeps_it_full(run:
     assert record is not None and record.full_read
 
 
-def test_records_belong_to_the_invocation(run: Run) -> None:
+def test_records_belong_to_the_invocation(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one")
     helper = run.start_subagent("helper")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"}, invocation=helper)
@@ -253,7 +249,7 @@ def test_records_belong_to_the_invocation(run: Run) -> None:
     assert not ok.is_error
 
 
-def test_shell_reads_create_no_records(run: Run) -> None:
+def test_shell_reads_create_no_records(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one")
     run.scope.read_text(WorkspacePath("scratch/a.md"))
     assert run.main.records.get("scratch/a.md") is None

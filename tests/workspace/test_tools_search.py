@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Callable
 
 import pytest
 
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.runs import Run
+
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
+
 
 HEADER = ("Search `{q}` matched {n} workspace location(s). Use workspace_read_file with path "
           "and start_line/line_count to read exact text.")
 
 
-def put(run: Run, path: str, text: str) -> None:
-    """Create a file behind the model's back (the shell's unchecked path)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
-
-
-def sha(text: str) -> str:
-    """SHA-256 of UTF-8 text."""
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def test_content_and_structured_payload(run: Run) -> None:
+def test_content_and_structured_payload(run: Run, put: Put) -> None:
     text = "intro\nsay hello\nthird\nhello world here\nfifth"
     put(run, "output/main.md", text)
     result = run.call_tool("workspace.search_files", {"query": "Hello, World!"})
@@ -37,13 +31,13 @@ def test_content_and_structured_payload(run: Run) -> None:
         "query": "Hello, World!",
         "hits": [{"path": "output/main.md", "score": 1.0, "startLine": 2, "endLine": 5,
                   "snippet": "2 | say hello\n3 | third\n4 | hello world here\n5 | fifth",
-                  "chars": len(text), "words": 8, "sha256": sha(text),
+                  "chars": len(text), "words": 8, "sha256": sha256_hex(text.encode()),
                   "ref": "workspace:output/main.md#L2-L5"}],
         "searchedFiles": 1, "skippedFiles": 0, "truncated": False}
     assert result.resource_refs == ["output/main.md"]
 
 
-def test_half_scores_and_cross_file_order(run: Run) -> None:
+def test_half_scores_and_cross_file_order(run: Run, put: Put) -> None:
     put(run, "scratch/b.md", "hello")
     put(run, "scratch/a.md", "hello")
     put(run, "scratch/c.md", "x\nhello world")
@@ -59,7 +53,7 @@ def test_half_scores_and_cross_file_order(run: Run) -> None:
     assert result.resource_refs == ["scratch/a.md", "scratch/b.md", "scratch/c.md"]
 
 
-def test_three_decimal_scores(run: Run) -> None:
+def test_three_decimal_scores(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "alpha\nbeta")  # weights 5 and 4: 5/9 and 4/9
     result = run.call_tool("workspace.search_files",
                            {"query": "alpha beta", "context_lines": 0, "path": "scratch"})
@@ -70,7 +64,7 @@ def test_three_decimal_scores(run: Run) -> None:
     assert result.structured["hits"][0]["score"] == pytest.approx(5 / 9)
 
 
-def test_snippet_alignment(run: Run) -> None:
+def test_snippet_alignment(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "\n".join(f"line {i}" if i != 10 else "needle" for i in
                                        range(1, 20)))
     result = run.call_tool("workspace.search_files",
@@ -79,7 +73,7 @@ def test_snippet_alignment(run: Run) -> None:
     assert result.structured["hits"][0]["ref"] == "workspace:scratch/a.md#L9-L11"
 
 
-def test_no_hits(run: Run) -> None:
+def test_no_hits(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "nothing to see")
     result = run.call_tool("workspace.search_files", {"query": "zebra", "path": "scratch"})
     assert result.content == "No visible workspace files matched `zebra`."
@@ -88,7 +82,7 @@ def test_no_hits(run: Run) -> None:
     assert result.resource_refs == []
 
 
-def test_truncated_results(run: Run) -> None:
+def test_truncated_results(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "\n".join(["key"] + ["x"] * 5 + ["key"] + ["x"] * 5 + ["key"]))
     result = run.call_tool("workspace.search_files",
                            {"query": "key", "limit": 2, "context_lines": 0, "path": "scratch"})
@@ -103,7 +97,7 @@ def test_truncated_results(run: Run) -> None:
     assert not everything.content.endswith("Results were truncated.")
 
 
-def test_truncation_across_files(run: Run) -> None:
+def test_truncation_across_files(run: Run, put: Put) -> None:
     for name in "abc":
         put(run, f"scratch/{name}.md", "key")
     result = run.call_tool("workspace.search_files",
@@ -113,7 +107,7 @@ def test_truncation_across_files(run: Run) -> None:
     assert result.content.endswith("Results were truncated.")
 
 
-def test_non_utf8_files_are_skipped_and_counted(run: Run) -> None:
+def test_non_utf8_files_are_skipped_and_counted(run: Run, put: Put) -> None:
     run.scope.write_file(WorkspacePath("scratch/bin.dat"), b"key \xff\xfe", WriteGuard.unchecked())
     put(run, "scratch/t.md", "key")
     result = run.call_tool("workspace.search_files", {"query": "key", "path": "scratch"})
@@ -121,7 +115,7 @@ def test_non_utf8_files_are_skipped_and_counted(run: Run) -> None:
     assert [h["path"] for h in result.structured["hits"]] == ["scratch/t.md"]
 
 
-def test_default_scope_is_every_visible_root_including_tool_results(run: Run) -> None:
+def test_default_scope_is_every_visible_root_including_tool_results(run: Run, put: Put) -> None:
     put(run, "output/main.md", "plain words")
     first = run.call_tool("workspace.search_files", {"query": "zebracorn"})
     assert first.structured["hits"] == []
@@ -132,7 +126,7 @@ def test_default_scope_is_every_visible_root_including_tool_results(run: Run) ->
     assert paths[0].startswith(f"tool-results/{run.main.id}/round-001-call_")
 
 
-def test_hidden_files_are_never_searched(run: Run) -> None:
+def test_hidden_files_are_never_searched(run: Run, put: Put) -> None:
     put(run, "output/main.md", "nothing")
     (run.dir / "input" / "secret.md").write_text("zebracorn")
     (run.dir / "output_extra").mkdir()
@@ -157,14 +151,14 @@ def test_argument_errors(run: Run, args: dict[str, object], code: str, message: 
     assert (result.is_error, result.error_code, result.content) == (True, code, message)
 
 
-def test_limit_and_context_bounds_are_accepted(run: Run) -> None:
+def test_limit_and_context_bounds_are_accepted(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "key")
     for args in ({"limit": 1}, {"limit": 50}, {"context_lines": 0}, {"context_lines": 5}):
         assert not run.call_tool("workspace.search_files",
                                  {"query": "key", "path": "scratch", **args}).is_error
 
 
-def test_at_most_1000_files(run: Run) -> None:
+def test_at_most_1000_files(run: Run, put: Put) -> None:
     for i in range(1001):
         put(run, f"scratch/d{i % 10}/f{i:04d}.md", "nothing")
     result = run.call_tool("workspace.search_files", {"query": "absent", "path": "scratch"})
@@ -172,7 +166,7 @@ def test_at_most_1000_files(run: Run) -> None:
     assert result.structured["truncated"] is True
 
 
-def test_depth_eight(run: Run) -> None:
+def test_depth_eight(run: Run, put: Put) -> None:
     put(run, "scratch/1/2/3/4/5/6/7/deep.md", "needle")        # level 8 below scratch
     put(run, "scratch/1/2/3/4/5/6/7/8/deeper.md", "needle")    # level 9
     result = run.call_tool("workspace.search_files", {"query": "needle", "path": "scratch"})

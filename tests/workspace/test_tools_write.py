@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Callable
 
 import pytest
 
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.runs import Run
+
+#: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
+Put = Callable[[Run, str, str], None]
+
 
 REQUIRES_READ = "file already exists; read it with workspace_read_file before rewriting it"
 STALE = "file changed since you last read or wrote it. Read the file again before rewriting it."
 GONE = ("file changed since you last read or wrote it and is no longer present. Read the parent "
         "directory before writing again.")
-
-
-def put(run: Run, path: str, text: str) -> None:
-    """Change a file behind the model's back (the shell's unchecked path, no read record)."""
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
-
-
-def sha(text: str) -> str:
-    """SHA-256 of UTF-8 text."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def write(run: Run, path: str, content: str, mode: str | None = None) -> tuple[str, str | None]:
@@ -47,19 +41,19 @@ def test_a_new_file_needs_no_read(run: Run) -> None:
     assert (result.is_error, result.content) == (
         False, "Wrote 14 chars / 2 words to scratch/new/deep/a.md.")
     assert result.structured == {"path": "scratch/new/deep/a.md", "mode": "replace",
-                                 "chars": 14, "words": 2, "sha256": sha("  hello world\n")}
+                                 "chars": 14, "words": 2, "sha256": sha256_hex(b"  hello world\n")}
     assert result.resource_refs == ["scratch/new/deep/a.md"]
     assert disk(run, "scratch/new/deep/a.md") == "  hello world\n"   # raw, never trimmed
 
 
-def test_an_existing_file_needs_a_read(run: Run) -> None:
+def test_an_existing_file_needs_a_read(run: Run, put: Put) -> None:
     """Acceptance 1."""
     put(run, "output/main.md", "old")
     assert write(run, "output/main.md", "new") == (REQUIRES_READ, "workspace.write_requires_read")
     assert disk(run, "output/main.md") == "old"
 
 
-def test_a_shell_change_after_the_read_is_stale(run: Run) -> None:
+def test_a_shell_change_after_the_read_is_stale(run: Run, put: Put) -> None:
     """Acceptance 2."""
     put(run, "output/main.md", "old")
     run.call_tool("workspace.read_file", {"path": "output/main.md"})
@@ -72,7 +66,7 @@ def test_a_shell_change_after_the_read_is_stale(run: Run) -> None:
     assert disk(run, "output/main.md") == "new"
 
 
-def test_a_partial_read_is_enough_for_replace(run: Run) -> None:
+def test_a_partial_read_is_enough_for_replace(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one\ntwo")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     assert write(run, "scratch/a.md", "fresh")[1] is None
@@ -84,11 +78,11 @@ def test_a_replace_write_records_its_own_content(run: Run) -> None:
     assert write(run, "scratch/a.md", "v2")[1] is None
     record = run.main.records.get("scratch/a.md")
     assert record is not None
-    assert (record.sha256, record.full_read) == (sha("v2"), True)
+    assert (record.sha256, record.full_read) == (sha256_hex(b"v2"), True)
     assert disk(run, "scratch/a.md") == "v2"
 
 
-def test_a_file_deleted_after_the_read_is_written_as_new(run: Run) -> None:
+def test_a_file_deleted_after_the_read_is_written_as_new(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     run.scope.remove(WorkspacePath("scratch/a.md"), recursive=False)
@@ -96,7 +90,7 @@ def test_a_file_deleted_after_the_read_is_written_as_new(run: Run) -> None:
     assert disk(run, "scratch/a.md") == "two"
 
 
-def test_guard_conflicts_map_to_the_same_codes(run: Run) -> None:
+def test_guard_conflicts_map_to_the_same_codes(run: Run, put: Put) -> None:
     """A shell change that lands between the tool's digest check and its guarded write (the
     view's check hook runs right before the write) is caught by the guard."""
     put(run, "scratch/a.md", "one")
@@ -131,18 +125,18 @@ def test_guard_conflicts_map_to_the_same_codes(run: Run) -> None:
     assert disk(run, "scratch/new.md") == "racer"
 
 
-def test_append(run: Run) -> None:
+def test_append(run: Run, put: Put) -> None:
     result = run.call_tool("workspace.write_file",
                            {"path": "scratch/log.md", "content": "one", "mode": "append"})
     assert (result.content, result.structured) == (
         "Appended 3 chars / 1 words to scratch/log.md.",
         {"path": "scratch/log.md", "mode": "append", "chars": 3, "words": 1,
-         "sha256": sha("one")})
+         "sha256": sha256_hex(b"one")})
     put(run, "scratch/log.md", "shell ")      # appends need no read, even after a shell edit
     result = run.call_tool("workspace.write_file",
                            {"path": "scratch/log.md", "content": "two 二", "mode": "append"})
     assert result.content == "Appended 11 chars / 3 words to scratch/log.md."
-    assert result.structured["sha256"] == sha("shell two 二")
+    assert result.structured["sha256"] == sha256_hex("shell two 二".encode())
     assert disk(run, "scratch/log.md") == "shell two 二"
 
 
@@ -161,7 +155,7 @@ def test_mode_invalid(run: Run, mode: str) -> None:
     assert not (run.workspace_dir / "scratch/a.md").exists()
 
 
-def test_writing_under_a_file_fails_without_changes(run: Run) -> None:
+def test_writing_under_a_file_fails_without_changes(run: Run, put: Put) -> None:
     put(run, "scratch/f.md", "f")
     content, code = write(run, "scratch/f.md/x.md", "x")
     assert code == "workspace.file_io"
@@ -175,45 +169,46 @@ def test_writing_under_a_file_fails_without_changes(run: Run) -> None:
 def test_appending_to_a_new_file_records_it_in_full(run: Run) -> None:
     write(run, "scratch/log.md", "one", "append")
     record = run.main.records.get("scratch/log.md")
-    assert record is not None and (record.sha256, record.full_read) == (sha("one"), True)
+    assert record is not None and (record.sha256, record.full_read) == (sha256_hex(b"one"), True)
     assert write(run, "scratch/log.md", "replaced")[1] is None
 
 
-def test_appending_after_a_full_read_keeps_the_record_full(run: Run) -> None:
+def test_appending_after_a_full_read_keeps_the_record_full(run: Run, put: Put) -> None:
     put(run, "scratch/log.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/log.md"})
     write(run, "scratch/log.md", "+two", "append")
     record = run.main.records.get("scratch/log.md")
-    assert record is not None and (record.sha256, record.full_read) == (sha("one+two"), True)
+    assert record is not None
+    assert (record.sha256, record.full_read) == (sha256_hex(b"one+two"), True)
     assert write(run, "scratch/log.md", "replaced")[1] is None
 
 
-def test_appending_without_a_record_creates_none(run: Run) -> None:
+def test_appending_without_a_record_creates_none(run: Run, put: Put) -> None:
     put(run, "scratch/log.md", "one")
     write(run, "scratch/log.md", "+two", "append")
     assert run.main.records.get("scratch/log.md") is None
     assert write(run, "scratch/log.md", "x") == (REQUIRES_READ, "workspace.write_requires_read")
 
 
-def test_appending_after_a_stale_full_read_keeps_the_old_record(run: Run) -> None:
+def test_appending_after_a_stale_full_read_keeps_the_old_record(run: Run, put: Put) -> None:
     put(run, "scratch/log.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/log.md"})
     put(run, "scratch/log.md", "shell")
     write(run, "scratch/log.md", "+two", "append")
     record = run.main.records.get("scratch/log.md")
-    assert record is not None and record.sha256 == sha("one")
+    assert record is not None and record.sha256 == sha256_hex(b"one")
     assert write(run, "scratch/log.md", "x") == (STALE, "workspace.write_stale_file")
     assert disk(run, "scratch/log.md") == "shell+two"
 
 
-def test_appending_after_a_partial_read_keeps_the_partial_record(run: Run) -> None:
+def test_appending_after_a_partial_read_keeps_the_partial_record(run: Run, put: Put) -> None:
     put(run, "scratch/log.md", "one\ntwo")
     run.call_tool("workspace.read_file", {"path": "scratch/log.md", "line_count": 1})
     write(run, "scratch/log.md", "\nthree", "append")
     record = run.main.records.get("scratch/log.md")
     assert record is not None
     assert (record.sha256, record.full_read, record.observed_texts) == (
-        sha("one\ntwo"), False, ["one"])
+        sha256_hex(b"one\ntwo"), False, ["one"])
     assert write(run, "scratch/log.md", "x") == (STALE, "workspace.write_stale_file")
 
 

@@ -24,6 +24,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import io
 import os
 import shutil
 import stat
@@ -284,23 +285,15 @@ class WorkspaceFs:
             raise PathIsDirectory(path.text)
         if max_bytes is not None and st.st_size > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
-        try:
-            fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise FileIo("read", path.text, exc) from None
-        try:
-            with os.fdopen(fd, "rb") as handle:
-                # Size the read by the file, not by the bound (read(8 MiB) allocates 8 MiB
-                # even for a 1 KiB file); one byte more than expected detects a file that grew
-                # behind the lock's back, and then the rest is read up to the bound.
-                expected = st.st_size + 1 if max_bytes is None else min(st.st_size,
-                                                                        max_bytes) + 1
-                data = handle.read(expected)
-                if len(data) == expected:
-                    data += handle.read() if max_bytes is None else handle.read(
-                        max(0, max_bytes + 1 - expected))
-        except OSError as exc:
-            raise FileIo("read", path.text, exc) from None
+        with self._reading(path) as handle:
+            # Size the read by the file, not by the bound (read(8 MiB) allocates 8 MiB even
+            # for a 1 KiB file); one byte more than expected detects a file that grew behind
+            # the lock's back, and then the rest is read up to the bound.
+            expected = st.st_size + 1 if max_bytes is None else min(st.st_size, max_bytes) + 1
+            data = handle.read(expected)
+            if len(data) == expected:
+                data += handle.read() if max_bytes is None else handle.read(
+                    max(0, max_bytes + 1 - expected))
         if max_bytes is not None and len(data) > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
         return data
@@ -311,14 +304,18 @@ class WorkspaceFs:
             return None
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
+        with self._reading(path) as handle:
+            # Streamed through one reusable buffer: no copy of the whole content.
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+
+    @contextlib.contextmanager
+    def _reading(self, path: WorkspacePath) -> Iterator[io.BufferedReader]:
+        """The checked regular file opened for reading (never through a final symlink); OS
+        errors become ``FileIo``."""
         try:
             fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise FileIo("read", path.text, exc) from None
-        try:
             with os.fdopen(fd, "rb") as handle:
-                # Streamed through one reusable buffer: no copy of the whole content.
-                return hashlib.file_digest(handle, "sha256").hexdigest()
+                yield handle
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
 
