@@ -11,6 +11,9 @@ writability, the ``skills/`` projection, locking and mutation tracking live:
 * reads are capped at 8 MiB per file and listings at 4096 entries; file bytes read are charged
   to the call's input budget (:class:`tavernlab.js.budget.InputBudget`, 8 MiB, shared with
   the call's ``js`` runs), whose overflow the command sees as an I/O error naming the budget;
+* hidden run internals (``/input``, ``/run.json``...) are refused like any path outside the
+  visible roots: reads fail with ``EACCES`` and the scope's ``... is not readable for this
+  task.``, ``test -e`` is false, writes fail with ``... is not writable for this task.``;
 * writes are unchecked (no guard, no read records);
 * ``symlink``, ``readlink`` and ``chmod`` fail with ``<op> is not supported in the workspace``
   (a ``chmod`` to the mode a node already has is a no-op, see :meth:`WorkspaceBridge.chmod`);
@@ -130,9 +133,14 @@ class WorkspaceBridge:
             raise posix_error(error) from None
 
     def _stat(self, path: WorkspacePath | None, metadata: WorkspaceMetadata) -> VfsStat:
+        """Mode bits show the policy (they are informational; bashkit does not enforce
+        them): a directory is ``rwx`` when entries may be created in it (a writable
+        directory or a writable root), a file ``rw`` when it may be written."""
         writable = self.scope.is_writable(path)
         if metadata.is_dir:
-            mode = 0o755 if writable or path is None else 0o555
+            accepts_children = writable or (path is not None and len(path.parts) == 1
+                                            and path.root in self.scope.policy.writable_roots)
+            mode = 0o755 if accepts_children else 0o555
         else:
             mode = 0o644 if writable else 0o444
         modified = metadata.modified.timestamp() if metadata.modified else 0.0
