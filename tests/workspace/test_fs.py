@@ -242,6 +242,18 @@ def test_write_text_creates_parents_but_not_through_files(fs: WorkspaceFs) -> No
     assert tree(fs) == before
 
 
+def test_a_refused_guard_creates_no_parents(fs: WorkspaceFs) -> None:
+    with pytest.raises(WriteConflict) as info:
+        fs.write_text(P("scratch/new/dir/a.md"), "x", WriteGuard.must_match_sha256("0" * 64))
+    assert (info.value.kind, info.value.actual_sha256) == ("stale", None)
+    assert not (fs.directory / "scratch/new").exists()
+    fs.append_text(P("scratch/made/for/log.md"), "x", parents=True)
+    assert fs.read_text(P("scratch/made/for/log.md")).text == "x"
+    with pytest.raises(NotFound):
+        fs.append_text(P("scratch/not/made/log.md"), "x")
+    assert not (fs.directory / "scratch/not").exists()
+
+
 def test_write_file_needs_the_parent(fs: WorkspaceFs) -> None:
     with pytest.raises(NotFound) as info:
         fs.write_file(P("scratch/nodir/a.md"), b"x", WriteGuard.unchecked())

@@ -140,6 +140,14 @@ def test_append(run: Run, put: Put) -> None:
     assert disk(run, "scratch/log.md") == "shell two 二"
 
 
+def test_append_creates_parent_directories(run: Run) -> None:
+    result = run.call_tool("workspace.write_file",
+                           {"path": "scratch/new/deep/log.md", "content": "x", "mode": "append"})
+    assert (result.is_error, result.content) == (
+        False, "Appended 1 chars / 1 words to scratch/new/deep/log.md.")
+    assert disk(run, "scratch/new/deep/log.md") == "x"
+
+
 def test_append_to_a_binary_file(run: Run) -> None:
     run.scope.write_file(WorkspacePath("scratch/b.md"), b"\xff", WriteGuard.unchecked())
     content, code = write(run, "scratch/b.md", "x", "append")

@@ -430,9 +430,15 @@ class WorkspaceFs:
             raise FileIo("write", path.text, exc) from None
 
     def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> None:
-        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text."""
+        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text.
+
+        A ``MustMatchSha256`` guard on a file that does not exist fails before any parent is
+        created: a refused write changes nothing.
+        """
         data = text.encode("utf-8")
         with self.lock.exclusive():
+            if guard.kind == "must_match_sha256" and self._check(path) is None:
+                raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
             if path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
             self._write_locked(path, data, guard)
@@ -460,9 +466,16 @@ class WorkspaceFs:
         except OSError as exc:
             raise FileIo("append", path.text, exc) from None
 
-    def append_text(self, path: WorkspacePath, text: str) -> WorkspaceAppendResult:
-        """Append text under one lock; returns the full resulting text and the old digest."""
+    def append_text(self, path: WorkspacePath, text: str, *, parents: bool = False
+                    ) -> WorkspaceAppendResult:
+        """Append text under one lock; returns the full resulting text and the old digest.
+
+        With ``parents``, missing parent directories are created first (``workspace.write_file``
+        in append mode does this); otherwise the parent must exist.
+        """
         with self.lock.exclusive():
+            if parents and path.parent is not None:
+                self._mkdir_locked(path.parent, recursive=True)
             self._require_parent_dir(path)
             st = self._check(path)
             previous: str | None = None

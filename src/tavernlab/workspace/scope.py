@@ -366,11 +366,13 @@ class ScopedWorkspaceFs:
         self.fs.append_file(path, data)
         self.tracker.wrote(path)
 
-    def append_text(self, path: WorkspacePath, text: str) -> WorkspaceAppendResult:
-        """Text append to a writable file; returns the whole new text and the old digest."""
+    def append_text(self, path: WorkspacePath, text: str, *, parents: bool = False
+                    ) -> WorkspaceAppendResult:
+        """Text append to a writable file; returns the whole new text and the old digest.
+        ``parents`` creates missing parent directories first."""
         self._begin()
         self.require_writable(path)
-        result = self.fs.append_text(path, text)
+        result = self.fs.append_text(path, text, parents=parents)
         self.tracker.wrote(path)
         return result
 

@@ -292,7 +292,7 @@ def write_file(call: ToolCall, args: Arguments) -> ToolResult:
     records = call.invocation.records
     try:
         if mode == "append":
-            appended = scope.append_text(path, content)
+            appended = scope.append_text(path, content, parents=True)
             file = appended.file
             records.appended(path.text, appended.previous_sha256, file.sha256)
             text, digest = file.text, file.sha256
