@@ -212,18 +212,30 @@ class BashkitEngine:
         fault = bridge.internal_fault or commands.internal_fault
         if fault is not None:
             raise fault
-        error = result.error
-        if cancel.cancelled:
-            outcome = ShellOutcome.CANCELLED
-        elif commands.timed_out or (error and _is_timeout(error)) or time.monotonic() >= deadline:
-            outcome = ShellOutcome.TIMED_OUT
-        elif error:
-            stderr = capture.stderr
-            if not stderr.endswith(error) and not stderr.endswith(error + "\n"):
-                capture.feed("", ("\n" if stderr and not stderr.endswith("\n") else "")
-                             + error + "\n")
-            outcome = ShellOutcome.FAILED
-        else:
-            return EngineRun(ShellOutcome.COMPLETED, result.exit_code, capture.stdout,
-                             capture.stderr, capture.truncated)
-        return EngineRun(outcome, None, capture.stdout, capture.stderr, capture.truncated)
+        return classify(result, capture, cancelled=cancel.cancelled,
+                        timed_out=commands.timed_out or time.monotonic() >= deadline)
+
+
+def classify(result: bashkit.ExecResult, capture: StreamCapture, *, cancelled: bool,
+             timed_out: bool) -> EngineRun:
+    """Map what the interpreter reported to the outcome table of spec/shell.md 5.
+
+    Cancellation wins (the caller asked for it, whatever the interpreter was doing); then a
+    deadline - ours, a ``js`` job's or bashkit's own execution/parser timeout; then any other
+    interpreter error, whose text is reported as stderr; else the exit status.
+    """
+    error = result.error
+    if cancelled:
+        outcome = ShellOutcome.CANCELLED
+    elif timed_out or (error and _is_timeout(error)):
+        outcome = ShellOutcome.TIMED_OUT
+    elif error:
+        stderr = capture.stderr
+        if not stderr.endswith((error, error + "\n")):
+            capture.feed("", ("\n" if stderr and not stderr.endswith("\n") else "")
+                         + error + "\n")
+        outcome = ShellOutcome.FAILED
+    else:
+        return EngineRun(ShellOutcome.COMPLETED, result.exit_code, capture.stdout,
+                         capture.stderr, capture.truncated)
+    return EngineRun(outcome, None, capture.stdout, capture.stderr, capture.truncated)
