@@ -163,3 +163,10 @@ def test_format_content(args: tuple[str, int | None, str, str, bool], expected: 
 def test_inner_timeout_stops_a_sleep(ws: Workspace) -> None:
     result = ws.shell("timeout 0.2 sleep 30; echo status=$?")
     assert result.content == "Exit code: 0\nstatus=124"
+
+
+def test_a_lone_surrogate_is_an_invalid_argument(ws: Workspace) -> None:
+    with pytest.raises(ToolError) as caught:
+        ws.shell("echo \ud800")
+    assert (caught.value.code, caught.value.message) == (
+        "tool.invalid_arguments", "command must be valid Unicode text")

@@ -66,11 +66,16 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
                   engine: EngineFactory = BashkitEngine) -> ShellResult:
     """Run ``command`` in a fresh shell over ``scope``; see the module docstring.
 
-    Raises :class:`~tavernlab.workspace.tooling.ToolError` for an over-long command
-    (``tool.invalid_arguments``) or a bad ``workdir`` (``workspace.shell_failed``); any other
+    Raises :class:`~tavernlab.workspace.tooling.ToolError` for an over-long command or one
+    with a lone surrogate (``tool.invalid_arguments``, ``command must be valid Unicode text``
+    is tavernlab's wording) or a bad ``workdir`` (``workspace.shell_failed``); any other
     exception is an internal fault that aborts the tool call.
     """
-    if len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
+    try:
+        size = len(command.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate from JSON; tavernlab's wording
+        raise invalid_arguments("command must be valid Unicode text") from None
+    if size > MAX_COMMAND_BYTES:
         raise command_too_long()
     round_tracker = scope.tracker
     try:
