@@ -32,7 +32,7 @@ thread a ``KeyboardInterrupt`` delivered to the waiting code does the same.
 
 Workers are clean ``subprocess`` children (``sys.executable -m tavernlab.js.worker``), not
 ``fork`` copies: they inherit no threads, locks or kernel state, only one end of a Unix socket
-pair. Startup costs about 40 ms (measured in ``bench/js_sandbox.py``); the pool starts all
+pair. Startup costs about 0.1 s (measured in ``bench/js_sandbox.py``); the pool starts all
 workers together on first use and keeps them warm.
 """
 

@@ -3,8 +3,8 @@
 Started by :mod:`tavernlab.js.pool` as ``python -m tavernlab.js.worker FD`` in a
 new session, with SIGINT ignored (a terminal Ctrl-C or a Jupyter interrupt reaches the parent,
 which decides). It imports nothing of tavernlab but :mod:`tavernlab.js.limits`, and loads the
-jsbox extension module directly (see "startup" below), so a replacement worker is ready in
-about 40 ms.
+jsbox extension module directly (see "startup" below), so a replacement worker starts
+without jsbox's asyncio import.
 
 Protocol (pickled tuples over a :class:`multiprocessing.connection.Connection` on one end of a
 Unix socket pair):
@@ -91,8 +91,9 @@ What jsbox 0.1.3 does, as measured (notes for whoever touches this file)
   by the parent before the job starts.
 * Startup: ``import jsbox`` costs ~75 ms because its ``__init__`` imports asyncio (for
   ``eval_async``, unused here). The worker loads the ``_jsbox`` extension file directly with
-  an ``ExtensionFileLoader`` (falling back to ``import jsbox``), which makes a worker ready in
-  ~40 ms instead of ~110 ms.
+  an ``ExtensionFileLoader`` (falling back to ``import jsbox``): Python plus the extension
+  load in ~40 ms instead of ~110 ms; a whole worker (with tavernlab's imports and its first
+  Runtime) is ready in about 0.1 s (``bench/js_sandbox.py``).
 """
 
 from __future__ import annotations
