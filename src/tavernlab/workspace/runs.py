@@ -89,6 +89,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tavernlab.workspace.tools",
     "tavernlab.shell.tool",
     "tavernlab.skills.compat_tools",
+    "tavernlab.skills.run_script",
 )
 
 #: Characters of an externalized result the model still sees inline.
