@@ -22,5 +22,11 @@ def test_demo_runs_from_the_command_line_with_no_arguments(tmp_path: Path) -> No
         "Finished the Agent run.",
         "persistStateStatus=committed",
         "modified         story-so-far.md",
+        "install: wordcount -> installed",
+        "Counts the words of a text file for Alice",
+        '"top":[["the",7],["kept",3],["lamp",3]]',
+        "stderr: usage: js count.js PATH [--top N]",
+        "Executed skill script `wordcount/scripts/count-legacy.js`. Result:",
+        "✗ skill.run_script_invalid_name",
     ):
         assert expected in out, expected

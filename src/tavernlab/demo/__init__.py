@@ -15,6 +15,7 @@ from typing import TextIO
 #: Section modules, in play order.
 SECTIONS: tuple[str, ...] = (
     "tavernlab.demo.workspace",
+    "tavernlab.demo.skills",
     "tavernlab.demo.shell",
     "tavernlab.demo.worktree",
 )
