@@ -23,6 +23,7 @@ SECTIONS: tuple[str, ...] = (
 
 def run_demo(root: Path, out: TextIO = sys.stdout) -> None:
     """Play every demo section in ``root`` (created if missing) and print the story to ``out``."""
+    root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
     for name in SECTIONS:
         importlib.import_module(name).run(root, out)
