@@ -29,7 +29,9 @@ class WorkspacePath:
         """Parse ``text`` with upstream's checks, in upstream's order.
 
         1. empty -> ``Workspace path cannot be empty``
-        2. NUL -> ``Workspace path cannot contain NUL``
+        2. NUL -> ``Workspace path cannot contain NUL``; then (tavernlab's addition: upstream
+           strings are always valid Unicode) a lone surrogate ->
+           ``Workspace path must be valid Unicode text``
         3. leading ``/`` or ``\\`` -> ``Workspace path must be relative``
         4. ASCII letter + ``:`` -> ``Workspace path cannot use a Windows drive prefix``
         5. a ``..`` segment (after ``\\`` -> ``/``) -> ``Workspace path cannot contain ..``
@@ -42,6 +44,11 @@ class WorkspacePath:
             raise InvalidWorkspacePath("Workspace path cannot be empty")
         if "\0" in text:
             raise InvalidWorkspacePath("Workspace path cannot contain NUL")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidWorkspacePath("Workspace path must be valid Unicode text") from None
         if text[0] in "/\\":
             raise InvalidWorkspacePath("Workspace path must be relative")
         if len(text) >= 2 and text[0].isascii() and text[0].isalpha() and text[1] == ":":

@@ -70,6 +70,15 @@ def test_checks_run_in_upstream_order(text: str, message: str) -> None:
     assert info.value.message == message
 
 
+def test_lone_surrogates_are_rejected() -> None:
+    """tavernlab's addition: Python's JSON accepts ``"\\udcff"``; no file name can hold it."""
+    for text in ("scratch/\udcff.md", "\ud800", "output/a\udfff/b"):
+        with pytest.raises(InvalidWorkspacePath) as info:
+            WorkspacePath.parse(text)
+        assert info.value.message == "Workspace path must be valid Unicode text"
+    assert WorkspacePath.parse("scratch/\U0001f600.md").text == "scratch/\U0001f600.md"
+
+
 def test_logical_root_is_no_path() -> None:
     for text in (None, "", ".", "./"):
         assert WorkspacePath.parse_optional(text) is None

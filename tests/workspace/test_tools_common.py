@@ -13,7 +13,10 @@ import pytest
 from tavernlab.lab import Lab
 from tavernlab.workspace.fs import UNSUPPORTED_NODE
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.workspace.runs import Run, tool_ids
+from tavernlab.workspace.runs import Run, load_tools, tool_ids
+from tavernlab.workspace.tooling import TOOLS, Arguments, ToolCall, ToolError
+
+load_tools()  # the registry is complete once the tool modules are imported
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -81,8 +84,6 @@ def test_arguments_must_be_an_object(busy_run: Run, tool: str) -> None:
 
 
 def test_the_allow_lists() -> None:
-    from tavernlab.workspace.tooling import TOOLS
-
     assert {t: TOOLS[t].arguments for t in VALID} == {
         "workspace.list_files": ("path", "depth"),
         "workspace.search_files": ("query", "path", "limit", "context_lines"),
@@ -144,6 +145,36 @@ def test_wrong_types_and_missing_keys(busy_run: Run, tool: str, args: dict[str, 
     assert state(busy_run) == before
     assert busy_run.explicit_commits == 0
     assert busy_run.status == "calling_model"
+
+
+def test_lone_surrogates_are_invalid_arguments(busy_run: Run) -> None:
+    """Python's JSON accepts lone surrogates that upstream's parser refuses; each tool refuses
+    them as bad arguments (never an internal fault) and writes nothing. The handlers are called
+    the way the run dispatches them (the run's own bookkeeping is the lead's, see the report)."""
+    before = state(busy_run)
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("workspace.write_file", {"path": "scratch/\udcff.md", "content": "x"},
+         "path must be valid Unicode text"),
+        ("workspace.write_file", {"path": "scratch/a.md", "content": "x\udcff"},
+         "content must be valid Unicode text"),
+        ("workspace.read_file", {"path": "output/\ud800"}, "path must be valid Unicode text"),
+        ("workspace.search_files", {"query": "alpha \udcff"},
+         "query must be valid Unicode text"),
+        ("workspace.apply_patch", {"path": "output/main.md", "old_string": "alpha",
+                                   "new_string": "\udcff"},
+         "new_string must be valid Unicode text"),
+        ("workspace.commit", {"reason": "\udcff"}, "reason must be valid Unicode text"),
+        ("workspace.list_files", {"\udcff": 1}, "argument names must be valid Unicode text"),
+    ]
+    for tool, args, message in cases:
+        spec = TOOLS[tool]
+        call = ToolCall(run=busy_run, invocation=busy_run.main, call_id="call_u", round=1,
+                        tool_id=tool)
+        with pytest.raises(ToolError) as info:
+            spec.handler(call, Arguments(args, spec.arguments))
+        assert (info.value.code, info.value.message) == ("tool.invalid_arguments", message)
+    assert state(busy_run) == before
+    assert busy_run.explicit_commits == 0
 
 
 # --- common path errors -------------------------------------------------------------------------

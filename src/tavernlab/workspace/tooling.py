@@ -146,8 +146,9 @@ def register_tool(spec: ToolSpec) -> ToolSpec:
 
 
 class Arguments:
-    """A tool's JSON arguments with an allow-list: unknown keys, wrong types and missing
-    required keys all fail with ``tool.invalid_arguments``.
+    """A tool's JSON arguments with an allow-list: unknown keys, wrong types, missing
+    required keys and strings that are not valid Unicode (lone surrogates; tavernlab's
+    wording ``<key> must be valid Unicode text``) all fail with ``tool.invalid_arguments``.
 
     (Upstream confirms the allow-list for ``read_file`` and ``shell``; tavernlab applies it to
     every tool, as spec/workspace.md 7.1 chooses.)
@@ -159,6 +160,8 @@ class Arguments:
         allowed_set = set(allowed)
         unknown = sorted(k for k in raw if k not in allowed_set)
         if unknown:
+            if not all(_is_unicode(k) for k in unknown):
+                raise invalid_arguments("argument names must be valid Unicode text")
             raise invalid_arguments(f"unknown argument `{unknown[0]}`")
         self.raw: Mapping[str, Any] = raw
 
@@ -176,6 +179,8 @@ class Arguments:
             return default
         if not isinstance(value, str):
             raise invalid_arguments(f"{key} must be a string")
+        if not _is_unicode(value):
+            raise invalid_arguments(f"{key} must be valid Unicode text")
         return value
 
     def integer(self, key: str, *, default: int | None = None) -> int | None:
@@ -203,6 +208,16 @@ class Arguments:
     def value(self, key: str, default: Any = None) -> Any:
         """The raw JSON value."""
         return self.raw.get(key, default)
+
+
+def _is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate: Python's JSON accepts ``"\\udcff"`` where
+    upstream's JSON parser refuses it, and no file or message can hold it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def invalid_arguments(message: str) -> ToolError:
