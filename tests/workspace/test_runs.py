@@ -235,3 +235,31 @@ def test_bad_start_arguments_write_nothing(lab: Lab, kwargs: dict[str, object], 
         lab.start_run(**kwargs)  # type: ignore[arg-type]
     assert (info.value.code, info.value.message) == (code, message)
     assert sorted(p.relative_to(base) for p in base.rglob("*")) == before
+
+
+def test_arguments_that_are_not_json_are_invalid_and_recorded(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    bad = run.call_tool("workspace.write_file", {"path": "output/\udcff.md", "content": "x"})
+    assert (bad.error_code, bad.content) == (
+        "tool.invalid_arguments",
+        "arguments must be valid Unicode text (found a lone surrogate)")
+    odd = run.call_tool("workspace.list_files", {"depth": object()})
+    assert odd.error_code == "tool.invalid_arguments"
+    assert odd.content.startswith("arguments must be JSON values: ")
+    assert run.status == "calling_model"
+    assert [e.payload.error_code for e in run.events("tool_call_failed")] == [
+        "tool.invalid_arguments", "tool.invalid_arguments"]
+
+
+def test_a_sub_agent_profile_root_is_created_for_it(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    profile = Profile.model_validate({"workspace": {"visibleRoots": ["research"],
+                                                    "writableRoots": ["research"]}})
+    sub = run.start_subagent("researcher", profile=profile)
+    listing = run.call_tool("workspace.list_files", {"depth": 1}, invocation=sub)
+    assert listing.content == "research/\nskills/\ntool-results/"
+    wrote = run.call_tool("workspace.write_file", {"path": "research/a.md", "content": "x"},
+                          invocation=sub)
+    assert not wrote.is_error
+    hidden = run.call_tool("workspace.read_file", {"path": "output/main.md"}, invocation=sub)
+    assert hidden.error_code == "workspace.path_not_visible"

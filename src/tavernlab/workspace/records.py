@@ -47,11 +47,15 @@ def rfc3339(moment: datetime) -> str:
 # --- JSON files --------------------------------------------------------------------------
 
 
-def write_json(path: Path, data: Any, *, indent: int | None = 2) -> None:
-    """Write JSON atomically: temp file in the same directory, flush, rename over ``path``."""
+def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: bool = False
+               ) -> None:
+    """Write JSON atomically: temp file in the same directory, flush, rename over ``path``.
+
+    ``ascii_only`` escapes every non-ASCII character (used for data that may hold text that
+    is not valid UTF-8, such as raw tool arguments with a lone surrogate)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
-    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    text = json.dumps(data, ensure_ascii=ascii_only, indent=indent)
     try:
         with open(temp, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -203,9 +203,11 @@ class Run:
         Its roots are filtered by its own (target) Profile; it cannot commit or finish and
         ends with the ``task.return`` tool, which writes ``summaries/<agent>-result.md``.
         """
-        if profile is not None:
-            profile.policy()
-        return self._new_invocation(agent_id, "return", profile or self.profile)
+        profile = profile or self.profile
+        for root in profile.policy().visible_roots:
+            if root != "skills":
+                (self.workspace_dir / root).mkdir(exist_ok=True)
+        return self._new_invocation(agent_id, "return", profile)
 
     def write_subagent_result(self, invocation: Invocation, text: str) -> str:
         """Write a return-mode sub-agent's result to ``summaries/<key>-result.md`` (repeated
@@ -294,7 +296,10 @@ class Run:
         name = tool_id.replace(".", "_")
         record_name = tool_record_name(self.round, call_id)
         args_path = self.dir / "tool-args" / invocation.id / f"{record_name}.json"
-        write_json(args_path, {"callId": call_id, "toolId": tool_id, "arguments": arguments})
+        bad_arguments = _unstorable(arguments)
+        write_json(args_path, {"callId": call_id, "toolId": tool_id,
+                               "arguments": repr(arguments) if bad_arguments else arguments},
+                   ascii_only=True)
         ref = ToolCallRef(round=self.round, invocation_id=invocation.id, call_id=call_id,
                           tool_id=tool_id, name=name,
                           arguments_path=str(args_path.relative_to(self.dir)))
@@ -307,13 +312,17 @@ class Run:
         interrupted: BaseException | None = None
         try:
             self.set_status("dispatching_tool")
-            result = self._dispatch(call, arguments)
+            if bad_arguments:
+                result = ToolResult.from_error(ToolError("tool.invalid_arguments",
+                                                         bad_arguments))
+            else:
+                result = self._dispatch(call, arguments)
         except KeyboardInterrupt as exc:
             call.token.cancel("interrupted")
             interrupted = exc
             result = ToolResult.from_error(ToolError(
                 "tool.interrupted", "The tool call was interrupted before it finished."))
-        except (TavernlabError, OSError) as exc:
+        except Exception as exc:
             self._fail(f"{type(exc).__name__}: {exc}")
             raise
         finally:
@@ -607,6 +616,17 @@ class Run:
         for event in self.events("tool_result_stored"):
             out.append(read_json(self.workspace_dir / event.payload.path))
         return out
+
+
+def _unstorable(arguments: Any) -> str | None:
+    """Why ``arguments`` cannot be a tool call's JSON arguments, or ``None`` when they can."""
+    try:
+        json.dumps(arguments, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, UnicodeEncodeError):
+            return "arguments must be valid Unicode text (found a lone surrogate)"
+        return f"arguments must be JSON values: {exc}"
+    return None
 
 
 def load_tools() -> None:
