@@ -9,6 +9,7 @@ generic :class:`Event` with a plain ``payload`` dict. Rendering lives elsewhere
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
@@ -18,25 +19,27 @@ from pydantic.alias_generators import to_camel
 Level = Literal["debug", "info", "warn", "error"]
 
 #: Every event type upstream V5 defines (section 8.3).
-EVENT_TYPES: frozenset[str] = frozenset("""
-run_created generation_intent_recorded status_changed workspace_initialized
-persistent_projection_initialized context_assembled skill_scopes_resolved
-agent_invocation_created agent_invocation_started agent_invocation_completed
-agent_invocation_failed agent_invocation_cancelled agent_invocation_transferred
-agent_task_registered agent_task_queued agent_task_started agent_task_completed
-agent_task_failed agent_task_cancelled agent_delegate_started agent_handoff_requested
-agent_handoff_accepted agent_await_started agent_await_completed task_return_completed
-model_request_created model_call_attempt_started model_call_attempt_failed
-model_call_retry_scheduled model_response_stored provider_state_updated model_completed
-direct_output_captured tool_call_requested tool_call_started tool_result_stored
-tool_result_readable_view_stored tool_call_completed tool_call_failed workspace_file_written
-workspace_patch_applied checkpoint_created agent_loop_finished artifact_assembled
-commit_started commit_draft_created chat_commit_requested persistent_changes_committed
-persistent_changes_commit_failed persistent_state_metadata_update_requested
-persistent_state_metadata_update_updated persistent_state_metadata_update_failed
-run_committed run_completed run_partial_success run_cancel_requested run_cancelled
-drift_recovery_attempted run_failed
-""".split())
+EVENT_TYPES: frozenset[str] = frozenset({
+    "run_created", "generation_intent_recorded", "status_changed", "workspace_initialized",
+    "persistent_projection_initialized", "context_assembled", "skill_scopes_resolved",
+    "agent_invocation_created", "agent_invocation_started", "agent_invocation_completed",
+    "agent_invocation_failed", "agent_invocation_cancelled", "agent_invocation_transferred",
+    "agent_task_registered", "agent_task_queued", "agent_task_started", "agent_task_completed",
+    "agent_task_failed", "agent_task_cancelled", "agent_delegate_started",
+    "agent_handoff_requested", "agent_handoff_accepted", "agent_await_started",
+    "agent_await_completed", "task_return_completed", "model_request_created",
+    "model_call_attempt_started", "model_call_attempt_failed", "model_call_retry_scheduled",
+    "model_response_stored", "provider_state_updated", "model_completed", "direct_output_captured",
+    "tool_call_requested", "tool_call_started", "tool_result_stored",
+    "tool_result_readable_view_stored", "tool_call_completed", "tool_call_failed",
+    "workspace_file_written", "workspace_patch_applied", "checkpoint_created",
+    "agent_loop_finished", "artifact_assembled", "commit_started", "commit_draft_created",
+    "chat_commit_requested", "persistent_changes_committed", "persistent_changes_commit_failed",
+    "persistent_state_metadata_update_requested", "persistent_state_metadata_update_updated",
+    "persistent_state_metadata_update_failed", "run_committed", "run_completed",
+    "run_partial_success", "run_cancel_requested", "run_cancelled", "drift_recovery_attempted",
+    "run_failed",
+})
 
 
 class Model(BaseModel):
@@ -65,7 +68,7 @@ class Event(Model):
     payload: Any = Field(default_factory=dict)
     event_scope: EventScope | None = None
 
-    registry: ClassVar[dict[str, type[Event]]] = {}
+    registry: ClassVar[dict[str, builtins.type[Event]]] = {}
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -77,7 +80,7 @@ class Event(Model):
 
 def parse_event(data: dict[str, Any]) -> Event:
     """Parse one envelope into its typed model (or the generic :class:`Event`)."""
-    cls = Event.registry.get(str(data.get("type")), Event)
+    cls: type[Event] = Event.registry.get(str(data.get("type")), Event)
     return cls.model_validate(data)
 
 

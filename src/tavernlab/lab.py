@@ -79,7 +79,7 @@ class RunIndex:
     def summary(self, run_id: str) -> dict[str, Any] | None:
         """The stored summary, if any."""
         path = self.summaries_dir / f"{run_id}.json"
-        return read_json(path) if path.is_file() else None  # type: ignore[no-any-return]
+        return read_json(path) if path.is_file() else None
 
     def delete(self, run_id: str) -> None:
         """Remove a run's index entry and summary (missing files are fine)."""

@@ -274,7 +274,7 @@ def test_chat_link_fork_and_pruning(lab: Lab) -> None:
     chat = lab.chat("alice")
     assert chat.prune_persistent_states([one, orphan]) == [orphan]
     assert chat.persist.exists(one) and not chat.persist.exists(orphan)
-    assert sorted(chat.persist.list()) == sorted([one, two])
+    assert sorted(chat.persist.state_ids()) == sorted([one, two])
     (chat.persist.states_dir / "pst_afile").write_text("x")
     with pytest.raises(Exception, match="not a persist state directory"):
         chat.prune_persistent_states(["pst_afile", one])
@@ -314,11 +314,11 @@ def test_a_killed_publisher_leaves_no_visible_state_and_the_next_publish_works(l
     child.wait()
     assert any(".tmp-" in p.name for p in states.iterdir()), "kill landed after publication"
     repo = lab.chat("alice").persist
-    assert repo.list() == []
+    assert repo.state_ids() == []
     assert lab.chat("alice").messages[0].persist_state_id is None
     again = lab.open_run(run.id)
     result = again.call_tool("workspace.finish", {})
     assert not result.is_error, result.content
-    assert repo.list() == [again.persist_state_id]
+    assert repo.state_ids() == [again.persist_state_id]
     assert not any(".tmp-" in p.name for p in states.iterdir())
     assert len(repo.load(again.persist_state_id).files) == 3000

@@ -53,7 +53,7 @@ def test_retention_slims_and_deletes_by_rank(lab: Lab) -> None:
     assert not (index / "run-summaries" / f"{oldest.id}.json").exists()
     assert (newest.dir / "scratch" / "notes.md").exists()
     assert result.after_plan.slim_runs == 1 and result.after_plan.delete_runs == 0
-    assert lab.chat("alice").persist.list()  # persistent states are never touched
+    assert lab.chat("alice").persist.state_ids()  # persistent states are never touched
 
 
 def test_non_terminal_and_anomalous_runs_are_blocked(lab: Lab) -> None:
@@ -84,7 +84,7 @@ def test_retention_settings(lab: Lab) -> None:
                                             "keepFullRecentRuns": 5}
     for bad in ({"keepFullRecentRuns": 11}, {"keepRecentTerminalRuns": 10_001},
                 {"keepFullRecentRuns": -1}):
-        with pytest.raises(InvalidData, match="invalid agent.retention"):
+        with pytest.raises(InvalidData, match=r"invalid agent\.retention"):
             lab.retention.update_settings(**bad)
     assert lab.retention.read_settings().keep_recent_terminal_runs == 10
 

@@ -77,19 +77,19 @@ def test_events_are_contiguous_and_pin_their_payloads(lab: Lab) -> None:
     assert all(e["runId"] == run.id and RFC3339.match(e["timestamp"]) for e in raw)
     assert all(re.fullmatch(r"evt_[0-9a-f]{32}", e["id"]) for e in raw)
     assert raw[0]["type"] == "run_created"
-    stored = [e for e in raw if e["type"] == "tool_result_stored"][0]["payload"]
+    stored = next(e for e in raw if e["type"] == "tool_result_stored")["payload"]
     inv = run.main.id
     assert stored == {"invocationId": inv, "round": 1, "callId": "call_1",
                       "toolId": "workspace.write_file",
                       "path": f"tool-results/{inv}/round-001-call_74196fe72e4cdc13.json"}
-    completed = [e for e in raw if e["type"] == "tool_call_completed"][0]
+    completed = next(e for e in raw if e["type"] == "tool_call_completed")
     assert completed["level"] == "info"
     assert set(completed["payload"]) == {"round", "invocationId", "callId", "toolId",
                                          "snapshotId", "name", "isError", "errorCode",
                                          "message", "elapsedMs", "resourceRefs"}
     assert completed["payload"]["name"] == "workspace_write_file"
     assert completed["payload"]["resourceRefs"] == ["output/main.md"]
-    fail = [e for e in run.events() if isinstance(e, ToolCallFailed)][0]
+    fail = next(e for e in run.events() if isinstance(e, ToolCallFailed))
     assert fail.level == "warn"
     assert (fail.payload.is_error, fail.payload.error_code, fail.payload.call_id) == (
         True, "workspace.file_not_found", failed.call_id)

@@ -156,9 +156,12 @@ def run(root: Path, out: TextIO) -> None:
     _heading(out, "Skills: legacy skill.run_script (compatibility mode)")
     legacy = lab.start_run(chat_id="demo-skills", context=CONTEXT, legacy_run_script=True)
     legacy.call_tool("workspace.write_file", {"path": "scratch/story.md", "content": STORY})
-    for args in ({"skill": "wordcount", "script": "count-legacy",
-                  "args": {"path": "scratch/story.md", "top": 2}},
-                 {"skill": "wordcount", "script": "Count_Legacy", "args": {}}):
+    calls: list[dict[str, Any]] = [
+        {"skill": "wordcount", "script": "count-legacy",
+         "args": {"path": "scratch/story.md", "top": 2}},
+        {"skill": "wordcount", "script": "Count_Legacy", "args": {}},
+    ]
+    for args in calls:
         print(render_tool_call("skill.run_script", args,
                                legacy.call_tool("skill.run_script", args)), file=out)
     report = json.loads(legacy.read("scratch/wordcount/story.json"))

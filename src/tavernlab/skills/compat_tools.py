@@ -26,7 +26,8 @@ from tavernlab.workspace.tools import READ_FILE_ARGUMENTS, read_file
 def list_skills(call: ToolCall, args: Arguments) -> ToolResult:
     """``skill.list``: the Invocation's effective skills."""
     content, structured = skill_list(call.invocation.skills)
-    return ToolResult(content=content or "No skills are available for this task.", structured=structured,
+    return ToolResult(content=content or "No skills are available for this task.",
+                      structured=structured,
                       resource_refs=[s["path"] for s in structured["skills"]])
 
 

@@ -197,7 +197,7 @@ class Chat:
         other = Chat(self.data_dir, stable_chat_id, self.kind)
         if other.path.exists():
             raise InvalidData(f"chat `{stable_chat_id}` already exists")
-        self.persist.copy_to(other.persist, self.persist.list())
+        self.persist.copy_to(other.persist, self.persist.state_ids())
         source = self._load()
         with other._update() as chat:
             chat.messages = [m.model_copy(deep=True) for m in source.messages]

@@ -279,7 +279,7 @@ class PersistRepository:
         """Whether a state directory with that id exists."""
         return self.state_dir(state_id).is_dir()
 
-    def list(self) -> list[str]:
+    def state_ids(self) -> list[str]:
         """Ids of every published state, sorted."""
         if not self.states_dir.is_dir():
             return []

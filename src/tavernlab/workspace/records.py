@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from tavernlab.errors import InvalidData
-from tavernlab.events import Event, EventScope, Level, Model, parse_event
+from tavernlab.events import EVENT_TYPES, Event, EventScope, Level, Model, parse_event
 from tavernlab.workspace.ids import new_id
 
 RunStatus = Literal[
@@ -245,7 +245,10 @@ class EventLog:
 
     def append(self, type_: str, payload: Any, *, level: Level = "info",
                scope: EventScope | None = None) -> Event:
-        """Append one event; returns it parsed as its typed model."""
+        """Append one event; returns it parsed as its typed model. Only upstream's event
+        types are accepted (a typo would otherwise write an event no reader knows)."""
+        if type_ not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {type_!r}")
         with self._lock, file_lock(self.path):
             size = self.path.stat().st_size
             if size != self._known_size:
