@@ -13,8 +13,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tavernlab.errors import TavernlabError
+from tavernlab.errors import InvalidData, TavernlabError
+
+if TYPE_CHECKING:
+    from tavernlab.lab import Lab
 
 #: Modules that add sub-commands, in the order they appear in ``tavernlab --help``.
 COMMAND_MODULES = (
@@ -41,6 +45,17 @@ def add_lab_argument(parser: argparse.ArgumentParser) -> None:
 def lab_path(args: argparse.Namespace) -> Path:
     """The lab directory chosen by ``--lab``, the environment or the default."""
     return Path(args.lab or os.environ.get(LAB_ENV) or DEFAULT_LAB)
+
+
+def open_lab(args: argparse.Namespace) -> Lab:
+    """The existing lab chosen by :func:`lab_path`; a missing one is an error (commands that
+    read a lab must not create an empty one by accident)."""
+    from tavernlab.lab import Lab
+
+    path = lab_path(args)
+    if not (path / "_tauritavern").is_dir():
+        raise InvalidData(f"no lab at {path} (run `tavernlab demo` or pass --lab DIR)")
+    return Lab(path)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -63,10 +63,11 @@ class RunIndex:
         self.runs_dir = workspaces_dir / "index" / "runs"
         self.summaries_dir = workspaces_dir / "index" / "run-summaries"
 
-    def save(self, record: RunRecord, summary: Mapping[str, Any]) -> None:
-        """Write the index entry and the summary of a run."""
+    def save(self, record: RunRecord, summary: Mapping[str, Any] | None) -> None:
+        """Write the index entry and (when given) the summary of a run."""
         write_json(self.runs_dir / f"{record.id}.json", dump_model(record))
-        write_json(self.summaries_dir / f"{record.id}.json", dict(summary))
+        if summary is not None:
+            write_json(self.summaries_dir / f"{record.id}.json", dict(summary))
 
     def load(self, run_id: str) -> RunRecord:
         """The indexed ``run.json`` of ``run_id``."""
@@ -280,6 +281,7 @@ class Lab:
         run.emit("skill_scopes_resolved", {"skills": stored})
         run.emit("context_assembled", {"hasHostContext": run.context.snapshot is not None})
         run.set_status("calling_model")
+        run.save_record()  # the summary projection of a started run
 
     def _resolve_profile(self, profile: Profile | Mapping[str, Any] | None, session: bool
                          ) -> Profile:

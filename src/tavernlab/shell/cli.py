@@ -13,9 +13,8 @@ import argparse
 import json
 import sys
 
-from tavernlab.cli import add_lab_argument
+from tavernlab.cli import add_lab_argument, open_lab
 from tavernlab.shell.result import OUTPUT_TRUNCATED, ShellOutcome, status_line
-from tavernlab.workspace.cli import _open as open_lab  # the shared "existing lab" check
 
 #: Exit statuses for outcomes without one of their own (the usual shell conventions).
 OUTCOME_STATUS = {ShellOutcome.TIMED_OUT: 124, ShellOutcome.CANCELLED: 130,

@@ -11,9 +11,8 @@ import argparse
 import json
 from typing import Any
 
-from tavernlab.cli import add_lab_argument, lab_path
+from tavernlab.cli import add_lab_argument, open_lab
 from tavernlab.errors import InvalidData
-from tavernlab.lab import Lab
 from tavernlab.render import render_events, render_tool_call
 
 
@@ -62,15 +61,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sessions.set_defaults(func=_sessions)
 
 
-def _open(args: argparse.Namespace) -> Lab:
-    path = lab_path(args)
-    if not (path / "_tauritavern").is_dir():
-        raise InvalidData(f"no lab at {path} (run `tavernlab demo` or pass --lab DIR)")
-    return Lab(path)
-
-
 def _runs(args: argparse.Namespace) -> int:
-    lab = _open(args)
+    lab = open_lab(args)
     records = lab.runs()
     if args.json:
         print(dump_json([r.model_dump(mode="json", by_alias=True) for r in records]))
@@ -87,7 +79,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _events(args: argparse.Namespace) -> int:
-    run = _open(args).open_run(args.run_id)
+    run = open_lab(args).open_run(args.run_id)
     events = run.events(args.type)
     if args.json:
         for event in events:
@@ -102,7 +94,7 @@ def _tool(args: argparse.Namespace) -> int:
         arguments: Any = json.loads(args.args)
     except ValueError as exc:
         raise InvalidData(f"ARGS is not JSON: {exc}") from None
-    run = _open(args).open_run(args.run_id)
+    run = open_lab(args).open_run(args.run_id)
     result = run.call_tool(args.tool_id, arguments)
     if args.json:
         print(dump_json(result.to_json()))
@@ -113,7 +105,7 @@ def _tool(args: argparse.Namespace) -> int:
 
 
 def _retention(args: argparse.Namespace) -> int:
-    lab = _open(args)
+    lab = open_lab(args)
     settings = lab.retention.read_settings().model_dump(by_alias=True)
     if args.keep_full is not None:
         settings["keepFullRecentRuns"] = args.keep_full
@@ -129,7 +121,7 @@ def _retention(args: argparse.Namespace) -> int:
 
 
 def _sessions(args: argparse.Namespace) -> int:
-    lab = _open(args)
+    lab = open_lab(args)
     if args.new is not None:
         session = lab.sessions.create(args.new)
         print(session.id)

@@ -47,15 +47,24 @@ def rfc3339(moment: datetime) -> str:
 # --- JSON files --------------------------------------------------------------------------
 
 
-def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: bool = False
-               ) -> None:
+def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: bool = False,
+               fresh: bool = False) -> None:
     """Write JSON atomically: temp file in the same directory, flush, rename over ``path``.
 
     ``ascii_only`` escapes every non-ASCII character (used for data that may hold text that
-    is not valid UTF-8, such as raw tool arguments with a lone surrogate)."""
+    is not valid UTF-8, such as raw tool arguments with a lone surrogate). ``fresh`` says the
+    file is normally new (a tool-argument record): it is then created exclusively in place,
+    and only an existing file takes the temp-and-rename path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
     text = json.dumps(data, ensure_ascii=ascii_only, indent=indent)
+    if fresh:
+        try:
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+            return
+        except FileExistsError:
+            pass
+    temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
     try:
         with open(temp, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -249,28 +258,33 @@ class EventLog:
         types are accepted (a typo would otherwise write an event no reader knows)."""
         if type_ not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type_!r}")
-        with self._lock, file_lock(self.path):
-            size = self.path.stat().st_size
-            if size != self._known_size:
-                self._seq = self._last_seq()
-            if isinstance(payload, Model):
-                payload = payload.model_dump(mode="json", by_alias=True)
-            envelope: dict[str, Any] = {
-                "seq": self._seq + 1,
-                "id": new_id("evt"),
-                "runId": self.run_id,
-                "timestamp": rfc3339(utc_now()),
-                "level": level,
-                "type": type_,
-                "payload": payload,
-            }
-            if scope is not None:
-                envelope["eventScope"] = scope.model_dump(mode="json", by_alias=True)
-            line = (json.dumps(envelope, ensure_ascii=False) + "\n").encode("utf-8")
-            with open(self.path, "ab") as handle:
-                handle.write(line)
-            self._seq += 1
-            self._known_size = size + len(line)
+        if isinstance(payload, Model):
+            payload = payload.model_dump(mode="json", by_alias=True)
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                size = os.fstat(fd).st_size
+                if size != self._known_size:
+                    self._seq = self._last_seq()
+                envelope: dict[str, Any] = {
+                    "seq": self._seq + 1,
+                    "id": new_id("evt"),
+                    "runId": self.run_id,
+                    "timestamp": rfc3339(utc_now()),
+                    "level": level,
+                    "type": type_,
+                    "payload": payload,
+                }
+                if scope is not None:
+                    envelope["eventScope"] = scope.model_dump(mode="json", by_alias=True)
+                line = (json.dumps(envelope, ensure_ascii=False) + "\n").encode("utf-8")
+                os.write(fd, line)
+                self._seq += 1
+                self._known_size = size + len(line)
+            finally:
+                os.close(fd)  # releases the flock
         return parse_event(envelope)
 
     def _last_seq(self) -> int:

@@ -235,21 +235,25 @@ class Run:
         events = self.log.read()
         return events if type_ is None else [e for e in events if e.type == type_]
 
-    def set_status(self, status: RunStatus) -> None:
-        """Move to ``status``: ``status_changed`` event, ``run.json`` and its index copy."""
+    def set_status(self, status: RunStatus, *, index: bool = True) -> None:
+        """Move to ``status``: ``status_changed`` event and ``run.json``; also the index copy
+        unless ``index`` is false (the dispatch round trip of every tool call refreshes the
+        index once, when it returns to ``calling_model``)."""
         previous = self.record.status
         if previous == status:
             return
         self.record.status = status
         self.record.updated_at = utc_now()
         self.emit("status_changed", StatusChange(**{"from": previous, "to": status}))
-        self.save_record()
+        self.save_record(index=index, summary=self.record.is_terminal)
 
-    def save_record(self) -> None:
-        """Write ``run.json``, the index copy and the summary."""
+    def save_record(self, *, index: bool = True, summary: bool = True) -> None:
+        """Write ``run.json``, its index copy and (at creation and when the run ends, not on
+        every transient status) the summary projection."""
         data = dump_model(self.record)
         write_json(self.dir / "run.json", data)
-        self.lab.index.save(self.record, self.summary())
+        if index:
+            self.lab.index.save(self.record, self.summary() if summary else None)
 
     def summary(self) -> dict[str, Any]:
         """The run summary projection stored in ``index/run-summaries/``."""
@@ -299,7 +303,7 @@ class Run:
         bad_arguments = _unstorable(arguments)
         write_json(args_path, {"callId": call_id, "toolId": tool_id,
                                "arguments": repr(arguments) if bad_arguments else arguments},
-                   ascii_only=True)
+                   ascii_only=True, fresh=True)
         ref = ToolCallRef(round=self.round, invocation_id=invocation.id, call_id=call_id,
                           tool_id=tool_id, name=name,
                           arguments_path=str(args_path.relative_to(self.dir)))
@@ -311,7 +315,7 @@ class Run:
             self._tokens.add(call.token)
         interrupted: BaseException | None = None
         try:
-            self.set_status("dispatching_tool")
+            self.set_status("dispatching_tool", index=False)
             if bad_arguments:
                 result = ToolResult.from_error(ToolError("tool.invalid_arguments",
                                                          bad_arguments))
