@@ -86,7 +86,7 @@ class ShellResult:
     stderr: str
     output_truncated: bool
     resource_refs: list[str] = field(default_factory=list)
-    tool_result: ToolResult | None = None
+    tool_result: ToolResult | None = field(default=None, repr=False)
 
     @property
     def is_error(self) -> bool:
@@ -149,4 +149,4 @@ class ShellResult:
 class ShellToolResult(ToolResult):
     """A :class:`ToolResult` that also carries its :class:`ShellResult` (not stored)."""
 
-    shell: ShellResult | None = None
+    shell: ShellResult | None = field(default=None, repr=False)
