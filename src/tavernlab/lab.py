@@ -33,6 +33,7 @@ from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import (
+    Artifact,
     ChatRef,
     ChatTarget,
     RootSpec,
@@ -262,7 +263,10 @@ class Lab:
             run_id=run.id, stable_chat_id=chat_ref.stable_chat_id if chat_ref else None,
             chat_ref=chat_ref, created_at=run.record.created_at,
             roots=[RootSpec.for_root(r, visible=True, writable=r in writable).check()
-                   for r in visible])
+                   for r in visible],
+            artifacts=[Artifact(id="message_body", path=run.profile.workspace.message_body_path,
+                                kind="markdown", target="message_body", required=False,
+                                assembly_order=0)] if chat_ref else [])
         write_json(run.dir / "manifest.json", dump_model(manifest))
         run.emit("workspace_initialized", {"roots": list(visible)})
 

@@ -154,3 +154,12 @@ def test_session_listing_rename_and_delete(lab: Lab) -> None:
     os.symlink(second.dir, lab.workspaces_dir / "sessions" / "s-link")
     with pytest.raises(InvalidData, match="symlink"):
         lab.sessions.list()
+
+
+def test_auto_prune_runs_when_a_run_finishes(lab: Lab) -> None:
+    first = finished_run(lab)
+    lab.retention.update_settings(autoPruneEnabled=True, keepFullRecentRuns=0,
+                                  keepRecentTerminalRuns=1)
+    second = finished_run(lab)
+    assert not first.dir.exists()
+    assert sorted(p.name for p in second.dir.iterdir()) == ["events.jsonl", "run.json"]

@@ -59,6 +59,9 @@ def test_layout_run_json_and_manifest(lab: Lab) -> None:
                                "mount": "materialized", "visible": True, "writable": True,
                                "commit": "never"}
     assert roots["skills"]["writable"] is False and roots["tool-results"]["writable"] is False
+    assert manifest["artifacts"] == [{"id": "message_body", "path": "output/main.md",
+                                      "kind": "markdown", "target": "message_body",
+                                      "required": False, "assemblyOrder": 0}]
     assert manifest["commitPolicy"] == {"defaultTarget": "message_body",
                                         "storeArtifactsInExtra": True}
     assert manifest["input"] == {"mode": "snapshot",

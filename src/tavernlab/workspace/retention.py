@@ -6,7 +6,8 @@ runs are ranked (newest ``createdAt`` first, across the whole lab): rank below
 **slimmed** to ``run.json``, ``events.jsonl``, its index entry and its summary; beyond, the
 run directory, index entry and summary are deleted. Non-terminal runs, runs without a terminal
 event and storage anomalies are reported as ``blockedRuns`` and never touched. Session runs
-and ``persistent-states/`` are never touched.
+and ``persistent-states/`` are never touched. With ``autoPruneEnabled`` (default off) a run
+that finishes applies the stored settings (tavernlab's choice of when upstream prunes).
 """
 
 from __future__ import annotations

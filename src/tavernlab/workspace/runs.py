@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import threading
 import time
 from collections import Counter
@@ -344,10 +345,12 @@ class Run:
             elapsed_ms=elapsed, resource_refs=result.resource_refs)
         self.emit("tool_call_failed" if result.is_error else "tool_call_completed", outcome,
                   level="warn" if result.is_error else "info", scope=event_scope)
-        if not self.record.is_terminal:
-            self.set_status("calling_model")
         self._calls += 1
         self._calls_per_tool[tool_id] += 1
+        if not self.record.is_terminal:
+            self.set_status("calling_model")
+        else:
+            self._auto_prune()  # after the finishing call's own records are written
         if interrupted is not None:
             raise interrupted
         return stored
@@ -532,6 +535,18 @@ class Run:
         self.set_status("completed")
         self.emit("run_completed", Reason(reason=reason))
         return refs
+
+    def _auto_prune(self) -> None:
+        """Apply retention when ``agent.retention.autoPruneEnabled`` is on (once a run has
+        ended). A pruning failure never fails the finished run: it is logged, and the next
+        finish tries again."""
+        retention = self.lab.retention
+        if not retention.read_settings().auto_prune_enabled:
+            return
+        try:
+            retention.apply()
+        except (TavernlabError, OSError) as exc:
+            logging.getLogger("tavernlab.retention").warning("auto-prune failed: %s", exc)
 
     def _fail(self, error: str) -> None:
         if not self.record.is_terminal:
