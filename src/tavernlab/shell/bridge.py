@@ -34,7 +34,6 @@ from collections.abc import Callable
 
 from tavernlab.errors import (
     AccessDenied,
-    Cancelled,
     FileIo,
     InvalidData,
     NotFound,
@@ -289,12 +288,3 @@ class WorkspaceBridge:
         except WorkspaceError:
             return False
 
-
-def cancelled_check(is_cancelled: Callable[[], bool]) -> Callable[[], None]:
-    """A scope ``check`` that refuses new operations once ``is_cancelled()`` is true."""
-
-    def check() -> None:
-        if is_cancelled():
-            raise Cancelled()
-
-    return check
