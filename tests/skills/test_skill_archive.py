@@ -121,3 +121,17 @@ def test_written_archives_are_deterministic_and_readable_again(tmp_path: Path) -
         kinds = {i.filename: i.compress_type for i in archive.infolist()}
     assert kinds["assets/zeros.bin"] == zipfile.ZIP_STORED  # deflating would exceed 100:1
     assert kinds["SKILL.md"] == zipfile.ZIP_DEFLATED
+
+
+def test_unsupported_compression_method_is_an_unreadable_archive(repo, tmp_path: Path,
+                                                                 snapshot) -> None:
+    archive = _zip(tmp_path / "odd.zip", {"SKILL.md": SKILL_MD},
+                   compression=zipfile.ZIP_STORED)
+    raw = bytearray(archive.read_bytes())
+    local = raw.index(b"PK\x03\x04")
+    central = raw.index(b"PK\x01\x02")
+    raw[local + 8:local + 10] = (99).to_bytes(2, "little")  # method 99: not decodable
+    raw[central + 10:central + 12] = (99).to_bytes(2, "little")
+    archive.write_bytes(bytes(raw))
+    _rejects(repo, archive, "Failed to read Skill archive 'odd.zip': "
+             "That compression method is not supported", snapshot)

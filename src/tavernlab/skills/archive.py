@@ -98,6 +98,8 @@ def read_archive(path: Path) -> dict[str, bytes]:
                     raise InvalidSkillPackage(
                         f"Skill archive entry '{info.filename}' does not match its size")
                 tree.add(normalized, data)
+    # zipfile raises NotImplementedError for a compression method it cannot decode (and
+    # RuntimeError for encrypted entries): both are unreadable archives, i.e. bad input.
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
             OSError) as exc:
         raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
