@@ -1,13 +1,38 @@
-"""One error hierarchy for tavernlab.
+"""One error tree for tavernlab: every error carries an upstream ``code`` and exact ``message``.
 
-Every error carries the upstream ``code`` and the exact upstream ``message`` so that a
-notebook user, a test and the model-facing tool result all see the same text. Families
-(workspace storage, tools, sandbox, skills, worktree) subclass :class:`TavernlabError`;
-subsystems may define their own subclasses next to their code, but always below this root.
+A notebook user, a test and the model-facing tool result all see the same text, and callers
+branch on the class or on ``code``, never on the message. The whole tree (leaves marked with
+their module when they live beside their engine)::
+
+    TavernlabError                      tavernlab.error
+    ├── WorkspaceError                  workspace.*      storage (spec/workspace.md 5.7)
+    │   ├── NotFound                    workspace.not_found
+    │   ├── InvalidData                 workspace.invalid_data
+    │   │   └── InvalidWorkspacePath    workspace.invalid_path
+    │   ├── PathIsDirectory             workspace.path_is_directory
+    │   ├── AccessDenied                workspace.path_not_visible / workspace.path_not_writable
+    │   ├── FileNotText                 workspace.file_not_text
+    │   ├── WriteConflict               workspace.write_conflict
+    │   ├── FileIo                      workspace.file_io
+    │   └── Cancelled                   workspace.cancelled
+    ├── ToolError                       <tool code>      a recoverable model tool result
+    ├── AgentError                      agent.*          the host: runs, macros, persist states
+    │   ├── RunStateError               agent.run_state_invalid
+    │   ├── MacroError                  agent.invalid_macro_context
+    │   ├── MacroLimitExceeded          agent.macro_limit_exceeded
+    │   └── PersistStateError           agent.persistent_state_*
+    ├── SandboxError                    js.*             the JavaScript sandbox (js/errors.py)
+    ├── SkillError                      skill.*          skill packages (skills/errors.py)
+    ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
+    └── UsageError                      usage            a malformed command line or magic line
+
+Families whose leaves live beside their engine define them in that package's ``errors``
+module, always below the family base defined here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -126,6 +151,12 @@ class FileIo(WorkspaceError):
         self.errno = source.errno if isinstance(source, OSError) else None
 
 
+class InvalidWorkspacePath(InvalidData):
+    """A string that is not a valid workspace path (upstream ``InvalidData``)."""
+
+    code = "workspace.invalid_path"
+
+
 class Cancelled(WorkspaceError):
     """Upstream ``Cancelled``: the operation was not started because the caller cancelled."""
 
@@ -133,3 +164,80 @@ class Cancelled(WorkspaceError):
 
     def __init__(self, message: str = "operation cancelled") -> None:
         super().__init__(message)
+
+
+# --- tools (spec/workspace.md section 7.1) ------------------------------------------------------
+
+
+class ToolError(TavernlabError):
+    """A recoverable tool failure: becomes ``{isError: true, errorCode, content}``.
+
+    ``content`` and ``structured`` override the defaults of the result (the message, and
+    ``{error: {code, message}}``); ``resource_refs`` are the paths the failed call touched.
+    """
+
+    def __init__(self, code: str, message: str, *, resource_refs: Iterable[str] = (),
+                 content: str | None = None, structured: Any = None) -> None:
+        super().__init__(message, code=code)
+        self.resource_refs = list(resource_refs)
+        self.content = content
+        self.structured = structured
+
+
+# --- the host: runs, macros, persist states -----------------------------------------------------
+
+
+class AgentError(TavernlabError):
+    """Root of the host's own failures (upstream's ``agent.*`` codes)."""
+
+    code = "agent.error"
+
+
+class RunStateError(AgentError):
+    """An operation that the run's current state does not allow (for example a tool call on a
+    finished run)."""
+
+    code = "agent.run_state_invalid"
+
+
+class MacroError(AgentError):
+    """A frozen prompt snapshot that cannot become a macro table (construction failure)."""
+
+    code = "agent.invalid_macro_context"
+
+
+class MacroLimitExceeded(AgentError):
+    """Render input or output over 16 MiB: ``macro input exceeds <N> bytes`` and friends."""
+
+    code = "agent.macro_limit_exceeded"
+
+
+class PersistStateError(AgentError):
+    """A persist-state failure; ``code`` is one of the upstream ``agent.persistent_state_*``."""
+
+
+# --- engine families (leaves beside their engine) ------------------------------------------------
+
+
+class SandboxError(TavernlabError):
+    """Root of the JavaScript sandbox's errors (leaves in :mod:`tavernlab.js.errors`)."""
+
+    code = "js.error"
+
+
+class SkillError(TavernlabError):
+    """Root of the skill-package errors (leaves in :mod:`tavernlab.skills.errors`)."""
+
+    code = "skill.error"
+
+
+class WorktreeError(TavernlabError):
+    """Root of the worktree errors (leaves in :mod:`tavernlab.worktree.errors`)."""
+
+    code = "worktree.error"
+
+
+class UsageError(TavernlabError):
+    """A malformed command line or magic line (unknown flag, missing value, bad JSON)."""
+
+    code = "usage"

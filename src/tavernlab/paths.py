@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tavernlab.errors import InvalidData
+from tavernlab.errors import InvalidWorkspacePath
 
-
-class InvalidWorkspacePath(InvalidData):
-    """A string that is not a valid workspace path (upstream ``InvalidData``)."""
-
-    code = "workspace.invalid_path"
+__all__ = ["InvalidWorkspacePath", "WorkspacePath"]
 
 
 @dataclass(frozen=True, order=True, slots=True)

@@ -231,7 +231,7 @@ def test_last_write_that_is_not_text_keeps_the_earlier_candidate(legacy_run: Run
 
 
 def test_acceptance_24_one_non_writable_path_writes_nothing(legacy_run: Run) -> None:
-    from tavernlab.workspace.tooling import ToolError
+    from tavernlab.errors import ToolError
 
     delta = [ScriptWrite("output/a.md", "a"), ScriptWrite("skills/demo/x.md", "x"),
              ScriptWrite("scratch/z.md", "z")]

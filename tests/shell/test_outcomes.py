@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
+from tavernlab.errors import ToolError
 from tavernlab.shell import ShellOutcome
 from tavernlab.shell.result import format_content
-from tavernlab.workspace.tooling import ToolError
 
 from .conftest import Workspace
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.errors import PersistStateError
 from tavernlab.lab import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
-from tavernlab.workspace.persist import PersistStateError
 from tavernlab.workspace.records import read_json, write_json
 from tavernlab.workspace.runs import Run
 

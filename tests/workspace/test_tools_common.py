@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from tavernlab.errors import ToolError
 from tavernlab.lab import Lab
 from tavernlab.workspace.fs import UNSUPPORTED_NODE
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.runs import Run, load_tools, tool_ids
-from tavernlab.workspace.tooling import TOOLS, Arguments, ToolCall, ToolError
+from tavernlab.workspace.tooling import TOOLS, Arguments, ToolCall
 
 load_tools()  # the registry is complete once the tool modules are imported
 

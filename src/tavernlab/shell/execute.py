@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import Cancelled, InvalidData, WorkspaceError
+from tavernlab.errors import Cancelled, InvalidData, ToolError, WorkspaceError
 from tavernlab.shell.bridge import parse_shell_path, shell_path
 from tavernlab.shell.engine import BashkitEngine, ShellEngine
 from tavernlab.shell.limits import DEFAULT_DEADLINE_S, MAX_COMMAND_BYTES
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
-from tavernlab.workspace.tooling import ToolError, invalid_arguments
+from tavernlab.workspace.tooling import invalid_arguments
 
 EngineFactory = Callable[[ScopedWorkspaceFs, "FrozenContext | None"], ShellEngine]
 

@@ -17,13 +17,10 @@ repository), one per kind of failure so a caller can branch on them:
 
 from __future__ import annotations
 
-from tavernlab.errors import TavernlabError
+from tavernlab.errors import SkillError
 
-
-class SkillError(TavernlabError):
-    """Root of the skill-package errors."""
-
-    code = "skill.error"
+__all__ = ["InvalidSkillIndex", "InvalidSkillPackage", "InvalidSkillScope", "SkillConflict",
+           "SkillError", "SkillNotFound", "SkillStorageError"]
 
 
 class InvalidSkillPackage(SkillError):

@@ -28,7 +28,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tavernlab.errors import FileIo, InvalidData, NotFound, PathIsDirectory
+from tavernlab.errors import (
+    FileIo,
+    InvalidData,
+    MacroError,
+    MacroLimitExceeded,
+    NotFound,
+    PathIsDirectory,
+)
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import (
     UNSUPPORTED_NODE,
@@ -36,7 +43,7 @@ from tavernlab.workspace.fs import (
     WorkspaceMetadata,
     not_found,
 )
-from tavernlab.workspace.macros import FrozenMacros, MacroError, MacroLimitExceeded
+from tavernlab.workspace.macros import FrozenMacros
 
 if TYPE_CHECKING:
     from tavernlab.skills.binding import SkillBinding

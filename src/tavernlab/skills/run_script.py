@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tavernlab.errors import NotFound, WorkspaceError
+from tavernlab.errors import NotFound, ToolError, WorkspaceError
 from tavernlab.js.legacy import (
     SkillScriptError,
     SkillScriptRequest,
@@ -60,7 +60,6 @@ from tavernlab.workspace.scope import SKILLS_ROOT, ScopedWorkspaceFs, is_text_fi
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolCall,
-    ToolError,
     ToolResult,
     ToolSpec,
     compact_json,

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tavernlab.errors import TavernlabError
+from tavernlab.errors import MacroError, MacroLimitExceeded
 
 #: Input and output limit of one render, in UTF-8 bytes (16 MiB).
 MACRO_LIMIT_BYTES = 16 * 1024 * 1024
@@ -104,18 +104,6 @@ _INTEGER = re.compile(r"-?[0-9]+")
 _TOKENS = re.compile(r"(?<!\\)\\*\{\{|\}\}")
 _MISSING: Any = object()
 
-
-
-class MacroError(TavernlabError):
-    """A frozen prompt snapshot that cannot become a macro table (construction failure)."""
-
-    code = "agent.invalid_macro_context"
-
-
-class MacroLimitExceeded(TavernlabError):
-    """Render input or output over 16 MiB: ``macro input exceeds <N> bytes`` and friends."""
-
-    code = "agent.macro_limit_exceeded"
 
 
 def _utf8_len(text: str) -> int:

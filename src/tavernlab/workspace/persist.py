@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from tavernlab.errors import InvalidData, TavernlabError
+from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.events import Model
 from tavernlab.workspace.ids import check_dir_name, new_id
 from tavernlab.workspace.records import file_lock, read_json, utc_now, write_json
@@ -50,10 +50,6 @@ STATES_DIR = "persistent-states"
 MANIFEST = "manifest.json"
 PERSIST_ROOT = "persist"
 SUPPORTED_VERSIONS = (1, 2)
-
-
-class PersistStateError(TavernlabError):
-    """A persist-state failure; ``code`` is one of the upstream ``agent.persistent_state_*``."""
 
 
 class FileEntry(Model):

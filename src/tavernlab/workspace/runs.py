@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import TavernlabError, WorkspaceError
+from tavernlab.errors import (
+    PersistStateError,
+    RunStateError,
+    TavernlabError,
+    ToolError,
+    WorkspaceError,
+)
 from tavernlab.events import (
     ChatCommitRequest,
     Event,
@@ -56,7 +62,7 @@ from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
 from tavernlab.workspace.ids import new_id, tool_record_name
 from tavernlab.workspace.invocation import Invocation
-from tavernlab.workspace.persist import PersistSnapshot, PersistStateError
+from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import (
     EventLog,
@@ -74,7 +80,6 @@ from tavernlab.workspace.tooling import (
     TOOLS,
     Arguments,
     ToolCall,
-    ToolError,
     ToolResult,
 )
 
@@ -97,13 +102,6 @@ TOOL_MODULES: tuple[str, ...] = (
 EXTERNAL_PREFIX_CHARS = 3000
 #: A readable view breaks lines hard every this many characters.
 VIEW_LINE_CHARS = 3000
-
-
-class RunStateError(TavernlabError):
-    """An operation that the run's current state does not allow (for example a tool call on a
-    finished run)."""
-
-    code = "agent.run_state_invalid"
 
 
 class Run:

@@ -20,7 +20,7 @@ from tavernlab.errors import (
     AccessDenied,
     NotFound,
     PathIsDirectory,
-    TavernlabError,
+    ToolError,
     WorkspaceError,
 )
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
@@ -28,17 +28,6 @@ from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 if TYPE_CHECKING:
     from tavernlab.workspace.invocation import Invocation
     from tavernlab.workspace.runs import Run
-
-
-class ToolError(TavernlabError):
-    """A recoverable tool failure: becomes ``{isError: true, errorCode, content}``."""
-
-    def __init__(self, code: str, message: str, *, resource_refs: Iterable[str] = (),
-                 content: str | None = None, structured: Any = None) -> None:
-        super().__init__(message, code=code)
-        self.resource_refs = list(resource_refs)
-        self.content = content
-        self.structured = structured
 
 
 @dataclass(slots=True)

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tavernlab.errors import FileNotText, NotFound, PathIsDirectory, WorkspaceError, WriteConflict
+from tavernlab.errors import (
+    FileNotText,
+    NotFound,
+    PathIsDirectory,
+    ToolError,
+    WorkspaceError,
+    WriteConflict,
+)
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.text import (
@@ -29,7 +36,6 @@ from tavernlab.workspace.text import (
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolCall,
-    ToolError,
     ToolResult,
     ToolSpec,
     file_not_found,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tavernlab.errors import TavernlabError
+from tavernlab.errors import UsageError as UsageError  # the one UsageError, re-exported
 
 
 class ToolError(TavernlabError):
@@ -144,7 +145,3 @@ class ServiceError(TavernlabError):
     code = "internal"
 
 
-class UsageError(TavernlabError):
-    """A command line was malformed (unknown flag, missing value, bad JSON)."""
-
-    code = "usage"

@@ -1,0 +1,178 @@
+"""Time and identity, injectable: the one source of "now", elapsed time and new ids.
+
+Every part of tavernlab that stamps a time, measures an elapsed time or mints an id asks a
+:class:`Clock` or an :class:`IdFactory` it was given (a ``Lab`` hands its own to the runs,
+the sandbox, the shell and the worktree tools). The defaults, :class:`SystemClock` and
+:class:`RandomIds`, behave exactly as the standard library does. The deterministic pair,
+:class:`FixedClock` and :class:`SequentialIds`, make two labs that play the same scripted run
+produce byte-identical files: each reading of the clock advances it by a fixed step, and each
+id is a counter.
+
+Formats live here too, so that there is one rule for each: :func:`rfc3339` (upstream's
+``2026-12-01T09:30:00.123456Z``), :func:`rfc3339_millis` (agentproto's
+``2026-12-01T09:30:00.123Z``) and :func:`epoch_ms`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The start of a :class:`FixedClock` unless another is given.
+DEFAULT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Wall time and a monotonic reading."""
+
+    def now(self) -> datetime:
+        """The current wall time as an aware UTC ``datetime``."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back (for elapsed times and deadlines)."""
+        ...
+
+
+@runtime_checkable
+class IdFactory(Protocol):
+    """Mints identifiers such as ``run_<32 hex>``."""
+
+    def new(self, prefix: str, hex_chars: int = 32) -> str:
+        """``<prefix>_`` followed by ``hex_chars`` lowercase hex characters."""
+        ...
+
+
+class SystemClock:
+    """The real clock: ``datetime.now(UTC)`` and ``time.monotonic()``."""
+
+    def now(self) -> datetime:
+        """The current UTC time (microsecond precision)."""
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class FixedClock:
+    """A deterministic clock: reading ``k`` (from 0) returns ``start + k * step``.
+
+    ``now()`` and ``monotonic()`` share one counter, so any sequence of readings is the same
+    on every replay of the same actions. Thread-safe.
+
+    >>> clock = FixedClock(step=timedelta(milliseconds=1))
+    >>> clock.now().isoformat(), clock.now().isoformat()
+    ('2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00.001000+00:00')
+    """
+
+    def __init__(self, start: datetime = DEFAULT_EPOCH,
+                 step: timedelta = timedelta(milliseconds=1)) -> None:
+        if start.tzinfo is None:
+            raise ValueError("FixedClock needs an aware start time (for example tzinfo=UTC)")
+        if step < timedelta(0):
+            raise ValueError("FixedClock step must not be negative")
+        self.start = start.astimezone(UTC)
+        self.step = step
+        self._ticks = 0
+        self._lock = threading.Lock()
+
+    def _tick(self) -> int:
+        with self._lock:
+            tick = self._ticks
+            self._ticks += 1
+        return tick
+
+    def now(self) -> datetime:
+        """The next reading as wall time."""
+        return self.start + self.step * self._tick()
+
+    def monotonic(self) -> float:
+        """The next reading as seconds since ``start``."""
+        return (self.step * self._tick()).total_seconds()
+
+    def __repr__(self) -> str:
+        return f"FixedClock(start={self.start.isoformat()!r}, step={self.step!r})"
+
+
+class RandomIds:
+    """Random ids: ``<prefix>_`` + hex digits of a UUID v4 (32 by default)."""
+
+    def new(self, prefix: str, hex_chars: int = 32) -> str:
+        """A fresh random id."""
+        digits = uuid.uuid4().hex
+        while len(digits) < hex_chars:
+            digits += uuid.uuid4().hex
+        return f"{prefix}_{digits[:hex_chars]}"
+
+    def __repr__(self) -> str:
+        return "RandomIds()"
+
+
+class SequentialIds:
+    """Deterministic ids: one counter per prefix, from 1, behind a seed-derived stem.
+
+    ``SequentialIds()`` mints ``run_00000000000000000000000000000001``, then ``…02``; a
+    ``prefix_seed`` puts the first hex digits of SHA-256(seed) in front of the counter, so two
+    factories with different seeds never collide. Thread-safe.
+    """
+
+    def __init__(self, prefix_seed: str = "") -> None:
+        self.prefix_seed = prefix_seed
+        self._stem = (hashlib.sha256(prefix_seed.encode("utf-8")).hexdigest()
+                      if prefix_seed else "")
+        self._counters: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def new(self, prefix: str, hex_chars: int = 32) -> str:
+        """The next id of ``prefix``."""
+        with self._lock:
+            number = self._counters.get(prefix, 0) + 1
+            self._counters[prefix] = number
+        stem = self._stem[:hex_chars // 2]
+        body = stem + f"{number:0{hex_chars - len(stem)}x}"
+        if len(body) > hex_chars:
+            raise OverflowError(f"SequentialIds ran out of {hex_chars}-digit ids for {prefix}")
+        return f"{prefix}_{body}"
+
+    def __repr__(self) -> str:
+        return f"SequentialIds({self.prefix_seed!r})"
+
+
+def rfc3339(moment: datetime) -> str:
+    """UTC RFC 3339 with microseconds as Python writes them and a ``Z`` suffix (upstream
+    TauriTavern's timestamps)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def rfc3339_millis(moment: datetime) -> str:
+    """UTC RFC 3339 with milliseconds and ``Z`` (JavaScript's ``Date.toISOString()``, the
+    agentproto worktree package's timestamps)."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the Unix epoch (JavaScript's ``Date.now()``)."""
+    return (moment - _UNIX_EPOCH) // timedelta(milliseconds=1)
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp (``Z`` or an offset) into an aware UTC ``datetime``."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp without a time zone: {text!r}")
+    return moment.astimezone(UTC)
+
+
+#: The process-wide defaults (stateless, so sharing them is safe).
+SYSTEM_CLOCK = SystemClock()
+RANDOM_IDS = RandomIds()
