@@ -4,7 +4,7 @@ Every line of a run's ``events.jsonl`` is an envelope ``{seq, id, runId, timesta
 type, payload, eventScope?}``. The event types tavernlab emits have their own model with a
 ``Literal`` tag and a typed payload; any other upstream type read from disk parses as the
 generic :class:`Event` with a plain ``payload`` dict. Rendering lives elsewhere
-(:mod:`tavernlab.render`); these are data only.
+(:mod:`tavernlab.views`); these are data only.
 """
 
 from __future__ import annotations

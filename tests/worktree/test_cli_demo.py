@@ -52,14 +52,20 @@ def test_new_ls_gate_rm(repo: Repo) -> None:
     (["worktree", "new", "esc", "--clone-glob", "../x"],
      "error: execution_failed: cloneGlobs failed: glob pattern '../x' escapes the repo root "
      "(path traversal)"),
-    (["worktree", "new", "wf", "--write-file", "{bad"],
-     "error: usage: --write-file value is not valid JSON: {bad"),
     (["worktree", "rm", "/no/such/worktree"], "error: not_found: not a linked worktree of "),
 ])
 def test_bad_input_is_one_line(repo: Repo, args: list[str], message: str) -> None:
     done = tavernlab(*args, cwd=repo.path)
     assert done.returncode == 1
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bad_usage_prints_the_usage_line_and_exits_2(repo: Repo) -> None:
+    done = tavernlab("worktree", "new", "wf", "--write-file", "{bad", cwd=repo.path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: tavernlab ")
+    assert "tavernlab: error: --write-file value is not valid JSON: {bad" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_outside_a_repository(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tavernlab.lab import Lab
-from tavernlab.render import render_message, render_tool_call
+from tavernlab.views import render_message, render_tool_call
 from tavernlab.workspace.runs import Run
 
 SKILL_MD = """---

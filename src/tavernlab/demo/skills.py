@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tavernlab.lab import Lab
-from tavernlab.render import render_tool_call
+from tavernlab.views import render_tool_call
 
 SKILL_MD = """---
 name: wordcount

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tavernlab.lab import Lab
-from tavernlab.render import render_message, render_persist_state, render_tool_call
+from tavernlab.views import render_message, render_persist_state, render_tool_call
 from tavernlab.workspace.invocation import Invocation
 from tavernlab.workspace.runs import Run
 

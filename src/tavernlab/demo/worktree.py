@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from tavernlab.cli.worktree import describe_event
 from tavernlab.worktree import ProvisionContext, call_tool, run_with_provision_context, start_proxy
-from tavernlab.worktree.cli import describe_event
 from tavernlab.worktree.listing import list_worktrees
 from tavernlab.worktree.status import list_worktree_statuses
 

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from tavernlab.cli import add_lab_argument, open_lab
+from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.shell.result import OUTPUT_TRUNCATED, ShellOutcome, status_line
 
 #: Exit statuses for outcomes without one of their own (the usual shell conventions).

@@ -11,9 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from tavernlab.cli import add_lab_argument, open_lab
+from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import InvalidData
-from tavernlab.render import render_events, render_tool_call
+from tavernlab.views import render_events, render_tool_call
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -2,7 +2,7 @@
 
 ``install`` and ``list`` work on a lab directory given with ``--lab`` (default
 ``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``, the lab ``tavernlab demo`` creates; the
-shared rule of :func:`tavernlab.cli.lab_path`), whose skills live under
+shared rule of :func:`tavernlab.cli.common.lab_path`), whose skills live under
 ``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab. Bad input prints one
 line, ``error: <code>: <message>``, and exits 1 (the shared handler in :mod:`tavernlab.cli`);
 nothing is installed or written then.
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tavernlab.cli import add_lab_argument, lab_path
+from tavernlab.cli.common import add_lab_argument, lab_path
 from tavernlab.skills.archive import write_archive
 from tavernlab.skills.errors import InvalidSkillPackage, SkillError, SkillStorageError
 from tavernlab.skills.package import SkillPackage

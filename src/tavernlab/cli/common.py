@@ -1,0 +1,39 @@
+"""What every ``tavernlab`` sub-command shares: the lab it works on.
+
+Commands that read a lab take ``--lab DIR``; without it they use ``$TAVERNLAB_LAB``, else the
+demo's lab ``./tavernlab-demo/lab``, so ``tavernlab runs`` works right after ``tavernlab demo``.
+A command that reads a lab never creates an empty one by accident.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from tavernlab.errors import InvalidData
+from tavernlab.lab import Lab
+
+#: Environment variable naming the lab the sub-commands use when ``--lab`` is not given.
+LAB_ENV = "TAVERNLAB_LAB"
+#: The lab ``tavernlab demo`` creates.
+DEFAULT_LAB = "tavernlab-demo/lab"
+
+
+def add_lab_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--lab DIR`` (default: ``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``)."""
+    parser.add_argument("--lab", default=None, metavar="DIR",
+                        help=f"the lab directory (default: ${LAB_ENV}, else ./{DEFAULT_LAB})")
+
+
+def lab_path(args: argparse.Namespace) -> Path:
+    """The lab directory chosen by ``--lab``, the environment or the default."""
+    return Path(args.lab or os.environ.get(LAB_ENV) or DEFAULT_LAB)
+
+
+def open_lab(args: argparse.Namespace) -> Lab:
+    """The existing lab chosen by :func:`lab_path`; a missing one is an error."""
+    path = lab_path(args)
+    if not (path / "_tauritavern").is_dir():
+        raise InvalidData(f"no lab at {path} (run `tavernlab demo` or pass --lab DIR)")
+    return Lab(path)

@@ -1,0 +1,98 @@
+"""The injectable clock and id factories (tavernlab.clock)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tavernlab.clock import (
+    FixedClock,
+    RandomIds,
+    SequentialIds,
+    SystemClock,
+    epoch_ms,
+    parse_rfc3339,
+    rfc3339,
+    rfc3339_millis,
+)
+
+
+def test_fixed_clock_advances_one_step_per_reading() -> None:
+    clock = FixedClock(datetime(2026, 12, 1, 9, 30, tzinfo=UTC), timedelta(seconds=2))
+    assert clock.now() == datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    assert clock.monotonic() == 2.0
+    assert clock.now() == datetime(2026, 12, 1, 9, 30, 4, tzinfo=UTC)
+
+
+def test_fixed_clock_refuses_naive_start_and_negative_step() -> None:
+    with pytest.raises(ValueError, match="aware start"):
+        FixedClock(datetime(2026, 1, 1))
+    with pytest.raises(ValueError, match="must not be negative"):
+        FixedClock(step=timedelta(seconds=-1))
+
+
+def test_two_fixed_clocks_read_alike() -> None:
+    a, b = FixedClock(), FixedClock()
+    assert [a.now() for _ in range(5)] == [b.now() for _ in range(5)]
+
+
+def test_fixed_clock_is_thread_safe() -> None:
+    clock = FixedClock(step=timedelta(microseconds=1))
+    seen: list[datetime] = []
+    lock = threading.Lock()
+
+    def read() -> None:
+        for _ in range(500):
+            value = clock.now()
+            with lock:
+                seen.append(value)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(seen)) == 2000
+
+
+def test_sequential_ids() -> None:
+    ids = SequentialIds()
+    assert ids.new("run") == "run_00000000000000000000000000000001"
+    assert ids.new("run") == "run_00000000000000000000000000000002"
+    assert ids.new("inv") == "inv_00000000000000000000000000000001"
+    assert ids.new("wt", 8) == "wt_00000001"
+
+
+def test_sequential_ids_with_a_seed_do_not_collide() -> None:
+    a, b = SequentialIds("lab-a"), SequentialIds("lab-b")
+    first_a, first_b = a.new("run"), b.new("run")
+    assert first_a != first_b
+    assert len(first_a) == len("run_") + 32
+    assert first_a.endswith("0001")
+    assert SequentialIds("lab-a").new("run") == first_a
+
+
+def test_random_ids_have_the_asked_length() -> None:
+    ids = RandomIds()
+    assert len(ids.new("evt")) == 4 + 32
+    assert len(ids.new("wt", 8)) == 3 + 8
+    assert len(ids.new("x", 40)) == 2 + 40
+    assert ids.new("run") != ids.new("run")
+
+
+def test_system_clock_is_aware_utc() -> None:
+    now = SystemClock().now()
+    assert now.tzinfo is UTC
+
+
+def test_formats() -> None:
+    moment = datetime(2026, 12, 1, 9, 30, 0, 123456, tzinfo=UTC)
+    assert rfc3339(moment) == "2026-12-01T09:30:00.123456Z"
+    assert rfc3339_millis(moment) == "2026-12-01T09:30:00.123Z"
+    assert epoch_ms(moment) == 1796117400123
+    assert parse_rfc3339("2026-12-01T09:30:00.123456Z") == moment
+    assert parse_rfc3339("2026-12-01T10:30:00.123456+01:00") == moment
+    with pytest.raises(ValueError, match="time zone"):
+        parse_rfc3339("2026-12-01T09:30:00")
