@@ -177,8 +177,8 @@ class ToolError(TavernlabError):
     """
 
     def __init__(self, code: str, message: str, *, resource_refs: Iterable[str] = (),
-                 content: str | None = None, structured: Any = None) -> None:
-        super().__init__(message, code=code)
+                 content: str | None = None, structured: Any = None, **details: Any) -> None:
+        super().__init__(message, code=code, **details)
         self.resource_refs = list(resource_refs)
         self.content = content
         self.structured = structured
