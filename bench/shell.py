@@ -25,7 +25,7 @@ from pathlib import Path
 
 import bashkit
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.shell import execute_shell
 
 PIPELINE = ("find /scratch/notes -type f -name '*.md' | sort | head -n 800 "

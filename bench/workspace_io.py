@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
 from tavernlab.workspace.persist import PersistRepository, PersistSnapshot

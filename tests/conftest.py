@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Run
 
 
 @pytest.fixture

@@ -11,27 +11,34 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tavernlab import _compat
+
 if TYPE_CHECKING:
+    from tavernlab import worktree
     from tavernlab.errors import TavernlabError
-    from tavernlab.lab import Lab
+    from tavernlab.host import Lab, Run
     from tavernlab.paths import WorkspacePath
-    from tavernlab.workspace.runs import Run
     from tavernlab.workspace.tooling import ToolResult
 
-__all__ = ["Lab", "Run", "TavernlabError", "ToolResult", "WorkspacePath"]
+__all__ = ["Lab", "Run", "TavernlabError", "ToolResult", "WorkspacePath", "worktree"]
 __version__ = "0.1.0"
 
 _HOMES = {
-    "Lab": "tavernlab.lab",
-    "Run": "tavernlab.workspace.runs",
+    "Lab": "tavernlab.host.lab",
+    "Run": "tavernlab.host.run",
     "TavernlabError": "tavernlab.errors",
     "ToolResult": "tavernlab.workspace.tooling",
     "WorkspacePath": "tavernlab.paths",
 }
+_SUBPACKAGES = frozenset({"worktree"})
+
+_compat.install()
 
 
 def __getattr__(name: str) -> Any:
     """Import a public name on first use."""
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"tavernlab.{name}")
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'tavernlab' has no attribute {name!r}")

@@ -7,6 +7,7 @@ their module when they live beside their engine)::
     TavernlabError                      tavernlab.error
     ├── WorkspaceError                  workspace.*      storage (spec/workspace.md 5.7)
     │   ├── NotFound                    workspace.not_found
+    │   │   └── SkillUnavailable        workspace.not_found (``Skill is not available: …``)
     │   ├── InvalidData                 workspace.invalid_data
     │   │   └── InvalidWorkspacePath    workspace.invalid_path
     │   ├── PathIsDirectory             workspace.path_is_directory
@@ -73,6 +74,15 @@ class NotFound(WorkspaceError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class SkillUnavailable(NotFound):
+    """Upstream ``NotFound("Skill is not available: skills/<name>")``: a path under ``skills/``
+    names a skill the Invocation has not bound (the tools keep this message as it is)."""
+
+    def __init__(self, name: str, *, path: str = "") -> None:
+        super().__init__(f"Skill is not available: skills/{name}", path=path or name)
+        self.name = name
 
 
 class InvalidData(WorkspaceError):

@@ -24,11 +24,12 @@ from tavernlab.js.legacy import (
     SkillScriptValidationError,
     SnapshotFile,
 )
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.skills.run_script import build_request, write_back
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.workspace.runs import Run
-from tavernlab.workspace.tooling import Arguments, ToolCall, ToolResult
+from tavernlab.host import Run
+from tavernlab.host.dispatch import CallContext
+from tavernlab.workspace.tooling import Arguments, ToolResult
 
 from .conftest import SNAPSHOT, write
 
@@ -179,8 +180,7 @@ def test_acceptance_21_engine_request(legacy_run: Run) -> None:
     sub = legacy_run.start_subagent("helper", Profile(workspace=WorkspaceSettings(
         visible_roots=["output", "scratch"], writable_roots=["scratch"])))
     write(legacy_run.workspace_dir, "output/seen.md", "seen")
-    tool_call = ToolCall(run=legacy_run, invocation=sub, call_id="call_x", round=1,
-                         tool_id="skill.run_script")
+    tool_call = CallContext(legacy_run._core, sub, "call_x", "skill.run_script", 1)
     request = build_request(tool_call, Arguments(
         {"skill": "demo", "script": "write", "args": {"writes": [], "n": [1, None]}},
         ("skill", "script", "args")))
@@ -302,8 +302,7 @@ def test_workspace_snapshot_leaves_out_skills_and_binary_files(legacy_run: Run) 
     assert "text.md" in listed[1] and "bin.dat" not in listed[1]
     assert listed[2:] == [False, False]
     snapshot_file = build_request(
-        ToolCall(run=legacy_run, invocation=legacy_run.main, call_id="c", round=1,
-                 tool_id="skill.run_script"),
+        CallContext(legacy_run._core, legacy_run.main, "c", "skill.run_script", 1),
         Arguments({"skill": "demo", "script": "snapshot"}, ("skill", "script", "args")),
     ).files["output/text.md"]
     assert snapshot_file == SnapshotFile("t", snapshot_file.sha256)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.cli import main
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_refused_calls_and_bad_input(lab_dir: Path, run_id: str,
 
 def test_timeout_status(lab_dir: Path, run_id: str, capsys: pytest.CaptureFixture[str],
                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tavernlab.workspace.runs import Run
+    from tavernlab.host import Run
 
     monkeypatch.setattr(Run, "shell_deadline_s", 0.3)
     assert main(["shell", run_id, "echo start; while :; do :; done", "--lab", str(lab_dir)]) == 124

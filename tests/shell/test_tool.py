@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.workspace.runs import Run
-from tavernlab.workspace.tooling import TOOLS, ToolResult
+from tavernlab.host import Run
+from tavernlab.shell.tool import SHELL_TOOLS
+from tavernlab.workspace.tooling import ToolResult
 
 from .conftest import lock_waiter_blocked
 from .test_cancel import JS_TWO_WRITES, PYTHON_TWO_WRITES
@@ -70,7 +71,7 @@ def commits(run: Run) -> list[tuple[str, bool, str]]:
 
 
 def test_the_tool_is_registered_with_its_description() -> None:
-    spec = TOOLS["workspace.shell"]
+    (spec,) = SHELL_TOOLS
     assert (spec.model_name, spec.mutating, spec.arguments) == (
         "workspace_shell", True, ("command", "workdir"))
     assert spec.description == DESCRIPTION

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.errors import NotFound
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 
 CONTEXT = {"macroContext": {"names": {"user": "Mika", "char": "Frozen Alice"}}}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.cli import main
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 
 
 def test_runs_events_tool_retention_and_sessions(tmp_path: Path,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Run
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_confirmed_commits_survive_a_failed_run(lab: Lab) -> None:
     run = lab.start_run(chat_id="alice")
     put(run, "output/main.md", "confirmed")
     run.call_tool("workspace.commit", {})
-    run._fail("simulated provider failure")
+    run._core.fail("simulated provider failure")
     assert run.status == "failed"
     assert lab.chat("alice").messages[0].body == "confirmed"
     assert run.events("run_failed")[0].level == "error"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tavernlab.errors import PersistStateError
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.records import read_json, write_json
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Run
 
 
 @pytest.fixture
@@ -285,7 +285,7 @@ def test_chat_link_fork_and_pruning(lab: Lab) -> None:
 
 PUBLISHER = """
 import sys
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 run = Lab(sys.argv[1]).open_run(sys.argv[2])
 print("publishing", flush=True)
 run.call_tool("workspace.finish", {})

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.errors import AccessDenied, InvalidData, NotFound
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
 from tavernlab.workspace.scope import (

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from tavernlab.errors import WriteConflict
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
 
@@ -137,7 +137,7 @@ def test_two_processes_never_lose_an_update(lab: Lab) -> None:
 
 TOOL_CHILD = textwrap.dedent("""
     import json, sys
-    from tavernlab.lab import Lab
+    from tavernlab.host import Lab
 
     lab_dir, run_id, name, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     run = Lab(lab_dir).open_run(run_id)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tavernlab.errors import InvalidData, NotFound
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Run
 
 
 @pytest.fixture

@@ -11,11 +11,15 @@ import pytest
 
 from tavernlab.errors import TavernlabError
 from tavernlab.events import ToolCallFailed
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.workspace.ids import workspace_id
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, read_json
-from tavernlab.workspace.tooling import TOOLS, ToolResult, ToolSpec, register_tool
+from tavernlab.clock import SYSTEM_CLOCK, RandomIds
+from tavernlab.events import ContextAssembled, ContextSummary
+from tavernlab.host import DEFAULT_TOOLS
+from tavernlab.workspace.logs import EventLog
+from tavernlab.workspace.tooling import ToolResult, ToolSpec
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -114,10 +118,11 @@ def test_events_are_contiguous_and_pin_their_payloads(lab: Lab) -> None:
 
 def test_concurrent_event_appends_stay_contiguous(lab: Lab) -> None:
     run = lab.start_run(chat_id="alice")
+    log = EventLog(run.dir / "events.jsonl", run.id, clock=SYSTEM_CLOCK, ids=RandomIds())
 
     def emit() -> None:
         for _ in range(50):
-            run.emit("checkpoint_created", {})
+            log.append(ContextAssembled, ContextSummary(has_host_context=False))
 
     threads = [threading.Thread(target=emit) for _ in range(8)]
     for thread in threads:
@@ -129,19 +134,18 @@ def test_concurrent_event_appends_stay_contiguous(lab: Lab) -> None:
 
 
 @pytest.fixture
-def echo_tool() -> ToolSpec:
-    def handler(call, args):  # type: ignore[no-untyped-def]
+def echo_lab(tmp_path: Path) -> Lab:
+    """A lab whose registry adds ``test.echo`` to the default tools."""
+    def handler(ctx, args):  # type: ignore[no-untyped-def]
         return ToolResult(content=args.string("text", required=True), structured={"ok": 1})
 
     spec = ToolSpec(id="test.echo", handler=handler, mutating=False, description="echo",
                     arguments=("text",))
-    register_tool(spec)
-    yield spec
-    TOOLS.pop("test.echo")
+    return Lab(tmp_path / "echo-lab", tools=[*DEFAULT_TOOLS, spec])
 
 
-def test_long_external_results_get_a_readable_view(lab: Lab, echo_tool: ToolSpec) -> None:
-    run = lab.start_run(chat_id="alice", profile={"workspace": {"inlineResultChars": 5000}})
+def test_long_external_results_get_a_readable_view(echo_lab: Lab) -> None:
+    run = echo_lab.start_run(chat_id="alice", profile={"workspace": {"inlineResultChars": 5000}})
     text = "".join(chr(ord("a") + i % 26) for i in range(7000))
     result = run.call_tool("test.echo", {"text": text}, call_id="call_x")
     inv = run.main.id
@@ -199,7 +203,7 @@ def test_reopened_runs_continue_in_a_new_round_without_read_records(lab: Lab) ->
     assert again.call_tool("workspace.read_file", {"path": "output/main.md"}).is_error is False
     assert not again.call_tool("workspace.write_file", {"path": "output/main.md",
                                                         "content": "v2"}).is_error
-    assert again._call_seq == 5
+    assert again._core.counters.call_seq == 5
     again.call_tool("workspace.commit", {})
     assert lab.chat("alice").messages[0].body == "v2"
     assert not again.finish().is_error

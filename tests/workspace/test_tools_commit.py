@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tavernlab.lab import Lab
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Lab
+from tavernlab.host import Run
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -20,7 +20,7 @@ def test_mode_invalid(run: Run, mode: str, put: Put) -> None:
     assert (result.error_code, result.content) == (
         "workspace.commit_mode_invalid", f"mode must be `replace` or `append`, got `{mode}`")
     assert run.explicit_commits == 0
-    assert run.lab.chat("alice").messages == []
+    assert run.chat is not None and run.chat.messages == []
 
 
 def test_replace_and_append_texts(run: Run, put: Put) -> None:

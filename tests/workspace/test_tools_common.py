@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 
 from tavernlab.errors import ToolError
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.workspace.fs import UNSUPPORTED_NODE
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.workspace.runs import Run, load_tools, tool_ids
-from tavernlab.workspace.tooling import TOOLS, Arguments, ToolCall
+from tavernlab.host import Run
+from tavernlab.host.dispatch import CallContext
+from tavernlab.workspace.tooling import Arguments
+from tavernlab.workspace.tools import WORKSPACE_TOOLS
 
-load_tools()  # the registry is complete once the tool modules are imported
+TOOLS = {spec.id: spec for spec in WORKSPACE_TOOLS}
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -100,7 +102,7 @@ def test_the_allow_lists() -> None:
 
 
 def test_the_run_offers_the_workspace_tools(run: Run) -> None:
-    assert set(VALID) <= set(tool_ids(run))
+    assert set(VALID) <= {spec.id for spec in run.tools}
 
 
 @pytest.mark.parametrize(("tool", "args", "message"), [
@@ -169,8 +171,7 @@ def test_lone_surrogates_are_invalid_arguments(busy_run: Run) -> None:
     ]
     for tool, args, message in cases:
         spec = TOOLS[tool]
-        call = ToolCall(run=busy_run, invocation=busy_run.main, call_id="call_u", round=1,
-                        tool_id=tool)
+        call = CallContext(busy_run._core, busy_run.main, "call_u", tool, 1)
         with pytest.raises(ToolError) as info:
             spec.handler(call, Arguments(args, spec.arguments))
         assert (info.value.code, info.value.message) == ("tool.invalid_arguments", message)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tavernlab.lab import Lab
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Lab
+from tavernlab.host import Run
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]

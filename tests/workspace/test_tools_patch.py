@@ -9,7 +9,7 @@ import pytest
 
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Run
 from tavernlab.workspace.tools import (
     PATCH_EMPTY,
     PATCH_NO_CHANGE,

@@ -8,7 +8,7 @@ import pytest
 
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
-from tavernlab.workspace.runs import Run
+from tavernlab.host import Run
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from tavernlab.errors import InvalidData
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 
 #: Environment variable naming the lab the sub-commands use when ``--lab`` is not given.
 LAB_ENV = "TAVERNLAB_LAB"

@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab, Run
 from tavernlab.views import render_message, render_tool_call
-from tavernlab.workspace.runs import Run
 
 SKILL_MD = """---
 name: tally

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab
 from tavernlab.views import render_tool_call
 
 SKILL_MD = """---
@@ -143,9 +143,9 @@ def run(root: Path, out: TextIO) -> None:
     ):
         print(render_tool_call(tool, args, run_v5.call_tool(tool, args)), file=out)
     argv = ["/skills/wordcount/scripts/count.js", "scratch/story.md", "--top", "3"]
-    result = run_v5.js(argv)
-    print(f"$ js {' '.join(argv)}\nexit {result.exit_code}\nstdout: {result.stdout.rstrip()}"
-          f"\nstderr: {result.stderr.rstrip()}", file=out)
+    outcome = run_v5.js(argv)
+    print(f"$ js {' '.join(argv)}\nexit {outcome.exit_code}\nstdout: {outcome.stdout.rstrip()}"
+          f"\nstderr: {outcome.stderr.rstrip()}", file=out)
     bad = run_v5.js(["/skills/wordcount/scripts/count.js"])
     print(f"$ js /skills/wordcount/scripts/count.js\nexit {bad.exit_code}\nstderr: "
           f"{bad.stderr.rstrip()}", file=out)

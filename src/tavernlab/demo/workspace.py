@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TextIO
 
-from tavernlab.lab import Lab
+from tavernlab.host import Lab, Run
+from tavernlab.host.invocation import Invocation
 from tavernlab.views import render_message, render_persist_state, render_tool_call
-from tavernlab.workspace.invocation import Invocation
-from tavernlab.workspace.runs import Run
 
 CONTEXT: dict[str, Any] = {
     "macroContext": {"names": {"user": "Mika", "char": "Alice"}},

@@ -1,17 +1,17 @@
-"""The ``workspace.shell`` tool (model alias ``workspace_shell``): registration and handler.
+"""The ``workspace.shell`` tool (model alias ``workspace_shell``).
 
 Arguments ``command`` (string, raw, at most 128 KiB) and ``workdir`` (string, default ``/``);
 unknown keys, a missing ``command`` and wrong types fail with ``tool.invalid_arguments``. The
-handler runs :func:`~tavernlab.shell.execute.execute_shell` over the calling Invocation's
-scoped view with the run's frozen context, the call's cancel token and the run's shell
-deadline, and returns the shell's tool result (a :class:`~tavernlab.shell.result.
-ShellToolResult`, so ``ShellResult.from_tool_result`` recovers stdout and stderr).
+handler runs :func:`~tavernlab.shell.execute.execute_shell` over the calling agent's scoped
+view with the run's frozen context, the call's cancel token and the run's shell deadline, and
+returns the shell's tool result (a :class:`~tavernlab.shell.result.ShellToolResult`, so
+``ShellResult.from_tool_result`` recovers stdout and stderr).
 """
 
 from __future__ import annotations
 
 from tavernlab.shell.execute import execute_shell
-from tavernlab.workspace.tooling import Arguments, ToolCall, ToolResult, ToolSpec, register_tool
+from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
 
 TOOL_ID = "workspace.shell"
 
@@ -30,14 +30,16 @@ patching it with the text tools."""
 ARGUMENT_NAMES = ("command", "workdir")
 
 
-def shell_tool(call: ToolCall, args: Arguments) -> ToolResult:
+def shell_tool(ctx: ToolContext, args: Arguments) -> ToolResult:
     """Handle one ``workspace.shell`` call."""
     command = args.string("command", required=True) or ""
     workdir = args.string("workdir", default="/") or "/"
-    result = execute_shell(call.invocation.scope, call.run.context, command, workdir,
-                           deadline_s=call.run.shell_deadline_s, token=call.token)
+    result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
+                           deadline_s=ctx.shell_deadline_s, token=ctx.token)
     return result.to_tool_result()
 
 
-SPEC = register_tool(ToolSpec(id=TOOL_ID, handler=shell_tool, mutating=True,
-                              description=DESCRIPTION, arguments=ARGUMENT_NAMES))
+#: The shell tool (one spec).
+SHELL_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(TOOL_ID, shell_tool, True, DESCRIPTION, ARGUMENT_NAMES),
+)

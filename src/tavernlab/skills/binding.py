@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from tavernlab.errors import NotFound
+from tavernlab.errors import SkillUnavailable
 from tavernlab.skills.index import GLOBAL_SCOPE, ScopeKind, SkillIndexEntry, SkillScope
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.repository import SkillRepository
@@ -124,7 +124,7 @@ def bind_skills(repository: SkillRepository, profile: Profile, *,
         wanted = sorted(set(names))
         for name in wanted:
             if name not in bound:
-                raise NotFound(f"Skill is not available: skills/{name}", path=name)
+                raise SkillUnavailable(name)
         bound = {name: bound[name] for name in wanted}
     return bound, BoundSkillsMount(bound, macros)
 

@@ -14,24 +14,23 @@ from __future__ import annotations
 from tavernlab.skills.binding import skill_list
 from tavernlab.workspace.tooling import (
     Arguments,
-    ToolCall,
+    ToolContext,
     ToolResult,
     ToolSpec,
     invalid_arguments,
-    register_tool,
 )
 from tavernlab.workspace.tools import READ_FILE_ARGUMENTS, read_file
 
 
-def list_skills(call: ToolCall, args: Arguments) -> ToolResult:
+def list_skills(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``skill.list``: the Invocation's effective skills."""
-    content, structured = skill_list(call.invocation.skills)
+    content, structured = skill_list(ctx.skills)
     return ToolResult(content=content or "No skills are available for this task.",
                       structured=structured,
                       resource_refs=[s["path"] for s in structured["skills"]])
 
 
-def read_skill(call: ToolCall, args: Arguments) -> ToolResult:
+def read_skill(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``skill.read``: ``workspace.read_file`` on ``skills/<name>/<path>``."""
     name = args.string("name", required=True) or ""
     path = args.string("path", default="SKILL.md") or "SKILL.md"
@@ -41,11 +40,14 @@ def read_skill(call: ToolCall, args: Arguments) -> ToolResult:
     for key in ("start_line", "line_count"):
         if args.has(key):
             forwarded[key] = args.value(key)
-    return read_file(call, Arguments(forwarded, READ_FILE_ARGUMENTS))
+    return read_file(ctx, Arguments(forwarded, READ_FILE_ARGUMENTS))
 
 
-register_tool(ToolSpec(id="skill.list", handler=list_skills, mutating=False,
-                       description="List the skills available to this task.", arguments=()))
-register_tool(ToolSpec(id="skill.read", handler=read_skill, mutating=False,
-                       description="Read a file of an available skill (default SKILL.md).",
-                       arguments=("name", "path", "start_line", "line_count")))
+#: The legacy skill tools besides ``skill.run_script`` (compatibility mode only).
+SKILL_COMPAT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("skill.list", list_skills, False, "List the skills available to this task.", (),
+             compat=True),
+    ToolSpec("skill.read", read_skill, False,
+             "Read a file of an available skill (default SKILL.md).",
+             ("name", "path", "start_line", "line_count"), compat=True),
+)

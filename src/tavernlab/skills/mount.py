@@ -35,6 +35,7 @@ from tavernlab.errors import (
     MacroLimitExceeded,
     NotFound,
     PathIsDirectory,
+    SkillUnavailable,
 )
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import (
@@ -76,7 +77,7 @@ class BoundSkillsMount:
         name = path.parts[1]
         binding = self.bindings.get(name)
         if binding is None:
-            raise NotFound(f"Skill is not available: skills/{name}", path=path.text)
+            raise SkillUnavailable(name, path=path.text)
         return binding
 
     def _locate(self, path: WorkspacePath) -> tuple[Path, os.stat_result]:

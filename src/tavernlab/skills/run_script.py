@@ -59,12 +59,11 @@ from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.scope import SKILLS_ROOT, ScopedWorkspaceFs, is_text_file
 from tavernlab.workspace.tooling import (
     Arguments,
-    ToolCall,
+    ToolContext,
     ToolResult,
     ToolSpec,
     compact_json,
     invalid_arguments,
-    register_tool,
 )
 
 SCRIPT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -78,14 +77,14 @@ with workspace.writeText are applied after the script succeeds, with conflict ch
 Read the skill's SKILL.md for its scripts and their arguments."""
 
 
-def handle_run_script(call: ToolCall, args: Arguments) -> ToolResult:
+def handle_run_script(ctx: ToolContext, args: Arguments) -> ToolResult:
     """The ``skill.run_script`` handler (see the module docstring)."""
-    request = build_request(call, args)
+    request = build_request(ctx, args)
     try:
-        outcome = run_skill_script(request, token=call.token)
+        outcome = run_skill_script(request, token=ctx.token)
     except SkillScriptError as exc:
         raise ToolError(exc.code, exc.message) from None
-    written = write_back(call.invocation.scope, request.files, outcome.writes,
+    written = write_back(ctx.scope, request.files, outcome.writes,
                          outcome.last_write_path)
     return ToolResult(
         content=(f"Executed skill script `{request.skill}/{request.entry}`. Result:\n"
@@ -93,7 +92,7 @@ def handle_run_script(call: ToolCall, args: Arguments) -> ToolResult:
         structured=outcome.value, resource_refs=written)
 
 
-def build_request(call: ToolCall, args: Arguments) -> SkillScriptRequest:
+def build_request(ctx: ToolContext, args: Arguments) -> SkillScriptRequest:
     """Steps 1-7: validate the call and build the engine request (nothing runs yet)."""
     skill = (args.string("skill", required=True, missing="skill is required") or "").strip()
     if not skill:
@@ -109,12 +108,11 @@ def build_request(call: ToolCall, args: Arguments) -> SkillScriptRequest:
             f"script name `{script}` is invalid: use lowercase letters, digits, and hyphens "
             "(pattern ^[a-z0-9][a-z0-9-]*$). Check the exact script name in this skill's "
             "SKILL.md."))
-    invocation = call.invocation
-    if not invocation.skill_policy_allows(skill):
+    if not ctx.profile.skills.allows(skill):
         raise ToolError("skill.run_script_skill_not_visible", (
             f"Skill `{skill}` is not available under the current policy. Call skill_list to "
             "see available skills."))
-    binding = invocation.skills.get(skill)
+    binding = ctx.skills.get(skill)
     if binding is None:
         raise ToolError("skill.run_script_skill_not_visible", (
             f"Skill `{skill}` is not available in the current Skill set. Call skill_list to "
@@ -125,8 +123,8 @@ def build_request(call: ToolCall, args: Arguments) -> SkillScriptRequest:
         raise ToolError("skill.run_script_not_found", (
             f"Script `{entry}` was not found in skill `{skill}`. Call skill_read on this "
             "skill's SKILL.md to check which scripts it ships."))
-    scope = invocation.scope
-    context = call.run.context
+    scope = ctx.scope
+    context = ctx.frozen
     return SkillScriptRequest(
         skill=skill, entry=entry, modules=modules, args=script_args,
         visible_roots=scope.policy.visible_roots, writable_roots=scope.policy.writable_roots,
@@ -240,6 +238,8 @@ def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
     return written
 
 
-RUN_SCRIPT = register_tool(ToolSpec(
-    id="skill.run_script", handler=handle_run_script, mutating=True, description=DESCRIPTION,
-    arguments=("skill", "script", "args")))
+#: The legacy ``skill.run_script`` tool (compatibility mode only).
+RUN_SCRIPT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("skill.run_script", handle_run_script, True, DESCRIPTION, ("skill", "script", "args"),
+             compat=True),
+)

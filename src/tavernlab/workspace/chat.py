@@ -19,11 +19,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
+from tavernlab.locks import file_lock
 from tavernlab.workspace.ids import ChatKind, check_stable_chat_id, workspace_id
 from tavernlab.workspace.persist import PersistRepository
-from tavernlab.workspace.records import file_lock, read_json, write_json
+from tavernlab.workspace.records import read_json, write_json
 
 HOST_DIR = "host-chats"
 
@@ -88,8 +90,8 @@ class Chat:
     and persist states) is ``agent-workspaces/chats/<workspace-id>/`` below it.
     """
 
-    def __init__(self, data_dir: Path, stable_chat_id: str, kind: ChatKind = "character"
-                 ) -> None:
+    def __init__(self, data_dir: Path, stable_chat_id: str, kind: ChatKind = "character", *,
+                 clock: Clock = SYSTEM_CLOCK, ids: IdFactory = RANDOM_IDS) -> None:
         self.kind: ChatKind = kind
         self.stable_chat_id = check_stable_chat_id(stable_chat_id)
         self.workspace_id = workspace_id(kind, self.stable_chat_id)
@@ -97,7 +99,7 @@ class Chat:
         self.path = data_dir / HOST_DIR / f"{self.workspace_id}.json"
         self.workspace_dir = data_dir / "agent-workspaces" / "chats" / self.workspace_id
         self.persist = PersistRepository(self.workspace_dir, self.workspace_id,
-                                         self.stable_chat_id)
+                                         self.stable_chat_id, clock=clock, ids=ids)
 
     def __repr__(self) -> str:
         return f"<Chat {self.kind}:{self.stable_chat_id} ({len(self.messages)} messages)>"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import io
 import os
@@ -43,6 +42,7 @@ from tavernlab.errors import (
     PathIsDirectory,
     WriteConflict,
 )
+from tavernlab.locks import file_lock
 from tavernlab.paths import WorkspacePath, display
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
@@ -192,22 +192,13 @@ class WorkspaceLock:
     def __init__(self, lock_path: Path) -> None:
         self.path = lock_path
 
-    @contextlib.contextmanager
-    def _hold(self, mode: int) -> Iterator[None]:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, mode)
-            yield
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
-
     def shared(self) -> contextlib.AbstractContextManager[None]:
         """Hold the lock shared (many readers)."""
-        return self._hold(fcntl.LOCK_SH)
+        return file_lock(self.path, shared=True)
 
     def exclusive(self) -> contextlib.AbstractContextManager[None]:
         """Hold the lock exclusively (one mutation)."""
-        return self._hold(fcntl.LOCK_EX)
+        return file_lock(self.path)
 
 
 # --- the port ------------------------------------------------------------------------------

@@ -41,10 +41,12 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.events import Model
-from tavernlab.workspace.ids import check_dir_name, new_id
-from tavernlab.workspace.records import file_lock, read_json, utc_now, write_json
+from tavernlab.locks import file_lock
+from tavernlab.workspace.ids import check_dir_name
+from tavernlab.workspace.records import read_json, write_json
 
 STATES_DIR = "persistent-states"
 MANIFEST = "manifest.json"
@@ -210,8 +212,11 @@ def diff_trees(base_files: dict[str, tuple[str, int]], base_dirs: set[str], tree
 class PersistRepository:
     """The persist states of one chat workspace (``chats/<workspace-id>/``)."""
 
-    def __init__(self, chat_dir: Path, workspace_id: str, stable_chat_id: str) -> None:
+    def __init__(self, chat_dir: Path, workspace_id: str, stable_chat_id: str, *,
+                 clock: Clock = SYSTEM_CLOCK, ids: IdFactory = RANDOM_IDS) -> None:
         self.chat_dir = chat_dir
+        self.clock = clock
+        self.ids = ids
         self.states_dir = chat_dir / STATES_DIR
         self.workspace_id = workspace_id
         self.stable_chat_id = stable_chat_id
@@ -319,7 +324,7 @@ class PersistRepository:
                 for earlier in self._revision_chain(revision_of, run_id):
                     if tree.same_as(earlier.files, self.directories_of(earlier)):
                         return earlier, True
-            state_id = new_id("pst")
+            state_id = self.ids.new("pst")
             if self.state_dir(state_id).exists():
                 raise _state_error("exists", f"persist state `{state_id}` already exists",
                                    code="agent.persistent_state_exists")
@@ -330,7 +335,7 @@ class PersistRepository:
                 manifest = StateManifest(
                     state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
                     stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
-                    revision_of=revision_of, created_at=utc_now(),
+                    revision_of=revision_of, created_at=self.clock.now(),
                     files=tree.file_entries(), directories=sorted(tree.directories),
                     changes=diff_trees(base_files, snapshot.directory_set(), tree),
                 )

@@ -1,5 +1,5 @@
-"""On-disk run records (spec/workspace.md section 8): ``run.json``, ``manifest.json``, the
-event log, the run index and the JSON file helpers every store uses.
+"""On-disk run records (spec/workspace.md section 8): ``run.json``, ``manifest.json`` and the
+JSON file helpers every store uses (the event log is :mod:`tavernlab.workspace.logs`).
 
 The records are pydantic models with camelCase aliases matching upstream; they are written
 with :func:`write_json` (temp file + atomic rename) so a reader never sees half a file.
@@ -8,21 +8,17 @@ with :func:`write_json` (temp file + atomic rename) so a reader never sees half 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import threading
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from tavernlab.errors import InvalidData
-from tavernlab.events import EVENT_TYPES, Event, EventScope, Level, Model, parse_event
-from tavernlab.workspace.ids import new_id
+from tavernlab.events import Model
 
 RunStatus = Literal[
     "created", "initializing_workspace", "assembling_context", "calling_model",
@@ -32,16 +28,6 @@ RunStatus = Literal[
 ]
 TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "partial_success", "cancelled",
                                                "failed"})
-
-
-def utc_now() -> datetime:
-    """The current UTC time (second precision is not enough for ordering; keep microseconds)."""
-    return datetime.now(UTC)
-
-
-def rfc3339(moment: datetime) -> str:
-    """UTC RFC 3339 with a ``Z`` suffix."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 # --- JSON files --------------------------------------------------------------------------
@@ -85,18 +71,6 @@ def read_json(path: Path) -> Any:
 def dump_model(model: Model) -> dict[str, Any]:
     """A model as upstream JSON: aliases, no ``None`` fields."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-@contextlib.contextmanager
-def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
-    """An ``flock`` on ``path`` (created if missing): exclusive between threads and processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 # --- run.json ------------------------------------------------------------------------------
@@ -232,79 +206,3 @@ class WorkspaceManifest(Model):
     roots: list[RootSpec]
     artifacts: list[Artifact] = Field(default_factory=list)
     commit_policy: CommitPolicy = Field(default_factory=CommitPolicy)
-
-
-# --- events.jsonl -------------------------------------------------------------------------------
-
-
-class EventLog:
-    """A run's ``events.jsonl``: ``seq`` from 1, +1 per append, appends serialized.
-
-    Appends hold an ``flock`` on the log itself, so two processes appending to one run still
-    get contiguous sequence numbers; the last ``seq`` is re-read only when the file grew
-    behind this process's back.
-    """
-
-    def __init__(self, path: Path, run_id: str) -> None:
-        self.path = path
-        self.run_id = run_id
-        self._lock = threading.Lock()
-        self._known_size = -1
-        self._seq = 0
-
-    def append(self, type_: str, payload: Any, *, level: Level = "info",
-               scope: EventScope | None = None) -> Event:
-        """Append one event; returns it parsed as its typed model. Only upstream's event
-        types are accepted (a typo would otherwise write an event no reader knows)."""
-        if type_ not in EVENT_TYPES:
-            raise ValueError(f"unknown event type {type_!r}")
-        if isinstance(payload, Model):
-            payload = payload.model_dump(mode="json", by_alias=True)
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                         0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                size = os.fstat(fd).st_size
-                if size != self._known_size:
-                    self._seq = self._last_seq()
-                envelope: dict[str, Any] = {
-                    "seq": self._seq + 1,
-                    "id": new_id("evt"),
-                    "runId": self.run_id,
-                    "timestamp": rfc3339(utc_now()),
-                    "level": level,
-                    "type": type_,
-                    "payload": payload,
-                }
-                if scope is not None:
-                    envelope["eventScope"] = scope.model_dump(mode="json", by_alias=True)
-                line = (json.dumps(envelope, ensure_ascii=False) + "\n").encode("utf-8")
-                os.write(fd, line)
-                self._seq += 1
-                self._known_size = size + len(line)
-            finally:
-                os.close(fd)  # releases the flock
-        return parse_event(envelope)
-
-    def _last_seq(self) -> int:
-        with open(self.path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            end = handle.tell()
-            if end == 0:
-                return 0
-            chunk = min(end, 65536)
-            while True:
-                handle.seek(end - chunk)
-                data = handle.read(chunk)
-                lines = data.rstrip(b"\n").split(b"\n")
-                if len(lines) > 1 or chunk == end:
-                    return int(json.loads(lines[-1])["seq"])
-                chunk = min(end, chunk * 4)
-
-    def read(self) -> list[Event]:
-        """Every event, parsed into typed models."""
-        if not self.path.exists():
-            return []
-        with file_lock(self.path, shared=True), open(self.path, encoding="utf-8") as handle:
-            return [parse_event(json.loads(line)) for line in handle if line.strip()]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tavernlab.errors import AccessDenied, InvalidData, NotFound, PathIsDirectory
+from tavernlab.errors import AccessDenied, InvalidData, NotFound, PathIsDirectory, SkillUnavailable
 from tavernlab.paths import WorkspacePath, display
 from tavernlab.workspace.fs import (
     WorkspaceAppendResult,
@@ -88,6 +88,12 @@ class Policy:
             raise InvalidData(f"Writable workspace roots must also be visible: {', '.join(hidden)}")
         return cls(tuple(sorted(visible_set)), tuple(sorted(writable_set)))
 
+    @property
+    def materialized_roots(self) -> tuple[str, ...]:
+        """The visible roots that are real directories of the run (all but ``skills``, which
+        the skills mount serves)."""
+        return tuple(r for r in self.visible_roots if r != SKILLS_ROOT)
+
     def is_visible(self, path: WorkspacePath | None) -> bool:
         """The logical root, a visible root, or anything below one (segment-wise)."""
         return path is None or path.root in self.visible_roots
@@ -150,8 +156,8 @@ class EmptySkillsMount:
         raise _skill_unavailable(path)
 
 
-def _skill_unavailable(path: WorkspacePath) -> NotFound:
-    return NotFound(f"Skill is not available: skills/{path.parts[1]}", path=path.text)
+def _skill_unavailable(path: WorkspacePath) -> SkillUnavailable:
+    return SkillUnavailable(path.parts[1], path=path.text)
 
 
 # --- text-mutation tracking ------------------------------------------------------------------

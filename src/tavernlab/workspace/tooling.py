@@ -1,11 +1,15 @@
-"""The model-facing tool machinery: results, recoverable errors, arguments and the registry.
+"""The seam between the host and the model-facing tools: results, errors, arguments, specs.
 
-spec/workspace.md section 7.1. Tools are registered by id (``workspace.read_file``,
-``workspace.shell``, ``skill.run_script``...) with :func:`register_tool`; a run dispatches a
-call to the handler with a :class:`ToolCall` and the raw JSON arguments. Handlers return a
-:class:`ToolResult` or raise :class:`ToolError` (a recoverable tool result with an upstream
-code); storage errors are mapped to tool codes by :func:`tool_error_from_storage`. Anything
-else is an internal fault that aborts the run.
+spec/workspace.md section 7.1. A tool is a :class:`ToolSpec`: an id (``workspace.read_file``,
+``workspace.shell``, ``skill.run_script``...), a handler, an argument allow-list and whether
+it needs the legacy compatibility mode. Engines export their specs as plain tuples; the host
+builds one registry per ``Lab`` from the providers it is given, so nothing registers at import
+time. A handler receives a :class:`ToolContext` (what the calling agent may see and do during
+this one call: its scoped view, read records, Profile, frozen context, cancel token, and the
+host's commit/finish/return capabilities) and the allow-listed :class:`Arguments`; it returns
+a :class:`ToolResult` or raises :class:`~tavernlab.errors.ToolError`. Storage errors map to
+tool codes through :func:`tool_error_from_storage`. Anything else is an internal fault that
+aborts the run.
 """
 
 from __future__ import annotations
@@ -13,21 +17,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import (
     AccessDenied,
     NotFound,
     PathIsDirectory,
+    SkillUnavailable,
     ToolError,
     WorkspaceError,
 )
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
-
-if TYPE_CHECKING:
-    from tavernlab.workspace.invocation import Invocation
-    from tavernlab.workspace.runs import Run
+from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.reads import ReadRecords
+from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 
 @dataclass(slots=True)
@@ -77,30 +83,106 @@ class ToolResult:
         return f"<ToolResult {self.tool_id} {status}: {self.content[:80]!r}>"
 
 
-@dataclass(slots=True)
-class ToolCall:
-    """One call being executed: the run, the calling Invocation, ids and its cancel token."""
+class ToolContext(Protocol):
+    """What a tool handler may see and do during one call; the host implements it.
 
-    run: Run
-    invocation: Invocation
-    call_id: str
-    round: int
-    tool_id: str
-    token: CancelToken = field(default_factory=CancelToken)
+    ``scope``, ``records``, ``profile`` and ``skills`` belong to the calling agent (the main
+    agent or a return-mode sub-agent); ``frozen`` holds the run's frozen host facts and
+    macros. The methods are the host capabilities the run-control tools need.
+    """
+
+    @property
+    def call_id(self) -> str:
+        """The call's id (``call_<n>`` unless the caller chose one)."""
+
+    @property
+    def tool_id(self) -> str:
+        """The tool being called."""
+
+    @property
+    def round(self) -> int:
+        """The model round the call belongs to."""
+
+    @property
+    def token(self) -> CancelToken:
+        """Cancelled by ``run.cancel()``, an interrupt or a deadline."""
+
+    @property
+    def scope(self) -> ScopedWorkspaceFs:
+        """The calling agent's policy view of the workspace."""
+
+    @property
+    def records(self) -> ReadRecords:
+        """The calling agent's read records."""
+
+    @property
+    def profile(self) -> Profile:
+        """The calling agent's Profile."""
+
+    @property
+    def frozen(self) -> FrozenContext:
+        """The run's frozen host facts and macro table."""
+
+    @property
+    def skills(self) -> Mapping[str, Any]:
+        """The calling agent's bound skills (name -> binding)."""
+
+    @property
+    def agent_mode(self) -> Literal["main", "return"]:
+        """``main`` for the run's main agent, ``return`` for a sub-agent."""
+
+    @property
+    def is_chat(self) -> bool:
+        """Whether the run works for a Chat target."""
+
+    @property
+    def commit_required(self) -> bool:
+        """Whether finishing needs an explicit commit first (a foreground Chat run with none)."""
+
+    @property
+    def shell_deadline_s(self) -> float:
+        """The whole-call deadline of a shell call or ``js`` job, in seconds."""
+
+    @property
+    def clock(self) -> Clock:
+        """The lab's clock."""
+
+    @property
+    def ids(self) -> IdFactory:
+        """The lab's id factory."""
+
+    def file_written(self, path: str, sha256: str, *, mode: str) -> None:
+        """Record ``workspace_file_written`` for a text-tool write."""
+
+    def patch_applied(self, path: str, sha256: str, replacements: int) -> None:
+        """Record ``workspace_patch_applied``."""
+
+    def commit_to_chat(self, *, path: str, text: str, sha256: str, mode: str,
+                       reason: str | None) -> tuple[int, int]:
+        """Ask the host to save ``text`` as the run's message; returns ``(index, swipe)``."""
+
+    def finish_run(self, reason: str | None) -> dict[str, Any]:
+        """End the run (publishing ``persist/`` for a Chat run); returns the refs to report."""
+
+    def return_result(self, text: str) -> str:
+        """Hand a sub-agent's result to its parent; returns the path it was written to."""
 
 
-ToolHandler = Callable[[ToolCall, "Arguments"], ToolResult]
+ToolHandler = Callable[[ToolContext, "Arguments"], ToolResult]
+#: ``None`` when the tool may run for this call, else the ``(code, message)`` to refuse it.
+Availability = Callable[[ToolContext], tuple[str, str] | None]
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A registered tool: its id, handler, whether it mutates the workspace, its description
-    and the allow-list of its argument names.
+    """A tool: its id, handler, whether it mutates the workspace, its description and the
+    allow-list of its argument names.
 
     The dispatcher wraps the raw JSON arguments in :class:`Arguments` with ``arguments`` as
-    the allow-list before calling ``handler(call, args)``. ``available`` returns ``None`` when
-    the tool may run for this call, else the ``(code, message)`` to refuse it with (for
-    example ``workspace.commit`` in a Session run).
+    the allow-list before calling ``handler(context, args)``. ``available`` refuses the tool
+    for some calls (for example ``workspace.commit`` in a Session run). ``compat`` marks a
+    tool of the legacy compatibility mode: offered only when the Profile enables
+    ``skills.legacyRunScript``, otherwise reported as unknown.
     """
 
     id: str
@@ -108,27 +190,13 @@ class ToolSpec:
     mutating: bool
     description: str
     arguments: tuple[str, ...]
-    available: Callable[[ToolCall], tuple[str, str] | None] | None = None
+    available: Availability | None = None
+    compat: bool = False
 
     @property
     def model_name(self) -> str:
         """The name the model sees: dots replaced by underscores (``workspace_read_file``)."""
         return self.id.replace(".", "_")
-
-
-TOOLS: dict[str, ToolSpec] = {}
-
-#: Tools of the legacy compatibility mode: offered only when the Profile enables
-#: ``skills.legacyRunScript`` (otherwise the dispatcher reports them as unknown).
-LEGACY_TOOL_IDS: frozenset[str] = frozenset({"skill.run_script", "skill.list", "skill.read"})
-
-
-def register_tool(spec: ToolSpec) -> ToolSpec:
-    """Add a tool to the registry (ids are unique)."""
-    if spec.id in TOOLS:
-        raise ValueError(f"tool {spec.id} is already registered")
-    TOOLS[spec.id] = spec
-    return spec
 
 
 # --- arguments -------------------------------------------------------------------------------
@@ -249,9 +317,9 @@ def tool_error_from_storage(error: WorkspaceError, path: str, *,
         return ToolError(error.code, error.message)
     if isinstance(error, PathIsDirectory):
         return path_is_directory(error.path or path)
+    if isinstance(error, SkillUnavailable):
+        return ToolError(not_found_code, error.message)
     if isinstance(error, NotFound):
-        if error.message.startswith("Skill is not available"):
-            return ToolError(not_found_code, error.message)
         return file_not_found(path, code=not_found_code)
     return ToolError(error.code, error.message)
 

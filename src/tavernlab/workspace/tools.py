@@ -35,14 +35,13 @@ from tavernlab.workspace.text import (
 )
 from tavernlab.workspace.tooling import (
     Arguments,
-    ToolCall,
+    ToolContext,
     ToolResult,
     ToolSpec,
     file_not_found,
     invalid_arguments,
     parse_tool_path,
     path_is_directory,
-    register_tool,
     tool_error_from_storage,
 )
 
@@ -83,14 +82,14 @@ def _storage(error: WorkspaceError, path: str) -> ToolError:
     return tool_error_from_storage(error, path)
 
 
-def _require_writable(call: ToolCall, path: WorkspacePath) -> None:
-    if not call.invocation.scope.is_writable(path):
+def _require_writable(ctx: ToolContext, path: WorkspacePath) -> None:
+    if not ctx.scope.is_writable(path):
         raise ToolError("workspace.path_not_writable",
                         f"`{path.text}` is not writable for this task.")
 
 
-def _require_visible(call: ToolCall, path: WorkspacePath | None) -> None:
-    if not call.invocation.scope.is_visible(path):
+def _require_visible(ctx: ToolContext, path: WorkspacePath | None) -> None:
+    if not ctx.scope.is_visible(path):
         raise ToolError("workspace.path_not_visible",
                         f"`{path.text if path else ''}` is not readable for this task.")
 
@@ -98,7 +97,7 @@ def _require_visible(call: ToolCall, path: WorkspacePath | None) -> None:
 # --- list_files ----------------------------------------------------------------------------
 
 
-def list_files(call: ToolCall, args: Arguments) -> ToolResult:
+def list_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.list_files``: entries below a path (or the visible roots), depth <= 4.
 
     Upstream does not say what ``depth`` below 1 does; tavernlab refuses it with
@@ -112,10 +111,10 @@ def list_files(call: ToolCall, args: Arguments) -> ToolResult:
         raise invalid_arguments("depth must be >= 1")
     raw = args.string("path")
     path = None if raw in (None, "", ".", "./") else parse_tool_path(raw or "")
-    _require_visible(call, path)
+    _require_visible(ctx, path)
     display = path.text if path else ""
     try:
-        listing = call.invocation.scope.list_files(path, depth, LIST_MAX_ENTRIES)
+        listing = ctx.scope.list_files(path, depth, LIST_MAX_ENTRIES)
     except WorkspaceError as exc:
         raise tool_error_from_storage(exc, display, not_found_code="workspace.path_not_found"
                                       ) from None
@@ -133,7 +132,7 @@ def list_files(call: ToolCall, args: Arguments) -> ToolResult:
 # --- search_files -------------------------------------------------------------------------
 
 
-def search_files(call: ToolCall, args: Arguments) -> ToolResult:
+def search_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.search_files``: plain-text token search over visible files.
 
     tavernlab choices: the default scope is every visible root (``tool-results`` and
@@ -161,8 +160,8 @@ def search_files(call: ToolCall, args: Arguments) -> ToolResult:
         raise invalid_arguments("query must contain a letter or digit")
     raw = args.string("path")
     path = None if raw in (None, "", ".", "./") else parse_tool_path(raw or "")
-    _require_visible(call, path)
-    scope = call.invocation.scope
+    _require_visible(ctx, path)
+    scope = ctx.scope
     try:
         listing = scope.list_files(path, SEARCH_MAX_DEPTH, SEARCH_MAX_LISTED)
     except WorkspaceError as exc:
@@ -223,7 +222,7 @@ def search_files(call: ToolCall, args: Arguments) -> ToolResult:
 READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
 
 
-def read_file(call: ToolCall, args: Arguments) -> ToolResult:
+def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.read_file``: a numbered window of a file; the read is recorded (6.1).
 
     Structured field names upstream does not fix are tavernlab's choice: ``{path, sha256,
@@ -236,9 +235,9 @@ def read_file(call: ToolCall, args: Arguments) -> ToolResult:
     count = args.integer("line_count")
     assert raw_path is not None and start is not None
     path = parse_tool_path(raw_path)
-    _require_visible(call, path)
+    _require_visible(ctx, path)
     try:
-        file = call.invocation.scope.read_text(path)
+        file = ctx.scope.read_text(path)
     except WorkspaceError as exc:
         raise _storage(exc, path.text) from None
     try:
@@ -262,9 +261,9 @@ def read_file(call: ToolCall, args: Arguments) -> ToolResult:
                     "text if you need a later section.")
     full_read = not selection.truncated
     if full_read:
-        call.invocation.records.full(path.text, file.sha256)
+        ctx.records.full(path.text, file.sha256)
     else:
-        call.invocation.records.partial(path.text, file.sha256, selected)
+        ctx.records.partial(path.text, file.sha256, selected)
     structured: dict[str, Any] = {
         "path": path.text, "sha256": file.sha256, "startLine": selection.start_line,
         "endLine": selection.end_line, "totalLines": selection.total_lines,
@@ -280,7 +279,7 @@ def read_file(call: ToolCall, args: Arguments) -> ToolResult:
 # --- write_file -------------------------------------------------------------------------------
 
 
-def write_file(call: ToolCall, args: Arguments) -> ToolResult:
+def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.write_file``: replace (guarded by the read record) or append.
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.write_mode_invalid``; a
@@ -293,9 +292,9 @@ def write_file(call: ToolCall, args: Arguments) -> ToolResult:
     if mode not in ("replace", "append"):
         raise ToolError("workspace.write_mode_invalid", "mode must be `replace` or `append`")
     path = parse_tool_path(raw_path)
-    _require_writable(call, path)
-    scope = call.invocation.scope
-    records = call.invocation.records
+    _require_writable(ctx, path)
+    scope = ctx.scope
+    records = ctx.records
     try:
         if mode == "append":
             appended = scope.append_text(path, content, parents=True)
@@ -327,7 +326,7 @@ def write_file(call: ToolCall, args: Arguments) -> ToolResult:
         raise _storage(exc, path.text) from None
     chars, words = len(text), count_words(text)
     verb = "Wrote" if mode == "replace" else "Appended"
-    call.run.emit_file_written(call, path.text, digest, mode=str(mode))
+    ctx.file_written(path.text, digest, mode=str(mode))
     return ToolResult(
         content=f"{verb} {chars} chars / {words} words to {path.text}.",
         structured={"path": path.text, "mode": mode, "chars": chars, "words": words,
@@ -339,7 +338,7 @@ def write_file(call: ToolCall, args: Arguments) -> ToolResult:
 # --- apply_patch -----------------------------------------------------------------------------
 
 
-def apply_patch(call: ToolCall, args: Arguments) -> ToolResult:
+def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.apply_patch``: exact string replacement guarded by the read record."""
     raw_path = args.string("path", required=True)
     old = args.string("old_string", required=True)
@@ -351,9 +350,9 @@ def apply_patch(call: ToolCall, args: Arguments) -> ToolResult:
     if old == new:
         raise ToolError("workspace.patch_no_change", PATCH_NO_CHANGE)
     path = parse_tool_path(raw_path)
-    _require_writable(call, path)
-    scope = call.invocation.scope
-    records = call.invocation.records
+    _require_writable(ctx, path)
+    scope = ctx.scope
+    records = ctx.records
     try:
         file = scope.read_text(path)
     except WorkspaceError as exc:
@@ -390,7 +389,7 @@ def apply_patch(call: ToolCall, args: Arguments) -> ToolResult:
     digest = sha256_hex(updated.encode("utf-8"))
     records.patched(path.text, digest, old, new, replace_all)
     chars, words = len(updated), count_words(updated)
-    call.run.emit_patch_applied(call, path.text, digest, replacements)
+    ctx.patch_applied(path.text, digest, replacements)
     return ToolResult(
         content=(f"Patched {path.text} with {replacements} replacement(s); file now has "
                  f"{chars} chars / {words} words."),
@@ -403,7 +402,7 @@ def apply_patch(call: ToolCall, args: Arguments) -> ToolResult:
 # --- commit and finish ---------------------------------------------------------------------
 
 
-def commit(call: ToolCall, args: Arguments) -> ToolResult:
+def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.commit``: ask the host to save a visible file as this run's message.
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.commit_mode_invalid``
@@ -416,17 +415,16 @@ def commit(call: ToolCall, args: Arguments) -> ToolResult:
         raise ToolError("workspace.commit_mode_invalid",
                         f"mode must be `replace` or `append`, got `{mode}`")
     path = parse_tool_path(raw_path if raw_path is not None
-                           else call.run.profile.workspace.message_body_path)
-    _require_visible(call, path)
+                           else ctx.profile.workspace.message_body_path)
+    _require_visible(ctx, path)
     try:
-        file = call.invocation.scope.read_text(path)
+        file = ctx.scope.read_text(path)
     except NotFound:
         raise file_not_found(path.text) from None
     except WorkspaceError as exc:
         raise _storage(exc, path.text) from None
-    call.run.commit_to_chat(path=path.text, text=file.text, sha256=file.sha256,
-                            mode=str(mode), is_explicit=True, call_id=call.call_id,
-                            reason=reason)
+    ctx.commit_to_chat(path=path.text, text=file.text, sha256=file.sha256, mode=str(mode),
+                       reason=reason)
     return ToolResult(
         content=f"Requested chat commit of {path.text} with mode {str(mode).capitalize()}.",
         structured={"path": path.text, "mode": mode, "reason": reason},
@@ -434,7 +432,7 @@ def commit(call: ToolCall, args: Arguments) -> ToolResult:
     )
 
 
-def finish(call: ToolCall, args: Arguments) -> ToolResult:
+def finish(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.finish``: end the run (a Chat run publishes ``persist/``).
 
     A foreground Chat run needs a successful explicit commit first; tavernlab's wording for
@@ -442,15 +440,14 @@ def finish(call: ToolCall, args: Arguments) -> ToolResult:
     (``workspace.finish_requires_commit``).
     """
     reason = args.string("reason")
-    run = call.run
-    if run.is_chat and run.record.presentation == "foreground" and not run.explicit_commits:
+    if ctx.commit_required:
         raise ToolError("workspace.finish_requires_commit", FINISH_REQUIRES_COMMIT)
-    refs = run.complete(reason=reason)
+    refs = ctx.finish_run(reason)
     return ToolResult(content="Finished the Agent run.", structured={"reason": reason,
                       **refs}, resource_refs=[])
 
 
-def task_return(call: ToolCall, args: Arguments) -> ToolResult:
+def task_return(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``task.return``: a return-mode sub-agent hands its result back; the text is written to
     ``summaries/<agent>-result.md`` (``-002``, ``-003``... for repeated results).
 
@@ -458,44 +455,49 @@ def task_return(call: ToolCall, args: Arguments) -> ToolResult:
     """
     text = args.string("result", required=True)
     assert text is not None
-    path = call.run.write_subagent_result(call.invocation, text)
+    path = ctx.return_result(text)
     return ToolResult(content=f"Returned the result to the parent agent ({path}).",
                       structured={"path": path}, resource_refs=[path])
 
 
-def _return_only(call: ToolCall) -> tuple[str, str] | None:
-    if call.invocation.mode != "return":
+def _return_only(ctx: ToolContext) -> tuple[str, str] | None:
+    if ctx.agent_mode != "return":
         return ("tool.not_available", "task_return is not available for this task.")
     return None
 
 
 def _only_main_chat(tool: str) -> Any:
-    def available(call: ToolCall) -> tuple[str, str] | None:
-        if call.invocation.mode != "main" or (tool == "commit" and not call.run.is_chat):
+    def available(ctx: ToolContext) -> tuple[str, str] | None:
+        if ctx.agent_mode != "main" or (tool == "commit" and not ctx.is_chat):
             return ("tool.not_available", f"workspace_{tool} is not available for this task.")
         return None
 
     return available
 
 
-for _id, _handler, _allowed, _mutating, _desc, _available in (
-    ("workspace.list_files", list_files, ("path", "depth"), False,
-     "List visible workspace files and directories (depth <= 4, at most 200 entries).", None),
-    ("workspace.search_files", search_files, ("query", "path", "limit", "context_lines"), False,
-     "Search visible workspace text files for the words of a query.", None),
-    ("workspace.read_file", read_file, READ_FILE_ARGUMENTS, False,
-     "Read a workspace file with line numbers (whole, or a window of lines).", None),
-    ("workspace.write_file", write_file, ("path", "content", "mode"), True,
-     "Create, replace (after reading) or append to a workspace file.", None),
-    ("workspace.apply_patch", apply_patch, ("path", "old_string", "new_string", "replace_all"),
-     True, "Replace an exact string in a file you have read.", None),
-    ("workspace.commit", commit, ("path", "mode", "reason"), True,
-     "Save a workspace file as this run's chat message (replace or append).",
-     _only_main_chat("commit")),
-    ("workspace.finish", finish, ("reason",), True, "Finish the agent run.",
-     _only_main_chat("finish")),
-    ("task.return", task_return, ("result",), True,
-     "Return-mode sub-agents: hand the result back to the parent and end.", _return_only),
-):
-    register_tool(ToolSpec(id=_id, handler=_handler, mutating=_mutating, description=_desc,
-                           arguments=_allowed, available=_available))
+#: The workspace tools (spec/workspace.md section 7), in the order the model is offered them.
+WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("workspace.list_files", list_files, False,
+             "List visible workspace files and directories (depth <= 4, at most 200 entries).",
+             ("path", "depth")),
+    ToolSpec("workspace.search_files", search_files, False,
+             "Search visible workspace text files for the words of a query.",
+             ("query", "path", "limit", "context_lines")),
+    ToolSpec("workspace.read_file", read_file, False,
+             "Read a workspace file with line numbers (whole, or a window of lines).",
+             READ_FILE_ARGUMENTS),
+    ToolSpec("workspace.write_file", write_file, True,
+             "Create, replace (after reading) or append to a workspace file.",
+             ("path", "content", "mode")),
+    ToolSpec("workspace.apply_patch", apply_patch, True,
+             "Replace an exact string in a file you have read.",
+             ("path", "old_string", "new_string", "replace_all")),
+    ToolSpec("workspace.commit", commit, True,
+             "Save a workspace file as this run's chat message (replace or append).",
+             ("path", "mode", "reason"), available=_only_main_chat("commit")),
+    ToolSpec("workspace.finish", finish, True, "Finish the agent run.", ("reason",),
+             available=_only_main_chat("finish")),
+    ToolSpec("task.return", task_return, True,
+             "Return-mode sub-agents: hand the result back to the parent and end.",
+             ("result",), available=_return_only),
+)

@@ -13,25 +13,19 @@ that finishes applies the stored settings (tavernlab's choice of when upstream p
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from tavernlab.errors import InvalidData
+from tavernlab.errors import InvalidData, TavernlabError
 from tavernlab.events import Model
-from tavernlab.workspace.records import (
-    RunRecord,
-    dump_model,
-    file_lock,
-    read_json,
-    write_json,
-)
-
-if TYPE_CHECKING:
-    from tavernlab.lab import Lab
+from tavernlab.host.index import RunIndex
+from tavernlab.locks import file_lock
+from tavernlab.workspace.records import RunRecord, dump_model, read_json, write_json
 
 TERMINAL_EVENTS = frozenset({"run_completed", "run_partial_success", "run_cancelled",
                              "run_failed"})
@@ -94,9 +88,11 @@ class PruneResult(Model):
 class Retention:
     """Settings, ``plan`` and ``apply`` for one lab."""
 
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        self.settings_path = lab.data_dir / "settings.json"
+    def __init__(self, data_dir: Path, workspaces_dir: Path, index: RunIndex) -> None:
+        self.data_dir = data_dir
+        self.workspaces_dir = workspaces_dir
+        self.index = index
+        self.settings_path = data_dir / "settings.json"
 
     # -- settings -------------------------------------------------------------------------------
 
@@ -115,7 +111,7 @@ class Retention:
             settings = RetentionSettings.model_validate(merged)
         except ValidationError as exc:
             raise InvalidData(f"invalid agent.retention: {exc.errors()[0]['msg']}") from None
-        with file_lock(self.lab.data_dir / ".settings.lock"):
+        with file_lock(self.data_dir / ".settings.lock"):
             data = read_json(self.settings_path) if self.settings_path.exists() else {}
             data.setdefault("agent", {})["retention"] = dump_model(settings)
             write_json(self.settings_path, data)
@@ -129,9 +125,9 @@ class Retention:
         settings = self._settings(retention)
         plan = PrunePlan(retention=settings)
         ranked: list[tuple[RunRecord, Path]] = []
-        for run_id in self.lab.index.ids():
+        for run_id in self.index.ids():
             try:
-                record = self.lab.index.load(run_id)
+                record = self.index.load(run_id)
             except (ValidationError, ValueError, OSError) as exc:
                 plan.blocked_runs.append(BlockedRun(run_id=run_id, reason=f"unreadable index "
                                                     f"entry: {exc}"))
@@ -181,7 +177,7 @@ class Retention:
     def _run_dir(self, record: RunRecord) -> Path:
         target = record.target
         assert target.kind == "chat"
-        return (self.lab.workspaces_dir / "chats" / target.workspace_id / "runs" / record.id)
+        return (self.workspaces_dir / "chats" / target.workspace_id / "runs" / record.id)
 
     def _blocked_reason(self, record: RunRecord, run_dir: Path) -> str | None:
         if run_dir.is_symlink() or not run_dir.is_dir():
@@ -204,16 +200,16 @@ class Retention:
               detail_limit: int | None = None) -> PruneResult:
         """Re-plan and prune (serialized lab-wide); a run that fails is listed in
         ``failedRuns`` and the others continue."""
-        with file_lock(self.lab.data_dir / ".retention.lock"):
+        with file_lock(self.data_dir / ".retention.lock"):
             plan = self.plan(retention, None)
             result = PruneResult(after_plan=plan)
             for item in plan.runs:
-                record = self.lab.index.load(item.run_id)
+                record = self.index.load(item.run_id)
                 run_dir = self._run_dir(record)
                 try:
                     if item.action == "delete":
                         shutil.rmtree(run_dir)
-                        self.lab.index.delete(item.run_id)
+                        self.index.delete(item.run_id)
                     else:
                         _slim(run_dir)
                 except OSError as exc:
@@ -222,6 +218,18 @@ class Retention:
                 result.applied.append(item)
             result.after_plan = self.plan(retention, detail_limit)
         return result
+
+
+    def auto_prune(self) -> None:
+        """Apply retention when ``agent.retention.autoPruneEnabled`` is on (the host calls this
+        once a run has ended). A pruning failure never fails the finished run: it is logged,
+        and the next finish tries again."""
+        if not self.read_settings().auto_prune_enabled:
+            return
+        try:
+            self.apply()
+        except (TavernlabError, OSError) as exc:
+            logging.getLogger("tavernlab.retention").warning("auto-prune failed: %s", exc)
 
 
 def _has_terminal_event(path: Path) -> bool:

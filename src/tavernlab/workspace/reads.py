@@ -1,22 +1,13 @@
-"""Invocations and their read records (spec/workspace.md sections 1, 3.2 and 6.1).
+"""Read records: what the model has seen of each file (spec/workspace.md sections 3.2, 6.1).
 
-An Invocation is one agent inside a run: the main agent, or a return-mode sub-agent that
-shares the run workspace with roots filtered by its own Profile. It owns its policy view
-(:class:`~tavernlab.workspace.scope.ScopedWorkspaceFs`), its fixed skill bindings and the read
-records of its text-tool session.
+Each agent of a run (an Invocation) keeps its own records; the text tools consult and update
+them (a rewrite or a patch of a file needs a read of its current content first). The shell
+and scripts never touch them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.scope import ScopedWorkspaceFs
-
-if TYPE_CHECKING:
-    from tavernlab.workspace.runs import Run
 
 
 @dataclass(slots=True)
@@ -92,26 +83,3 @@ class ReadRecords:
         record = self._records.get(path)
         if record is not None and not record.full_read:
             record.patch_requires_full_read = True
-
-
-class Invocation:
-    """One agent of a run with its scoped workspace view, skills and read records."""
-
-    def __init__(self, run: Run, invocation_id: str, agent_id: str, *,
-                 mode: Literal["main", "return"], profile: Profile, scope: ScopedWorkspaceFs,
-                 skills: Mapping[str, Any]) -> None:
-        self.run = run
-        self.id = invocation_id
-        self.agent_id = agent_id
-        self.mode: Literal["main", "return"] = mode
-        self.profile = profile
-        self.scope = scope
-        self.skills = skills
-        self.records = ReadRecords()
-
-    def __repr__(self) -> str:
-        return f"<Invocation {self.id} agent={self.agent_id} mode={self.mode}>"
-
-    def skill_policy_allows(self, name: str) -> bool:
-        """Whether this Invocation's Profile skill policy allows the skill ``name``."""
-        return self.profile.skills.allows(name)

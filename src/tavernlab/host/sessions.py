@@ -21,23 +21,17 @@ from __future__ import annotations
 import json
 import shutil
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import Any, Literal
 
+from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory, rfc3339
 from tavernlab.errors import InvalidData, NotFound
 from tavernlab.events import Model
-from tavernlab.workspace.ids import check_dir_name, new_id
+from tavernlab.host.index import RunIndex
+from tavernlab.locks import file_lock
+from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.records import (
-    dump_model,
-    file_lock,
-    read_json,
-    rfc3339,
-    utc_now,
-    write_json,
-)
-
-if TYPE_CHECKING:
-    from tavernlab.lab import Lab
+from tavernlab.workspace.records import dump_model, read_json, write_json
 
 
 class SessionRecord(Model):
@@ -135,7 +129,8 @@ class Session:
             raise InvalidData(f"run `{run_id}` does not belong to session `{self.id}`")
         with file_lock(self.dir / ".history.lock"):
             entries = self._read_history()
-            entry = HistoryEntry(seq=len(entries) + 1, run_id=run_id, created_at=utc_now(),
+            entry = HistoryEntry(seq=len(entries) + 1, run_id=run_id,
+                                 created_at=self.store.clock.now(),
                                  message=HistoryMessage(role=role, content=content),
                                  origin=origin)
             line = json.dumps(dump_model(entry), ensure_ascii=False) + "\n"
@@ -149,9 +144,12 @@ class Session:
 class SessionStore:
     """All sessions of a lab and their shared Profile."""
 
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        self.root = lab.workspaces_dir / "sessions"
+    def __init__(self, workspaces_dir: Path, index: RunIndex, *, clock: Clock = SYSTEM_CLOCK,
+                 ids: IdFactory = RANDOM_IDS) -> None:
+        self.index = index
+        self.clock = clock
+        self.ids = ids
+        self.root = workspaces_dir / "sessions"
         self.root.mkdir(parents=True, exist_ok=True)
 
     def profile(self) -> Profile:
@@ -161,14 +159,9 @@ class SessionStore:
             write_json(path, dump_model(Profile.session_default()))
         return Profile.model_validate(read_json(path))
 
-    def set_profile(self, profile: Profile) -> None:
-        """Replace the shared Session Profile (validated first)."""
-        profile.policy()
-        write_json(self.root / "profile.json", dump_model(profile))
-
     def create(self, title: str = "", *, session_id: str | None = None) -> Session:
         """Create a session with its ``workspace/{work,tmp,tool-results}`` and ``session.json``."""
-        session_id = check_dir_name(session_id, "session id") if session_id else new_id("ses")
+        session_id = check_dir_name(session_id, "session id") if session_id else self.ids.new("ses")
         directory = self.root / session_id
         if directory.exists():
             raise InvalidData(f"session `{session_id}` already exists")
@@ -176,7 +169,7 @@ class SessionStore:
         for root in ("work", "tmp", "tool-results"):
             (workspace / root).mkdir(parents=True)
         write_json(directory / "session.json", dump_model(
-            SessionRecord(id=session_id, title=title, created_at=utc_now())))
+            SessionRecord(id=session_id, title=title, created_at=self.clock.now())))
         self.profile()
         return Session(self, session_id)
 
@@ -212,7 +205,7 @@ class SessionStore:
 
     def touch(self, session_id: str) -> None:
         """Set ``lastUsedAt`` to now."""
-        self._update(session_id, last_used_at=utc_now())
+        self._update(session_id, last_used_at=self.clock.now())
 
     def _update(self, session_id: str, **changes: Any) -> None:
         session = self.get(session_id)
@@ -230,5 +223,5 @@ class SessionStore:
         if directory.is_symlink():
             raise InvalidData(f"session entry `{session_id}` is a symlink")
         for run_id in Session(self, session_id).run_ids():
-            self.lab.index.delete(run_id)
+            self.index.delete(run_id)
         shutil.rmtree(directory)

@@ -1,0 +1,136 @@
+"""How a run reaches the chat: commits (explicit and automatic), sub-agent results and the
+end of the run with its persist state (spec/workspace.md sections 9 and 10).
+
+tavernlab choices where upstream is unknown (documented here): auto-commits happen when a
+round ends, only for foreground Chat runs before their first explicit commit (a foreground
+run streams progress until then); sub-agent results go to ``summaries/<agent>-result.md``,
+then ``-result-002.md`` and so on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from tavernlab.errors import PersistStateError, RunStateError, WorkspaceError
+from tavernlab.events import (
+    AgentInvocationCompleted,
+    ChatCommitRequest,
+    ChatCommitRequested,
+    CommitOutcome,
+    EventScope,
+    InvocationRef,
+    PersistCommitted,
+    PersistentChangesCommitFailed,
+    PersistentChangesCommitted,
+    PersistentStateMetadataUpdateRequested,
+    PersistentStateMetadataUpdateUpdated,
+    PersistStateRef,
+    Reason,
+    RunCommitted,
+    RunCompleted,
+    TaskReturn,
+    TaskReturnCompleted,
+)
+from tavernlab.host.core import RunCore
+from tavernlab.host.invocation import Invocation
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.fs import WriteGuard
+
+
+def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
+                   is_explicit: bool, call_id: str | None, reason: str | None = None
+                   ) -> tuple[int, int]:
+    """Ask the host to save ``text`` as this run's output message and record it."""
+    chat = core.chat
+    if chat is None:
+        raise RunStateError("only Chat runs commit to a chat")
+    commit_mode: Literal["replace", "append"] = "append" if mode == "append" else "replace"
+    counters = core.counters
+    core.emit(ChatCommitRequested, ChatCommitRequest(
+        call_id=call_id, path=path, is_explicit=is_explicit, sha256=sha256, mode=commit_mode,
+        round=counters.round, reason=reason))
+    previous = core.record.status
+    core.set_status("awaiting_host_commit")
+    target = chat.save_output(run_id=core.id, text=text, mode=commit_mode,
+                              target=counters.output_target,
+                              new_swipe=core.record.generation_type == "swipe")
+    counters.output_target = target
+    if is_explicit:
+        counters.explicit_commits += 1
+    core.emit(RunCommitted, CommitOutcome(message_index=target[0], swipe_id=target[1],
+                                          is_explicit=is_explicit, mode=commit_mode))
+    core.set_status(previous)
+    return target
+
+
+def auto_commit(core: RunCore) -> None:
+    """At the end of a round: commit the round's last modified text file when the rules
+    allow (a foreground Chat run with no explicit commit yet)."""
+    tracker = core.tracker
+    candidate = tracker.candidate
+    if not (core.is_chat and core.record.presentation == "foreground"
+            and not core.counters.explicit_commits and tracker.changed and candidate):
+        return
+    try:
+        file = core.fs.read_text(WorkspacePath(candidate))
+    except WorkspaceError:
+        return
+    commit_to_chat(core, path=candidate, text=file.text, sha256=file.sha256, mode="replace",
+                   is_explicit=False, call_id=None)
+
+
+def write_subagent_result(core: RunCore, invocation: Invocation, text: str) -> str:
+    """Write a return-mode sub-agent's result to ``summaries/<agent>-result.md`` (repeated
+    results get ``-002``, ``-003``, ...); returns the path."""
+    key = invocation.agent_id
+    results = core.counters.subagent_results
+    results[key] += 1
+    count = results[key]
+    name = f"{key}-result.md" if count == 1 else f"{key}-result-{count:03d}.md"
+    path = WorkspacePath.parse(f"summaries/{name}")
+    core.fs.write_text(path, text, WriteGuard.unchecked())
+    core.tracker.wrote(path)
+    core.emit(TaskReturnCompleted, TaskReturn(invocation_id=invocation.id, path=path.text),
+              scope=EventScope(invocation_id=invocation.id))
+    return path.text
+
+
+def complete(core: RunCore, main: Invocation, reason: str | None) -> dict[str, Any]:
+    """Finish the run: publish ``persist/`` (Chat runs), link the state to the committed
+    message and mark the run completed. Returns the refs the finish result reports."""
+    core.set_status("finishing")
+    refs: dict[str, Any] = {}
+    if core.chat is not None and core.persist_snapshot is not None:
+        refs["persistStateId"] = _publish(core)
+    core.emit(AgentInvocationCompleted, InvocationRef(
+        invocation_id=main.id, agent_id=main.agent_id, mode="main"))
+    core.set_status("completed")
+    core.emit(RunCompleted, Reason(reason=reason))
+    return refs
+
+
+def _publish(core: RunCore) -> str:
+    chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
+    assert chat is not None and snapshot is not None
+    try:
+        with core.fs.lock.shared():
+            state, reused = chat.persist.publish(
+                run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
+                revision_of=counters.persist_state_id)
+    except (PersistStateError, OSError) as exc:
+        core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
+        core.fail(str(exc))
+        raise
+    counters.persist_state_id = state.state_id
+    core.emit(PersistentChangesCommitted, PersistCommitted(
+        state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,
+        changes=len(state.changes)))
+    target = counters.output_target
+    link = PersistStateRef(state_id=state.state_id,
+                           message_index=target[0] if target else None,
+                           swipe_id=target[1] if target else None)
+    core.emit(PersistentStateMetadataUpdateRequested, link)
+    if target is not None:
+        chat.link_persist_state(target, state.state_id)
+        core.emit(PersistentStateMetadataUpdateUpdated, link)
+    return state.state_id

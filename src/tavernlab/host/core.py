@@ -1,0 +1,239 @@
+"""The state behind a run and its record keeping: one place that writes ``run.json``, the
+index copy, the summary and ``events.jsonl``.
+
+:class:`RunCore` is what the host's modules share (dispatch, results, commits); the user's
+handle is :class:`tavernlab.host.run.Run`. Everything observable about a run goes through
+:meth:`RunCore.emit`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock, IdFactory, rfc3339
+from tavernlab.errors import RunStateError
+from tavernlab.events import (
+    AgentInvocationCreated,
+    Event,
+    EventScope,
+    InvocationRef,
+    Level,
+    Model,
+    Reason,
+    RunFailed,
+    StatusChange,
+    StatusChanged,
+)
+from tavernlab.host.index import RunIndex
+from tavernlab.host.invocation import Invocation
+from tavernlab.shell.limits import DEFAULT_DEADLINE_S
+from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.fs import WorkspaceFs
+from tavernlab.workspace.logs import EventLog
+from tavernlab.workspace.persist import PersistSnapshot
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.records import RunRecord, RunStatus, dump_model, write_json
+from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs, SkillsMount
+
+E = TypeVar("E", bound=Event)
+
+
+@dataclass(slots=True)
+class RunCounters:
+    """What a run counts as it goes (rebuilt from the event log when a run is reopened)."""
+
+    round: int = 1
+    call_seq: int = 0
+    calls: int = 0
+    calls_per_tool: Counter[str] = field(default_factory=Counter)
+    explicit_commits: int = 0
+    output_target: tuple[int, int] | None = None
+    persist_state_id: str | None = None
+    round_cancelled: bool = False
+    subagent_results: Counter[str] = field(default_factory=Counter)
+
+
+class InFlight:
+    """The cancel tokens of a run's work that is running now (tool calls, ``js`` jobs)."""
+
+    def __init__(self) -> None:
+        self._tokens: set[CancelToken] = set()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def track(self, token: CancelToken) -> Iterator[CancelToken]:
+        """Keep ``token`` reachable by :meth:`cancel_all` while the block runs."""
+        with self._lock:
+            self._tokens.add(token)
+        try:
+            yield token
+        finally:
+            with self._lock:
+                self._tokens.discard(token)
+
+    def live(self) -> list[CancelToken]:
+        """The tokens not cancelled yet."""
+        with self._lock:
+            return [t for t in self._tokens if not t.cancelled]
+
+
+class RunCore:
+    """A run's state, its files and the one path every record takes."""
+
+    def __init__(self, *, record: RunRecord, run_dir: Path, workspace_dir: Path,
+                 profile: Profile, frozen: FrozenContext, chat: Chat | None,
+                 persist_snapshot: PersistSnapshot | None, skills: Mapping[str, Any],
+                 skills_mount: SkillsMount | None, index: RunIndex, clock: Clock,
+                 ids: IdFactory, on_end: Callable[[], None]) -> None:
+        self.record = record
+        self.dir = run_dir
+        self.workspace_dir = workspace_dir
+        self.profile = profile
+        self.frozen = frozen
+        self.chat = chat
+        self.persist_snapshot = persist_snapshot
+        self.skills = skills
+        self.skills_mount = skills_mount
+        self.index = index
+        self.clock = clock
+        self.ids = ids
+        self.on_end = on_end
+        self.fs = WorkspaceFs(workspace_dir)
+        self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
+        self.tracker = MutationTracker()
+        self.counters = RunCounters()
+        self.inflight = InFlight()
+        self.shell_deadline_s = DEFAULT_DEADLINE_S
+        self._announced: set[str] = set()
+        #: The run's main agent (announced when the run starts).
+        self.main = self.new_invocation("main", "main", profile, announce=False)
+
+    @property
+    def id(self) -> str:
+        """The run id."""
+        return self.record.id
+
+    @property
+    def is_chat(self) -> bool:
+        """Whether the run works for a Chat target."""
+        return self.record.target.kind == "chat"
+
+    @property
+    def commit_required(self) -> bool:
+        """A foreground Chat run needs an explicit commit before it may finish."""
+        return (self.is_chat and self.record.presentation == "foreground"
+                and not self.counters.explicit_commits)
+
+    # -- records ------------------------------------------------------------------------------
+
+    def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
+             scope: EventScope | None = None) -> E:
+        """Append a typed event to ``events.jsonl`` (validated before it is written)."""
+        return self.log.append(kind, payload, level=level, scope=scope)
+
+    def set_status(self, status: RunStatus, *, index: bool = True) -> None:
+        """Move to ``status``: ``status_changed`` and ``run.json``; also the index copy unless
+        ``index`` is false (a tool call's round trip refreshes the index once, when it
+        returns to ``calling_model``)."""
+        previous = self.record.status
+        if previous == status:
+            return
+        self.record.status = status
+        self.record.updated_at = self.clock.now()
+        self.emit(StatusChanged, StatusChange(**{"from": previous, "to": status}))
+        self.save_record(index=index, summary=self.record.is_terminal)
+
+    def save_record(self, *, index: bool = True, summary: bool = True) -> None:
+        """Write ``run.json``, its index copy and (at creation and when the run ends, not on
+        every transient status) the summary projection."""
+        write_json(self.dir / "run.json", dump_model(self.record))
+        if index:
+            self.index.save(self.record, self.summary() if summary else None)
+
+    def summary(self) -> dict[str, Any]:
+        """The run summary projection stored in ``index/run-summaries/``."""
+        counters = self.counters
+        return {
+            "runId": self.id,
+            "target": dump_model(self.record.target),
+            "status": self.record.status,
+            "presentation": self.record.presentation,
+            "createdAt": rfc3339(self.record.created_at),
+            "updatedAt": rfc3339(self.record.updated_at),
+            "round": counters.round,
+            "toolCalls": counters.calls,
+            "explicitCommits": counters.explicit_commits,
+            "outputMessage": list(counters.output_target) if counters.output_target else None,
+            "persistStateId": counters.persist_state_id,
+        }
+
+    def require_active(self) -> None:
+        """Refuse work on a run that has ended."""
+        if self.record.is_terminal:
+            raise RunStateError(f"run `{self.id}` is {self.record.status}; call run.resume() "
+                                "to continue it")
+
+    def fail(self, error: str) -> None:
+        """End the run as failed (an internal fault), once."""
+        if not self.record.is_terminal:
+            self.set_status("failed")
+            self.emit(RunFailed, Reason(error=error))
+
+    # -- invocations --------------------------------------------------------------------------
+
+    def new_invocation(self, agent_id: str, mode: Literal["main", "return"], profile: Profile,
+                       *, announce: bool = True) -> Invocation:
+        """An agent of this run with its own policy view over the shared workspace."""
+        scope = ScopedWorkspaceFs(self.fs, profile.policy(), skills=self.skills_mount,
+                                  tracker=self.tracker)
+        invocation = Invocation(self.ids.new("inv"), agent_id, mode=mode, profile=profile,
+                                scope=scope, skills=self.skills)
+        if announce:
+            self.announce(invocation)
+        return invocation
+
+    def announce(self, invocation: Invocation) -> None:
+        """Record ``agent_invocation_created`` for an Invocation (once)."""
+        if invocation.id in self._announced:
+            return
+        self._announced.add(invocation.id)
+        self.emit(AgentInvocationCreated,
+                  InvocationRef(invocation_id=invocation.id, agent_id=invocation.agent_id,
+                                mode=invocation.mode),
+                  scope=EventScope(invocation_id=invocation.id))
+
+    def restore_counters(self) -> None:
+        """Rebuild the counters of a run reopened from disk from its event log: tool calls,
+        explicit commits, the output message, the published persist state; the run then
+        continues in a new round (a cancelled call is never replayed)."""
+        counters = self.counters
+        last_round = 0
+        for event in self.log.read():
+            payload = event.payload
+            if event.type in ("tool_call_completed", "tool_call_failed"):
+                counters.calls += 1
+                counters.calls_per_tool[payload.tool_id] += 1
+                last_round = max(last_round, payload.round)
+                counters.call_seq = max(counters.call_seq, _call_number(payload.call_id))
+            elif event.type == "run_committed":
+                counters.output_target = (payload.message_index, payload.swipe_id)
+                counters.explicit_commits += int(payload.is_explicit)
+            elif event.type == "persistent_changes_committed":
+                counters.persist_state_id = payload.state_id
+            elif event.type == "task_return_completed":
+                agent = payload.path.rsplit("/", 1)[-1].split("-result", 1)[0]
+                counters.subagent_results[agent] += 1
+        counters.round = last_round + 1
+
+
+def _call_number(call_id: str) -> int:
+    head, _, tail = call_id.rpartition("_")
+    return int(tail) if head == "call" and tail.isdigit() else 0

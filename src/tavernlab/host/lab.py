@@ -1,0 +1,207 @@
+"""``Lab``: one data directory holding chats, runs, sessions, skills and settings.
+
+The on-disk layout is upstream's (spec/workspace.md section 8)::
+
+    <lab>/_tauritavern/
+      agent-workspaces/
+        index/runs/<run-id>.json            copy of run.json
+        index/run-summaries/<run-id>.json   summary projection
+        chats/<workspace-id>/
+          persistent-states/<state-id>/{manifest.json, persist/...}
+          runs/<run-id>/{run.json, manifest.json, events.jsonl, input/, tool-args/,
+                         tool-results/, output/, scratch/, plan/, summaries/, persist/}
+        sessions/                           see tavernlab.host.sessions
+      skills/                               see tavernlab.skills
+      host-chats/<workspace-id>.json        the simulated host's chats
+      settings.json                         agent.retention
+
+A lab is created on first use; two processes (two kernels) may share one lab. Each lab has
+its own tool registry (``tools=``), services (``services=``), clock and id factory
+(``clock=``, ``ids=``): a lab built with :class:`~tavernlab.clock.FixedClock` and
+:class:`~tavernlab.clock.SequentialIds` writes the same bytes every time it plays the same
+run.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
+from tavernlab.errors import InvalidData, RunStateError
+from tavernlab.host.core import RunCore
+from tavernlab.host.index import RunIndex
+from tavernlab.host.registry import ToolProvider, ToolRegistry
+from tavernlab.host.retention import Retention
+from tavernlab.host.run import Run
+from tavernlab.host.services import LabServices
+from tavernlab.host.sessions import Session, SessionStore
+from tavernlab.host.starting import RunFactory, resolve_profile
+from tavernlab.skills.repository import SkillRepository
+from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.ids import ChatKind
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.records import ChatTarget, RunRecord
+from tavernlab.workspace.tooling import ToolSpec
+
+DATA_DIR = "_tauritavern"
+WORKSPACES_DIR = "agent-workspaces"
+
+
+class Lab:
+    """A tavernlab data directory: the entry point of the Python API.
+
+    >>> lab = Lab("my-lab")
+    >>> run = lab.start_run(chat_id="alice")
+    >>> run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "hi"})
+
+    ``tools`` replaces the default tool set (providers or :class:`ToolSpec` objects, see
+    :mod:`tavernlab.host.registry`); ``services`` gives the lab its own worker pool
+    (default: the process-wide one); ``clock`` and ``ids`` make its records deterministic.
+    Use it as a context manager (or call :meth:`close`) to release what it started.
+    """
+
+    def __init__(self, path: str | Path = "tavernlab-lab", *,
+                 tools: Sequence[ToolProvider | ToolSpec] | None = None,
+                 services: LabServices | None = None, clock: Clock | None = None,
+                 ids: IdFactory | None = None) -> None:
+        self.root = Path(path).resolve()
+        self.data_dir = self.root / DATA_DIR
+        self.workspaces_dir = self.data_dir / WORKSPACES_DIR
+        self.workspaces_dir.mkdir(parents=True, exist_ok=True)
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        self.ids: IdFactory = ids or RANDOM_IDS
+        self.services = services or LabServices.shared()
+        self.tools = ToolRegistry.build(tools, self.services)
+        self.index = RunIndex(self.workspaces_dir)
+        self.retention = Retention(self.data_dir, self.workspaces_dir, self.index)
+        self._sessions: SessionStore | None = None
+        self._skills: SkillRepository | None = None
+        self._runs: weakref.WeakSet[RunCore] = weakref.WeakSet()
+        self._factory = RunFactory(index=self.index, skills=self._installed_skills,
+                                   clock=self.clock, ids=self.ids,
+                                   on_end=self.retention.auto_prune)
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<Lab {self.root}>"
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancel this lab's running work and stop the services it owns (a shared worker
+        pool stays for the other labs of the process). Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        for core in list(self._runs):
+            for token in core.inflight.live():
+                token.cancel("the lab was closed")
+        self.services.close()
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _require_open(self) -> None:
+        if self.closed:
+            raise RunStateError(f"lab {self.root} is closed")
+
+    # -- parts --------------------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> SessionStore:
+        """Persistent agent sessions (spec/workspace.md section 12)."""
+        if self._sessions is None:
+            self._sessions = SessionStore(self.workspaces_dir, self.index, clock=self.clock,
+                                          ids=self.ids)
+        return self._sessions
+
+    @property
+    def skills(self) -> SkillRepository:
+        """The skill repository of this lab (install, list, validate, export)."""
+        if self._skills is None:
+            self._skills = SkillRepository(self.root)
+        return self._skills
+
+    def _installed_skills(self) -> SkillRepository | None:
+        return self.skills if (self.data_dir / "skills").exists() else None
+
+    def chat(self, chat_id: str, kind: ChatKind = "character") -> Chat:
+        """The host chat ``chat_id`` (created on first write)."""
+        return Chat(self.data_dir, chat_id, kind, clock=self.clock, ids=self.ids)
+
+    def session(self, session_id: str) -> Session:
+        """A session by id (see :attr:`sessions`)."""
+        return self.sessions.get(session_id)
+
+    # -- runs -----------------------------------------------------------------------------------
+
+    def start_run(self, chat_id: str | None = None, *, kind: ChatKind = "character",
+                  presentation: Literal["foreground", "background"] = "foreground",
+                  persist_base: str | None = None, context: Mapping[str, Any] | None = None,
+                  profile: Profile | Mapping[str, Any] | None = None,
+                  generation_type: str = "normal", skills: list[str] | None = None,
+                  skill_scopes: Mapping[str, str] | None = None,
+                  legacy_run_script: bool = False, session: str | None = None) -> Run:
+        """Start a run for a chat (``chat_id``) or a session (``session``).
+
+        ``persist_base`` is the persist state the run starts from (the host's choice is
+        ``lab.chat(id).current_persist_state()``); ``context`` is the frozen host facts
+        (see :mod:`tavernlab.workspace.context`); ``skills`` limits the bound skills to these
+        names (else the Profile's skill policy over ``skill_scopes`` decides);
+        ``legacy_run_script`` turns on the ``skill.run_script`` compatibility mode.
+        Everything is validated before anything is written.
+        """
+        self._require_open()
+        if (chat_id is None) == (session is None):
+            raise InvalidData("start_run needs exactly one of chat_id or session")
+        resolved = resolve_profile(profile, self.sessions.profile if session else Profile)
+        if legacy_run_script:
+            resolved.skills.legacy_run_script = True
+        resolved.policy()
+        if presentation not in ("foreground", "background"):
+            raise InvalidData("presentation must be `foreground` or `background`")
+        if session is not None:
+            if context is not None:
+                raise InvalidData("Session runs have no host context")
+            core = self._factory.start_session(self.sessions, session, resolved,
+                                               presentation=presentation, names=skills,
+                                               scopes=skill_scopes)
+        else:
+            assert chat_id is not None
+            core = self._factory.start_chat(
+                self.chat(chat_id, kind), resolved, presentation=presentation,
+                persist_base=persist_base, snapshot=None if context is None else dict(context),
+                generation_type=generation_type, names=skills, scopes=skill_scopes)
+        return self._handle(core)
+
+    def open_run(self, run_id: str) -> Run:
+        """Reopen a run from disk (any process). Read records start empty; the run continues
+        in a new round."""
+        self._require_open()
+        record = self.index.load(run_id)
+        target = record.target
+        if isinstance(target, ChatTarget):
+            chat: Chat | None = self.chat(target.chat_ref.stable_chat_id, target.chat_ref.kind)
+            assert chat is not None
+            run_dir = workspace_dir = chat.workspace_dir / "runs" / run_id
+        else:
+            chat = None
+            session = self.sessions.get(target.session_id)
+            run_dir, workspace_dir = session.dir / "runs" / run_id, session.workspace_dir
+        return self._handle(self._factory.reopen(record, run_dir, workspace_dir, chat))
+
+    def _handle(self, core: RunCore) -> Run:
+        self._runs.add(core)
+        return Run(core, self.tools, self.services)
+
+    def runs(self) -> list[RunRecord]:
+        """Every indexed run, newest first."""
+        return sorted(self.index.records(), key=lambda r: r.created_at, reverse=True)

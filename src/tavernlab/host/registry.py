@@ -1,0 +1,89 @@
+"""The tools a lab offers: one registry per :class:`~tavernlab.host.lab.Lab`, built from tool
+providers.
+
+Engines export their tools as plain tuples of :class:`~tavernlab.workspace.tooling.ToolSpec`
+(nothing registers at import time, so ``importlib.reload`` of any module and two labs with
+different tool sets in one kernel both work). A *provider* is a callable that receives the
+lab's :class:`~tavernlab.host.services.LabServices` and returns specs; a lab built with
+``Lab(path, tools=[...])`` accepts providers and specs alike. :data:`DEFAULT_TOOLS` is the set
+upstream V5 offers: the workspace tools, the shell, and the legacy skill tools (offered only
+in the compatibility mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from tavernlab.host.services import LabServices
+from tavernlab.shell.tool import SHELL_TOOLS
+from tavernlab.skills.compat_tools import SKILL_COMPAT_TOOLS
+from tavernlab.skills.run_script import RUN_SCRIPT_TOOLS
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.tooling import ToolSpec
+from tavernlab.workspace.tools import WORKSPACE_TOOLS
+
+ToolProvider = Callable[[LabServices], Iterable[ToolSpec]]
+
+
+def workspace_tools(services: LabServices) -> Iterable[ToolSpec]:
+    """``workspace.list_files`` … ``workspace.finish`` and ``task.return``."""
+    return WORKSPACE_TOOLS
+
+
+def shell_tools(services: LabServices) -> Iterable[ToolSpec]:
+    """``workspace.shell``."""
+    return SHELL_TOOLS
+
+
+def legacy_skill_tools(services: LabServices) -> Iterable[ToolSpec]:
+    """``skill.run_script``, ``skill.list`` and ``skill.read`` (compatibility mode only)."""
+    return (*RUN_SCRIPT_TOOLS, *SKILL_COMPAT_TOOLS)
+
+
+#: The tools of a lab built without ``tools=``.
+DEFAULT_TOOLS: tuple[ToolProvider, ...] = (workspace_tools, shell_tools, legacy_skill_tools)
+
+
+class ToolRegistry:
+    """The tools of one lab, by id (ids are unique within a registry)."""
+
+    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.id in self._specs:
+                raise ValueError(f"tool `{spec.id}` is offered twice")
+            self._specs[spec.id] = spec
+
+    @classmethod
+    def build(cls, tools: Sequence[ToolProvider | ToolSpec] | None, services: LabServices
+              ) -> ToolRegistry:
+        """The registry of ``tools`` (default :data:`DEFAULT_TOOLS`)."""
+        specs: list[ToolSpec] = []
+        for item in DEFAULT_TOOLS if tools is None else tools:
+            if isinstance(item, ToolSpec):
+                specs.append(item)
+            else:
+                specs.extend(item(services))
+        return cls(specs)
+
+    def get(self, tool_id: str) -> ToolSpec | None:
+        """The tool ``tool_id``, if the lab has it."""
+        return self._specs.get(tool_id)
+
+    def offered(self, profile: Profile) -> list[ToolSpec]:
+        """The tools a run with ``profile`` offers, sorted by id (compatibility-mode tools
+        only when the Profile enables ``skills.legacyRunScript``)."""
+        legacy = profile.skills.legacy_run_script
+        return [spec for _, spec in sorted(self._specs.items()) if legacy or not spec.compat]
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._specs.values())
+
+    def __contains__(self, tool_id: object) -> bool:
+        return tool_id in self._specs
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __repr__(self) -> str:
+        return f"<ToolRegistry {len(self._specs)} tools>"

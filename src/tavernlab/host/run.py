@@ -1,0 +1,294 @@
+"""``Run``: the user's handle on one agent execution (spec/workspace.md sections 8 and 10).
+
+A :class:`Run` is created by :meth:`tavernlab.Lab.start_run` (or reopened with
+:meth:`tavernlab.Lab.open_run`). A notebook drives it the way a model would:
+``run.call_tool(tool_id, args)`` executes one tool call with upstream's events, stored tool
+results and status changes; ``run.next_round()`` ends a round (at most one auto-commit);
+``run.finish()`` ends the run. ``run.shell(...)`` and ``run.js(...)`` reach the workspace
+shell and the sandbox. The bookkeeping lives in the host's small modules
+(:mod:`~tavernlab.host.core`, :mod:`~tavernlab.host.dispatch`, :mod:`~tavernlab.host.commits`).
+
+Read records live in memory (a tavernlab choice): a run reopened from disk starts a new round
+with no records, so the model must read files again before rewriting them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from tavernlab.cancel import CancelToken
+from tavernlab.errors import RunStateError
+from tavernlab.events import Event, Reason, RunCancelRequested
+from tavernlab.host import commits, dispatch
+from tavernlab.host.core import RunCore
+from tavernlab.host.invocation import Invocation
+from tavernlab.host.registry import ToolRegistry
+from tavernlab.host.services import LabServices
+from tavernlab.js.command import CommandResult, run_js_command
+from tavernlab.paths import WorkspacePath
+from tavernlab.shell.result import ShellResult
+from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.fs import WorkspaceFs
+from tavernlab.workspace.persist import PersistSnapshot
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.records import RunRecord, RunStatus, read_json
+from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
+from tavernlab.workspace.tooling import ToolResult, ToolSpec
+
+
+class Run:
+    """One agent execution. Create it with :meth:`tavernlab.Lab.start_run`.
+
+    Attributes worth knowing in a notebook: ``id``, ``dir`` (the run's record directory),
+    ``workspace_dir`` (the files the model sees), ``record`` (``run.json``), ``profile``,
+    ``context`` (frozen host facts and macros), ``round``, ``main`` (the main Invocation),
+    ``chat`` (Chat targets), ``persist_state_id`` (after finish).
+    """
+
+    def __init__(self, core: RunCore, registry: ToolRegistry, services: LabServices) -> None:
+        self._core = core
+        self._registry = registry
+        self._services = services
+
+    # -- identity -----------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The run id (``run_<32 hex>``)."""
+        return self._core.id
+
+    @property
+    def record(self) -> RunRecord:
+        """``run.json`` as this process holds it."""
+        return self._core.record
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's current status."""
+        return self._core.record.status
+
+    @property
+    def dir(self) -> Path:
+        """The run's record directory (``run.json``, ``events.jsonl``, ``input/`` …)."""
+        return self._core.dir
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The directory holding the files the model sees."""
+        return self._core.workspace_dir
+
+    @property
+    def profile(self) -> Profile:
+        """The run's resolved Profile."""
+        return self._core.profile
+
+    @property
+    def context(self) -> FrozenContext:
+        """The frozen host facts and macro table."""
+        return self._core.frozen
+
+    @property
+    def chat(self) -> Chat | None:
+        """The host chat of a Chat run (``None`` for a Session run)."""
+        return self._core.chat
+
+    @property
+    def persist_snapshot(self) -> PersistSnapshot | None:
+        """What ``persist/`` held when the run started (Chat runs)."""
+        return self._core.persist_snapshot
+
+    @property
+    def round(self) -> int:
+        """The current model round (from 1)."""
+        return self._core.counters.round
+
+    @property
+    def explicit_commits(self) -> int:
+        """How many explicit ``workspace.commit`` calls succeeded."""
+        return self._core.counters.explicit_commits
+
+    @property
+    def output_target(self) -> tuple[int, int] | None:
+        """``(message index, swipe id)`` of the run's output message, once committed."""
+        return self._core.counters.output_target
+
+    @property
+    def persist_state_id(self) -> str | None:
+        """The persist state this run published (after finish)."""
+        return self._core.counters.persist_state_id
+
+    @property
+    def is_chat(self) -> bool:
+        """Whether the run works for a Chat target (commits to chat, persist versions)."""
+        return self._core.is_chat
+
+    @property
+    def main(self) -> Invocation:
+        """The main agent."""
+        return self._core.main
+
+    @property
+    def scope(self) -> ScopedWorkspaceFs:
+        """The main agent's scoped workspace view."""
+        return self._core.main.scope
+
+    @property
+    def skills(self) -> dict[str, Any]:
+        """The skills bound to the main agent, by name."""
+        return dict(self._core.skills)
+
+    @property
+    def fs(self) -> WorkspaceFs:
+        """The run's storage port *without* the policy view (what the host itself uses; the
+        model only ever sees :attr:`scope`)."""
+        return self._core.fs
+
+    @property
+    def tracker(self) -> MutationTracker:
+        """The round's text-mutation tracker (the auto-commit candidate)."""
+        return self._core.tracker
+
+    @property
+    def shell_deadline_s(self) -> float:
+        """The whole-call deadline of ``workspace.shell`` and :meth:`js` (30 s, upstream's;
+        settable per run, for example to test timeouts)."""
+        return self._core.shell_deadline_s
+
+    @shell_deadline_s.setter
+    def shell_deadline_s(self, seconds: float) -> None:
+        if seconds <= 0:
+            raise ValueError("shell_deadline_s must be positive")
+        self._core.shell_deadline_s = seconds
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """The tools this run offers the main agent, sorted by id."""
+        return self._registry.offered(self._core.profile)
+
+    def __repr__(self) -> str:
+        return (f"<Run {self.id} {self._core.record.target.kind} {self.status} "
+                f"round={self.round}>")
+
+    # -- model actions ------------------------------------------------------------------------
+
+    def call_tool(self, tool_id: str, arguments: Any = None, *,
+                  invocation: Invocation | None = None, call_id: str | None = None
+                  ) -> ToolResult:
+        """Execute one tool call the way the host does and return its result.
+
+        Events ``tool_call_requested``/``started``/``completed`` (or ``failed``), the
+        arguments file, the stored result under ``tool-results/`` and the status changes are
+        all written. Recoverable failures come back as results with ``is_error``; an internal
+        fault fails the run and raises. Cancel a running call with :meth:`cancel` from
+        another thread; a KeyboardInterrupt while waiting cancels it too and is re-raised.
+        """
+        return dispatch.call_tool(self._core, self._registry, invocation or self._core.main,
+                                  tool_id, {} if arguments is None else arguments, call_id)
+
+    def next_round(self) -> int:
+        """End the current round (auto-committing its last modified text file when the rules
+        allow) and start the next one; returns the new round number."""
+        core = self._core
+        core.require_active()
+        commits.auto_commit(core)
+        core.tracker.reset()
+        core.counters.round_cancelled = False
+        core.counters.round += 1
+        return core.counters.round
+
+    def start_subagent(self, agent_id: str, profile: Profile | None = None) -> Invocation:
+        """A return-mode sub-agent sharing this run's workspace.
+
+        Its roots are filtered by its own (target) Profile; it cannot commit or finish and
+        ends with the ``task.return`` tool, which writes ``summaries/<agent>-result.md``.
+        """
+        profile = profile or self._core.profile
+        for root in profile.policy().materialized_roots:
+            (self._core.workspace_dir / root).mkdir(exist_ok=True)
+        return self._core.new_invocation(agent_id, "return", profile)
+
+    def finish(self, reason: str | None = None) -> ToolResult:
+        """``workspace.finish`` through the normal tool dispatch."""
+        return self.call_tool("workspace.finish", {} if reason is None else {"reason": reason})
+
+    def resume(self) -> None:
+        """Continue a finished Chat run (for example to revise its output): a new round
+        starts, and the next finish revises the state this run published."""
+        core = self._core
+        if not core.record.is_terminal:
+            raise RunStateError(f"run `{self.id}` is still {self.status}")
+        core.tracker.reset()
+        core.counters.round_cancelled = False
+        core.counters.round += 1
+        core.set_status("calling_model")
+
+    def cancel(self, reason: str = "cancelled by the user") -> int:
+        """Cancel every tool call or job of this run that is running now (safe from any
+        thread); returns how many were cancelled. Work already started completes."""
+        tokens = self._core.inflight.live()
+        if tokens:
+            self._core.emit(RunCancelRequested, Reason(reason=reason))
+        for token in tokens:
+            token.cancel(reason)
+        return len(tokens)
+
+    # -- shell and JavaScript -----------------------------------------------------------------
+
+    def shell(self, command: str, workdir: str = "/") -> ShellResult:
+        """Run ``workspace.shell`` as a tool call of the main agent and return the shell's
+        outcome, exit code, stdout and stderr (the tool result is stored as usual)."""
+        result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir})
+        return ShellResult.from_tool_result(result)
+
+    def js(self, argv: str | Iterable[str], cwd: str = "/", stdin: str | bytes | None = None,
+           command: Literal["js", "node", "deno"] = "js") -> CommandResult:
+        """Run the sandbox's ``js``/``node``/``deno`` command directly (not as a tool call):
+        same sandbox, limits and errors as inside ``workspace.shell``, over the main agent's
+        view, with the shell's deadline.
+
+        ``argv`` is the argument list after the command name (``["script.js", "a"]``); a
+        string is split the way a shell would (``"-e 'console.log(1)'"``). :meth:`cancel`
+        from another thread or a KeyboardInterrupt stops it; file writes it made stay and
+        feed auto-commit.
+        """
+        core = self._core
+        core.require_active()
+        args = shlex.split(argv) if isinstance(argv, str) else list(argv)
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        with core.inflight.track(CancelToken()) as token:
+            return run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
+                                  stdin=data, command=command, token=token,
+                                  deadline=core.clock.monotonic() + core.shell_deadline_s,
+                                  pool=self._services.js_pool)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def events(self, type_: str | None = None) -> list[Event]:
+        """The run's events as typed models (optionally only one type)."""
+        events = self._core.log.read()
+        return events if type_ is None else [e for e in events if e.type == type_]
+
+    def read(self, path: str) -> str:
+        """The text of a workspace file as the model would see it (through the main view)."""
+        return self.scope.read_text(WorkspacePath.parse(path)).text
+
+    def files(self, path: str | None = None, depth: int = 8) -> list[str]:
+        """Visible file paths below ``path`` (default: everything visible)."""
+        listing = self.scope.list_files(WorkspacePath.parse_optional(path), depth, 100_000)
+        return [e.path for e in listing.entries if e.kind == "file"]
+
+    @property
+    def system_prompt(self) -> str:
+        """The run's frozen system-prompt additions (the effective skills, each listed once
+        with its description and ``skills/<name>/SKILL.md``), from ``input/system_prompt.md``."""
+        path = self.dir / "input" / "system_prompt.md"
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every stored tool result of the run, in call order."""
+        return [read_json(self.workspace_dir / event.payload.path)
+                for event in self.events("tool_result_stored")]

@@ -1,0 +1,231 @@
+"""Starting and reopening runs: validation first, then the run's files in upstream's order
+(spec/workspace.md sections 1, 8 and 13).
+
+A new run writes ``run.json``, ``run_created``, its roots, ``input/`` (prompt snapshot,
+resolved Profile, skill bindings, system prompt, persist snapshot) and ``manifest.json``, then
+moves ``initializing_workspace`` → ``assembling_context`` → ``calling_model``. Everything the
+caller passes is validated before anything is written. A reopened run reads the same files
+back, including the skill bindings fixed at its start (never a same-named package installed
+later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from tavernlab.clock import Clock, IdFactory
+from tavernlab.errors import InvalidData, SkillUnavailable
+from tavernlab.events import (
+    ContextAssembled,
+    ContextSummary,
+    PersistentProjectionInitialized,
+    ProjectionSummary,
+    RootList,
+    RunCreated,
+    RunCreation,
+    SkillScopesResolved,
+    SkillSet,
+    WorkspaceInitialized,
+)
+from tavernlab.host.core import RunCore
+from tavernlab.host.index import RunIndex
+from tavernlab.host.sessions import SessionStore
+from tavernlab.skills.binding import (
+    SkillBinding,
+    bind_skills,
+    bindings_from_json,
+    bindings_to_json,
+    render_skill_prompt,
+)
+from tavernlab.skills.mount import BoundSkillsMount
+from tavernlab.skills.repository import SkillRepository
+from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.macros import FrozenMacros
+from tavernlab.workspace.persist import PersistSnapshot
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.records import (
+    Artifact,
+    ChatRef,
+    ChatTarget,
+    RootSpec,
+    RunRecord,
+    SessionTarget,
+    WorkspaceManifest,
+    dump_model,
+    read_json,
+    write_json,
+)
+
+Presentation = Literal["foreground", "background"]
+
+
+class RunFactory:
+    """Creates the :class:`~tavernlab.host.core.RunCore` of new and reopened runs of a lab."""
+
+    def __init__(self, *, index: RunIndex, skills: Callable[[], SkillRepository | None],
+                 clock: Clock, ids: IdFactory, on_end: Callable[[], None]) -> None:
+        self.index = index
+        self._skills = skills
+        self.clock = clock
+        self.ids = ids
+        self.on_end = on_end
+
+    def _core(self, record: RunRecord, run_dir: Path, workspace_dir: Path, profile: Profile,
+              frozen: FrozenContext, chat: Chat | None, skills: Mapping[str, SkillBinding],
+              mount: BoundSkillsMount | None,
+              persist_snapshot: PersistSnapshot | None = None) -> RunCore:
+        return RunCore(record=record, run_dir=run_dir, workspace_dir=workspace_dir,
+                       profile=profile, frozen=frozen, chat=chat,
+                       persist_snapshot=persist_snapshot, skills=skills, skills_mount=mount,
+                       index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end)
+
+    # -- new runs -----------------------------------------------------------------------------
+
+    def start_chat(self, chat: Chat, profile: Profile, *, presentation: Presentation,
+                   persist_base: str | None, snapshot: dict[str, Any] | None,
+                   generation_type: str, names: list[str] | None,
+                   scopes: Mapping[str, str] | None) -> RunCore:
+        """A new run for a Chat target."""
+        macros = FrozenMacros.from_snapshot(snapshot or {})
+        if persist_base is not None:
+            chat.persist.load(persist_base)
+        bound, mount = self._bind(profile, names, scopes, macros)
+        run_id = self.ids.new("run")
+        run_dir = chat.workspace_dir / "runs" / run_id
+        now = self.clock.now()
+        record = RunRecord(
+            id=run_id,
+            target=ChatTarget(workspace_id=chat.workspace_id, stable_chat_id=chat.stable_chat_id,
+                              chat_ref=ChatRef(kind=chat.kind, stable_chat_id=chat.stable_chat_id),
+                              persist_base_state_id=persist_base,
+                              input_message_count=len(chat.messages)),
+            generation_type=generation_type, profile_id=profile.id,
+            skill_scope_refs=dict(scopes) if scopes else None, presentation=presentation,
+            created_at=now, updated_at=now)
+        run_dir.mkdir(parents=True)
+        write_json(run_dir / "run.json", dump_model(record))
+        core = self._core(record, run_dir, run_dir, profile,
+                          FrozenContext(snapshot or {}, macros), chat, bound, mount)
+        _initialize(core, snapshot or {})
+        core.set_status("initializing_workspace")
+        persist = chat.persist.initialize(run_dir / "persist", persist_base)
+        core.persist_snapshot = persist
+        write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
+        core.emit(PersistentProjectionInitialized, ProjectionSummary(
+            base_state_id=persist_base, files=len(persist.files),
+            directories=len(persist.directories or [])))
+        _assemble(core, bound)
+        return core
+
+    def start_session(self, sessions: SessionStore, session_id: str, profile: Profile, *,
+                      presentation: Presentation, names: list[str] | None,
+                      scopes: Mapping[str, str] | None) -> RunCore:
+        """A new run for a Session target (no host context, no persist root)."""
+        session = sessions.get(session_id)
+        macros = FrozenMacros.from_snapshot(None)
+        bound, mount = self._bind(profile, names, scopes, macros)
+        run_id = self.ids.new("run")
+        run_dir = session.dir / "runs" / run_id
+        now = self.clock.now()
+        record = RunRecord(id=run_id, target=SessionTarget(session_id=session.id),
+                           profile_id=profile.id, presentation=presentation,
+                           skill_scope_refs=dict(scopes) if scopes else None,
+                           created_at=now, updated_at=now)
+        run_dir.mkdir(parents=True)
+        write_json(run_dir / "run.json", dump_model(record))
+        core = self._core(record, run_dir, session.workspace_dir, profile,
+                          FrozenContext(None, macros), None, bound, mount)
+        _initialize(core, None)
+        core.set_status("initializing_workspace")
+        _assemble(core, bound)
+        return core
+
+    def _bind(self, profile: Profile, names: list[str] | None,
+              scopes: Mapping[str, str] | None, macros: FrozenMacros
+              ) -> tuple[dict[str, SkillBinding], BoundSkillsMount | None]:
+        repository = self._skills()
+        if repository is None:
+            if names:
+                raise SkillUnavailable(sorted(names)[0])
+            return {}, None
+        return bind_skills(repository, profile, names=names, scopes=scopes, macros=macros)
+
+    # -- reopening ----------------------------------------------------------------------------
+
+    def reopen(self, record: RunRecord, run_dir: Path, workspace_dir: Path,
+               chat: Chat | None) -> RunCore:
+        """A run read back from its files; its counters are rebuilt from the event log."""
+        record = RunRecord.model_validate(read_json(run_dir / "run.json"))
+        profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
+        snapshot = read_json(run_dir / "input" / "prompt_snapshot.json")
+        macros = FrozenMacros.from_snapshot(snapshot)
+        bound: dict[str, SkillBinding] = {}
+        mount = None
+        stored = read_json(run_dir / "input" / "skill_bindings.json")
+        repository = self._skills()
+        if stored and repository is not None:
+            bound = bindings_from_json(repository, stored)
+            mount = BoundSkillsMount(bound, macros)
+        persist = None
+        if chat is not None:
+            persist = PersistSnapshot.model_validate(
+                read_json(run_dir / "input" / "persist_snapshot.json"))
+        core = self._core(record, run_dir, workspace_dir, profile,
+                          FrozenContext(snapshot, macros), chat, bound, mount, persist)
+        core.restore_counters()
+        return core
+
+
+def _initialize(core: RunCore, snapshot: dict[str, Any] | None) -> None:
+    """``run_created``, the roots, ``input/`` and ``manifest.json``."""
+    record, profile = core.record, core.profile
+    core.save_record()
+    core.emit(RunCreated, RunCreation(target=dump_model(record.target),
+                                      presentation=record.presentation,
+                                      generation_type=record.generation_type))
+    policy = profile.policy()
+    for root in policy.materialized_roots:
+        (core.workspace_dir / root).mkdir(exist_ok=True)
+    write_json(core.dir / "input" / "prompt_snapshot.json", snapshot)
+    write_json(core.dir / "input" / "resolved_profile.json", dump_model(profile))
+    chat_ref = record.target.chat_ref if isinstance(record.target, ChatTarget) else None
+    manifest = WorkspaceManifest(
+        run_id=core.id, stable_chat_id=chat_ref.stable_chat_id if chat_ref else None,
+        chat_ref=chat_ref, created_at=record.created_at,
+        roots=[RootSpec.for_root(r, visible=True, writable=r in policy.writable_roots).check()
+               for r in policy.visible_roots],
+        artifacts=[Artifact(id="message_body", path=profile.workspace.message_body_path,
+                            kind="markdown", target="message_body", required=False,
+                            assembly_order=0)] if chat_ref else [])
+    write_json(core.dir / "manifest.json", dump_model(manifest))
+    core.emit(WorkspaceInitialized, RootList(roots=list(policy.visible_roots)))
+
+
+def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
+    """Announce the main agent, freeze the skill bindings and the system prompt, and hand the
+    run to the model (``calling_model``)."""
+    core.set_status("assembling_context")
+    core.announce(core.main)
+    stored = bindings_to_json(bound) if bound else []
+    write_json(core.dir / "input" / "skill_bindings.json", stored)
+    (core.dir / "input" / "system_prompt.md").write_text(
+        render_skill_prompt(bound) if bound else "", encoding="utf-8")
+    core.emit(SkillScopesResolved, SkillSet(skills=stored))
+    core.emit(ContextAssembled, ContextSummary(has_host_context=core.frozen.snapshot is not None))
+    core.set_status("calling_model")
+    core.save_record()  # the summary projection of a started run
+
+
+def resolve_profile(profile: Profile | Mapping[str, Any] | None, default: Callable[[], Profile]
+                    ) -> Profile:
+    """A private copy of the caller's Profile (a model or its JSON), else ``default()``."""
+    if profile is None:
+        return default()
+    if isinstance(profile, Profile):
+        return profile.model_copy(deep=True)
+    if not isinstance(profile, Mapping):
+        raise InvalidData("profile must be a Profile or a JSON object")
+    return Profile.model_validate(dict(profile))
