@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from tavernlab.cancel import CancelToken
+from tavernlab.host import Lab
 from tavernlab.js.command import CommandResult, run_js_command
 from tavernlab.js.pool import WorkerPool, default_pool
-from tavernlab.host import Lab
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
 

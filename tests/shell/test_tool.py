@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
-from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.host import Run
 from tavernlab.shell.tool import SHELL_TOOLS
+from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import ToolResult
 
 from .conftest import lock_waiter_blocked

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
-from tavernlab.host import Run
 
 
 @pytest.fixture

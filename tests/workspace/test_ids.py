@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from tavernlab.errors import InvalidData
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 from tavernlab.workspace.ids import (
     call_stem,
     check_dir_name,
@@ -18,7 +18,6 @@ from tavernlab.workspace.ids import (
     tool_record_name,
     workspace_id,
 )
-from tavernlab.host import Run
 
 
 def test_workspace_ids_of_the_acceptance_list() -> None:

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from tavernlab.errors import PersistStateError
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.records import read_json, write_json
-from tavernlab.host import Run
 
 
 @pytest.fixture

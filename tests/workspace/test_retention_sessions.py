@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from tavernlab.errors import InvalidData, NotFound
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
-from tavernlab.host import Run
 
 
 @pytest.fixture

@@ -9,16 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.clock import SYSTEM_CLOCK, RandomIds
 from tavernlab.errors import TavernlabError
-from tavernlab.events import ToolCallFailed
-from tavernlab.host import Lab
+from tavernlab.events import ContextAssembled, ContextSummary, ToolCallFailed
+from tavernlab.host import DEFAULT_TOOLS, Lab
 from tavernlab.workspace.ids import workspace_id
+from tavernlab.workspace.logs import EventLog
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, read_json
-from tavernlab.clock import SYSTEM_CLOCK, RandomIds
-from tavernlab.events import ContextAssembled, ContextSummary
-from tavernlab.host import DEFAULT_TOOLS
-from tavernlab.workspace.logs import EventLog
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")

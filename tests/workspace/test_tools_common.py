@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from tavernlab.errors import ToolError
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
+from tavernlab.host.dispatch import CallContext
 from tavernlab.workspace.fs import UNSUPPORTED_NODE
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.host import Run
-from tavernlab.host.dispatch import CallContext
 from tavernlab.workspace.tooling import Arguments
 from tavernlab.workspace.tools import WORKSPACE_TOOLS
 

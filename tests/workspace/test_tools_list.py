@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tavernlab.host import Lab
-from tavernlab.host import Run
+from tavernlab.host import Lab, Run
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]

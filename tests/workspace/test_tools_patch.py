@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from tavernlab.host import Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
-from tavernlab.host import Run
 from tavernlab.workspace.tools import (
     PATCH_EMPTY,
     PATCH_NO_CHANGE,

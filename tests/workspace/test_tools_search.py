@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from tavernlab.host import Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
-from tavernlab.host import Run
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
