@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tavernlab.events import Event
@@ -69,3 +69,15 @@ def render_events(events: Iterable[Event]) -> str:
         summary = " ".join(f"{k}={_argument(v)}" for k, v in (payload or {}).items())
         lines.append(f"{event.seq:>4} {event.level:<5} {event.type} {summary}".rstrip())
     return "\n".join(lines)
+
+
+def describe_event(event: Mapping[str, Any]) -> str:
+    """One human line per worktree provisioning progress event (``queued``, ``started``,
+    ``phase``, ``done``)."""
+    if event["kind"] == "queued":
+        return f"queued at position {event['position']} (next phase: {event['phase']})"
+    if event["kind"] == "started":
+        return f"slot granted, starting {event['phase']}"
+    if event["kind"] == "phase":
+        return f"phase {event['phase']}"
+    return f"done: {event['outcome']}"

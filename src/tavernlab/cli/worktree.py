@@ -25,6 +25,7 @@ from typing import Any
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import TavernlabError
+from tavernlab.views import describe_event
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
 from tavernlab.worktree.errors import ToolError, UsageError
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
@@ -66,17 +67,6 @@ def _record_for(repo_root: str, path: str) -> dict[str, Any]:
         if real(record["path"]) == real(path):
             return dict(record)
     raise ToolError("not_found", f"not a linked worktree of {repo_root}: {path}")
-
-
-def describe_event(event: ProgressEvent) -> str:
-    """One human line per progress event."""
-    if event["kind"] == "queued":
-        return f"queued at position {event['position']} (next phase: {event['phase']})"
-    if event["kind"] == "started":
-        return f"slot granted, starting {event['phase']}"
-    if event["kind"] == "phase":
-        return f"phase {event['phase']}"
-    return f"done: {event['outcome']}"
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -352,4 +342,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gc.add_argument("--salvage-root")
 
 
-__all__ = ["UsageError", "describe_event", "register"]
+__all__ = ["UsageError", "register"]

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from tavernlab.cli.worktree import describe_event
+from tavernlab.views import describe_event
 from tavernlab.worktree import ProvisionContext, call_tool, run_with_provision_context, start_proxy
+from tavernlab.worktree.context import ProgressEvent
 from tavernlab.worktree.listing import list_worktrees
 from tavernlab.worktree.status import list_worktree_statuses
 
@@ -82,8 +83,8 @@ def run(root: Path, out: TextIO) -> None:
 
     started = time.monotonic()
 
-    def progress(event: object) -> None:
-        line = describe_event(event)  # type: ignore[arg-type]
+    def progress(event: ProgressEvent) -> None:
+        line = describe_event(event)
         print(f"  [{time.monotonic() - started:5.2f}s] {line}", file=out)
 
     print("provision slug 'add-search' (depsCmd + setup hook):", file=out)
