@@ -34,3 +34,19 @@ def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold an ``flock`` on the lock file ``path`` (created if missing)."""
     with locked_open(path, shared=shared):
         yield
+
+
+class ReadWriteLock:
+    """A reader/writer lock kept in one lock file (a workspace's ``.workspace.lock``, the skill
+    repository's ``.lock``): many readers or one writer, across threads and processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock shared (many readers)."""
+        return file_lock(self.path, shared=True)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock exclusively (one writer)."""
+        return file_lock(self.path)

@@ -85,13 +85,6 @@ class WorkspacePath:
         head, sep, _ = self.text.rpartition("/")
         return WorkspacePath(head) if sep else None
 
-    @property
-    def suffix(self) -> str:
-        """The extension of the last segment, with its dot, as written (``.MD``)."""
-        name = self.name
-        dot = name.rfind(".")
-        return name[dot:] if dot > 0 else ""
-
     def join(self, name: str) -> WorkspacePath:
         """A child path; ``name`` is one or more already valid segments."""
         return WorkspacePath(f"{self.text}/{name}")
@@ -119,3 +112,12 @@ class WorkspacePath:
 def display(path: WorkspacePath | None) -> str:
     """How a path (or the logical root, shown as ``""``) appears in messages."""
     return "" if path is None else path.text
+
+
+def extension(name: str) -> str:
+    """What follows the last dot of a file name, as written (``MD`` for ``a.MD``), or ``""``;
+    a dotfile such as ``.md`` has no extension (Rust's ``Path::extension``, as upstream sees
+    it)."""
+    name = name.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return name[dot + 1:] if dot > 0 else ""

@@ -23,9 +23,15 @@ def test_runs_events_tool_retention_and_sessions(tmp_path: Path,
     out = capsys.readouterr().out
     assert "Wrote 2 chars / 1 words to output/main.md." in out
     assert main(["tool", run.id, "workspace.read_file", '{"path": "input/x"}', "--json",
-                 *flag]) == 3
-    stored = json.loads(capsys.readouterr().out)
-    assert stored["errorCode"] == "workspace.path_not_visible"
+                 *flag]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["errorCode"] == "workspace.path_not_visible"
+    assert captured.err == (
+        "error: workspace.path_not_visible: `input/x` is not readable for this task.\n")
+    assert main(["tool", run.id, "workspace.read_file", '{"path": "nope.md"}', *flag]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: workspace.path_not_visible: ")
     assert main(["events", run.id, "--type", "tool_call_failed", *flag]) == 0
     assert "tool_call_failed" in capsys.readouterr().out
     assert main(["retention", "plan", "--keep-full", "0", "--keep-recent", "0", *flag]) == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
@@ -182,3 +183,26 @@ def test_sub_agents_return_results_and_cannot_commit(lab: Lab) -> None:
     assert run.read("summaries/critic-result-002.md") == "still good"
     main_refused = run.call_tool("task.return", {"result": "x"})
     assert main_refused.error_code == "tool.not_available"
+
+
+def test_selecting_a_swipe_chooses_the_next_runs_persist_base(lab: Lab) -> None:
+    states = []
+    for generation in ("normal", "swipe"):
+        run = lab.start_run(chat_id="alice", generation_type=generation)
+        put(run, "output/main.md", f"take {generation}")
+        put(run, "persist/notes.md", generation)
+        run.call_tool("workspace.commit", {})
+        run.finish()
+        states.append(run.persist_state_id)
+    chat = lab.chat("alice")
+    assert [len(m.swipes) for m in chat.messages] == [2]
+    assert chat.current_persist_state() == states[1]
+    chat.select_swipe(0, 0)
+    assert chat.messages[0].body == "take normal"
+    assert chat.current_persist_state() == states[0]
+    with pytest.raises(InvalidData, match="message 0 has no swipe 2"):
+        chat.select_swipe(0, 2)
+    assert chat.messages[0].swipe_id == 0
+    base = chat.current_persist_state()
+    again = lab.start_run(chat_id="alice", persist_base=base)
+    assert again.read("persist/notes.md") == "normal"

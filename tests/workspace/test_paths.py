@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tavernlab.errors import InvalidData
-from tavernlab.paths import InvalidWorkspacePath, WorkspacePath, display
+from tavernlab.paths import InvalidWorkspacePath, WorkspacePath, display, extension
 
 
 @pytest.mark.parametrize(("text", "normalized"), [
@@ -99,10 +99,10 @@ def test_segment_helpers() -> None:
     assert path.parts == ("scratch", "draft", "Final.MD")
     assert path.root == "scratch"
     assert path.name == "Final.MD"
-    assert path.suffix == ".MD"
+    assert extension(path.text) == "MD"
     assert path.parent == WorkspacePath("scratch/draft")
     assert WorkspacePath("scratch").parent is None
-    assert WorkspacePath("scratch/.hidden").suffix == ""
+    assert extension("scratch/.hidden") == "" and extension("a.tar.gz") == "gz"
     assert WorkspacePath("scratch/draft").join("a/b.md") == WorkspacePath("scratch/draft/a/b.md")
     # segment-wise containment, never a text prefix
     assert WorkspacePath("output/a").is_under(WorkspacePath("output"))

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import InvalidData
 from tavernlab.views import render_events, render_tool_call
+from tavernlab.workspace.tooling import ToolResult
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "tool", help="execute one model tool call on a run",
         description="Execute TOOL_ID with ARGS (a JSON object) on RUN_ID as the main agent, "
         "exactly as the host would (events and stored result included). Exit status 0 for a "
-        "successful result, 3 for an error result.")
+        "successful result; an error result prints `error: <code>: <message>` on stderr "
+        "and exits 1 (it is still recorded in the run).")
     tool.add_argument("run_id", metavar="RUN_ID")
     tool.add_argument("tool_id", metavar="TOOL_ID", help="for example workspace.read_file")
     tool.add_argument("args", metavar="ARGS", nargs="?", default="{}",
@@ -98,10 +101,24 @@ def _tool(args: argparse.Namespace) -> int:
     result = run.call_tool(args.tool_id, arguments)
     if args.json:
         print(dump_json(result.to_json()))
-    else:
+    if result.is_error:
+        print(f"error: {result.error_code}: {error_message(result)}", file=sys.stderr)
+        return 1
+    if not args.json:
         print(render_tool_call(args.tool_id, arguments if isinstance(arguments, dict) else {},
                                result))
-    return 3 if result.is_error else 0
+    return 0
+
+
+def error_message(result: ToolResult) -> str:
+    """The one-line message of an error result (its structured error message, else the first
+    line of its content)."""
+    structured = result.structured
+    if isinstance(structured, dict) and isinstance(structured.get("error"), dict):
+        message = structured["error"].get("message")
+        if isinstance(message, str):
+            return message
+    return result.content.split("\n", 1)[0]
 
 
 def _retention(args: argparse.Namespace) -> int:

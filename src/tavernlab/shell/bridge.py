@@ -42,7 +42,7 @@ from tavernlab.errors import (
 )
 from tavernlab.js.budget import InputBudget
 from tavernlab.paths import WorkspacePath, display
-from tavernlab.shell.limits import MAX_DIR_ENTRIES, MAX_READ_BYTES
+from tavernlab.shell.limits import MAX_DIR_ENTRIES, MAX_FILE_READ_BYTES
 from tavernlab.shell.vfs_abi import VfsError, VfsErrorKind, VfsStat
 from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
 from tavernlab.workspace.scope import ScopedWorkspaceFs
@@ -162,7 +162,7 @@ class WorkspaceBridge:
         if target is None:
             raise VfsError(VfsErrorKind.INVALID_INPUT, ROOT_NOT_A_FILE)
         try:
-            data = self.scope.read_file(target, MAX_READ_BYTES)
+            data = self.scope.read_file(target, MAX_FILE_READ_BYTES)
             self.budget.charge(len(data))
             return data
         except WorkspaceError as error:

@@ -13,6 +13,6 @@ MAX_COMMAND_BYTES = 131_072
 #: stdout and stderr are each capped at this many UTF-8 bytes.
 MAX_STREAM_BYTES = 131_072
 #: One file read through the bridge.
-MAX_READ_BYTES = 8 * 1024 * 1024
+MAX_FILE_READ_BYTES = 8 * 1024 * 1024
 #: One directory listing through the bridge.
 MAX_DIR_ENTRIES = 4096

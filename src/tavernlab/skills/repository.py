@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from tavernlab.locks import ReadWriteLock
 from tavernlab.skills.archive import write_archive
 from tavernlab.skills.errors import (
     InvalidSkillIndex,
@@ -63,7 +64,6 @@ from tavernlab.skills.index import (
 )
 from tavernlab.skills.package import SkillPackage, validate_skill_name
 from tavernlab.skills.source import is_archive, load_directory, load_inline, load_source
-from tavernlab.workspace.fs import WorkspaceLock
 
 ConflictChoice = Literal["skip", "replace"]
 InstallAction = Literal["installed", "replaced", "already_installed", "skipped"]
@@ -137,7 +137,7 @@ class SkillRepository:
         self.installed_root = self.root / "installed"
         self.index_path = self.root / "index" / "skills.json"
         self.staging_root = self.root / ".staging"
-        self._lock = WorkspaceLock(self.root / ".lock")
+        self._lock = ReadWriteLock(self.root / ".lock")
 
     # -- sources --------------------------------------------------------------------------
 

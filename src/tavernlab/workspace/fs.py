@@ -28,177 +28,47 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from tavernlab.errors import (
     FileIo,
-    FileNotText,
     InvalidData,
-    NotFound,
     PathIsDirectory,
     WriteConflict,
 )
-from tavernlab.locks import file_lock
+from tavernlab.locks import ReadWriteLock
 from tavernlab.paths import WorkspacePath, display
+from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot
+from tavernlab.workspace.contract import (
+    WorkspaceAppendResult,
+    WorkspaceDirectoryEntry,
+    WorkspaceEntry,
+    WorkspaceFile,
+    WorkspaceFileList,
+    WorkspaceMetadata,
+    WriteGuard,
+    decode_text,
+    metadata_from_stat,
+    not_found,
+    sha256_hex,
+    walk_entries,
+)
+
+#: The contract's values are part of the port's surface: callers import them from here.
+__all__ = [
+    "LOCK_FILE_NAME", "TEMP_PREFIX", "UNSUPPORTED_NODE", "WorkspaceAppendResult",
+    "WorkspaceDirectoryEntry", "WorkspaceEntry", "WorkspaceFile", "WorkspaceFileList",
+    "WorkspaceFs", "WorkspaceMetadata", "WriteGuard", "decode_text",
+    "not_found", "sha256_hex", "walk_entries",
+]
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
 LOCK_FILE_NAME = ".workspace.lock"
 
-UNSUPPORTED_NODE = "workspace supports regular files and directories"
 #: Prefix of the staged temporary file of an atomic write (in the target's directory).
 TEMP_PREFIX = ".tavernlab-tmp-"
-
-
-# --- data types (section 5.1) ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceFile:
-    """A text file read whole: ``bytes`` is the UTF-8 length, ``sha256`` the content digest."""
-
-    path: str
-    text: str
-    bytes: int
-    sha256: str
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceAppendResult:
-    """The full new text after an append; ``previous_sha256`` is ``None`` for a new file."""
-
-    file: WorkspaceFile
-    previous_sha256: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceMetadata:
-    """What a node is: ``kind`` ``file`` or ``directory``, its size and its times."""
-
-    kind: Literal["file", "directory"]
-    bytes: int
-    modified: datetime | None = None
-    created: datetime | None = None
-
-    @property
-    def is_dir(self) -> bool:
-        """True for a directory."""
-        return self.kind == "directory"
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceDirectoryEntry:
-    """One child of a directory listing, with its metadata."""
-
-    path: str
-    metadata: WorkspaceMetadata
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceEntry:
-    """One entry of a recursive file list."""
-
-    path: str
-    kind: Literal["file", "directory"]
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceFileList:
-    """A bounded recursive listing; ``truncated`` says entries were left out."""
-
-    entries: list[WorkspaceEntry] = field(default_factory=list)
-    truncated: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class WriteGuard:
-    """A compare-and-swap guard: ``Unchecked``, ``MustNotExist`` or ``MustMatchSha256(hex)``."""
-
-    kind: Literal["unchecked", "must_not_exist", "must_match_sha256"]
-    sha256: str | None = None
-
-    @classmethod
-    def unchecked(cls) -> WriteGuard:
-        """Never conflicts (the shell and scripts always write unchecked)."""
-        return _UNCHECKED
-
-    @classmethod
-    def must_not_exist(cls) -> WriteGuard:
-        """Conflicts with ``AlreadyExists`` when the target exists."""
-        return _MUST_NOT_EXIST
-
-    @classmethod
-    def must_match_sha256(cls, sha256: str) -> WriteGuard:
-        """Conflicts with ``Stale`` when the file is missing or its digest differs."""
-        return cls("must_match_sha256", sha256)
-
-
-_UNCHECKED = WriteGuard("unchecked")
-_MUST_NOT_EXIST = WriteGuard("must_not_exist")
-
-
-def sha256_hex(data: bytes) -> str:
-    """Lowercase hex SHA-256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def decode_text(path: str, data: bytes) -> str:
-    """Decode UTF-8 or fail with ``WorkspaceFileNotText``."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FileNotText(path) from None
-
-
-def not_found(path: WorkspacePath | str) -> NotFound:
-    """The storage ``NotFound`` for ``path``, worded as the tools report it."""
-    text = str(path)
-    return NotFound(f"workspace path `{text}` was not found.", path=text)
-
-
-def _timestamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def _metadata_from_stat(st: os.stat_result) -> WorkspaceMetadata:
-    if stat.S_ISDIR(st.st_mode):
-        kind: Literal["file", "directory"] = "directory"
-        size = 0
-    else:
-        kind = "file"
-        size = st.st_size
-    created = getattr(st, "st_birthtime", None)
-    return WorkspaceMetadata(
-        kind=kind,
-        bytes=size,
-        modified=_timestamp(st.st_mtime),
-        created=_timestamp(created) if created is not None else None,
-    )
-
-
-# --- the lock ---------------------------------------------------------------------------
-
-
-class WorkspaceLock:
-    """A reader/writer lock over one workspace directory, valid across threads and processes.
-
-    Each acquisition opens its own descriptor on the lock file and ``flock``\\ s it, so two
-    threads of one process exclude each other exactly like two processes do.
-    """
-
-    def __init__(self, lock_path: Path) -> None:
-        self.path = lock_path
-
-    def shared(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the lock shared (many readers)."""
-        return file_lock(self.path, shared=True)
-
-    def exclusive(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the lock exclusively (one mutation)."""
-        return file_lock(self.path)
 
 
 # --- the port ------------------------------------------------------------------------------
@@ -215,51 +85,8 @@ class WorkspaceFs:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = Path(os.path.realpath(directory))
-        self._root = str(self.directory)
-        self.lock = WorkspaceLock(self.directory / LOCK_FILE_NAME)
-
-    # -- path resolution ------------------------------------------------------------------
-
-    def _host(self, path: WorkspacePath | None) -> str:
-        # Plain string joins: a WorkspacePath is already normalized (no `.`, `..`, `//`).
-        return self._root if path is None else f"{self._root}/{path.text}"
-
-    def _check(self, path: WorkspacePath | None) -> os.stat_result | None:
-        """Walk ``path`` with ``lstat``; return the target's stat or ``None`` if it is missing.
-
-        The walk starts at the canonical workspace directory and no segment can be ``..``, so
-        a path whose every existing component is a real directory (never a symlink) cannot
-        resolve outside it: this *is* the "nearest existing ancestor resolves inside" check,
-        done without a second ``realpath`` walk. A symlink or special file on the way fails
-        with ``workspace supports regular files and directories``; a file used as a directory
-        fails with a not-a-directory I/O error.
-        """
-        current = self._root
-        st = os.lstat(current)
-        if path is None:
-            return st
-        for part in path.parts:
-            if not stat.S_ISDIR(st.st_mode):
-                raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
-            current = f"{current}/{part}"
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:  # a name over NAME_MAX, a permission problem...
-                raise FileIo("resolve", path.text, exc) from None
-            mode = st.st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise InvalidData(UNSUPPORTED_NODE)
-        return st
-
-    def _require_parent_dir(self, path: WorkspacePath) -> None:
-        parent = path.parent
-        st = self._check(parent)
-        if st is None:
-            raise not_found(parent if parent is not None else path)
-        if not stat.S_ISDIR(st.st_mode):
-            raise FileIo("write", path.text, OSError(errno.ENOTDIR, "Not a directory"))
+        self._root = ContainedRoot(str(self.directory))
+        self.lock = ReadWriteLock(self.directory / LOCK_FILE_NAME)
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -269,7 +96,7 @@ class WorkspaceFs:
             return self._read_locked(path, max_bytes)
 
     def _read_locked(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
-        st = self._check(path)
+        st = self._root.check(path)
         if st is None:
             raise not_found(path)
         if stat.S_ISDIR(st.st_mode):
@@ -290,7 +117,7 @@ class WorkspaceFs:
         return data
 
     def _digest_locked(self, path: WorkspacePath) -> str | None:
-        st = self._check(path)
+        st = self._root.check(path)
         if st is None:
             return None
         if stat.S_ISDIR(st.st_mode):
@@ -304,7 +131,7 @@ class WorkspaceFs:
         """The checked regular file opened for reading (never through a final symlink); OS
         errors become ``FileIo``."""
         try:
-            fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self._root.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as handle:
                 yield handle
         except OSError as exc:
@@ -313,15 +140,15 @@ class WorkspaceFs:
     def metadata(self, path: WorkspacePath | None) -> WorkspaceMetadata:
         """Metadata of a node; ``None`` is the logical root (a directory)."""
         with self.lock.shared():
-            st = self._check(path)
+            st = self._root.check(path)
         if st is None:
             raise not_found(display(path))
-        return _metadata_from_stat(st)
+        return metadata_from_stat(st)
 
     def exists(self, path: WorkspacePath) -> bool:
         """True when a file or directory is at ``path``."""
         with self.lock.shared():
-            return self._check(path) is not None
+            return self._root.check(path) is not None
 
     def read_dir(self, path: WorkspacePath | None, max_entries: int | None) -> list[
             WorkspaceDirectoryEntry]:
@@ -331,14 +158,14 @@ class WorkspaceFs:
 
     def _read_dir_locked(self, path: WorkspacePath | None, max_entries: int | None,
                          *, truncate: bool = False) -> list[WorkspaceDirectoryEntry]:
-        st = self._check(path)
+        st = self._root.check(path)
         if st is None:
             raise not_found(display(path))
         if not stat.S_ISDIR(st.st_mode):
             raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
         entries: list[WorkspaceDirectoryEntry] = []
         try:
-            with os.scandir(self._host(path)) as it:
+            with os.scandir(self._root.host(path)) as it:
                 for item in it:
                     if path is None and item.name == LOCK_FILE_NAME:
                         continue
@@ -353,7 +180,7 @@ class WorkspaceFs:
                     if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
                         raise InvalidData(UNSUPPORTED_NODE)
                     child = item.name if path is None else f"{path.text}/{item.name}"
-                    entries.append(WorkspaceDirectoryEntry(child, _metadata_from_stat(child_st)))
+                    entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))
         except OSError as exc:
             raise FileIo("list", display(path), exc) from None
         entries.sort(key=lambda e: e.path)
@@ -375,7 +202,7 @@ class WorkspaceFs:
         A file path lists just that file. Order: directories first, then files, each by path.
         """
         with self.lock.shared():
-            st = self._check(path)
+            st = self._root.check(path)
             if st is None:
                 raise not_found(display(path))
             if path is not None and not stat.S_ISDIR(st.st_mode):
@@ -391,8 +218,8 @@ class WorkspaceFs:
             self._write_locked(path, data, guard)
 
     def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
-        self._require_parent_dir(path)
-        st = self._check(path)
+        self._root.require_parent_dir(path)
+        st = self._root.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
@@ -406,7 +233,7 @@ class WorkspaceFs:
         self._publish(path, data)
 
     def _publish(self, path: WorkspacePath, data: bytes) -> None:
-        target = self._host(path)
+        target = self._root.host(path)
         # A fixed-length name, so that any target name the OS accepts can be published.
         temp = f"{target.rpartition('/')[0]}/{TEMP_PREFIX}{uuid.uuid4().hex}"
         try:
@@ -428,7 +255,7 @@ class WorkspaceFs:
         """
         data = text.encode("utf-8")
         with self.lock.exclusive():
-            if guard.kind == "must_match_sha256" and self._check(path) is None:
+            if guard.kind == "must_match_sha256" and self._root.check(path) is None:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
             if path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
@@ -443,12 +270,12 @@ class WorkspaceFs:
             self._append_locked(path, data)
 
     def _append_locked(self, path: WorkspacePath, data: bytes) -> None:
-        self._require_parent_dir(path)
-        st = self._check(path)
+        self._root.require_parent_dir(path)
+        st = self._root.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = os.open(self._host(path),
+            fd = os.open(self._root.host(path),
                          os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                          0o644)
             with os.fdopen(fd, "ab") as handle:
@@ -467,8 +294,8 @@ class WorkspaceFs:
         with self.lock.exclusive():
             if parents and path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
-            self._require_parent_dir(path)
-            st = self._check(path)
+            self._root.require_parent_dir(path)
+            st = self._root.check(path)
             previous: str | None = None
             before = ""
             if st is not None:
@@ -490,21 +317,21 @@ class WorkspaceFs:
 
     def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> None:
         if not recursive:
-            self._require_parent_dir(path)
-            if self._check(path) is not None:
+            self._root.require_parent_dir(path)
+            if self._root.check(path) is not None:
                 raise FileIo("create directory", path.text,
                              OSError(errno.EEXIST, "File exists"))
             try:
-                os.mkdir(self._host(path))
+                os.mkdir(self._root.host(path))
             except OSError as exc:
                 raise FileIo("create directory", path.text, exc) from None
             return
         for depth in range(1, len(path.parts) + 1):
             prefix = WorkspacePath("/".join(path.parts[:depth]))
-            st = self._check(prefix)
+            st = self._root.check(prefix)
             if st is None:
                 try:
-                    os.mkdir(self._host(prefix))
+                    os.mkdir(self._root.host(prefix))
                 except OSError as exc:
                     raise FileIo("create directory", prefix.text, exc) from None
             elif not stat.S_ISDIR(st.st_mode):
@@ -514,27 +341,20 @@ class WorkspaceFs:
     def remove(self, path: WorkspacePath, recursive: bool) -> None:
         """Unlink a file; remove an empty directory, or a whole tree when ``recursive``."""
         with self.lock.exclusive():
-            st = self._check(path)
+            st = self._root.check(path)
             if st is None:
                 raise not_found(path)
-            host = self._host(path)
+            host = self._root.host(path)
             try:
                 if not stat.S_ISDIR(st.st_mode):
                     os.unlink(host)
                 elif recursive:
-                    self._check_tree(host)
+                    self._root.check_tree(host)
                     shutil.rmtree(host)
                 else:
                     os.rmdir(host)
             except OSError as exc:
                 raise FileIo("remove", path.text, exc) from None
-
-    def _check_tree(self, host: str) -> None:
-        for dirpath, dirnames, filenames in os.walk(host):
-            for name in (*dirnames, *filenames):
-                mode = os.lstat(os.path.join(dirpath, name)).st_mode
-                if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                    raise InvalidData(UNSUPPORTED_NODE)
 
     def rename(self, src: WorkspacePath, dst: WorkspacePath) -> Literal["file", "directory"]:
         """Native rename to the exact target; no copy-and-delete fallback.
@@ -543,15 +363,15 @@ class WorkspaceFs:
         needs: a directory named ``notes.md`` is not a text file.
         """
         with self.lock.exclusive():
-            st = self._check(src)
+            st = self._root.check(src)
             if st is None:
                 raise not_found(src)
-            self._require_parent_dir(dst)
-            self._check(dst)
+            self._root.require_parent_dir(dst)
+            self._root.check(dst)
             if dst.is_strictly_under(src):
                 raise InvalidData(f"cannot move `{src.text}` into itself")
             try:
-                os.rename(self._host(src), self._host(dst))
+                os.rename(self._root.host(src), self._root.host(dst))
             except OSError as exc:
                 raise FileIo("rename", src.text, exc) from None
         return "directory" if stat.S_ISDIR(st.st_mode) else "file"
@@ -566,28 +386,3 @@ class WorkspaceFs:
         """The file's SHA-256, or ``None`` when it does not exist."""
         with self.lock.shared():
             return self._digest_locked(path)
-
-
-def walk_entries(read_dir: Callable[[WorkspacePath | None], list[WorkspaceDirectoryEntry]],
-                 start: WorkspacePath | None, depth: int, max_entries: int) -> WorkspaceFileList:
-    """Depth-first walk of ``read_dir`` down to ``depth`` levels, stopping at ``max_entries``.
-
-    Shared by the storage port and the scoped view (which walks its policy-filtered and
-    skills-mounted listing the same way). Final order: directories first, then files, each
-    group sorted by path.
-    """
-    out: list[WorkspaceEntry] = []
-
-    def visit(path: WorkspacePath | None, level: int) -> bool:
-        for entry in read_dir(path):
-            if len(out) >= max_entries:
-                return True
-            kind: Literal["file", "directory"] = entry.metadata.kind
-            out.append(WorkspaceEntry(entry.path, kind))
-            if kind == "directory" and level > 1 and visit(WorkspacePath(entry.path), level - 1):
-                return True
-        return False
-
-    truncated = visit(start, depth)
-    out.sort(key=lambda e: (e.kind != "directory", e.path))
-    return WorkspaceFileList(out, truncated)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tavernlab.errors import AccessDenied, InvalidData, NotFound, PathIsDirectory, SkillUnavailable
-from tavernlab.paths import WorkspacePath, display
+from tavernlab.paths import WorkspacePath, display, extension
 from tavernlab.workspace.fs import (
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
@@ -55,9 +55,7 @@ def is_text_file(path: WorkspacePath | str) -> bool:
     The extension is what follows the last dot of the name, as upstream's Rust
     ``Path::extension`` sees it: a dotfile such as ``.md`` has no extension.
     """
-    name = str(path).rsplit("/", 1)[-1]
-    dot = name.rfind(".")
-    return dot > 0 and name[dot + 1 :].lower() in TEXT_EXTENSIONS
+    return extension(str(path)).lower() in TEXT_EXTENSIONS
 
 
 # --- policy -----------------------------------------------------------------------------
@@ -185,7 +183,7 @@ class MutationTracker:
     def removed(self, path: WorkspacePath) -> None:
         """``path`` (a file or a directory) was removed."""
         self.touched.add(path.text)
-        if self.candidate is not None and _under(self.candidate, path.text):
+        if self.candidate is not None and WorkspacePath(self.candidate).is_under(path):
             self.candidate = None
             self.changed = True
 
@@ -201,7 +199,7 @@ class MutationTracker:
         if not directory and is_text_file(dst):
             self.candidate = dst.text
             self.changed = True
-        elif self.candidate is not None and _under(self.candidate, src.text):
+        elif self.candidate is not None and WorkspacePath(self.candidate).is_under(src):
             moved = dst.text + self.candidate[len(src.text):]
             self.candidate = moved if is_text_file(moved) else None
             self.changed = True
@@ -216,10 +214,6 @@ class MutationTracker:
         self.candidate = None
         self.changed = False
         self.touched = set()
-
-
-def _under(path: str, ancestor: str) -> bool:
-    return path == ancestor or path.startswith(ancestor + "/")
 
 
 # --- the scoped view ----------------------------------------------------------------------
