@@ -1,0 +1,53 @@
+"""``workspace.list_files`` (spec/workspace.md 7.3)."""
+
+from __future__ import annotations
+
+from tavernlab.errors import (
+    ToolError,
+    WorkspaceError,
+)
+from tavernlab.workspace.tooling import (
+    Arguments,
+    ToolContext,
+    ToolResult,
+    invalid_arguments,
+    parse_tool_path,
+    tool_error_from_storage,
+)
+from tavernlab.workspace.tools.common import require_visible
+
+LIST_MAX_ENTRIES = 200
+LIST_DEFAULT_DEPTH = 2
+LIST_MAX_DEPTH = 4
+
+
+def list_files(ctx: ToolContext, args: Arguments) -> ToolResult:
+    """``workspace.list_files``: entries below a path (or the visible roots), depth <= 4.
+
+    Upstream does not say what ``depth`` below 1 does; tavernlab refuses it with
+    ``tool.invalid_arguments`` ``depth must be >= 1``.
+    """
+    depth = args.integer("depth", default=LIST_DEFAULT_DEPTH)
+    assert depth is not None
+    if depth > LIST_MAX_DEPTH:
+        raise ToolError("workspace.list_depth_too_large", f"depth must be <= {LIST_MAX_DEPTH}")
+    if depth < 1:
+        raise invalid_arguments("depth must be >= 1")
+    raw = args.string("path")
+    path = None if raw in (None, "", ".", "./") else parse_tool_path(raw or "")
+    require_visible(ctx, path)
+    display = path.text if path else ""
+    try:
+        listing = ctx.scope.list_files(path, depth, LIST_MAX_ENTRIES)
+    except WorkspaceError as exc:
+        raise tool_error_from_storage(exc, display, not_found_code="workspace.path_not_found"
+                                      ) from None
+    lines = [e.path + ("/" if e.kind == "directory" else "") for e in listing.entries]
+    if listing.truncated:
+        lines.append(f"... truncated at {LIST_MAX_ENTRIES} entries")
+    return ToolResult(
+        content="\n".join(lines) if listing.entries else "No visible workspace files found.",
+        structured={"entries": [{"path": e.path, "kind": e.kind} for e in listing.entries],
+                    "truncated": listing.truncated},
+        resource_refs=[e.path for e in listing.entries],
+    )

@@ -1,0 +1,82 @@
+"""``workspace.read_file`` (spec/workspace.md 7.5) and the read records it leaves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tavernlab.errors import (
+    ToolError,
+    WorkspaceError,
+)
+from tavernlab.workspace.text import (
+    LineRangeError,
+    count_words,
+    number_lines,
+    select_lines,
+)
+from tavernlab.workspace.tooling import (
+    Arguments,
+    ToolContext,
+    ToolResult,
+    parse_tool_path,
+)
+from tavernlab.workspace.tools.common import require_visible, storage_error
+
+READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
+
+
+def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
+    """``workspace.read_file``: a numbered window of a file; the read is recorded (6.1).
+
+    Structured field names upstream does not fix are tavernlab's choice: ``{path, sha256,
+    startLine, endLine, totalLines, chars, totalChars, words, totalWords, lineTruncated,
+    truncated, nextStartLine?, fullRead}``. Files under ``skills/`` are macro-projected; all
+    others are returned raw.
+    """
+    raw_path = args.string("path", required=True)
+    start = args.integer("start_line", default=1)
+    count = args.integer("line_count")
+    assert raw_path is not None and start is not None
+    path = parse_tool_path(raw_path)
+    require_visible(ctx, path)
+    try:
+        file = ctx.scope.read_text(path)
+    except WorkspaceError as exc:
+        raise storage_error(exc, path.text) from None
+    try:
+        selection = select_lines(file.text, start, count, file_bytes=file.bytes)
+    except LineRangeError as exc:
+        raise ToolError("workspace.invalid_line_range", str(exc)) from None
+    selected = selection.text
+    total_words = count_words(file.text)
+    header = (f"{path.text} lines {selection.start_line}-{selection.end_line} of "
+              f"{selection.total_lines}, chars {len(selected)} of {len(file.text)}, words "
+              f"{count_words(selected)} of {total_words}")
+    if selection.truncated:
+        header += " (preview)"
+    content = header + "\n" + number_lines(selection.rows)
+    if selection.next_start_line is not None:
+        content += (f"\n\nPreview ended before the file. Continue with start_line="
+                    f"{selection.next_start_line} and line_count={len(selection.rows)}.")
+    if selection.line_truncated:
+        content += (f"\n\nLine {selection.start_line} is longer than this reader can return "
+                    "safely, so only its beginning is shown. Search this file for specific "
+                    "text if you need a later section.")
+    full_read = not selection.truncated
+    if full_read:
+        ctx.records.full(path.text, file.sha256)
+    else:
+        ctx.records.partial(path.text, file.sha256, selected)
+    structured: dict[str, Any] = {
+        "path": path.text, "sha256": file.sha256, "startLine": selection.start_line,
+        "endLine": selection.end_line, "totalLines": selection.total_lines,
+        "chars": len(selected), "totalChars": len(file.text), "words": count_words(selected),
+        "totalWords": total_words, "lineTruncated": selection.line_truncated,
+        "truncated": selection.truncated, "fullRead": full_read,
+    }
+    if selection.next_start_line is not None:
+        structured["nextStartLine"] = selection.next_start_line
+    return ToolResult(content=content, structured=structured, resource_refs=[path.text])
+
+
+# --- write_file -------------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""``workspace.write_file`` and ``workspace.apply_patch`` (spec/workspace.md 7.6, 7.7) and
+their read-record rules (6.1)."""
+
+from __future__ import annotations
+
+from tavernlab.errors import (
+    PathIsDirectory,
+    ToolError,
+    WorkspaceError,
+    WriteConflict,
+)
+from tavernlab.workspace.fs import WriteGuard, sha256_hex
+from tavernlab.workspace.text import (
+    count_words,
+)
+from tavernlab.workspace.tooling import (
+    Arguments,
+    ToolContext,
+    ToolResult,
+    parse_tool_path,
+    path_is_directory,
+)
+from tavernlab.workspace.tools.common import require_writable, storage_error
+
+# tavernlab wording where upstream's is unknown (spec/workspace.md 7.7, 7.9, 7.10).
+PATCH_EMPTY = "old_string must not be empty; include the exact text to replace."
+PATCH_NO_CHANGE = "old_string and new_string are identical; the patch would change nothing."
+PATCH_REQUIRES_READ = "read the file with workspace_read_file before patching it"
+PATCH_REQUIRES_FULL_READ = "read the whole file with workspace_read_file before this patch"
+PATCH_STALE = "file changed since you last read it. Read the file again before patching it."
+PATCH_NOT_FOUND = ("old_string was not found in the file; read the file again and copy the "
+                   "exact text to replace")
+WRITE_REQUIRES_READ = "file already exists; read it with workspace_read_file before rewriting it"
+WRITE_STALE = ("file changed since you last read or wrote it. Read the file again before "
+               "rewriting it.")
+WRITE_GONE = ("file changed since you last read or wrote it and is no longer present. Read the "
+              "parent directory before writing again.")
+def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
+    """``workspace.write_file``: replace (guarded by the read record) or append.
+
+    A ``mode`` string other than ``replace``/``append`` is ``workspace.write_mode_invalid``; a
+    ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments`` (7.1).
+    """
+    raw_path = args.string("path", required=True)
+    content = args.string("content", required=True)
+    mode = args.string("mode", default="replace")
+    assert raw_path is not None and content is not None
+    if mode not in ("replace", "append"):
+        raise ToolError("workspace.write_mode_invalid", "mode must be `replace` or `append`")
+    path = parse_tool_path(raw_path)
+    require_writable(ctx, path)
+    scope = ctx.scope
+    records = ctx.records
+    try:
+        if mode == "append":
+            appended = scope.append_text(path, content, parents=True)
+            file = appended.file
+            records.appended(path.text, appended.previous_sha256, file.sha256)
+            text, digest = file.text, file.sha256
+        else:
+            current = scope.digest(path)
+            if current is None:
+                guard = WriteGuard.must_not_exist()
+            else:
+                record = records.get(path.text)
+                if record is None:
+                    raise ToolError("workspace.write_requires_read", WRITE_REQUIRES_READ)
+                if record.sha256 != current:
+                    raise ToolError("workspace.write_stale_file", WRITE_STALE)
+                guard = WriteGuard.must_match_sha256(record.sha256)
+            scope.write_text(path, content, guard)
+            text, digest = content, sha256_hex(content.encode("utf-8"))
+            records.full(path.text, digest)
+    except WriteConflict as exc:
+        if exc.kind == "already_exists":
+            raise ToolError("workspace.write_requires_read", WRITE_REQUIRES_READ) from None
+        raise ToolError("workspace.write_stale_file",
+                        WRITE_GONE if exc.actual_sha256 is None else WRITE_STALE) from None
+    except PathIsDirectory:
+        raise path_is_directory(path.text) from None
+    except WorkspaceError as exc:
+        raise storage_error(exc, path.text) from None
+    chars, words = len(text), count_words(text)
+    verb = "Wrote" if mode == "replace" else "Appended"
+    ctx.file_written(path.text, digest, mode=str(mode))
+    return ToolResult(
+        content=f"{verb} {chars} chars / {words} words to {path.text}.",
+        structured={"path": path.text, "mode": mode, "chars": chars, "words": words,
+                    "sha256": digest},
+        resource_refs=[path.text],
+    )
+
+
+# --- apply_patch -----------------------------------------------------------------------------
+
+
+def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
+    """``workspace.apply_patch``: exact string replacement guarded by the read record."""
+    raw_path = args.string("path", required=True)
+    old = args.string("old_string", required=True)
+    new = args.string("new_string", required=True)
+    replace_all = args.boolean("replace_all")
+    assert raw_path is not None and old is not None and new is not None
+    if old == "":
+        raise ToolError("workspace.patch_empty_old_string", PATCH_EMPTY)
+    if old == new:
+        raise ToolError("workspace.patch_no_change", PATCH_NO_CHANGE)
+    path = parse_tool_path(raw_path)
+    require_writable(ctx, path)
+    scope = ctx.scope
+    records = ctx.records
+    try:
+        file = scope.read_text(path)
+    except WorkspaceError as exc:
+        raise storage_error(exc, path.text) from None
+    record = records.get(path.text)
+    if record is None:
+        raise ToolError("workspace.patch_requires_read", PATCH_REQUIRES_READ)
+    if record.patch_requires_full_read:
+        raise ToolError("workspace.patch_requires_full_read", PATCH_REQUIRES_FULL_READ)
+    partial = not record.full_read
+    if partial and (replace_all or not any(old in t for t in record.observed_texts)):
+        records.flag(path.text)
+        raise ToolError("workspace.patch_requires_full_read", PATCH_REQUIRES_FULL_READ)
+    if file.sha256 != record.sha256:
+        records.flag(path.text)
+        raise ToolError("workspace.patch_stale_file", PATCH_STALE)
+    occurrences = file.text.count(old)
+    if occurrences == 0:
+        records.flag(path.text)
+        raise ToolError("workspace.patch_old_string_not_found", PATCH_NOT_FOUND)
+    if occurrences > 1 and not replace_all:
+        records.flag(path.text)
+        raise ToolError("workspace.patch_old_string_not_unique",
+                        f"old_string matched {occurrences} times; provide more context or set "
+                        "replace_all=true")
+    updated = file.text.replace(old, new) if replace_all else file.text.replace(old, new, 1)
+    replacements = occurrences if replace_all else 1
+    try:
+        scope.write_text(path, updated, WriteGuard.must_match_sha256(file.sha256))
+    except WriteConflict:
+        raise ToolError("workspace.patch_stale_file", PATCH_STALE) from None
+    except WorkspaceError as exc:
+        raise storage_error(exc, path.text) from None
+    digest = sha256_hex(updated.encode("utf-8"))
+    records.patched(path.text, digest, old, new, replace_all)
+    chars, words = len(updated), count_words(updated)
+    ctx.patch_applied(path.text, digest, replacements)
+    return ToolResult(
+        content=(f"Patched {path.text} with {replacements} replacement(s); file now has "
+                 f"{chars} chars / {words} words."),
+        structured={"path": path.text, "chars": chars, "words": words,
+                    "oldSha256": file.sha256, "sha256": digest, "replacements": replacements},
+        resource_refs=[path.text],
+    )
