@@ -21,7 +21,7 @@ from tavernlab.errors import (
 )
 from tavernlab.shell import ShellOutcome, execute_shell
 from tavernlab.shell.bridge import posix_error
-from tavernlab.shell.vfs_abi import VfsErrorKind
+from tavernlab.shell.vfs import VfsErrorKind
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
 

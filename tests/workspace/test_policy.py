@@ -10,13 +10,8 @@ from tavernlab.errors import AccessDenied, InvalidData, NotFound
 from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
-from tavernlab.workspace.scope import (
-    RESERVED_ROOT_NAMES,
-    MutationTracker,
-    Policy,
-    ScopedWorkspaceFs,
-    is_text_file,
-)
+from tavernlab.workspace.policy import RESERVED_ROOT_NAMES, Access, Policy
+from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs, is_text_file
 
 HIDDEN = ("input/prompt_snapshot.json", "input", "invocations/x.json", "tasks/t.json",
           "agent-results/r.md", "model-responses/m.json", "tool-args/a.json", "run.json",
@@ -410,3 +405,25 @@ def test_clear_and_reset() -> None:
     assert (tracker.candidate, tracker.changed, tracker.touched) == (None, False, {"scratch/a.md"})
     tracker.reset()
     assert tracker.touched == set()
+
+
+@pytest.mark.parametrize(("path", "directory", "expected"), [
+    (None, True, Access("read_only", False)),
+    ("output", True, Access("read_only", True)),
+    ("output/a.md", False, Access("writable", False)),
+    ("output/sub", True, Access("writable", True)),
+    ("tool-results", True, Access("read_only", False)),
+    ("tool-results/inv/x.json", False, Access("read_only", False)),
+    ("skills/demo", True, Access("read_only", False)),
+    ("input/prompt_snapshot.json", False, Access("hidden", False)),
+    ("run.json", False, Access("hidden", False)),
+    ("plan", True, Access("hidden", False)),
+])
+def test_access_is_one_answer_per_path(path: str | None, directory: bool,
+                                       expected: Access) -> None:
+    policy = Policy.from_profile(["output", "scratch"], ["output"])
+    parsed = None if path is None else WorkspacePath.parse(path)
+    access = policy.access(parsed, directory=directory)
+    assert access == expected
+    assert access.visible == policy.is_visible(parsed)
+    assert access.writable == policy.is_writable(parsed)

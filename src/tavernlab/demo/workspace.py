@@ -51,6 +51,20 @@ def _heading(out: TextIO, text: str) -> None:
 def run(root: Path, out: TextIO) -> None:
     """Play the workspace section in the lab at ``root``."""
     lab = Lab(root / "lab")
+    first = _first_run(lab, out)
+    second = _second_run(lab, out)
+    _heading(out, "Persist states")
+    repo = lab.chat("demo-alice").persist
+    for state_id in (first.persist_state_id, second.persist_state_id):
+        assert state_id is not None
+        print(render_persist_state(repo.load(state_id)), file=out)
+    _heading(out, "Chat after run 2")
+    for message in lab.chat("demo-alice").messages:
+        print(render_message(message), file=out)
+
+
+def _first_run(lab: Lab, out: TextIO) -> Run:
+    """Run 1: write, read, a sub-agent, patches (one refused), persist, commit, finish."""
     chat = lab.chat("demo-alice")
     chat.add_message("Write the lighthouse scene and remember what happened.")
     _heading(out, f"Workspace: run 1 in chat `{chat.stable_chat_id}` ({chat.workspace_id})")
@@ -88,7 +102,11 @@ def run(root: Path, out: TextIO) -> None:
     _heading(out, "Chat after run 1")
     for message in lab.chat("demo-alice").messages:
         print(render_message(message), file=out)
+    return first
 
+
+def _second_run(lab: Lab, out: TextIO) -> Run:
+    """Run 2: starts from run 1's persist state and appends to it."""
     base = lab.chat("demo-alice").current_persist_state()
     _heading(out, f"Workspace: run 2 based on {base}")
     second = lab.start_run(chat_id="demo-alice", persist_base=base, context=CONTEXT)
@@ -100,12 +118,4 @@ def run(root: Path, out: TextIO) -> None:
                                                 "content": "Mika turns the key.\n"})
     _call(second, out, "workspace.commit", {})
     _call(second, out, "workspace.finish", {})
-
-    _heading(out, "Persist states")
-    repo = lab.chat("demo-alice").persist
-    for state_id in (first.persist_state_id, second.persist_state_id):
-        assert state_id is not None
-        print(render_persist_state(repo.load(state_id)), file=out)
-    _heading(out, "Chat after run 2")
-    for message in lab.chat("demo-alice").messages:
-        print(render_message(message), file=out)
+    return second

@@ -100,6 +100,23 @@ def run(root: Path, out: TextIO) -> None:
     gate = call_tool("worktree.run-gate", {"cwd": cwd, "cmd": "test -f README.md"})
     print(f"gate 'test -f README.md': passed={gate['passed']} exit={gate['exitCode']}", file=out)
 
+    _serve(repo, cwd, branch, out)
+
+    print("worktrees:", file=out)
+    for record in list_worktrees(str(repo)):
+        print(f"  {record['path']}  {record.get('branch')}", file=out)
+    for status in list_worktree_statuses(str(repo), sessions=[]):
+        print(f"  status {Path(status['path']).name}: tree {status['tree']['state']}, "
+              f"integration {status['integration']['state']}, GC class {status['class']}",
+              file=out)
+
+    cleanup = call_tool("worktree.cleanup", {"repoRoot": str(repo), "cwd": cwd,
+                                             "branch": branch, "deleteBranch": True})
+    print(f"cleanup: {cleanup}; worktree gone: {not Path(cwd).exists()}", file=out)
+
+
+def _serve(repo: Path, cwd: str, branch: str, out: TextIO) -> None:
+    """Start the ``web`` service behind a proxy, fetch a page through it, stop it."""
     proxy = start_proxy(port=0)
     try:
         service = call_tool("worktree.start-service", {
@@ -124,15 +141,3 @@ def run(root: Path, out: TextIO) -> None:
     finally:
         call_tool("worktree.stop-service", {"worktreePath": cwd, "script": "web"})
         proxy.close()
-
-    print("worktrees:", file=out)
-    for record in list_worktrees(str(repo)):
-        print(f"  {record['path']}  {record.get('branch')}", file=out)
-    for status in list_worktree_statuses(str(repo), sessions=[]):
-        print(f"  status {Path(status['path']).name}: tree {status['tree']['state']}, "
-              f"integration {status['integration']['state']}, GC class {status['class']}",
-              file=out)
-
-    cleanup = call_tool("worktree.cleanup", {"repoRoot": str(repo), "cwd": cwd,
-                                             "branch": branch, "deleteBranch": True})
-    print(f"cleanup: {cleanup}; worktree gone: {not Path(cwd).exists()}", file=out)

@@ -43,7 +43,7 @@ from tavernlab.errors import (
 from tavernlab.js.budget import InputBudget
 from tavernlab.paths import WorkspacePath, display
 from tavernlab.shell.limits import MAX_DIR_ENTRIES, MAX_FILE_READ_BYTES
-from tavernlab.shell.vfs_abi import VfsError, VfsErrorKind, VfsStat
+from tavernlab.shell.vfs import VfsError, VfsErrorKind, VfsStat
 from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
@@ -135,13 +135,11 @@ class WorkspaceBridge:
         """Mode bits show the policy (they are informational; bashkit does not enforce
         them): a directory is ``rwx`` when entries may be created in it (a writable
         directory or a writable root), a file ``rw`` when it may be written."""
-        writable = self.scope.is_writable(path)
+        access = self.scope.policy.access(path, directory=metadata.is_dir)
         if metadata.is_dir:
-            accepts_children = writable or (path is not None and len(path.parts) == 1
-                                            and path.root in self.scope.policy.writable_roots)
-            mode = 0o755 if accepts_children else 0o555
+            mode = 0o755 if access.creates_children else 0o555
         else:
-            mode = 0o644 if writable else 0o444
+            mode = 0o644 if access.writable else 0o444
         modified = metadata.modified.timestamp() if metadata.modified else 0.0
         created = metadata.created.timestamp() if metadata.created else modified
         return VfsStat(metadata.is_dir, metadata.bytes, mode, modified, created)

@@ -37,7 +37,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.errors import InvalidData
 from tavernlab.js.command import run_js_command
 from tavernlab.shell.bridge import WorkspaceBridge, parse_shell_path, posix_error, shell_path
-from tavernlab.shell.vfs_abi import VfsError
+from tavernlab.shell.vfs import VfsError
 from tavernlab.workspace.context import FrozenContext
 
 JS_COMMANDS = ("js", "node", "deno")

@@ -28,16 +28,11 @@ tavernlab choices where upstream is unknown (documented here and in the docstrin
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
-import stat
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, ValidationError
 
@@ -46,29 +41,19 @@ from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.events import Model
 from tavernlab.locks import file_lock
 from tavernlab.workspace.ids import check_dir_name
+from tavernlab.workspace.persist_tree import (
+    FileEntry,
+    PersistChange,
+    diff_trees,
+    implied_directories,
+    scan_tree,
+)
 from tavernlab.workspace.records import read_json, write_json
 
 STATES_DIR = "persistent-states"
 MANIFEST = "manifest.json"
 PERSIST_ROOT = "persist"
 SUPPORTED_VERSIONS = (1, 2)
-
-
-class FileEntry(Model):
-    """A file of a persist tree."""
-
-    path: str
-    sha256: str
-    bytes: int
-
-
-class PersistChange(Model):
-    """One change of a publication."""
-
-    kind: Literal["added", "modified", "deleted", "directoryAdded", "directoryDeleted"]
-    path: str
-    sha256: str | None = None
-    bytes: int | None = None
 
 
 class PersistSnapshot(Model):
@@ -103,110 +88,6 @@ class StateManifest(Model):
     files: list[FileEntry] = Field(default_factory=list)
     directories: list[str] | None = None
     changes: list[PersistChange] = Field(default_factory=list)
-
-
-def implied_directories(paths: Iterable[str]) -> set[str]:
-    """Every ancestor directory of the given file paths."""
-    out: set[str] = set()
-    for path in paths:
-        parts = path.split("/")[:-1]
-        for depth in range(1, len(parts) + 1):
-            out.add("/".join(parts[:depth]))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Tree:
-    """A scanned persist tree: files with digests and sizes, and every directory."""
-
-    files: dict[str, tuple[str, int]]
-    directories: frozenset[str]
-
-    def file_entries(self) -> list[FileEntry]:
-        """Files sorted by path."""
-        return [FileEntry(path=p, sha256=h, bytes=n) for p, (h, n) in sorted(self.files.items())]
-
-    def same_as(self, files: list[FileEntry], directories: set[str]) -> bool:
-        """Whether this tree equals a recorded one."""
-        return (self.directories == directories and
-                self.files == {f.path: (f.sha256, f.bytes) for f in files})
-
-
-def scan_tree(root: Path, copy_to: Path | None = None) -> Tree:
-    """Hash every file under ``root`` (optionally copying it to ``copy_to`` in the same pass).
-
-    Symlinks and special files are refused, as everywhere in the workspace.
-    """
-    files: dict[str, tuple[str, int]] = {}
-    directories: set[str] = set()
-    if copy_to is not None:
-        copy_to.mkdir(parents=True)
-
-    def visit(host: str, rel: str) -> None:
-        with os.scandir(host) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for entry in entries:
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
-                directories.add(child_rel)
-                if copy_to is not None:
-                    os.mkdir(copy_to / child_rel)
-                visit(entry.path, child_rel)
-            elif stat.S_ISREG(mode):
-                files[child_rel] = _hash_file(entry.path, None if copy_to is None
-                                              else copy_to / child_rel)
-            else:
-                raise InvalidData("workspace supports regular files and directories")
-
-    if root.exists():
-        visit(str(root), "")
-    return Tree(files, frozenset(directories))
-
-
-def _hash_file(source: str, target: Path | None) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(source, "rb") as reader:
-        if target is None:
-            while chunk := reader.read(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
-        else:
-            with open(target, "wb") as writer:
-                while chunk := reader.read(1 << 20):
-                    digest.update(chunk)
-                    writer.write(chunk)
-                    size += len(chunk)
-    return digest.hexdigest(), size
-
-
-def diff_trees(base_files: dict[str, tuple[str, int]], base_dirs: set[str], tree: Tree
-               ) -> list[PersistChange]:
-    """The change list from a base inventory to ``tree`` (see the module docstring)."""
-    changes: list[PersistChange] = []
-    for path in sorted(set(base_files) | base_dirs | set(tree.files) | tree.directories):
-        was_file, was_dir = path in base_files, path in base_dirs
-        new = tree.files.get(path)
-        is_dir = path in tree.directories
-        if was_file and new is not None:
-            if base_files[path][0] != new[0]:
-                changes.append(PersistChange(kind="modified", path=path, sha256=new[0],
-                                             bytes=new[1]))
-        elif was_file:
-            changes.append(PersistChange(kind="deleted", path=path))
-            if is_dir:
-                changes.append(PersistChange(kind="directoryAdded", path=path))
-        elif was_dir and not is_dir:
-            changes.append(PersistChange(kind="directoryDeleted", path=path))
-            if new is not None:
-                changes.append(PersistChange(kind="added", path=path, sha256=new[0],
-                                             bytes=new[1]))
-        elif not was_dir and is_dir:
-            changes.append(PersistChange(kind="directoryAdded", path=path))
-        elif not was_dir and new is not None:
-            changes.append(PersistChange(kind="added", path=path, sha256=new[0], bytes=new[1]))
-    return changes
 
 
 class PersistRepository:

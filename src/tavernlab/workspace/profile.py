@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 
 from tavernlab.events import Model
 from tavernlab.workspace.ids import check_dir_name
-from tavernlab.workspace.scope import DEFAULT_ROOTS, Policy
+from tavernlab.workspace.policy import DEFAULT_ROOTS, Policy
 
 SESSION_ROOTS: tuple[str, ...] = ("work", "tmp")
 

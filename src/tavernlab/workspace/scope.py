@@ -14,7 +14,7 @@ share one :class:`~tavernlab.workspace.fs.WorkspaceFs` and its lock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,18 +33,14 @@ from tavernlab.workspace.fs import (
     sha256_hex,
     walk_entries,
 )
+from tavernlab.workspace.policy import DEFAULT_ROOTS, SKILLS_ROOT, Access, Policy
 
-#: The roots of a Chat target's default Profile (writable children, section 3.1).
-DEFAULT_ROOTS: tuple[str, ...] = ("output", "scratch", "plan", "summaries", "persist")
-#: Roots the runtime always makes visible and never writable.
-READ_ONLY_ROOTS: tuple[str, ...] = ("tool-results", "skills")
-SKILLS_ROOT = "skills"
-#: Names a Profile may not use as a root. Upstream's full V5 list is unknown; tavernlab
-#: chooses exactly this list (spec/workspace.md 3.2 rule 5): the run's hidden internals.
-RESERVED_ROOT_NAMES: frozenset[str] = frozenset({
-    "runs", "input", "invocations", "tasks", "agent-results", "model-responses", "tool-args",
-    "checkpoints", "events.jsonl", "manifest.json", "run.json",
-})
+#: The policy's names are part of the view's surface: callers may import them from here.
+__all__ = [
+    "DEFAULT_ROOTS", "SKILLS_ROOT", "Access", "EmptySkillsMount", "MutationTracker", "Policy",
+    "ScopedWorkspaceFs", "SkillsMount", "is_text_file",
+]
+
 #: Extensions (compared case-insensitively) that make a file a text file for auto-commit.
 TEXT_EXTENSIONS: frozenset[str] = frozenset({"md", "markdown", "txt", "text"})
 
@@ -56,59 +52,6 @@ def is_text_file(path: WorkspacePath | str) -> bool:
     ``Path::extension`` sees it: a dotfile such as ``.md`` has no extension.
     """
     return extension(str(path)).lower() in TEXT_EXTENSIONS
-
-
-# --- policy -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """The effective visible and writable roots of an Invocation (section 3.2)."""
-
-    visible_roots: tuple[str, ...]
-    writable_roots: tuple[str, ...]
-
-    @classmethod
-    def from_profile(cls, visible: Iterable[str] = DEFAULT_ROOTS,
-                     writable: Iterable[str] = DEFAULT_ROOTS) -> Policy:
-        """Apply upstream's rules to a Profile's root lists.
-
-        Each root must be one valid path segment and not a reserved name; ``tool-results``
-        and ``skills`` are added to the visible list and removed from the writable list; both
-        lists are sorted and de-duplicated. A writable root must also be visible.
-        """
-        if isinstance(visible, str) or isinstance(writable, str):
-            raise InvalidData("Workspace roots must be a list of root names, not a string")
-        visible_set = {_root_name(r) for r in visible} | set(READ_ONLY_ROOTS)
-        writable_set = {_root_name(r) for r in writable} - set(READ_ONLY_ROOTS)
-        hidden = sorted(writable_set - visible_set)
-        if hidden:
-            raise InvalidData(f"Writable workspace roots must also be visible: {', '.join(hidden)}")
-        return cls(tuple(sorted(visible_set)), tuple(sorted(writable_set)))
-
-    @property
-    def materialized_roots(self) -> tuple[str, ...]:
-        """The visible roots that are real directories of the run (all but ``skills``, which
-        the skills mount serves)."""
-        return tuple(r for r in self.visible_roots if r != SKILLS_ROOT)
-
-    def is_visible(self, path: WorkspacePath | None) -> bool:
-        """The logical root, a visible root, or anything below one (segment-wise)."""
-        return path is None or path.root in self.visible_roots
-
-    def is_writable(self, path: WorkspacePath | None) -> bool:
-        """A strict child of a writable root (a root itself never is), never under ``skills/``."""
-        return (path is not None and len(path.parts) > 1 and path.root in self.writable_roots
-                and path.root != SKILLS_ROOT)
-
-
-def _root_name(root: str) -> str:
-    parsed = WorkspacePath.parse(root)
-    if len(parsed.parts) != 1:
-        raise InvalidData(f"Workspace root must be a single path segment: {root}")
-    if parsed.text in RESERVED_ROOT_NAMES:
-        raise InvalidData(f"Workspace root name is reserved: {root}")
-    return parsed.text
 
 
 # --- the skills seam -------------------------------------------------------------------------
