@@ -15,7 +15,7 @@ import pytest
 
 from tavernlab.host import Lab, Run
 from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
-from tavernlab.shell.tool import SHELL_TOOLS
+from tavernlab.shell.tool import shell_tools
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import ToolResult
 
@@ -70,7 +70,7 @@ def commits(run: Run) -> list[tuple[str, bool, str]]:
 
 
 def test_the_tool_is_registered_with_its_description() -> None:
-    (spec,) = SHELL_TOOLS
+    (spec,) = shell_tools()
     assert (spec.model_name, spec.mutating, spec.arguments) == (
         "workspace_shell", True, ("command", "workdir"))
     assert spec.description == DESCRIPTION

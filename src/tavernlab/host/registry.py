@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from tavernlab.host.services import LabServices
-from tavernlab.shell.tool import SHELL_TOOLS
+from tavernlab.shell.engine import ShellResources
+from tavernlab.shell.tool import shell_tools as make_shell_tools
 from tavernlab.skills.compat_tools import SKILL_COMPAT_TOOLS
 from tavernlab.skills.run_script import RUN_SCRIPT_TOOLS
 from tavernlab.workspace.profile import Profile
@@ -31,8 +32,8 @@ def workspace_tools(services: LabServices) -> Iterable[ToolSpec]:
 
 
 def shell_tools(services: LabServices) -> Iterable[ToolSpec]:
-    """``workspace.shell``."""
-    return SHELL_TOOLS
+    """``workspace.shell``, on the lab's worker pool and helper thread."""
+    return make_shell_tools(ShellResources(pool=services.js_pool, helper=services.shell_helper))
 
 
 def legacy_skill_tools(services: LabServices) -> Iterable[ToolSpec]:

@@ -15,16 +15,20 @@ from __future__ import annotations
 import threading
 
 from tavernlab.js.pool import WorkerPool, default_pool
+from tavernlab.shell.engine import DEFAULT_HELPER, MainThreadHelper
 
 
 class LabServices:
-    """The JavaScript worker pool a lab hands to its runs' tools and ``run.js`` jobs."""
+    """The JavaScript worker pool and the shell's main-thread helper that a lab hands to its
+    runs' tools and ``run.js`` jobs."""
 
     _shared: LabServices | None = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, js_pool: WorkerPool, *, owned: bool) -> None:
+    def __init__(self, js_pool: WorkerPool, shell_helper: MainThreadHelper, *,
+                 owned: bool) -> None:
         self.js_pool = js_pool
+        self.shell_helper = shell_helper
         self.owned = owned
 
     @classmethod
@@ -32,18 +36,19 @@ class LabServices:
         """The process-wide services (the default of every lab)."""
         with cls._shared_lock:
             if cls._shared is None:
-                cls._shared = cls(default_pool(), owned=False)
+                cls._shared = cls(default_pool(), DEFAULT_HELPER, owned=False)
             return cls._shared
 
     @classmethod
     def private(cls, *, js_workers: int = 2) -> LabServices:
         """Services of one lab only: a worker pool of its own, stopped when the lab closes."""
-        return cls(WorkerPool(size=js_workers), owned=True)
+        return cls(WorkerPool(size=js_workers), MainThreadHelper(), owned=True)
 
     def close(self) -> None:
         """Stop what these services started, when they are owned (shared ones stay)."""
         if self.owned:
             self.js_pool.close()
+            self.shell_helper.close()
 
     def __repr__(self) -> str:
         return f"<LabServices {'private' if self.owned else 'shared'}>"

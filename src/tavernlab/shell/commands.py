@@ -36,6 +36,7 @@ import bashkit
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import InvalidData
 from tavernlab.js.command import run_js_command
+from tavernlab.js.pool import WorkerPool
 from tavernlab.shell.bridge import WorkspaceBridge, parse_shell_path, posix_error, shell_path
 from tavernlab.shell.vfs import VfsError
 from tavernlab.workspace.context import FrozenContext
@@ -63,8 +64,10 @@ class ShellCommands:
     """The custom builtins of one shell call, bound to its bridge, deadline and token."""
 
     def __init__(self, bridge: WorkspaceBridge, context: FrozenContext, deadline: float,
-                 cancel: CancelToken, stop: Callable[[], None]) -> None:
+                 cancel: CancelToken, stop: Callable[[], None], *,
+                 pool: WorkerPool | None = None) -> None:
         self.bridge = bridge
+        self.pool = pool
         self.context = context
         self.deadline = deadline
         self.cancel = cancel
@@ -119,7 +122,7 @@ class ShellCommands:
             result = run_js_command(
                 list(ctx.argv), scope=self.bridge.scope, context=self.context, cwd=ctx.cwd,
                 stdin=stdin, command=ctx.name, deadline=self.deadline, token=self.cancel,
-                budget=self.bridge.budget)
+                budget=self.bridge.budget, pool=self.pool)
         if result.timed_out:
             self.timed_out = True
             self.stop()

@@ -30,14 +30,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import bashkit
 
 from tavernlab.cancel import CancelToken
 from tavernlab.js.budget import InputBudget
+from tavernlab.js.pool import WorkerPool
 from tavernlab.shell.bridge import WorkspaceBridge
 from tavernlab.shell.commands import ShellCommands
 from tavernlab.shell.limits import MAX_STREAM_BYTES
@@ -122,22 +123,47 @@ def _is_timeout(error: str) -> bool:
     return "timeout" in error.lower()
 
 
-_HELPER: ThreadPoolExecutor | None = None
-_HELPER_LOCK = threading.Lock()
+class MainThreadHelper:
+    """The thread that runs interpreters for callers on the main thread (created on first
+    use, reused: starting a thread per call costs more than the call itself)."""
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., bashkit.ExecResult], *args: Any, **kwargs: Any
+               ) -> Future[bashkit.ExecResult]:
+        """Run ``fn`` on the helper thread."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1,
+                                                    thread_name_prefix="tavernlab-shell")
+            return self._executor.submit(fn, *args, **kwargs)
+
+    def close(self) -> None:
+        """Stop the thread once its current call (if any) has finished."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
 
-def _helper() -> ThreadPoolExecutor:
-    """The one helper thread that runs interpreters for the main thread (created lazily)."""
-    global _HELPER
-    with _HELPER_LOCK:
-        if _HELPER is None:
-            _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tavernlab-shell")
-        return _HELPER
+#: The process-wide helper (what every lab shares unless it has services of its own).
+DEFAULT_HELPER = MainThreadHelper()
+
+
+@dataclass(frozen=True, slots=True)
+class ShellResources:
+    """The long-lived things a shell call uses: the worker pool of its ``js`` builtins
+    (``None``: the process-wide pool) and the helper thread for main-thread callers."""
+
+    pool: WorkerPool | None = None
+    helper: MainThreadHelper = DEFAULT_HELPER
 
 
 def execute_interruptibly(bash: bashkit.Bash, command: str,
-                          on_output: Callable[[str, str], None], cancel: CancelToken
-                          ) -> bashkit.ExecResult:
+                          on_output: Callable[[str, str], None], cancel: CancelToken,
+                          helper: MainThreadHelper = DEFAULT_HELPER) -> bashkit.ExecResult:
     """``bash.execute_sync(command)``, interruptible from the keyboard in the main thread.
 
     On the main thread (a notebook cell, the CLI) the interpreter runs on a helper thread
@@ -148,7 +174,7 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
     """
     if threading.current_thread() is not threading.main_thread():
         return bash.execute_sync(command, on_output=on_output)
-    future = _helper().submit(bash.execute_sync, command, on_output=on_output)
+    future = helper.submit(bash.execute_sync, command, on_output=on_output)
     interrupted: KeyboardInterrupt | None = None
     while True:
         try:
@@ -165,8 +191,10 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
 class BashkitEngine:
     """A fresh bashkit interpreter per call over one call's scoped view."""
 
-    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext | None) -> None:
+    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext | None,
+                 resources: ShellResources) -> None:
         self.scope = scope
+        self.resources = resources
         self.context = context if context is not None else FrozenContext(
             None, FrozenMacros.from_snapshot(None))
 
@@ -186,7 +214,8 @@ class BashkitEngine:
 
         budget = InputBudget()
         bridge = WorkspaceBridge(self.scope, budget, on_fault=stop)
-        commands = ShellCommands(bridge, self.context, deadline, cancel, stop)
+        commands = ShellCommands(bridge, self.context, deadline, cancel, stop,
+                                 pool=self.resources.pool)
         exported = ExportedFilesystem(bridge)
         try:
             bash = bashkit.Bash(
@@ -202,7 +231,8 @@ class BashkitEngine:
             holder.append(bash)
             unregister = cancel.on_cancel(stop)
             try:
-                result = execute_interruptibly(bash, command, capture.feed, cancel)
+                result = execute_interruptibly(bash, command, capture.feed, cancel,
+                                               self.resources.helper)
             finally:
                 unregister()
                 holder.clear()

@@ -25,14 +25,14 @@ from collections.abc import Callable
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled, InvalidData, ToolError, WorkspaceError
 from tavernlab.shell.bridge import parse_shell_path, shell_path
-from tavernlab.shell.engine import BashkitEngine, ShellEngine
+from tavernlab.shell.engine import BashkitEngine, ShellEngine, ShellResources
 from tavernlab.shell.limits import DEFAULT_DEADLINE_S, MAX_COMMAND_BYTES
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.tooling import invalid_arguments
 
-EngineFactory = Callable[[ScopedWorkspaceFs, "FrozenContext | None"], ShellEngine]
+EngineFactory = Callable[[ScopedWorkspaceFs, "FrozenContext | None", ShellResources], ShellEngine]
 
 
 def command_too_long() -> ToolError:
@@ -63,6 +63,7 @@ def resolve_workdir(scope: ScopedWorkspaceFs, workdir: str) -> str:
 def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, command: str,
                   workdir: str = "/", *, deadline_s: float = DEFAULT_DEADLINE_S,
                   token: CancelToken | None = None,
+                  resources: ShellResources | None = None,
                   engine: EngineFactory = BashkitEngine) -> ShellResult:
     """Run ``command`` in a fresh shell over ``scope``; see the module docstring.
 
@@ -97,7 +98,8 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
     call_scope = scope.derive(tracker=call_tracker, check=check)
     result = None
     try:
-        run = engine(call_scope, context).run(command, start_dir, deadline, token)
+        run = engine(call_scope, context, resources or ShellResources()).run(
+            command, start_dir, deadline, token)
         result = ShellResult(run.outcome, run.exit_code, run.stdout, run.stderr, run.truncated,
                              sorted(call_tracker.touched))
     finally:

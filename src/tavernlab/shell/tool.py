@@ -10,6 +10,7 @@ returns the shell's tool result (a :class:`~tavernlab.shell.result.ShellToolResu
 
 from __future__ import annotations
 
+from tavernlab.shell.engine import ShellResources
 from tavernlab.shell.execute import execute_shell
 from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
 
@@ -30,16 +31,18 @@ patching it with the text tools."""
 ARGUMENT_NAMES = ("command", "workdir")
 
 
-def shell_tool(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """Handle one ``workspace.shell`` call."""
-    command = args.string("command", required=True) or ""
-    workdir = args.string("workdir", default="/") or "/"
-    result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
-                           deadline_s=ctx.shell_deadline_s, token=ctx.token)
-    return result.to_tool_result()
+def shell_tools(resources: ShellResources | None = None) -> tuple[ToolSpec, ...]:
+    """The shell tool, running its calls with ``resources`` (the worker pool of its ``js``
+    builtins and the main-thread helper; default: the process-wide ones)."""
+    chosen = resources or ShellResources()
 
+    def shell_tool(ctx: ToolContext, args: Arguments) -> ToolResult:
+        """Handle one ``workspace.shell`` call."""
+        command = args.string("command", required=True) or ""
+        workdir = args.string("workdir", default="/") or "/"
+        result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
+                               deadline_s=ctx.shell_deadline_s, token=ctx.token,
+                               resources=chosen)
+        return result.to_tool_result()
 
-#: The shell tool (one spec).
-SHELL_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(TOOL_ID, shell_tool, True, DESCRIPTION, ARGUMENT_NAMES),
-)
+    return (ToolSpec(TOOL_ID, shell_tool, True, DESCRIPTION, ARGUMENT_NAMES),)
