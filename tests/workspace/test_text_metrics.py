@@ -1,0 +1,228 @@
+"""The word metric (spec/workspace.md 7.2) against a frozen copy of its implementation.
+
+``_oracle_count_words`` is the current regular expression, kept verbatim so that a faster
+:func:`count_words` can be held to it on every input: the spec examples, a hypothesis
+property over hostile Unicode, and an exhaustive pass over every code point.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from bisect import bisect_left
+from itertools import compress
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tavernlab.workspace.text import count_chars, count_words
+
+# --- the oracle: today's implementation, verbatim ------------------------------------------
+
+_ORACLE_CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\ua960-\ua97f"  # Hangul Jamo extended A
+    "\uac00-\ud7af"  # Hangul syllables
+    "\ud7b0-\ud7ff"  # Hangul Jamo extended B
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width katakana
+    "\uffa0-\uffdc"  # half-width hangul
+    "\U00020000-\U0003134f"  # CJK extensions B-H
+)
+_ORACLE_WORD = re.compile(f"[{_ORACLE_CJK_CLASS}]|(?:(?![{_ORACLE_CJK_CLASS}])[^\\W_])+")
+
+
+def _oracle_count_words(text: str) -> int:
+    """The old ``count_words``: one match per CJK code point or run of other alphanumerics."""
+    return sum(1 for _ in _ORACLE_WORD.finditer(text))
+
+
+# --- examples -------------------------------------------------------------------------------
+
+SNIPPET = "1 | red\n2 | silver moon rising\n3 | blue"
+
+
+@pytest.mark.parametrize(("text", "chars", "words"), [
+    ("hello world", 11, 2),     # Acceptance 7.2.1
+    ("你好世界", 4, 4),           # 7.2.2
+    ("foo-bar 42", 10, 3),      # 7.2.3
+    ("abc中文", 5, 3),           # 7.2.4
+    ("h\u00e9llo", 5, 1),       # 7.2.5
+    (SNIPPET, 39, 8),           # 7.4.4: the search hit's snippet, line prefixes included
+    ("", 0, 0),
+    ("snake_case", 10, 2),
+    ("e\u0301", 2, 1),          # a combining mark is not alphanumeric: it ends a run
+    ("\u00bd\u00b2x", 3, 1),    # numeric Latin-1 characters are alphanumeric
+    ("\U00020000\U00020001", 2, 2),   # CJK extension B, astral
+    ("\U0001d400\U0001d401", 2, 1),   # mathematical letters, astral and not CJK
+    ("\ud840\udc00", 2, 0),     # two lone surrogates are two characters, not an ideograph
+    ("a\U0001f600b", 3, 2),     # an emoji separates
+    ("\u3005\u4eba", 2, 2),     # the iteration mark is alphanumeric but not in the CJK ranges
+])
+def test_examples(text: str, chars: int, words: int) -> None:
+    assert _oracle_count_words(text) == words
+    assert (count_chars(text), count_words(text)) == (chars, words)
+
+
+# --- property: agreement on hostile Unicode -------------------------------------------------
+
+_CJK_EDGES = [code for low, high in [
+    (0x1100, 0x11ff), (0x2e80, 0x2fdf), (0x3040, 0x30ff), (0x3130, 0x318f), (0x31f0, 0x31ff),
+    (0x3400, 0x4dbf), (0x4e00, 0x9fff), (0xa960, 0xa97f), (0xac00, 0xd7ff), (0xf900, 0xfaff),
+    (0xff66, 0xffdc), (0x20000, 0x3134f),
+] for code in (low - 1, low, high, high + 1)]
+
+
+def _span(low: int, high: int) -> st.SearchStrategy[str]:
+    return st.characters(min_codepoint=low, max_codepoint=high, codec="utf-8")
+
+
+_CHARACTER = st.one_of(
+    st.sampled_from("aZ09_ -.,;!?\n\t'\"()"),
+    _span(0x21, 0x7e),                      # ASCII letters, digits, punctuation
+    _span(0xa0, 0x24f),                     # Latin-1 and Latin extended (incl. numerics)
+    _span(0x300, 0x36f),                    # combining marks
+    _span(0x370, 0x4ff),                    # Greek, Cyrillic
+    _span(0x660, 0x669),                    # Arabic-Indic digits
+    _span(0x1100, 0x11ff),                  # Hangul Jamo
+    _span(0x2000, 0x2bff),                  # punctuation, symbols, arrows, superscripts
+    _span(0x2e80, 0x33ff),                  # radicals, CJK punctuation, kana, bopomofo
+    _span(0x3400, 0x9fff),                  # CJK ideographs
+    _span(0xa960, 0xa97f),
+    _span(0xac00, 0xd7ff),                  # Hangul syllables and Jamo
+    _span(0xf900, 0xfaff),
+    _span(0xff00, 0xffef),                  # full-width and half-width forms
+    _span(0x1d400, 0x1d7ff),                # mathematical alphanumerics
+    _span(0x1f000, 0x1faff),                # emoji, enclosed alphanumerics
+    _span(0x20000, 0x323af),                # CJK extensions B-H and just beyond
+    st.sampled_from([chr(code) for code in _CJK_EDGES]),
+    st.characters(codec="utf-8"),           # anything but a lone surrogate
+)
+_TEXT = st.text(_CHARACTER, max_size=120)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_agrees_with_the_oracle(text: str) -> None:
+    assert count_words(text) == _oracle_count_words(text)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=6), st.sampled_from(["", " ", "a", "\u4e2d"]))
+def test_agrees_on_long_texts(pieces: list[str], glue: str) -> None:
+    """Texts of tens of thousands of characters."""
+    text = glue.join(pieces)
+    text = text * (64 * 1024 // max(len(text), 1) + 1)
+    assert count_words(text) == _oracle_count_words(text)
+
+
+def _mixed(size: int, seed: int = 7) -> str:
+    """English sentences, Chinese with full-width punctuation, kana, hangul, code, emoji."""
+    rng = random.Random(seed)
+    english = ["the", "quick", "brown", "fox", "reads", "agent", "notes", "at", "42"]
+    parts: list[str] = []
+    length = 0
+    while length < size:
+        roll = rng.random()
+        if roll < 0.45:
+            part = " ".join(rng.choices(english, k=rng.randint(4, 14))) + ". "
+        elif roll < 0.8:
+            part = "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(4, 20)))
+            part += rng.choice("\uff0c\u3002\uff01\uff1f\u3001")
+        elif roll < 0.88:
+            part = "".join(chr(rng.randint(0x3041, 0x30FA)) for _ in range(rng.randint(2, 9)))
+        elif roll < 0.94:
+            part = " ".join("".join(chr(rng.randint(0xAC00, 0xD7A3)) for _ in range(3))
+                            for _ in range(3)) + ". "
+        else:
+            part = f"var_{rng.randint(0, 999)} = {rng.random():.3f}; \U0001f600 h\u00e9 \u0436\n"
+        parts.append(part)
+        length += len(part)
+    return "".join(parts)[:size]
+
+
+def test_mixed_corpus() -> None:
+    text = _mixed(100_000)
+    assert count_words(text) == _oracle_count_words(text)
+
+
+# --- exhaustive: every code point, alone and next to an ``a`` -------------------------------
+
+
+def _oracle_per_segment(probe: str, width: int) -> bytes:
+    """The oracle's word count of each ``width``-character segment of ``probe``.
+
+    The segments end in a space and no match crosses a space, so the count of matches that
+    start in a segment is exactly the oracle's count for that segment on its own.
+    """
+    counts = bytearray(len(probe) // width)
+    for match in _ORACLE_WORD.finditer(probe):
+        counts[match.start() // width] += 1
+    return bytes(counts)
+
+
+def _probe(chars: str, prefix: str, suffix: str) -> str:
+    """``prefix + c + suffix`` for each character ``c``, joined by spaces (built in C)."""
+    return prefix + (suffix + " " + prefix).join(chars) + suffix if chars else ""
+
+
+def _oracle_classes() -> dict[tuple[int, int, int], str]:
+    """Every code point (surrogates too), grouped by the oracle's counts for ``c``, ``ac``
+    and ``ca``."""
+    every = "".join(map(chr, range(0x110000)))
+    alone = _oracle_per_segment(_probe(every, "", "") + " ", 2)
+    after = _oracle_per_segment(_probe(every, "a", "") + " ", 3)
+    before = _oracle_per_segment(_probe(every, "", "a") + " ", 3)
+    # one byte per code point: alone + 4 * after + 16 * before (no lane overflows)
+    lanes = [int.from_bytes(counts, "little") for counts in (alone, after, before)]
+    keys = (lanes[0] + 4 * lanes[1] + 16 * lanes[2]).to_bytes(len(every), "little")
+    groups = {}
+    for key in set(keys):
+        mask = keys.translate(bytes(int(code == key) for code in range(256)))
+        groups[(key % 4, key // 4 % 4, key // 16)] = "".join(compress(every, mask))
+    return groups
+
+
+def _first_disagreement(chars: str, prefix: str, suffix: str, each: int) -> str:
+    """Halve ``chars`` down to one code point whose probe segment is not counted ``each``."""
+    while len(chars) > 1:
+        half = chars[:len(chars) // 2]
+        wrong = count_words(_probe(half, prefix, suffix)) != each * len(half)
+        chars = half if wrong else chars[len(half):]
+    return f"U+{ord(chars):04X}"
+
+
+def test_every_code_point_is_classified_like_the_oracle() -> None:
+    """Each code point, alone (``c``) and beside an ASCII letter (``ac``, ``ca``), counts as
+    the oracle counts it, in ASCII, Latin-1 and wide text, with and without a wide
+    alphanumeric (``\u03c9``) nearby.
+
+    Segments joined by spaces are counted independently, and within one oracle class every
+    segment has the same count, at an end of its possible range (0 or 1 for ``c``, 1 or 2
+    for ``ac``/``ca``), so a total of ``count * segments`` means every segment agrees.
+    """
+    classes = _oracle_classes()
+    # the oracle knows three kinds of character: other, run character, CJK
+    assert set(classes) == {(0, 1, 1), (1, 1, 1), (1, 2, 2)}
+    shapes = [("", ""), ("a", ""), ("", "a")]
+    contexts = [("", 0), (" \u4e2d", 1), (" \u03c9", 1)]
+    blocks = [(0, 0x80), (0x80, 0x100), (0x100, 0x110000)]
+    for key, chars in classes.items():
+        for low, high in blocks:
+            block = chars[bisect_left(chars, chr(low)):bisect_left(chars, chr(high - 1)) + 1]
+            for index, (prefix, tail) in enumerate(shapes):
+                for context, extra in contexts:
+                    if high > 0x100 and context == " \u4e2d":
+                        continue  # wide code points are in wide text already
+                    suffix, each = tail + context, key[index] + extra
+                    if count_words(_probe(block, prefix, suffix)) != each * len(block):
+                        bad = _first_disagreement(block, prefix, suffix, each)
+                        pytest.fail(f"{bad} in {prefix}<c>{suffix!r} is not counted {each}")
