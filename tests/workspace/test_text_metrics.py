@@ -1,14 +1,16 @@
-"""The word metric (spec/workspace.md 7.2) against a frozen copy of its implementation.
+"""The word metric (spec/workspace.md 7.2) against the implementation it replaced.
 
-``_oracle_count_words`` is the current regular expression, kept verbatim so that a faster
-:func:`count_words` can be held to it on every input: the spec examples, a hypothesis
-property over hostile Unicode, and an exhaustive pass over every code point.
+``_oracle_count_words`` is the old regular expression, kept verbatim: the windowed
+:func:`count_words` must agree with it on every input, which the spec examples, a hypothesis
+property over hostile Unicode, and an exhaustive pass over every code point check. The memory
+tests pin the constant-memory promise that the old pattern broke on one long word.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import tracemalloc
 from bisect import bisect_left
 from itertools import compress
 
@@ -16,9 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tavernlab.workspace.text import count_chars, count_words
+from tavernlab.workspace import text as text_module
+from tavernlab.workspace.text import count_chars, count_words, text_metrics
 
-# --- the oracle: today's implementation, verbatim ------------------------------------------
+# --- the oracle: the implementation before windowing, verbatim ------------------------------
 
 _ORACLE_CJK_CLASS = (
     "\u1100-\u11ff"  # Hangul Jamo
@@ -70,6 +73,7 @@ SNIPPET = "1 | red\n2 | silver moon rising\n3 | blue"
 def test_examples(text: str, chars: int, words: int) -> None:
     assert _oracle_count_words(text) == words
     assert (count_chars(text), count_words(text)) == (chars, words)
+    assert text_metrics(text) == (chars, words)
 
 
 # --- property: agreement on hostile Unicode -------------------------------------------------
@@ -110,17 +114,21 @@ _TEXT = st.text(_CHARACTER, max_size=120)
 
 
 @settings(max_examples=400, deadline=None)
-@given(_TEXT)
-def test_agrees_with_the_oracle(text: str) -> None:
-    assert count_words(text) == _oracle_count_words(text)
+@given(_TEXT, st.integers(min_value=1, max_value=9))
+def test_agrees_with_the_oracle(text: str, window: int) -> None:
+    """Any text, whole and cut into tiny windows (runs crossing window edges count once)."""
+    words = _oracle_count_words(text)
+    assert count_words(text) == words
+    assert text_metrics(text) == (len(text), words)
+    assert text_module._count_words(text, window) == words
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_TEXT, min_size=1, max_size=6), st.sampled_from(["", " ", "a", "\u4e2d"]))
-def test_agrees_on_long_texts(pieces: list[str], glue: str) -> None:
-    """Texts of tens of thousands of characters."""
+def test_agrees_across_real_windows(pieces: list[str], glue: str) -> None:
+    """Texts longer than a real window, so the production window size is crossed too."""
     text = glue.join(pieces)
-    text = text * (64 * 1024 // max(len(text), 1) + 1)
+    text = text * (text_module._WINDOW * 2 // max(len(text), 1) + 1)
     assert count_words(text) == _oracle_count_words(text)
 
 
@@ -149,9 +157,10 @@ def _mixed(size: int, seed: int = 7) -> str:
     return "".join(parts)[:size]
 
 
-def test_mixed_corpus() -> None:
+@pytest.mark.parametrize("window", [1, 2, 5, 4096, text_module._WINDOW])
+def test_mixed_corpus(window: int) -> None:
     text = _mixed(100_000)
-    assert count_words(text) == _oracle_count_words(text)
+    assert text_module._count_words(text, window) == _oracle_count_words(text)
 
 
 # --- exhaustive: every code point, alone and next to an ``a`` -------------------------------
@@ -202,8 +211,8 @@ def _first_disagreement(chars: str, prefix: str, suffix: str, each: int) -> str:
 
 def test_every_code_point_is_classified_like_the_oracle() -> None:
     """Each code point, alone (``c``) and beside an ASCII letter (``ac``, ``ca``), counts as
-    the oracle counts it, in ASCII, Latin-1 and wide text, with and without a wide
-    alphanumeric (``\u03c9``) nearby.
+    the oracle counts it, in every kind of window: ASCII, Latin-1, and wide, without and with
+    a wide alphanumeric (``\u03c9``, which switches the wide-run rewrite on).
 
     Segments joined by spaces are counted independently, and within one oracle class every
     segment has the same count, at an end of its possible range (0 or 1 for ``c``, 1 or 2
@@ -221,8 +230,59 @@ def test_every_code_point_is_classified_like_the_oracle() -> None:
             for index, (prefix, tail) in enumerate(shapes):
                 for context, extra in contexts:
                     if high > 0x100 and context == " \u4e2d":
-                        continue  # wide code points are in wide text already
+                        continue  # wide code points are in wide windows already
                     suffix, each = tail + context, key[index] + extra
                     if count_words(_probe(block, prefix, suffix)) != each * len(block):
                         bad = _first_disagreement(block, prefix, suffix, each)
                         pytest.fail(f"{bad} in {prefix}<c>{suffix!r} is not counted {each}")
+
+
+# --- memory ---------------------------------------------------------------------------------
+
+_MIB = 1024 * 1024
+
+
+def _traced_count(text: str) -> tuple[int, int]:
+    """The words of an already built ``text`` and the peak memory traced while counting."""
+    tracemalloc.start()
+    try:
+        words = count_words(text)
+        return words, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("unit", ["a", "\u00e9", "\u0436", "\u0436\U0001d400"])
+def test_one_long_word_in_constant_memory(unit: str) -> None:
+    """A 20,000,000-character single word (ASCII, Latin-1, Cyrillic, Cyrillic and astral
+    letters): the old pattern needed about 60 bytes per character of it."""
+    words, peak = _traced_count(unit * (20_000_000 // len(unit)))
+    assert words == 1
+    assert peak < 8 * _MIB
+
+
+def test_long_ideograph_run_in_constant_memory() -> None:
+    words, peak = _traced_count("\u4e2d" * 20_000_000)
+    assert words == 20_000_000
+    assert peak < 8 * _MIB
+
+
+def test_mixed_text_in_constant_memory() -> None:
+    """20 Mi characters of the mixed corpus (emoji make it a 4-byte-per-character string)."""
+    chunk = _mixed(_MIB)
+    joins = text_module._RUN_CHAR.match(chunk[-1] + chunk[0]) is not None and (
+        text_module._RUN_CHAR.match(chunk[0]) is not None)
+    words, peak = _traced_count(chunk * 20)
+    assert words == 20 * _oracle_count_words(chunk) - 19 * joins
+    assert peak < 8 * _MIB
+
+
+@pytest.mark.parametrize(("unit", "words"), [
+    ("\u4e2d\uff0c", 300_000),       # ideographs and full-width commas
+    ("z\u0436\U0001d400", 1),         # ASCII, Cyrillic and astral letters in one word
+])
+def test_a_regex_match_every_other_character_stays_small(unit: str, words: int) -> None:
+    """The windows' worst case: the regular expressions match every other character."""
+    counted, peak = _traced_count(unit * (600_000 // len(unit)))
+    assert counted == words
+    assert peak < 8 * _MIB
