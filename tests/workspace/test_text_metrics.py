@@ -114,13 +114,17 @@ _TEXT = st.text(_CHARACTER, max_size=120)
 
 
 @settings(max_examples=400, deadline=None)
-@given(_TEXT, st.integers(min_value=1, max_value=9))
-def test_agrees_with_the_oracle(text: str, window: int) -> None:
-    """Any text, whole and cut into tiny windows (runs crossing window edges count once)."""
+@given(_TEXT, st.integers(min_value=1, max_value=9), st.sampled_from([0, 10**9]))
+def test_agrees_with_the_oracle(text: str, window: int, share: int) -> None:
+    """Any text, whole and cut into tiny windows (runs crossing window edges count once), with
+    wide run characters taken as few or as many."""
     words = _oracle_count_words(text)
     assert count_words(text) == words
     assert text_metrics(text) == (len(text), words)
     assert text_module._count_words(text, window) == words
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text_module, "_DENSE_SHARE", share)
+        assert text_module._count_words(text, window + 20) == words
 
 
 @settings(max_examples=25, deadline=None)
@@ -178,9 +182,20 @@ def _oracle_per_segment(probe: str, width: int) -> bytes:
     return bytes(counts)
 
 
-def _probe(chars: str, prefix: str, suffix: str) -> str:
-    """``prefix + c + suffix`` for each character ``c``, joined by spaces (built in C)."""
-    return prefix + (suffix + " " + prefix).join(chars) + suffix if chars else ""
+_GROUP = 1000  # segments between two contexts: far fewer characters than a window holds
+
+
+def _probe(chars: str, prefix: str, suffix: str, context: str = "") -> str:
+    """``prefix + c + suffix`` for each character ``c``, joined by spaces (built in C), with
+    ``context`` after every 1000 segments, so that every window of the count has one."""
+    between = suffix + " " + prefix
+    return " ".join(prefix + between.join(chars[start:start + _GROUP]) + suffix + context
+                    for start in range(0, len(chars), _GROUP))
+
+
+def _expected(chars: str, each: int, extra: int) -> int:
+    """The words of a :func:`_probe`: ``each`` per segment, ``extra`` per context."""
+    return each * len(chars) + extra * -(-len(chars) // _GROUP)
 
 
 def _oracle_classes() -> dict[tuple[int, int, int], str]:
@@ -200,19 +215,22 @@ def _oracle_classes() -> dict[tuple[int, int, int], str]:
     return groups
 
 
-def _first_disagreement(chars: str, prefix: str, suffix: str, each: int) -> str:
+def _first_disagreement(chars: str, prefix: str, suffix: str, context: tuple[str, int],
+                        each: int) -> str:
     """Halve ``chars`` down to one code point whose probe segment is not counted ``each``."""
     while len(chars) > 1:
         half = chars[:len(chars) // 2]
-        wrong = count_words(_probe(half, prefix, suffix)) != each * len(half)
-        chars = half if wrong else chars[len(half):]
+        counted = count_words(_probe(half, prefix, suffix, context[0]))
+        chars = half if counted != _expected(half, each, context[1]) else chars[len(half):]
     return f"U+{ord(chars):04X}"
 
 
-def test_every_code_point_is_classified_like_the_oracle() -> None:
+def test_every_code_point_is_classified_like_the_oracle(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Each code point, alone (``c``) and beside an ASCII letter (``ac``, ``ca``), counts as
-    the oracle counts it, in every kind of window: ASCII, Latin-1, and wide, without and with
-    a wide alphanumeric (``\u03c9``, which switches the wide-run rewrite on).
+    the oracle counts it, in every kind of window: ASCII, Latin-1, and wide with or without
+    ideographs (``\u4e2d``) and wide alphanumerics (``\u03c9``), the last with wide run
+    characters taken as few and as many.
 
     Segments joined by spaces are counted independently, and within one oracle class every
     segment has the same count, at an end of its possible range (0 or 1 for ``c``, 1 or 2
@@ -221,20 +239,24 @@ def test_every_code_point_is_classified_like_the_oracle() -> None:
     classes = _oracle_classes()
     # the oracle knows three kinds of character: other, run character, CJK
     assert set(classes) == {(0, 1, 1), (1, 1, 1), (1, 2, 2)}
+    # what decides whether a run crosses a window edge (edges themselves: the property test)
+    assert text_module._RUN_CHAR.sub("", classes[(1, 1, 1)]) == ""
+    assert text_module._RUN_CHAR.search(classes[(0, 1, 1)] + classes[(1, 2, 2)]) is None
     shapes = [("", ""), ("a", ""), ("", "a")]
-    contexts = [("", 0), (" \u4e2d", 1), (" \u03c9", 1)]
-    blocks = [(0, 0x80), (0x80, 0x100), (0x100, 0x110000)]
+    default = text_module._DENSE_SHARE
+    contexts = [(("", 0), default), ((" \u4e2d", 1), default), ((" \u03c9", 1), default)] + [
+        ((" \u4e2d\u03c9", 2), share) for share in (default, 0, 10**9)]
     for key, chars in classes.items():
-        for low, high in blocks:
+        for low, high in [(0, 0x80), (0x80, 0x100), (0x100, 0x110000)]:
             block = chars[bisect_left(chars, chr(low)):bisect_left(chars, chr(high - 1)) + 1]
-            for index, (prefix, tail) in enumerate(shapes):
-                for context, extra in contexts:
-                    if high > 0x100 and context == " \u4e2d":
-                        continue  # wide code points are in wide windows already
-                    suffix, each = tail + context, key[index] + extra
-                    if count_words(_probe(block, prefix, suffix)) != each * len(block):
-                        bad = _first_disagreement(block, prefix, suffix, each)
-                        pytest.fail(f"{bad} in {prefix}<c>{suffix!r} is not counted {each}")
+            for index, (prefix, suffix) in enumerate(shapes):
+                for context, share in contexts:
+                    monkeypatch.setattr(text_module, "_DENSE_SHARE", share)
+                    counted = count_words(_probe(block, prefix, suffix, context[0]))
+                    if counted != _expected(block, key[index], context[1]):
+                        bad = _first_disagreement(block, prefix, suffix, context, key[index])
+                        pytest.fail(f"{bad} in {prefix}<c>{suffix} is not counted {key[index]}"
+                                    f" beside {context[0]!r} (dense share {share})")
 
 
 # --- memory ---------------------------------------------------------------------------------

@@ -38,11 +38,17 @@ _CJK_CLASS = (
 _RUN_CHAR = re.compile(f"[^\\W_{_CJK_CLASS}]")
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}][{_CJK_CLASS}]*")
 _ALNUM = re.compile(r"[^\W_]")
+_NOT_RUN = re.compile(f"[\\W_{_CJK_CLASS}]")
 _WIDE_RUN = re.compile(f"[^\\W_\\x00-\\x7f{_CJK_CLASS}][^\\W_\\x00-\\x7f{_CJK_CLASS}]*")
+_WIDE_OTHER_RUN = re.compile(r"[^\w\x00-\x7f][^\w\x00-\x7f]*")
 _ASCII_BYTES = bytes(range(128))
 # ``bytes.translate`` tables: a byte of a run character becomes ``a``, any other byte a space.
 _LATIN1_MARKS = bytes(ord("a" if _ALNUM.match(chr(code)) else " ") for code in range(256))
 _ASCII_MARKS = _LATIN1_MARKS[:128] + b" " * 128
+_UTF8_MARKS = _ASCII_MARKS[:128] + b"a" * 128  # every byte of a wide character: ``a``
+# A window is dense in wide run characters when 1/_DENSE_SHARE of it or more is wide and not
+# CJK; either way the count is exact, this only picks the cheaper rewrite.
+_DENSE_SHARE = 4
 # Texts are measured in windows of this many characters, so the extra memory is bounded.
 _WINDOW = 32 * 1024
 
@@ -92,18 +98,16 @@ def _count_words(text: str, window: int) -> int:
 
 
 def _window_words(part: str) -> int:
-    """Words of ``part`` = its CJK code points + its runs of the other word characters.
+    """Words of ``part`` = its CJK code points + its runs of run characters.
 
-    Runs are counted on bytes: each character becomes one byte (``a`` for a run character, a
-    space otherwise) and a run starts at each ``" a"`` pair, which ``bytes.count`` finds in C.
-    ASCII and Latin-1 text encodes to such bytes directly. Wider text encodes as ASCII with
-    ``?`` for each other character - right for CJK and punctuation, which end a run - once
-    any runs of wide alphanumerics (Greek, Cyrillic, accented letters...) are replaced by
-    ``a``. The CJK count and the test for wide alphanumerics look only at the non-ASCII
-    characters, cut out of the UTF-8 encoding by one ``bytes.translate``, so in English and
-    CJK text no regular expression scans the ASCII part. Only the replacement of wide runs
-    costs a regex match per run, which makes Greek or Cyrillic prose the slowest case (still
-    faster than one match per word).
+    Runs are counted on bytes: each character becomes bytes marked ``a`` if it is a run
+    character, a space if not, and a run starts at each ``" a"``, which ``bytes.count`` finds
+    in C. ASCII and Latin-1 text encodes to such bytes directly. In wider text the CJK count
+    and the kinds of wide character present are read off the non-ASCII characters alone, cut
+    out of the UTF-8 encoding by one ``bytes.translate``, so no regular expression scans the
+    ASCII part of English/CJK text. Then the whole window is marked: all wide characters as
+    run characters when they all are (Greek or Cyrillic with ASCII punctuation), all as
+    separators when none is (CJK and punctuation), and otherwise by :func:`_mixed_wide_runs`.
     """
     if part.isascii():
         return _runs(part.encode("ascii"), _ASCII_MARKS)
@@ -111,16 +115,38 @@ def _window_words(part: str) -> int:
         return _runs(part.encode("latin-1"), _LATIN1_MARKS)
     except UnicodeEncodeError:
         pass
-    wide = (part.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
-            .decode("utf-8", "surrogatepass"))
-    other = _CJK_RUN.sub("", wide)
-    if _ALNUM.search(other) is not None:
-        part = _WIDE_RUN.sub("a", part)
-    return len(wide) - len(other) + _runs(part.encode("ascii", "replace"), _ASCII_MARKS)
+    utf8 = part.encode("utf-8", "surrogatepass")
+    wide = utf8.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    if _NOT_RUN.search(wide) is None:  # every wide character is a run character
+        return _runs(utf8, _UTF8_MARKS)
+    other = _CJK_RUN.sub("", wide)  # the wide characters that are not CJK
+    cjk = len(wide) - len(other)
+    if _ALNUM.search(other) is None:  # ASCII with "?" for each wide character
+        return cjk + _runs(part.encode("ascii", "replace"), _ASCII_MARKS)
+    return cjk + _mixed_wide_runs(part, other, cjk)
+
+
+def _mixed_wide_runs(part: str, other: str, cjk: int) -> int:
+    """Runs of a window whose wide characters are partly run characters (``other``: its wide
+    characters that are not CJK; ``cjk``: how many are).
+
+    Regular-expression rewriting costs one match per run it rewrites, so rewrite the rarer
+    kind: when wide run characters are few (accents in English), each run of them becomes
+    ``a`` and the window encodes as ASCII with ``?`` for the rest; when they are many (Greek
+    or Cyrillic prose), the runs of CJK and of wide non-alphanumerics become spaces and every
+    byte of the remaining wide characters is marked ``a``.
+    """
+    if len(other) * _DENSE_SHARE < len(part):
+        return _runs(_WIDE_RUN.sub("a", part).encode("ascii", "replace"), _ASCII_MARKS)
+    if cjk:
+        part = _CJK_RUN.sub(" ", part)
+    if not cjk or _NOT_RUN.search(other) is not None:  # without CJK, the wide separator
+        part = _WIDE_OTHER_RUN.sub(" ", part)           # found in ``wide`` is in ``other``
+    return _runs(part.encode("utf-8", "surrogatepass"), _UTF8_MARKS)
 
 
 def _runs(data: bytes, marks: bytes) -> int:
-    """Runs of run characters in ``data``, one byte per character, ``marks`` its table."""
+    """Runs of run characters in ``data``, ``marks`` the table that marks their bytes ``a``."""
     marked = data.translate(marks)
     return marked.count(b" a") + marked.startswith(b"a")
 
