@@ -1,6 +1,7 @@
 """Text measures and selections used by the model-facing tools (spec/workspace.md 7.2-7.5).
 
-* :func:`count_words` / :func:`count_chars` - upstream's word and character metrics.
+* :func:`count_words` / :func:`count_chars` / :func:`text_metrics` - upstream's word and
+  character metrics, in linear time and constant extra memory.
 * :func:`select_lines` - the line window of ``workspace.read_file`` with its budgets.
 * :func:`query_tokens` / :func:`search_text` - the plain-text token search of
   ``workspace.search_files``.
@@ -29,7 +30,27 @@ _CJK_CLASS = (
     "\uffa0-\uffdc"  # half-width hangul
     "\U00020000-\U0003134f"  # CJK extensions B-H
 )
-_WORD = re.compile(f"[{_CJK_CLASS}]|(?:(?![{_CJK_CLASS}])[^\\W_])+")
+# The other word characters ("run characters"): alphanumeric (``[^\W_]`` is exactly
+# ``str.isalnum``) and not CJK. Each pattern below is one character class, repeated at most as
+# ``[X][X]*``: ``re`` counts such a repeat without keeping backtracking state, so no pattern
+# needs memory in proportion to a run, and a pattern that opens with the class (unlike
+# ``[X]+``) lets ``re`` skip ahead to its first character in C.
+_RUN_CHAR = re.compile(f"[^\\W_{_CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}][{_CJK_CLASS}]*")
+_ALNUM = re.compile(r"[^\W_]")
+_NOT_RUN = re.compile(f"[\\W_{_CJK_CLASS}]")
+_WIDE_RUN = re.compile(f"[^\\W_\\x00-\\x7f{_CJK_CLASS}][^\\W_\\x00-\\x7f{_CJK_CLASS}]*")
+_WIDE_OTHER_RUN = re.compile(r"[^\w\x00-\x7f][^\w\x00-\x7f]*")
+_ASCII_BYTES = bytes(range(128))
+# ``bytes.translate`` tables: a byte of a run character becomes ``a``, any other byte a space.
+_LATIN1_MARKS = bytes(ord("a" if _ALNUM.match(chr(code)) else " ") for code in range(256))
+_ASCII_MARKS = _LATIN1_MARKS[:128] + b" " * 128
+_UTF8_MARKS = _ASCII_MARKS[:128] + b"a" * 128  # every byte of a wide character: ``a``
+# A window is dense in wide run characters when 1/_DENSE_SHARE of it or more is wide and not
+# CJK; either way the count is exact, this only picks the cheaper rewrite.
+_DENSE_SHARE = 4
+# Texts are measured in windows of this many characters, so the extra memory is bounded.
+_WINDOW = 32 * 1024
 
 
 def count_chars(text: str) -> int:
@@ -42,8 +63,92 @@ def count_words(text: str) -> int:
     word; otherwise each maximal run of alphanumeric characters is one word.
 
     ``hello world`` -> 2, ``你好世界`` -> 4, ``foo-bar 42`` -> 3, ``abc中文`` -> 3.
+
+    Runs in time linear in the text and in constant extra memory: the text is measured in
+    windows of 32 Ki characters (see :func:`_window_words`), and a run cut by a window edge is
+    counted once.
     """
-    return sum(1 for _ in _WORD.finditer(text))
+    return _count_words(text, _WINDOW)
+
+
+def text_metrics(text: str) -> tuple[int, int]:
+    """``(chars, words)`` of ``text``: :func:`count_chars` and :func:`count_words` at once.
+
+    The character count is ``len``, free for a ``str``, so this costs one word count; callers
+    that report both metrics use it to walk the text once.
+    """
+    return len(text), _count_words(text, _WINDOW)
+
+
+def _count_words(text: str, window: int) -> int:
+    """:func:`count_words` with ``window`` characters per window (tests use tiny windows).
+
+    A window's words are counted on their own; where a run of non-CJK alphanumerics crosses
+    the edge between two windows it was counted in both, so one is taken back.
+    """
+    words = 0
+    carried = False  # the previous window ended with a run character
+    for start in range(0, len(text), window):
+        part = text[start:start + window]  # the text itself when it fits in one window
+        words += _window_words(part)
+        if carried and _RUN_CHAR.match(part) is not None:
+            words -= 1
+        carried = _RUN_CHAR.match(part[-1]) is not None
+    return words
+
+
+def _window_words(part: str) -> int:
+    """Words of ``part`` = its CJK code points + its runs of run characters.
+
+    Runs are counted on bytes: each character becomes bytes marked ``a`` if it is a run
+    character, a space if not, and a run starts at each ``" a"``, which ``bytes.count`` finds
+    in C. ASCII and Latin-1 text encodes to such bytes directly. In wider text the CJK count
+    and the kinds of wide character present are read off the non-ASCII characters alone, cut
+    out of the UTF-8 encoding by one ``bytes.translate``, so no regular expression scans the
+    ASCII part of English/CJK text. Then the whole window is marked: all wide characters as
+    run characters when they all are (Greek or Cyrillic with ASCII punctuation), all as
+    separators when none is (CJK and punctuation), and otherwise by :func:`_mixed_wide_runs`.
+    """
+    if part.isascii():
+        return _runs(part.encode("ascii"), _ASCII_MARKS)
+    try:
+        return _runs(part.encode("latin-1"), _LATIN1_MARKS)
+    except UnicodeEncodeError:
+        pass
+    utf8 = part.encode("utf-8", "surrogatepass")
+    wide = utf8.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    if _NOT_RUN.search(wide) is None:  # every wide character is a run character
+        return _runs(utf8, _UTF8_MARKS)
+    other = _CJK_RUN.sub("", wide)  # the wide characters that are not CJK
+    cjk = len(wide) - len(other)
+    if _ALNUM.search(other) is None:  # ASCII with "?" for each wide character
+        return cjk + _runs(part.encode("ascii", "replace"), _ASCII_MARKS)
+    return cjk + _mixed_wide_runs(part, other, cjk)
+
+
+def _mixed_wide_runs(part: str, other: str, cjk: int) -> int:
+    """Runs of a window whose wide characters are partly run characters (``other``: its wide
+    characters that are not CJK; ``cjk``: how many are).
+
+    Regular-expression rewriting costs one match per run it rewrites, so rewrite the rarer
+    kind: when wide run characters are few (accents in English), each run of them becomes
+    ``a`` and the window encodes as ASCII with ``?`` for the rest; when they are many (Greek
+    or Cyrillic prose), the runs of CJK and of wide non-alphanumerics become spaces and every
+    byte of the remaining wide characters is marked ``a``.
+    """
+    if len(other) * _DENSE_SHARE < len(part):
+        return _runs(_WIDE_RUN.sub("a", part).encode("ascii", "replace"), _ASCII_MARKS)
+    if cjk:
+        part = _CJK_RUN.sub(" ", part)
+    if not cjk or _NOT_RUN.search(other) is not None:  # without CJK, the wide separator
+        part = _WIDE_OTHER_RUN.sub(" ", part)           # found in ``wide`` is in ``other``
+    return _runs(part.encode("utf-8", "surrogatepass"), _UTF8_MARKS)
+
+
+def _runs(data: bytes, marks: bytes) -> int:
+    """Runs of run characters in ``data``, ``marks`` the table that marks their bytes ``a``."""
+    marked = data.translate(marks)
+    return marked.count(b" a") + marked.startswith(b"a")
 
 
 def split_lines(text: str) -> list[str]:
