@@ -66,23 +66,30 @@ class InFlight:
 
     def __init__(self) -> None:
         self._tokens: set[CancelToken] = set()
-        self._lock = threading.Lock()
+        self._idle = threading.Condition()
 
     @contextmanager
     def track(self, token: CancelToken) -> Iterator[CancelToken]:
-        """Keep ``token`` reachable by :meth:`cancel_all` while the block runs."""
-        with self._lock:
+        """Keep ``token`` reachable by :meth:`live` while the block runs."""
+        with self._idle:
             self._tokens.add(token)
         try:
             yield token
         finally:
-            with self._lock:
+            with self._idle:
                 self._tokens.discard(token)
+                self._idle.notify_all()
 
     def live(self) -> list[CancelToken]:
         """The tokens not cancelled yet."""
-        with self._lock:
+        with self._idle:
             return [t for t in self._tokens if not t.cancelled]
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no work is in flight (at most ``timeout`` seconds); returns whether
+        it is idle."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._tokens, timeout)
 
 
 class RunCore:

@@ -48,6 +48,9 @@ from tavernlab.workspace.records import ChatTarget, RunRecord
 from tavernlab.workspace.tooling import ToolSpec
 
 DATA_DIR = "_tauritavern"
+#: How long :meth:`Lab.close` waits for a run's cancelled work to stop before it closes the
+#: services anyway (the sandbox kills a job that ignores cancellation after 0.25 s).
+CLOSE_GRACE_S = 5.0
 WORKSPACES_DIR = "agent-workspaces"
 
 
@@ -92,14 +95,18 @@ class Lab:
     # -- lifetime -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Cancel this lab's running work and stop the services it owns (a shared worker
+        """Cancel this lab's running work, let it stop (work already started completes; at
+        most :data:`CLOSE_GRACE_S` per run), then stop the services it owns (a shared worker
         pool stays for the other labs of the process). Safe to call twice."""
         if self.closed:
             return
         self.closed = True
-        for core in list(self._runs):
+        cores = list(self._runs)
+        for core in cores:
             for token in core.inflight.live():
                 token.cancel("the lab was closed")
+        for core in cores:
+            core.inflight.wait_idle(CLOSE_GRACE_S)
         self.services.close()
 
     def __enter__(self) -> Lab:

@@ -1,0 +1,142 @@
+"""The host floor: a tool registry per lab, services a lab may own, old import paths."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+import tavernlab
+from tavernlab.errors import RunStateError
+from tavernlab.host import DEFAULT_TOOLS, Lab, LabServices, ToolRegistry
+from tavernlab.host.registry import workspace_tools
+from tavernlab.workspace.tooling import ToolResult, ToolSpec
+
+
+def test_the_public_surface() -> None:
+    from tavernlab import Lab as PublicLab
+    from tavernlab import Run, TavernlabError, ToolResult, WorkspacePath, worktree
+
+    assert PublicLab is Lab
+    assert {Run.__name__, TavernlabError.__name__, ToolResult.__name__,
+            WorkspacePath.__name__} == {"Run", "TavernlabError", "ToolResult", "WorkspacePath"}
+    assert worktree.__name__ == "tavernlab.worktree"
+    assert sorted(tavernlab.__all__) == ["Lab", "Run", "TavernlabError", "ToolResult",
+                                         "WorkspacePath", "worktree"]
+
+
+def test_reload_then_a_new_lab_works(tmp_path: Path) -> None:
+    code = ("import importlib, tavernlab.shell.tool as m; importlib.reload(m); "
+            "from tavernlab import Lab; "
+            f"print(Lab({str(tmp_path / 'x')!r}).start_run(chat_id='a').shell('echo ok').stdout,"
+            " end='')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
+
+
+def test_two_labs_with_different_tools_side_by_side(tmp_path: Path) -> None:
+    def echo(ctx, args):  # type: ignore[no-untyped-def]
+        return ToolResult(content=f"{ctx.tool_id} says {args.string('text')}")
+
+    full = Lab(tmp_path / "full")
+    lean = Lab(tmp_path / "lean", tools=[workspace_tools,
+                                         ToolSpec("lab.echo", echo, False, "echo", ("text",))])
+    a, b = full.start_run(chat_id="a"), lean.start_run(chat_id="a")
+    assert a.shell("echo hi").stdout == "hi\n"
+    refused = b.call_tool("workspace.shell", {"command": "echo hi"})
+    assert (refused.error_code, refused.content) == ("tool.unknown",
+                                                     "Unknown tool `workspace.shell`.")
+    assert b.call_tool("lab.echo", {"text": "yo"}).content == "lab.echo says yo"
+    assert a.call_tool("lab.echo", {"text": "yo"}).error_code == "tool.unknown"
+    assert "lab.echo" in {spec.id for spec in b.tools}
+    assert "workspace.shell" not in {spec.id for spec in b.tools}
+
+
+def test_a_registry_refuses_the_same_tool_twice() -> None:
+    with pytest.raises(ValueError, match=r"tool `workspace\.list_files` is offered twice"):
+        ToolRegistry.build([*DEFAULT_TOOLS, workspace_tools], LabServices.shared())
+
+
+def test_compat_tools_are_offered_only_in_the_legacy_mode(lab: Lab) -> None:
+    plain = {spec.id for spec in lab.start_run(chat_id="a").tools}
+    legacy = {spec.id for spec in lab.start_run(chat_id="a", legacy_run_script=True).tools}
+    assert legacy - plain == {"skill.run_script", "skill.list", "skill.read"}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_closing_a_lab_with_private_services_stops_its_workers(tmp_path: Path) -> None:
+    with Lab(tmp_path / "lab", services=LabServices.private(js_workers=1)) as lab:
+        run = lab.start_run(chat_id="a")
+        assert run.js(["-e", "console.log(6 * 7)"]).stdout == "42\n"
+        pids = lab.services.js_pool.worker_pids()
+        assert pids and all(_alive(pid) for pid in pids)
+        results = []
+        job = threading.Thread(target=lambda: results.append(run.js(["-e", "while (true) {}"])))
+        job.start()
+        while not lab.services.js_pool.busy_pids():
+            time.sleep(0.01)
+    job.join(timeout=30)
+    assert not job.is_alive()
+    assert results[0].cancelled and results[0].exit_code != 0
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+    with pytest.raises(RunStateError, match="is closed"):
+        lab.start_run(chat_id="a")
+
+
+def test_closing_a_lab_on_shared_services_keeps_them(tmp_path: Path) -> None:
+    first = Lab(tmp_path / "one")
+    first.start_run(chat_id="a").js(["-e", "1"])
+    first.close()
+    first.close()  # twice is fine
+    assert Lab(tmp_path / "two").start_run(chat_id="a").js(
+        ["-e", "console.log('still here')"]).stdout == "still here\n"
+
+
+@pytest.mark.parametrize(("old", "name", "new"), [
+    ("tavernlab.lab", "Lab", "tavernlab.host.lab"),
+    ("tavernlab.workspace.runs", "Run", "tavernlab.host.run"),
+])
+def test_old_import_paths_warn_and_still_work(old: str, name: str, new: str) -> None:
+    import importlib
+
+    module = importlib.import_module(old)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(new), name)
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert f"{old}.{name} moved to {new}.{name}" in str(caught[0].message)
+    with pytest.raises(AttributeError):
+        module.Nope  # noqa: B018
+
+
+def test_from_old_path_import_works_under_warnings_as_errors(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c",
+                           "from tavernlab.lab import Lab"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1 and "DeprecationWarning" in done.stderr
+    done = subprocess.run([sys.executable, "-c", "from tavernlab.lab import Lab; print(Lab)"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "tavernlab.host.lab.Lab" in done.stdout
+
+
+def test_version_flag() -> None:
+    done = subprocess.run([sys.executable, "-m", "tavernlab.cli", "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, f"tavernlab {tavernlab.__version__}\n")
