@@ -60,14 +60,15 @@ def render_persist_state(manifest: StateManifest) -> str:
 
 
 def render_events(events: Iterable[Event]) -> str:
-    """One line per event: ``seq level type key=value…``."""
+    """One line per record: ``seq level type key=value…`` (journal records' seq as ``jN``)."""
     lines = []
     for event in events:
         payload = event.payload
         if hasattr(payload, "model_dump"):
             payload = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
         summary = " ".join(f"{k}={_argument(v)}" for k, v in (payload or {}).items())
-        lines.append(f"{event.seq:>4} {event.level:<5} {event.type} {summary}".rstrip())
+        seq = f"j{event.seq}" if event.source == "journal" else str(event.seq)
+        lines.append(f"{seq:>4} {event.level:<5} {event.type} {summary}".rstrip())
     return "\n".join(lines)
 
 

@@ -58,7 +58,7 @@ def shell(run: Run, command: str, workdir: str | None = None) -> ToolResult:
 
 def stored(run: Run, result: ToolResult) -> dict[str, Any]:
     """The tool-result file of a call."""
-    event = [e for e in run.events("tool_result_stored")
+    event = [e for e in run.events(types="tool_result_stored", journal=False)
              if e.payload.call_id == result.call_id][-1]
     return json.loads((run.workspace_dir / event.payload.path).read_text())
 
@@ -66,7 +66,7 @@ def stored(run: Run, result: ToolResult) -> dict[str, Any]:
 def commits(run: Run) -> list[tuple[str, bool, str]]:
     """``(path, isExplicit, sha256)`` of every chat commit request."""
     return [(e.payload.path, e.payload.is_explicit, e.payload.sha256)
-            for e in run.events("chat_commit_requested")]
+            for e in run.events(types="chat_commit_requested", journal=False)]
 
 
 def test_the_tool_is_registered_with_its_description() -> None:
@@ -89,7 +89,7 @@ def test_stored_result_of_echo_hello(run: Run) -> None:
         "errorCode": None,
         "resourceRefs": [],
     }
-    completed = run.events("tool_call_completed")[-1].payload
+    completed = run.events(types="tool_call_completed", journal=False)[-1].payload
     assert (completed.is_error, completed.error_code, completed.resource_refs) == (
         False, None, [])
 
@@ -98,7 +98,7 @@ def test_hidden_input_fails_with_a_warn_event(run: Run) -> None:
     # 12.1 at tool level
     result = shell(run, "cat /input/prompt_snapshot.json")
     assert (result.is_error, result.error_code) == (True, "workspace.shell_exit")
-    failed = run.events("tool_call_failed")[-1]
+    failed = run.events(types="tool_call_failed", journal=False)[-1]
     assert failed.level == "warn"
     assert (failed.payload.is_error, failed.payload.error_code) == (True, "workspace.shell_exit")
     assert failed.payload.message == result.content
@@ -305,7 +305,7 @@ def test_cancel_with_a_write_in_flight_at_tool_level(run: Run, command: str) -> 
     assert stored(run, result)["errorCode"] == "workspace.shell_cancelled"
     assert run.read("output/main.md") == "draft"
     assert not (run.workspace_dir / "output" / "next.txt").exists()
-    assert run.events("run_cancel_requested")
+    assert run.events(types="run_cancel_requested", journal=False)
     run.next_round()
     assert commits(run) == []
 

@@ -29,7 +29,7 @@ def put(run: Run, path: str, text: str) -> None:
 
 def commits(run: Run) -> list[tuple[str, bool, str, str]]:
     return [(e.payload.path, e.payload.is_explicit, e.payload.sha256, e.payload.mode)
-            for e in run.events("chat_commit_requested")]
+            for e in run.events(types="chat_commit_requested", journal=False)]
 
 
 def sha(text: str) -> str:
@@ -56,7 +56,7 @@ def test_the_upstream_auto_commit_sequence(lab: Lab) -> None:
                              "Replace."
     assert result.structured == {"path": "scratch/finalized/final.md", "mode": "replace",
                                  "reason": None}
-    event = run.events("chat_commit_requested")[-1].payload
+    event = run.events(types="chat_commit_requested", journal=False)[-1].payload
     assert (event.is_explicit, event.sha256, event.call_id) == (True, sha("final text"),
                                                                  result.call_id)
     run.next_round()
@@ -165,7 +165,7 @@ def test_confirmed_commits_survive_a_failed_run(lab: Lab) -> None:
     run._core.fail("simulated provider failure")
     assert run.status == "failed"
     assert lab.chat("alice").messages[0].body == "confirmed"
-    assert run.events("run_failed")[0].level == "error"
+    assert run.events(types="run_failed", journal=False)[0].level == "error"
 
 
 def test_sub_agents_return_results_and_cannot_commit(lab: Lab) -> None:

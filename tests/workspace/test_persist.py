@@ -129,7 +129,8 @@ def test_revision_reuses_an_equal_earlier_state(lab: Lab) -> None:
     run.finish()
     assert run.persist_state_id == first
     assert lab.chat("alice").messages[0].persist_state_id == first
-    reused = [e.payload.reused for e in run.events("persistent_changes_committed")]
+    reused = [e.payload.reused for e in run.events(types="persistent_changes_committed",
+                                                   journal=False)]
     assert reused == [False, False, True]
 
 
@@ -254,7 +255,7 @@ def test_chat_link_fork_and_pruning(lab: Lab) -> None:
     assert message.swipes[1].agent["persistStateStatus"] == "committed"
     assert message.persist_state_id == two
     link = [e.payload.state_id for e in swipe.events(
-        "persistent_state_metadata_update_requested")]
+        types="persistent_state_metadata_update_requested")]
     assert link == [two]
     orphan_run = lab.start_run(chat_id="alice", presentation="background")
     put(orphan_run, "persist/a.md", "3")

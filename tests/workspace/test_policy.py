@@ -103,7 +103,8 @@ def test_reserved_root_names_are_rejected(name: str) -> None:
 def test_reserved_list_is_the_chosen_one() -> None:
     assert frozenset({
         "runs", "input", "invocations", "tasks", "agent-results", "model-responses",
-        "tool-args", "checkpoints", "events.jsonl", "manifest.json", "run.json"}) == (
+        "tool-args", "checkpoints", "events.jsonl", "manifest.json", "run.json",
+        "journal.jsonl"}) == (
         RESERVED_ROOT_NAMES)
 
 

@@ -109,7 +109,7 @@ def test_events_are_contiguous_and_pin_their_payloads(lab: Lab) -> None:
     args_file = run.dir / "tool-args" / inv / "round-001-call_74196fe72e4cdc13.json"
     assert read_json(args_file)["arguments"] == {"path": "output/main.md", "content": "hi"}
     statuses = [(e.payload.from_status, e.payload.to_status)
-                for e in run.events("status_changed")]
+                for e in run.events(types="status_changed", journal=False)]
     assert ("calling_model", "dispatching_tool") in statuses
     assert ("dispatching_tool", "calling_model") in statuses
 
@@ -127,7 +127,7 @@ def test_concurrent_event_appends_stay_contiguous(lab: Lab) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    seqs = [e.seq for e in run.events()]
+    seqs = [e.seq for e in run.events(journal=False)]
     assert seqs == list(range(1, len(seqs) + 1))
 
 
@@ -155,7 +155,7 @@ def test_long_external_results_get_a_readable_view(echo_lab: Lab) -> None:
     assert view in result.content
     assert run.read(view).split("\n") == [text[:3000], text[3000:6000], text[6000:]]
     assert read_json(run.workspace_dir / audit)["content"] == text
-    payload = run.events("tool_result_readable_view_stored")[0].payload
+    payload = run.events(types="tool_result_readable_view_stored", journal=False)[0].payload
     assert (payload.path, payload.audit_path) == (view, audit)
     short = run.call_tool("test.echo", {"text": "hi"})
     assert short.content == "hi" and short.structured == {"ok": 1}
@@ -252,7 +252,7 @@ def test_arguments_that_are_not_json_are_invalid_and_recorded(lab: Lab) -> None:
     assert odd.error_code == "tool.invalid_arguments"
     assert odd.content.startswith("arguments must be JSON values: ")
     assert run.status == "calling_model"
-    assert [e.payload.error_code for e in run.events("tool_call_failed")] == [
+    assert [e.payload.error_code for e in run.events(types="tool_call_failed", journal=False)] == [
         "tool.invalid_arguments", "tool.invalid_arguments"]
 
 

@@ -35,7 +35,8 @@ VALID: dict[str, dict[str, Any]] = {
 }
 
 #: Files the tools themselves record; everything else in the run directory must not change.
-BOOKKEEPING = ("tool-results", "tool-args", "events.jsonl", "run.json", ".workspace.lock")
+BOOKKEEPING = ("tool-results", "tool-args", "events.jsonl", "journal.jsonl", "run.json",
+               ".workspace.lock")
 
 
 def state(run: Run) -> dict[str, bytes | None]:

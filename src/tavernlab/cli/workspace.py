@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import InvalidData
+from tavernlab.events import Event
 from tavernlab.views import render_events, render_tool_call
 from tavernlab.workspace.tooling import ToolResult
 
@@ -26,11 +28,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument("--json", action="store_true", help="print run.json records as JSON")
     runs.set_defaults(func=_runs)
 
-    events = subparsers.add_parser("events", help="print a run's events",
-                                   description="Print events.jsonl of RUN_ID, one per line.")
+    events = subparsers.add_parser(
+        "events", help="print a run's events and journal",
+        description="Print events.jsonl of RUN_ID merged with its journal (js jobs, round ends, "
+        "sub-agents, file changes), one record per line; --follow keeps printing what this "
+        "or another process appends until the run ends.")
     events.add_argument("run_id", metavar="RUN_ID")
-    events.add_argument("--type", help="only events of this type")
-    events.add_argument("--json", action="store_true", help="print the raw JSON lines")
+    events.add_argument("--type", action="append", metavar="TYPE",
+                        help="only records of this type (repeatable)")
+    events.add_argument("--json", action="store_true", help="print the records as JSON lines")
+    events.add_argument("--no-journal", action="store_true",
+                        help="events.jsonl only (upstream's log)")
+    events.add_argument("--follow", action="store_true",
+                        help="keep printing new records until the run ends")
+    events.add_argument("--timeout", type=float, metavar="S",
+                        help="with --follow: stop after S seconds with nothing new")
     add_lab_argument(events)
     events.set_defaults(func=_events)
 
@@ -82,13 +94,22 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _events(args: argparse.Namespace) -> int:
-    run = open_lab(args).open_run(args.run_id)
-    events = run.events(args.type)
-    if args.json:
-        for event in events:
-            print(json.dumps(event.model_dump(mode="json", by_alias=True), ensure_ascii=False))
+    lab = open_lab(args)
+    wanted = set(args.type) if args.type else None
+    records: Iterable[Event]
+    if args.follow:
+        records = lab.follow(args.run_id, timeout=args.timeout)
     else:
-        print(render_events(events))
+        records = lab.open_run(args.run_id).events(journal=not args.no_journal)
+    for record in records:
+        if (wanted is not None and record.type not in wanted) or (
+                args.no_journal and record.source == "journal"):
+            continue
+        if args.json:
+            print(json.dumps(record.model_dump(mode="json", by_alias=True), ensure_ascii=False),
+                  flush=True)
+        else:
+            print(render_events([record]), flush=True)
     return 0
 
 

@@ -67,7 +67,7 @@ def run(root: Path, out: TextIO) -> None:
     _shell(chat_run, out, DRAFT)
     print(f"-- auto-commit candidate after the move: {chat_run.tracker.candidate}", file=out)
     chat_run.next_round()
-    for event in chat_run.events("chat_commit_requested"):
+    for event in chat_run.events(types="chat_commit_requested", journal=False):
         payload = event.payload
         print(f"-- round 1 ended: chat_commit_requested path={payload.path} "
               f"isExplicit={payload.is_explicit} sha256={payload.sha256[:12]}…", file=out)
@@ -76,7 +76,7 @@ def run(root: Path, out: TextIO) -> None:
     _shell(chat_run, out, "printf 'kept after failure\\n' >> /output/main.md; exit 7")
     print(f"-- candidate after the failed call: {chat_run.tracker.candidate}", file=out)
     chat_run.next_round()
-    commits = len(chat_run.events("chat_commit_requested"))
+    commits = len(chat_run.events(types="chat_commit_requested", journal=False))
     print(f"-- round 2 ended with no auto-commit (commit requests so far: {commits}); the "
           f"file keeps the line: {chat_run.read('output/main.md').splitlines()[-1]!r}",
           file=out)

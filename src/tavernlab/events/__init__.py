@@ -3,8 +3,10 @@
 :mod:`~tavernlab.events.base` holds the envelope (:class:`Event`) and the shared
 :class:`Model`; the families are :mod:`~tavernlab.events.lifecycle` (creation, status,
 invocations, the end), :mod:`~tavernlab.events.calls` (tool calls and file events) and
-:mod:`~tavernlab.events.commits` (chat commits, persist states). :data:`RunEvent` is the
-discriminated union of every typed event; :func:`parse_event` reads any line of
+:mod:`~tavernlab.events.commits` (chat commits, persist states);
+:mod:`~tavernlab.events.journal` holds the records of ``journal.jsonl`` (what upstream does
+not log). :data:`RunEvent` and :data:`JournalEntry` are
+the discriminated unions; :func:`parse_event` reads any line of
 ``events.jsonl``, typed or not. These are data only; rendering is :mod:`tavernlab.views`.
 """
 
@@ -14,7 +16,15 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tavernlab.events.base import EVENT_TYPES, Event, EventScope, Level, Model, parse_event
+from tavernlab.events.base import (
+    EVENT_TYPES,
+    TERMINAL_EVENT_TYPES,
+    Event,
+    EventScope,
+    Level,
+    Model,
+    parse_event,
+)
 from tavernlab.events.calls import (
     FileWritten,
     StoredResult,
@@ -42,6 +52,22 @@ from tavernlab.events.commits import (
     PersistStateRef,
     RunCommitted,
 )
+from tavernlab.events.journal import (
+    JOURNAL_TYPES,
+    ChangeKind,
+    FileChange,
+    FileChanged,
+    JournalRecord,
+    JsJobEnd,
+    JsJobFinished,
+    JsJobStart,
+    JsJobStarted,
+    RoundEnd,
+    RoundEnded,
+    SubagentStart,
+    SubagentStarted,
+    Writer,
+)
 from tavernlab.events.lifecycle import (
     AgentInvocationCompleted,
     AgentInvocationCreated,
@@ -67,7 +93,13 @@ from tavernlab.events.lifecycle import (
     WorkspaceInitialized,
 )
 
-#: Every typed event tavernlab writes, discriminated on ``type``.
+#: Every journal record type, discriminated on ``type``.
+JournalEntry = Annotated[
+    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged,
+    Field(discriminator="type"),
+]
+
+#: Every typed event tavernlab writes to ``events.jsonl``, discriminated on ``type``.
 RunEvent = Annotated[
     RunCreated | StatusChanged | WorkspaceInitialized | PersistentProjectionInitialized
     | SkillScopesResolved | ContextAssembled | AgentInvocationCreated | AgentInvocationCompleted
@@ -81,16 +113,72 @@ RunEvent = Annotated[
 ]
 
 __all__ = [
-    "EVENT_TYPES", "AgentInvocationCompleted", "AgentInvocationCreated", "ChatCommitRequest",
-    "ChatCommitRequested", "CommitOutcome", "ContextAssembled", "ContextSummary", "Event",
-    "EventScope", "FileWritten", "InvocationRef", "Level", "Model", "PersistCommitted",
-    "PersistStateRef", "PersistentChangesCommitFailed", "PersistentChangesCommitted",
-    "PersistentProjectionInitialized", "PersistentStateMetadataUpdateRequested",
-    "PersistentStateMetadataUpdateUpdated", "ProjectionSummary", "Reason", "RootList",
-    "RunCancelRequested", "RunCancelled", "RunCommitted", "RunCompleted", "RunCreated",
-    "RunCreation", "RunEvent", "RunFailed", "SkillScopesResolved", "SkillSet", "StatusChange",
-    "StatusChanged", "StoredResult", "StoredResultView", "TaskReturn", "TaskReturnCompleted",
-    "ToolCallCompleted", "ToolCallFailed", "ToolCallOutcome", "ToolCallRef",
-    "ToolCallRequested", "ToolCallStarted", "ToolResultReadableViewStored", "ToolResultStored",
-    "WorkspaceFileWritten", "WorkspaceInitialized", "WorkspacePatchApplied", "parse_event",
+    "EVENT_TYPES",
+    "JOURNAL_TYPES",
+    "TERMINAL_EVENT_TYPES",
+    "AgentInvocationCompleted",
+    "AgentInvocationCreated",
+    "ChangeKind",
+    "ChatCommitRequest",
+    "ChatCommitRequested",
+    "CommitOutcome",
+    "ContextAssembled",
+    "ContextSummary",
+    "Event",
+    "EventScope",
+    "FileChange",
+    "FileChanged",
+    "FileWritten",
+    "InvocationRef",
+    "JournalEntry",
+    "JournalRecord",
+    "JsJobEnd",
+    "JsJobFinished",
+    "JsJobStart",
+    "JsJobStarted",
+    "Level",
+    "Model",
+    "PersistCommitted",
+    "PersistStateRef",
+    "PersistentChangesCommitFailed",
+    "PersistentChangesCommitted",
+    "PersistentProjectionInitialized",
+    "PersistentStateMetadataUpdateRequested",
+    "PersistentStateMetadataUpdateUpdated",
+    "ProjectionSummary",
+    "Reason",
+    "RootList",
+    "RoundEnd",
+    "RoundEnded",
+    "RunCancelRequested",
+    "RunCancelled",
+    "RunCommitted",
+    "RunCompleted",
+    "RunCreated",
+    "RunCreation",
+    "RunEvent",
+    "RunFailed",
+    "SkillScopesResolved",
+    "SkillSet",
+    "StatusChange",
+    "StatusChanged",
+    "StoredResult",
+    "StoredResultView",
+    "SubagentStart",
+    "SubagentStarted",
+    "TaskReturn",
+    "TaskReturnCompleted",
+    "ToolCallCompleted",
+    "ToolCallFailed",
+    "ToolCallOutcome",
+    "ToolCallRef",
+    "ToolCallRequested",
+    "ToolCallStarted",
+    "ToolResultReadableViewStored",
+    "ToolResultStored",
+    "WorkspaceFileWritten",
+    "WorkspaceInitialized",
+    "WorkspacePatchApplied",
+    "Writer",
+    "parse_event",
 ]

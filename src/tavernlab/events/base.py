@@ -42,6 +42,11 @@ EVENT_TYPES: frozenset[str] = frozenset({
 })
 
 
+#: The event types after which a run has ended (upstream's terminal statuses).
+TERMINAL_EVENT_TYPES: frozenset[str] = frozenset({
+    "run_completed", "run_partial_success", "run_cancelled", "run_failed"})
+
+
 class Model(BaseModel):
     """Base for on-disk JSON: camelCase aliases, populated by either name."""
 
@@ -69,6 +74,8 @@ class Event(Model):
     event_scope: EventScope | None = None
 
     registry: ClassVar[dict[str, builtins.type[Event]]] = {}
+    #: Which file a record comes from: ``events.jsonl`` (upstream's log) or the journal.
+    source: ClassVar[Literal["events", "journal"]] = "events"
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

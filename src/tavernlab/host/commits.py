@@ -26,6 +26,8 @@ from tavernlab.events import (
     PersistentStateMetadataUpdateUpdated,
     PersistStateRef,
     Reason,
+    RoundEnd,
+    RoundEnded,
     RunCommitted,
     RunCompleted,
     TaskReturn,
@@ -63,20 +65,34 @@ def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: st
     return target
 
 
-def auto_commit(core: RunCore) -> None:
+def auto_commit(core: RunCore) -> str | None:
     """At the end of a round: commit the round's last modified text file when the rules
-    allow (a foreground Chat run with no explicit commit yet)."""
+    allow (a foreground Chat run with no explicit commit yet); returns its path."""
     tracker = core.tracker
     candidate = tracker.candidate
     if not (core.is_chat and core.record.presentation == "foreground"
             and not core.counters.explicit_commits and tracker.changed and candidate):
-        return
+        return None
     try:
         file = core.fs.read_text(WorkspacePath(candidate))
     except WorkspaceError:
-        return
+        return None
     commit_to_chat(core, path=candidate, text=file.text, sha256=file.sha256, mode="replace",
                    is_explicit=False, call_id=None)
+    return candidate
+
+
+def end_round(core: RunCore) -> int:
+    """End the current round: at most one auto-commit, a ``round_ended`` journal record, a
+    fresh tracker; returns the new round number."""
+    core.activities.flush("host", None)
+    committed = auto_commit(core)
+    counters = core.counters
+    core.note(RoundEnded, RoundEnd(round=counters.round, auto_committed=committed))
+    core.tracker.reset()
+    counters.round_cancelled = False
+    counters.round += 1
+    return counters.round
 
 
 def write_subagent_result(core: RunCore, invocation: Invocation, text: str) -> str:

@@ -24,26 +24,32 @@ from tavernlab.events import (
     Event,
     EventScope,
     InvocationRef,
+    JournalRecord,
     Level,
     Model,
     Reason,
     RunFailed,
     StatusChange,
     StatusChanged,
+    SubagentStart,
+    SubagentStarted,
 )
+from tavernlab.host.activity import Activities
+from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.invocation import Invocation
 from tavernlab.shell.limits import DEFAULT_DEADLINE_S
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.logs import EventLog
+from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, dump_model, write_json
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs, SkillsMount
 
 E = TypeVar("E", bound=Event)
+J = TypeVar("J", bound=JournalRecord)
 
 
 @dataclass(slots=True)
@@ -115,6 +121,9 @@ class RunCore:
         self.on_end = on_end
         self.fs = WorkspaceFs(workspace_dir)
         self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
+        self.journal = JournalLog(run_dir / "journal.jsonl", self.log)
+        self.feed = RunFeed(self.log, self.journal)
+        self.activities = Activities(self.fs, self.feed)
         self.tracker = MutationTracker()
         self.counters = RunCounters()
         self.inflight = InFlight()
@@ -122,6 +131,8 @@ class RunCore:
         self._announced: set[str] = set()
         #: The run's main agent (announced when the run starts).
         self.main = self.new_invocation("main", "main", profile, announce=False)
+        #: Return-mode sub-agents by invocation id, in start order.
+        self.subagents: dict[str, Invocation] = {}
 
     @property
     def id(self) -> str:
@@ -143,8 +154,13 @@ class RunCore:
 
     def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
              scope: EventScope | None = None) -> E:
-        """Append a typed event to ``events.jsonl`` (validated before it is written)."""
-        return self.log.append(kind, payload, level=level, scope=scope)
+        """Append a typed event to ``events.jsonl`` (validated before it is written) and
+        publish it to the run's subscribers."""
+        return self.feed.emit(kind, payload, level=level, scope=scope)
+
+    def note(self, kind: type[J], payload: Model) -> J:
+        """Append a record to ``journal.jsonl`` and publish it."""
+        return self.feed.note(kind, payload)
 
     def set_status(self, status: RunStatus, *, index: bool = True) -> None:
         """Move to ``status``: ``status_changed`` and ``run.json``; also the index copy unless
@@ -197,14 +213,25 @@ class RunCore:
     # -- invocations --------------------------------------------------------------------------
 
     def new_invocation(self, agent_id: str, mode: Literal["main", "return"], profile: Profile,
-                       *, announce: bool = True) -> Invocation:
+                       *, announce: bool = True, invocation_id: str | None = None
+                       ) -> Invocation:
         """An agent of this run with its own policy view over the shared workspace."""
         scope = ScopedWorkspaceFs(self.fs, profile.policy(), skills=self.skills_mount,
                                   tracker=self.tracker)
-        invocation = Invocation(self.ids.new("inv"), agent_id, mode=mode, profile=profile,
-                                scope=scope, skills=self.skills)
+        invocation = Invocation(invocation_id or self.ids.new("inv"), agent_id, mode=mode,
+                                profile=profile, scope=scope, skills=self.skills)
         if announce:
             self.announce(invocation)
+        return invocation
+
+    def start_subagent(self, agent_id: str, profile: Profile) -> Invocation:
+        """A return-mode sub-agent, journaled with its Profile (a reopened run restores it)."""
+        for root in profile.policy().materialized_roots:
+            (self.workspace_dir / root).mkdir(exist_ok=True)
+        invocation = self.new_invocation(agent_id, "return", profile)
+        self.subagents[invocation.id] = invocation
+        self.note(SubagentStarted, SubagentStart(invocation_id=invocation.id, agent_id=agent_id,
+                                                 profile=dump_model(profile)))
         return invocation
 
     def announce(self, invocation: Invocation) -> None:
@@ -239,6 +266,14 @@ class RunCore:
                 agent = payload.path.rsplit("/", 1)[-1].split("-result", 1)[0]
                 counters.subagent_results[agent] += 1
         counters.round = last_round + 1
+        for record in self.journal.read():
+            if isinstance(record, SubagentStarted):
+                start = record.payload
+                invocation = self.new_invocation(
+                    start.agent_id, "return", Profile.model_validate(start.profile),
+                    announce=False, invocation_id=start.invocation_id)
+                self._announced.add(invocation.id)
+                self.subagents[invocation.id] = invocation
 
 
 def _call_number(call_id: str) -> int:

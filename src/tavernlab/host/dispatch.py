@@ -168,24 +168,12 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     core.emit(ToolCallRequested, ref, scope=scope)
     core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
-    interrupted: BaseException | None = None
-    with core.inflight.track(ctx.token):
-        try:
-            core.set_status("dispatching_tool", index=False)
-            result = (ToolResult.from_error(ToolError("tool.invalid_arguments", refusal))
-                      if refusal is not None else _dispatch(core, registry, ctx, arguments))
-        except KeyboardInterrupt as exc:
-            ctx.token.cancel("interrupted")
-            interrupted = exc
-            result = ToolResult.from_error(ToolError(
-                "tool.interrupted", "The tool call was interrupted before it finished."))
-        except Exception as exc:
-            core.fail(f"{type(exc).__name__}: {exc}")
-            raise
-    if ctx.token.cancelled:
-        counters.round_cancelled = True
-    result.call_id, result.tool_id = ctx.call_id, tool_id
-    stored = store_result(core, invocation, record_name, result)
+    with core.activities.activity("tool", ctx.call_id):
+        result, interrupted = _execute(core, registry, ctx, arguments, refusal)
+        if ctx.token.cancelled:
+            counters.round_cancelled = True
+        result.call_id, result.tool_id = ctx.call_id, tool_id
+        stored = store_result(core, invocation, record_name, result)
     _record_outcome(core, ctx, result, started, scope)
     if not core.record.is_terminal:
         core.set_status("calling_model")
@@ -194,6 +182,25 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     if interrupted is not None:
         raise interrupted
     return stored
+
+
+def _execute(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments: Any,
+             refusal: str | None) -> tuple[ToolResult, BaseException | None]:
+    """The handler's result (or the refusal, or the interruption); an internal fault fails
+    the run and propagates."""
+    with core.inflight.track(ctx.token):
+        try:
+            core.set_status("dispatching_tool", index=False)
+            if refusal is not None:
+                return ToolResult.from_error(ToolError("tool.invalid_arguments", refusal)), None
+            return _dispatch(core, registry, ctx, arguments), None
+        except KeyboardInterrupt as exc:
+            ctx.token.cancel("interrupted")
+            return ToolResult.from_error(ToolError(
+                "tool.interrupted", "The tool call was interrupted before it finished.")), exc
+        except Exception as exc:
+            core.fail(f"{type(exc).__name__}: {exc}")
+            raise
 
 
 def _record_outcome(core: RunCore, ctx: CallContext, result: ToolResult, started: float,

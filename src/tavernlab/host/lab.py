@@ -24,15 +24,18 @@ run.
 
 from __future__ import annotations
 
+import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData, RunStateError
+from tavernlab.events import TERMINAL_EVENT_TYPES, Event
 from tavernlab.host.core import RunCore
+from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.registry import ToolProvider, ToolRegistry
 from tavernlab.host.retention import Retention
@@ -43,11 +46,14 @@ from tavernlab.host.starting import RunFactory, resolve_profile
 from tavernlab.skills.repository import SkillRepository
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.ids import ChatKind
+from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import ChatTarget, RunRecord
 from tavernlab.workspace.tooling import ToolSpec
 
 DATA_DIR = "_tauritavern"
+#: How often :meth:`Lab.follow` looks at the files when nothing new has arrived.
+FOLLOW_POLL_S = 0.05
 #: How long :meth:`Lab.close` waits for a run's cancelled work to stop before it closes the
 #: services anyway (the sandbox kills a job that ignores cancellation after 0.25 s).
 CLOSE_GRACE_S = 5.0
@@ -194,16 +200,45 @@ class Lab:
         in a new round."""
         self._require_open()
         record = self.index.load(run_id)
+        run_dir, workspace_dir, chat = self._locate(record)
+        return self._handle(self._factory.reopen(record, run_dir, workspace_dir, chat))
+
+    def _locate(self, record: RunRecord) -> tuple[Path, Path, Chat | None]:
+        """``(run directory, workspace directory, chat)`` of an indexed run."""
         target = record.target
         if isinstance(target, ChatTarget):
-            chat: Chat | None = self.chat(target.chat_ref.stable_chat_id, target.chat_ref.kind)
-            assert chat is not None
-            run_dir = workspace_dir = chat.workspace_dir / "runs" / run_id
-        else:
-            chat = None
-            session = self.sessions.get(target.session_id)
-            run_dir, workspace_dir = session.dir / "runs" / run_id, session.workspace_dir
-        return self._handle(self._factory.reopen(record, run_dir, workspace_dir, chat))
+            chat = self.chat(target.chat_ref.stable_chat_id, target.chat_ref.kind)
+            run_dir = chat.workspace_dir / "runs" / record.id
+            return run_dir, run_dir, chat
+        session = self.sessions.get(target.session_id)
+        return session.dir / "runs" / record.id, session.workspace_dir, None
+
+    def follow(self, run_id: str, *, after: int | Event | None = None,
+               timeout: float | None = None, poll: float = FOLLOW_POLL_S) -> Iterator[Event]:
+        """Yield a run's events and journal records as they are appended, by this or any
+        other process (a second kernel, the command line), reading the files only.
+
+        Starts after ``after`` (default: from the beginning); stops after the run's terminal
+        event (``run_completed``, ``run_partial_success``, ``run_cancelled``, ``run_failed``),
+        or when ``timeout`` seconds pass with nothing new.
+        """
+        run_dir = self._locate(self.index.load(run_id))[0]
+        events = EventLog(run_dir / "events.jsonl", run_id, clock=self.clock, ids=self.ids)
+        feed = RunFeed(events, JournalLog(run_dir / "journal.jsonl", events))
+        quiet_since = time.monotonic()  # real time: this is waiting, not a recorded time
+        while True:
+            records = feed.read(after)
+            for record in records:
+                yield record
+                after = record
+                if record.type in TERMINAL_EVENT_TYPES:
+                    return
+            if records:
+                quiet_since = time.monotonic()
+            elif timeout is not None and time.monotonic() - quiet_since >= timeout:
+                return
+            else:
+                time.sleep(poll)
 
     def _handle(self, core: RunCore) -> Run:
         self._runs.add(core)

@@ -22,13 +22,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from tavernlab.errors import InvalidData, TavernlabError
-from tavernlab.events import Model
+from tavernlab.events import TERMINAL_EVENT_TYPES, Model
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
 from tavernlab.workspace.records import RunRecord, dump_model, read_json, write_json
 
-TERMINAL_EVENTS = frozenset({"run_completed", "run_partial_success", "run_cancelled",
-                             "run_failed"})
 SLIM_KEEP = frozenset({"run.json", "events.jsonl"})
 
 
@@ -237,7 +235,7 @@ def _has_terminal_event(path: Path) -> bool:
         return False
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            if line.strip() and json.loads(line).get("type") in TERMINAL_EVENTS:
+            if line.strip() and json.loads(line).get("type") in TERMINAL_EVENT_TYPES:
                 return True
     return False
 

@@ -15,15 +15,24 @@ with no records, so the model must read files again before rewriting them.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import RunStateError
-from tavernlab.events import Event, Reason, RunCancelRequested
+from tavernlab.events import (
+    Event,
+    JsJobEnd,
+    JsJobFinished,
+    JsJobStart,
+    JsJobStarted,
+    Reason,
+    RunCancelRequested,
+)
 from tavernlab.host import commits, dispatch
 from tavernlab.host.core import RunCore
+from tavernlab.host.feed import Subscription
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.services import LabServices
@@ -32,7 +41,7 @@ from tavernlab.paths import WorkspacePath
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs
+from tavernlab.workspace.fs import WorkspaceFs, sha256_hex
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, read_json
@@ -192,13 +201,8 @@ class Run:
     def next_round(self) -> int:
         """End the current round (auto-committing its last modified text file when the rules
         allow) and start the next one; returns the new round number."""
-        core = self._core
-        core.require_active()
-        commits.auto_commit(core)
-        core.tracker.reset()
-        core.counters.round_cancelled = False
-        core.counters.round += 1
-        return core.counters.round
+        self._core.require_active()
+        return commits.end_round(self._core)
 
     def start_subagent(self, agent_id: str, profile: Profile | None = None) -> Invocation:
         """A return-mode sub-agent sharing this run's workspace.
@@ -206,10 +210,12 @@ class Run:
         Its roots are filtered by its own (target) Profile; it cannot commit or finish and
         ends with the ``task.return`` tool, which writes ``summaries/<agent>-result.md``.
         """
-        profile = profile or self._core.profile
-        for root in profile.policy().materialized_roots:
-            (self._core.workspace_dir / root).mkdir(exist_ok=True)
-        return self._core.new_invocation(agent_id, "return", profile)
+        return self._core.start_subagent(agent_id, profile or self._core.profile)
+
+    @property
+    def subagents(self) -> list[Invocation]:
+        """The run's return-mode sub-agents, in start order (restored when reopened)."""
+        return list(self._core.subagents.values())
 
     def finish(self, reason: str | None = None) -> ToolResult:
         """``workspace.finish`` through the normal tool dispatch."""
@@ -259,18 +265,49 @@ class Run:
         core.require_active()
         args = shlex.split(argv) if isinstance(argv, str) else list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        with core.inflight.track(CancelToken()) as token:
-            return run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
-                                  stdin=data, command=command, token=token,
-                                  deadline=core.clock.monotonic() + core.shell_deadline_s,
-                                  pool=self._services.js_pool)
+        job_id = core.ids.new("job")
+        core.note(JsJobStarted, JsJobStart(
+            job_id=job_id, invocation_id=core.main.id, command=command, argv=args, cwd=cwd,
+            stdin_sha256=None if data is None else sha256_hex(data),
+            stdin_bytes=None if data is None else len(data)))
+        started = core.clock.monotonic()
+        with core.activities.activity("js", job_id), \
+                core.inflight.track(CancelToken()) as token:
+            result = run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
+                                    stdin=data, command=command, token=token,
+                                    deadline=core.clock.monotonic() + core.shell_deadline_s,
+                                    pool=self._services.js_pool)
+        out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
+        core.note(JsJobFinished, JsJobEnd(
+            job_id=job_id, exit_code=result.exit_code, timed_out=result.timed_out,
+            cancelled=result.cancelled,
+            elapsed_ms=int((core.clock.monotonic() - started) * 1000),
+            stdout_sha256=sha256_hex(out), stdout_bytes=len(out), stderr_sha256=sha256_hex(err),
+            stderr_bytes=len(err)))
+        return result
 
     # -- reading ------------------------------------------------------------------------------
 
-    def events(self, type_: str | None = None) -> list[Event]:
-        """The run's events as typed models (optionally only one type)."""
-        events = self._core.log.read()
-        return events if type_ is None else [e for e in events if e.type == type_]
+    def events(self, after_seq: int | Event | None = None,
+               types: str | Iterable[str] | None = None, journal: bool = True) -> list[Event]:
+        """The run's events and journal records as typed models, merged in order.
+
+        ``after_seq`` reads incrementally: an ``int`` is an ``events.jsonl`` seq (what came
+        after that event), a record continues after that record (pass the last record you
+        got to follow both files without repeats); only what follows is parsed. ``types``
+        keeps those types (one name or several); ``journal=False`` reads ``events.jsonl``
+        only. Each record's ``source`` says which file it came from.
+        """
+        self._core.activities.flush("host", None)
+        wanted = [types] if isinstance(types, str) else types
+        return self._core.feed.read(after_seq, types=wanted, journal=journal)
+
+    def subscribe(self, callback: Callable[[Event], object]) -> Subscription:
+        """Call ``callback(record)`` for every new event and journal record of this run, in
+        order, on the thread that produced it; returns the :class:`Subscription` (close it to
+        stop). An exception in the callback is logged and never breaks the run. Widgets must
+        marshal what they receive to their own thread."""
+        return self._core.feed.subscribe(callback)
 
     def read(self, path: str) -> str:
         """The text of a workspace file as the model would see it (through the main view)."""
@@ -291,4 +328,4 @@ class Run:
     def tool_results(self) -> list[dict[str, Any]]:
         """Every stored tool result of the run, in call order."""
         return [read_json(self.workspace_dir / event.payload.path)
-                for event in self.events("tool_result_stored")]
+                for event in self.events(types="tool_result_stored", journal=False)]

@@ -20,6 +20,7 @@ from tavernlab.errors import InvalidData, SkillUnavailable
 from tavernlab.events import (
     ContextAssembled,
     ContextSummary,
+    FileChange,
     PersistentProjectionInitialized,
     ProjectionSummary,
     RootList,
@@ -113,6 +114,7 @@ class RunFactory:
         core.set_status("initializing_workspace")
         persist = chat.persist.initialize(run_dir / "persist", persist_base)
         core.persist_snapshot = persist
+        core.activities.record(persist_changes(persist))
         write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
         core.emit(PersistentProjectionInitialized, ProjectionSummary(
             base_state_id=persist_base, files=len(persist.files),
@@ -217,6 +219,16 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
     core.emit(ContextAssembled, ContextSummary(has_host_context=core.frozen.snapshot is not None))
     core.set_status("calling_model")
     core.save_record()  # the summary projection of a started run
+
+
+def persist_changes(snapshot: PersistSnapshot) -> list[FileChange]:
+    """The journal's view of ``persist/`` filled from a state (copied past the port)."""
+    changes = [FileChange(path=f"persist/{d}", change="created", node="directory",
+                          writer="persist") for d in sorted(snapshot.directory_set())]
+    changes += [FileChange(path=f"persist/{f.path}", change="created", node="file",
+                           size=f.bytes, sha256=f.sha256, writer="persist")
+                for f in snapshot.files]
+    return sorted(changes, key=lambda c: c.path)
 
 
 def resolve_profile(profile: Profile | Mapping[str, Any] | None, default: Callable[[], Profile]

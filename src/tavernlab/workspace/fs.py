@@ -9,13 +9,12 @@ persist publication) goes through this class, so the rules live in one place:
   of one process too. Reads take it shared, mutations exclusive; a compare-and-swap check and
   its write happen inside one exclusive section. A sequence of calls is not a transaction.
 * **Atomic writes** - content goes to a uniquely named temporary file in the target's
-  directory, is flushed, then renamed over the target; readers see old or new, never a mix.
-  tavernlab flushes to the OS but does not ``fsync`` (upstream says "flushes"; durability
-  across power loss is not part of the contract).
-* **Containment** - every touched path is walked segment by segment with ``lstat``: a symlink
-  or special file anywhere fails with ``workspace supports regular files and directories``,
-  and the nearest existing ancestor must resolve inside the canonical workspace directory
-  (``Workspace path escapes run directory``).
+  directory, is flushed (never fsynced: upstream says "flushes"), then renamed over the
+  target; readers see old or new, never a mix.
+* **Containment** - every touched path is walked segment by segment
+  (:mod:`tavernlab.workspace.containment`).
+* **Observed** - every successful mutation is reported to :attr:`WorkspaceFs.observer`
+  (:mod:`tavernlab.workspace.changes`).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -40,6 +39,7 @@ from tavernlab.errors import (
 )
 from tavernlab.locks import ReadWriteLock
 from tavernlab.paths import WorkspacePath, display
+from tavernlab.workspace.changes import FsChange
 from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot
 from tavernlab.workspace.contract import (
     WorkspaceAppendResult,
@@ -60,18 +60,14 @@ from tavernlab.workspace.contract import (
 __all__ = [
     "LOCK_FILE_NAME", "TEMP_PREFIX", "UNSUPPORTED_NODE", "WorkspaceAppendResult",
     "WorkspaceDirectoryEntry", "WorkspaceEntry", "WorkspaceFile", "WorkspaceFileList",
-    "WorkspaceFs", "WorkspaceMetadata", "WriteGuard", "decode_text",
-    "not_found", "sha256_hex", "walk_entries",
+    "WorkspaceFs", "WorkspaceMetadata", "WriteGuard", "decode_text", "not_found",
+    "sha256_hex", "walk_entries",
 ]
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
 LOCK_FILE_NAME = ".workspace.lock"
-
 #: Prefix of the staged temporary file of an atomic write (in the target's directory).
 TEMP_PREFIX = ".tavernlab-tmp-"
-
-
-# --- the port ------------------------------------------------------------------------------
 
 
 class WorkspaceFs:
@@ -87,6 +83,12 @@ class WorkspaceFs:
         self.directory = Path(os.path.realpath(directory))
         self._root = ContainedRoot(str(self.directory))
         self.lock = ReadWriteLock(self.directory / LOCK_FILE_NAME)
+        #: Told of every successful mutation (see :mod:`tavernlab.workspace.changes`).
+        self.observer: Callable[[FsChange], None] | None = None
+
+    def _notify(self, change: FsChange) -> None:
+        if self.observer is not None:
+            self.observer(change)
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -231,6 +233,7 @@ class WorkspaceFs:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
         self._publish(path, data)
+        self._notify(FsChange("write", path.text, existed=st is not None))
 
     def _publish(self, path: WorkspacePath, data: bytes) -> None:
         target = self._root.host(path)
@@ -283,6 +286,7 @@ class WorkspaceFs:
                 handle.flush()
         except OSError as exc:
             raise FileIo("append", path.text, exc) from None
+        self._notify(FsChange("write", path.text, existed=st is not None))
 
     def append_text(self, path: WorkspacePath, text: str, *, parents: bool = False
                     ) -> WorkspaceAppendResult:
@@ -325,6 +329,7 @@ class WorkspaceFs:
                 os.mkdir(self._root.host(path))
             except OSError as exc:
                 raise FileIo("create directory", path.text, exc) from None
+            self._notify(FsChange("mkdir", path.text, existed=False, directory=True))
             return
         for depth in range(1, len(path.parts) + 1):
             prefix = WorkspacePath("/".join(path.parts[:depth]))
@@ -334,6 +339,7 @@ class WorkspaceFs:
                     os.mkdir(self._root.host(prefix))
                 except OSError as exc:
                     raise FileIo("create directory", prefix.text, exc) from None
+                self._notify(FsChange("mkdir", prefix.text, existed=False, directory=True))
             elif not stat.S_ISDIR(st.st_mode):
                 raise FileIo("create directory", prefix.text,
                              OSError(errno.ENOTDIR, "Not a directory"))
@@ -355,6 +361,8 @@ class WorkspaceFs:
                     os.rmdir(host)
             except OSError as exc:
                 raise FileIo("remove", path.text, exc) from None
+            self._notify(FsChange("remove", path.text, existed=True,
+                                  directory=stat.S_ISDIR(st.st_mode)))
 
     def rename(self, src: WorkspacePath, dst: WorkspacePath) -> Literal["file", "directory"]:
         """Native rename to the exact target; no copy-and-delete fallback.
@@ -367,13 +375,15 @@ class WorkspaceFs:
             if st is None:
                 raise not_found(src)
             self._root.require_parent_dir(dst)
-            self._root.check(dst)
+            target = self._root.check(dst)
             if dst.is_strictly_under(src):
                 raise InvalidData(f"cannot move `{src.text}` into itself")
             try:
                 os.rename(self._root.host(src), self._root.host(dst))
             except OSError as exc:
                 raise FileIo("rename", src.text, exc) from None
+            self._notify(FsChange("rename", dst.text, existed=target is not None,
+                                  directory=stat.S_ISDIR(st.st_mode), from_path=src.text))
         return "directory" if stat.S_ISDIR(st.st_mode) else "file"
 
     def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:

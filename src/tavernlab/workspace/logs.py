@@ -18,15 +18,26 @@ import json
 import os
 import threading
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tavernlab.clock import Clock, IdFactory, rfc3339
-from tavernlab.events import EVENT_TYPES, Event, EventScope, Level, Model, parse_event
+from tavernlab.events import (
+    EVENT_TYPES,
+    JOURNAL_TYPES,
+    Event,
+    EventScope,
+    JournalRecord,
+    Level,
+    Model,
+    parse_event,
+)
 from tavernlab.locks import locked_open
 
 E = TypeVar("E", bound=Event)
+J = TypeVar("J", bound=JournalRecord)
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 _SCAN_CHUNK = 1 << 20
@@ -59,6 +70,7 @@ class SequencedLog:
             record, data = build(self._seq + 1)
             line = (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
             os.write(fd, line)
+            self._wrote(data)
             self._offsets.append(size)
             self._seq += 1
             self._known_size = self._indexed_to = size + len(line)
@@ -75,6 +87,7 @@ class SequencedLog:
             handle.seek(self._indexed_to)
             position = self._indexed_to
             pending_start = position
+            carry = b""
             while position < size:
                 chunk = handle.read(min(_SCAN_CHUNK, size - position))
                 if not chunk:
@@ -82,22 +95,42 @@ class SequencedLog:
                 start = 0
                 while (newline := chunk.find(b"\n", start)) >= 0:
                     self._offsets.append(pending_start)
+                    self._indexed_line(carry + chunk[start:newline])
+                    carry = b""
                     pending_start = position + newline + 1
                     start = newline + 1
+                carry += chunk[start:]
                 position += len(chunk)
         self._indexed_to = pending_start
         self._seq = len(self._offsets)
         self._known_size = size
 
+    def _indexed_line(self, line: bytes) -> None:
+        """A line another writer appended was indexed (subclasses keep more per line)."""
+
+    def _wrote(self, data: dict[str, Any]) -> None:
+        """This process appended the line of ``data`` (subclasses keep more per line)."""
+
+    def refresh(self) -> None:
+        """Index what other writers appended since the last look."""
+        if self.path.exists():
+            with self._lock:
+                self._index_to(self.path.stat().st_size)
+
     def read_lines(self, after_seq: int = 0) -> Iterator[bytes]:
         """The raw lines with ``seq > after_seq``, in order (complete lines only)."""
+        return self._read_from(lambda: after_seq)
+
+    def _read_from(self, first: Callable[[], int]) -> Iterator[bytes]:
+        """The raw lines from index ``first()`` (computed under the lock) to the end."""
         if not self.path.exists():
             return
         with self._lock:
             self._index_to(self.path.stat().st_size)
-            if after_seq >= len(self._offsets):
+            index = max(first(), 0)
+            if index >= len(self._offsets):
                 return
-            start = self._offsets[max(after_seq, 0)]
+            start = self._offsets[index]
             end = self._indexed_to
         with open(self.path, "rb") as handle:
             handle.seek(start)
@@ -143,3 +176,60 @@ class EventLog(SequencedLog):
     def read(self, after_seq: int = 0) -> list[Event]:
         """The events with ``seq > after_seq``, parsed into their typed models."""
         return [parse_event(json.loads(line)) for line in self.read_lines(after_seq)]
+
+
+class JournalLog(SequencedLog):
+    """A run's ``journal.jsonl``: journal records anchored on ``events.jsonl``
+    (:mod:`tavernlab.events.journal`)."""
+
+    def __init__(self, path: Path, events: EventLog) -> None:
+        super().__init__(path)
+        self.events = events
+        #: ``_anchors[k]`` is the ``eventSeq`` of the line with ``seq == k + 1``.
+        self._anchors = array("q")
+
+    def append(self, kind: type[J], payload: Model) -> J:
+        """Append one journal record, anchored on the last event written (by any process);
+        validated before the line is written."""
+        type_name = kind.type_name()
+        if type_name not in JOURNAL_TYPES:
+            raise ValueError(f"{kind.__name__} is not a journal record type")
+        events = self.events
+        with events._lock, locked_open(events.path, _APPEND) as fd:
+            size = os.fstat(fd).st_size
+            if size != events._known_size:
+                events._index_to(size)
+            anchor = events.last_seq
+
+            def build(seq: int) -> tuple[J, dict[str, Any]]:
+                record = kind(seq=seq, event_seq=anchor, id=events.ids.new("jrn"),
+                              run_id=events.run_id, timestamp=events.clock.now(),
+                              payload=payload)
+                data: dict[str, Any] = {
+                    "seq": seq, "eventSeq": anchor, "id": record.id, "runId": events.run_id,
+                    "timestamp": rfc3339(record.timestamp), "level": record.level,
+                    "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
+                }
+                return record, data
+
+            record: J = self.append_line(build)
+        return record
+
+    def _index_to(self, size: int) -> None:
+        if size < self._indexed_to:
+            self._anchors = array("q")
+        super()._index_to(size)
+
+    def _indexed_line(self, line: bytes) -> None:
+        self._anchors.append(int(json.loads(line)["eventSeq"]))
+
+    def _wrote(self, data: dict[str, Any]) -> None:
+        self._anchors.append(int(data["eventSeq"]))
+
+    def read(self, after_seq: int = 0, *, from_event_seq: int = 0) -> list[JournalRecord]:
+        """The records with ``seq > after_seq`` anchored at ``from_event_seq`` or later
+        (found by bisecting the anchors, so only those lines are parsed)."""
+        lines = self._read_from(
+            lambda: max(after_seq, bisect_left(self._anchors, from_event_seq)))
+        records = [parse_event(json.loads(line)) for line in lines]
+        return [r for r in records if isinstance(r, JournalRecord)]

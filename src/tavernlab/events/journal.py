@@ -1,0 +1,127 @@
+"""The journal: what a run does that upstream's ``events.jsonl`` does not log.
+
+``journal.jsonl`` sits beside ``events.jsonl`` with the same envelope and sequence rules
+(``seq`` from 1, +1 per append), plus ``eventSeq``: the last ``events.jsonl`` seq when the
+record was written, which places it in one merged order (event ``N``, then the journal
+records anchored at ``N``, then event ``N + 1``). Records: each ``run.js`` job (start and
+finish), the end of each round, each sub-agent with its Profile, and a :class:`FileChanged`
+for every file or directory created, changed, moved or removed in the run by any writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from tavernlab.events.base import Event, Model
+
+#: Every journal record type (never written to ``events.jsonl``).
+JOURNAL_TYPES: frozenset[str] = frozenset({
+    "js_job_started", "js_job_finished", "round_ended", "subagent_started", "file_changed",
+})
+
+
+class JournalRecord(Event):
+    """The envelope of one line of ``journal.jsonl``."""
+
+    source: ClassVar[Literal["events", "journal"]] = "journal"
+    event_seq: int
+
+
+class JsJobStart(Model):
+    """``js_job_started``: a ``run.js`` job (not a tool call) began."""
+
+    job_id: str
+    invocation_id: str
+    command: Literal["js", "node", "deno"]
+    argv: list[str]
+    cwd: str
+    stdin_sha256: str | None = None
+    stdin_bytes: int | None = None
+
+
+class JsJobEnd(Model):
+    """``js_job_finished``: how the job ended, with digests of what it printed."""
+
+    job_id: str
+    exit_code: int
+    timed_out: bool = False
+    cancelled: bool = False
+    elapsed_ms: int
+    stdout_sha256: str
+    stdout_bytes: int
+    stderr_sha256: str
+    stderr_bytes: int
+
+
+class RoundEnd(Model):
+    """``round_ended``: the model round ``round`` ended (``next_round()``); ``autoCommitted``
+    names the file an auto-commit saved, if any."""
+
+    round: int
+    auto_committed: str | None = None
+
+
+class SubagentStart(Model):
+    """``subagent_started``: a return-mode sub-agent with its resolved Profile (so a reopened
+    run restores it)."""
+
+    invocation_id: str
+    agent_id: str
+    profile: dict[str, Any]
+
+
+ChangeKind = Literal["created", "modified", "moved", "removed"]
+Writer = Literal["tool", "js", "persist", "host"]
+
+
+class FileChange(Model):
+    """``file_changed``: one node's change, as it stands when recorded.
+
+    ``size`` and ``sha256`` describe the node after the change (``None`` for a removed node
+    and for directories' digests); ``fromPath`` is the old path of a move; ``writer`` and
+    ``callId`` say who changed it (a tool call id, a ``run.js`` job id, or ``None`` for the
+    host's own writes such as persist initialisation)."""
+
+    path: str
+    change: ChangeKind
+    node: Literal["file", "directory"]
+    size: int | None = None
+    sha256: str | None = None
+    from_path: str | None = None
+    writer: Writer
+    call_id: str | None = None
+
+
+class JsJobStarted(JournalRecord):
+    """A ``run.js`` job began."""
+
+    type: Literal["js_job_started"] = "js_job_started"
+    payload: JsJobStart
+
+
+class JsJobFinished(JournalRecord):
+    """A ``run.js`` job ended."""
+
+    type: Literal["js_job_finished"] = "js_job_finished"
+    payload: JsJobEnd
+
+
+class RoundEnded(JournalRecord):
+    """A model round ended."""
+
+    type: Literal["round_ended"] = "round_ended"
+    payload: RoundEnd
+
+
+class SubagentStarted(JournalRecord):
+    """A sub-agent was started."""
+
+    type: Literal["subagent_started"] = "subagent_started"
+    payload: SubagentStart
+
+
+class FileChanged(JournalRecord):
+    """A file or directory of the run changed."""
+
+    type: Literal["file_changed"] = "file_changed"
+    payload: FileChange
