@@ -54,6 +54,8 @@ from tavernlab.workspace.tooling import ToolSpec
 DATA_DIR = "_tauritavern"
 #: How often :meth:`Lab.follow` looks at the files when nothing new has arrived.
 FOLLOW_POLL_S = 0.05
+#: How long :meth:`Lab.follow` keeps reading after the run's terminal event.
+FOLLOW_DRAIN_S = 0.3
 #: How long :meth:`Lab.close` waits for a run's cancelled work to stop before it closes the
 #: services anyway (the sandbox kills a job that ignores cancellation after 0.25 s).
 CLOSE_GRACE_S = 5.0
@@ -218,24 +220,28 @@ class Lab:
         """Yield a run's events and journal records as they are appended, by this or any
         other process (a second kernel, the command line), reading the files only.
 
-        Starts after ``after`` (default: from the beginning); stops after the run's terminal
-        event (``run_completed``, ``run_partial_success``, ``run_cancelled``, ``run_failed``),
-        or when ``timeout`` seconds pass with nothing new.
+        Starts after ``after`` (default: from the beginning); stops once the run's terminal
+        event (``run_completed``, ``run_partial_success``, ``run_cancelled``, ``run_failed``)
+        has been seen and :data:`FOLLOW_DRAIN_S` seconds passed with nothing new (the
+        finishing call's own records come right after it), or when ``timeout`` seconds pass
+        with nothing new.
         """
         run_dir = self._locate(self.index.load(run_id))[0]
         events = EventLog(run_dir / "events.jsonl", run_id, clock=self.clock, ids=self.ids)
         feed = RunFeed(events, JournalLog(run_dir / "journal.jsonl", events))
         quiet_since = time.monotonic()  # real time: this is waiting, not a recorded time
+        ended = False
         while True:
             records = feed.read(after)
             for record in records:
                 yield record
                 after = record
-                if record.type in TERMINAL_EVENT_TYPES:
-                    return
+                ended = ended or record.type in TERMINAL_EVENT_TYPES
+            quiet = time.monotonic() - quiet_since
             if records:
                 quiet_since = time.monotonic()
-            elif timeout is not None and time.monotonic() - quiet_since >= timeout:
+            elif (ended and quiet >= FOLLOW_DRAIN_S) or (timeout is not None
+                                                         and quiet >= timeout):
                 return
             else:
                 time.sleep(poll)

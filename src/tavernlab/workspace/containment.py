@@ -21,6 +21,15 @@ from tavernlab.workspace.contract import not_found
 UNSUPPORTED_NODE = "workspace supports regular files and directories"
 
 
+def supported_node(st: os.stat_result) -> bool:
+    """The one rule for what may exist in a workspace: a directory, or a regular file with
+    one name. Symlinks, FIFOs, sockets, devices and planted hard links (a regular file with
+    ``st_nlink > 1``, which could alias a file outside the run) are refused alike (the hard
+    link rule is tavernlab's, beyond upstream)."""
+    mode = st.st_mode
+    return stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and st.st_nlink == 1)
+
+
 class ContainedRoot:
     """The canonical workspace directory ``root`` and the walk that keeps paths inside it."""
 
@@ -52,8 +61,7 @@ class ContainedRoot:
                 return None
             except OSError as exc:  # a name over NAME_MAX, a permission problem...
                 raise FileIo("resolve", path.text, exc) from None
-            mode = st.st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            if not supported_node(st):
                 raise InvalidData(UNSUPPORTED_NODE)
         return st
 
@@ -70,6 +78,5 @@ class ContainedRoot:
         """Every node below the host directory ``host`` is a regular file or directory."""
         for dirpath, dirnames, filenames in os.walk(host):
             for name in (*dirnames, *filenames):
-                mode = os.lstat(os.path.join(dirpath, name)).st_mode
-                if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                if not supported_node(os.lstat(os.path.join(dirpath, name))):
                     raise InvalidData(UNSUPPORTED_NODE)

@@ -40,7 +40,7 @@ from tavernlab.errors import (
 from tavernlab.locks import ReadWriteLock
 from tavernlab.paths import WorkspacePath, display
 from tavernlab.workspace.changes import FsChange
-from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot
+from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot, supported_node
 from tavernlab.workspace.contract import (
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
@@ -178,8 +178,7 @@ class WorkspaceFs:
                             f"Workspace entry name is not UTF-8 in {display(path) or '/'}"
                         ) from None
                     child_st = item.stat(follow_symlinks=False)
-                    mode = child_st.st_mode
-                    if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                    if not supported_node(child_st):
                         raise InvalidData(UNSUPPORTED_NODE)
                     child = item.name if path is None else f"{path.text}/{item.name}"
                     entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))

@@ -14,6 +14,7 @@ from typing import Literal
 
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
+from tavernlab.workspace.containment import UNSUPPORTED_NODE, supported_node
 
 
 class FileEntry(Model):
@@ -63,7 +64,8 @@ class Tree:
 def scan_tree(root: Path, copy_to: Path | None = None) -> Tree:
     """Hash every file under ``root`` (optionally copying it to ``copy_to`` in the same pass).
 
-    Symlinks and special files are refused, as everywhere in the workspace.
+    Symlinks, special files and hard links are refused, as everywhere in the workspace
+    (:func:`~tavernlab.workspace.containment.supported_node`).
     """
     files: dict[str, tuple[str, int]] = {}
     directories: set[str] = set()
@@ -75,17 +77,17 @@ def scan_tree(root: Path, copy_to: Path | None = None) -> Tree:
             entries = sorted(it, key=lambda e: e.name)
         for entry in entries:
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
+            st = entry.stat(follow_symlinks=False)
+            if not supported_node(st):
+                raise InvalidData(UNSUPPORTED_NODE)
+            if stat.S_ISDIR(st.st_mode):
                 directories.add(child_rel)
                 if copy_to is not None:
                     os.mkdir(copy_to / child_rel)
                 visit(entry.path, child_rel)
-            elif stat.S_ISREG(mode):
+            else:
                 files[child_rel] = _hash_file(entry.path, None if copy_to is None
                                               else copy_to / child_rel)
-            else:
-                raise InvalidData("workspace supports regular files and directories")
 
     if root.exists():
         visit(str(root), "")
