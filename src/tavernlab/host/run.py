@@ -47,6 +47,7 @@ from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, read_json
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
+from tavernlab.workspace.tree import TreeNode, build_tree
 
 
 class Run:
@@ -312,6 +313,14 @@ class Run:
     def read(self, path: str) -> str:
         """The text of a workspace file as the model would see it (through the main view)."""
         return self.scope.read_text(WorkspacePath.parse(path)).text
+
+    def tree(self, path: str = "", depth: int | None = None, include_hidden: bool = False
+             ) -> TreeNode:
+        """The workspace below ``path`` as the main agent sees it: every node with its size
+        and :class:`~tavernlab.workspace.policy.Access` (``node.sha256`` on demand),
+        ``skills/`` projected; ``include_hidden`` adds the run's own files, marked hidden.
+        Planted symlinks, FIFOs and hard links show as ``refused`` nodes."""
+        return build_tree(self.scope, path, depth=depth, include_hidden=include_hidden)
 
     def files(self, path: str | None = None, depth: int = 8) -> list[str]:
         """Visible file paths below ``path`` (default: everything visible)."""
