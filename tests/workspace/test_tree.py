@@ -42,7 +42,7 @@ def test_hidden_files_only_on_request(run: Run) -> None:
         "manifest.json": "hidden", "run.json": "hidden", "tool-args": "hidden"}
     snapshot = run.tree("input", include_hidden=True).find("input/prompt_snapshot.json")
     assert snapshot is not None and snapshot.access == Access("hidden", False)
-    with pytest.raises(AccessDenied, match="`input` is not readable for this task."):
+    with pytest.raises(AccessDenied, match=r"`input` is not readable for this task\."):
         run.tree("input")
 
 
