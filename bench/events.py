@@ -1,0 +1,116 @@
+"""Benchmark: the event path (not a test).
+
+Prints medians measured in one run:
+
+1. the cost of one emit (validated typed event, appended under the log's flock, handed to
+   the subscribers) with 0, 1 and 10 subscribers, next to a raw ``os.write`` of a line of
+   the same size under ``flock`` (the floor any durable append pays);
+2. ``run.events(after_seq=...)`` for the last 10 records of a run with 10,000 records,
+   against re-reading the whole file (``run.events()``) and against a plain
+   ``json.loads`` of every line: the incremental read must cost O(new records), so its
+   ratio to the full read must be tiny and must not grow with the run.
+
+Usage: ``.venv/bin/python bench/events.py [--records N] [--repeats N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tavernlab.events import ContextAssembled, ContextSummary, Event
+from tavernlab.host import Lab
+
+
+def median_us(call: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``call`` in microseconds."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1e6)
+    return statistics.median(times)
+
+
+def emit_cost(root: Path, subscribers: int, count: int) -> float:
+    """Median microseconds of one emit with ``subscribers`` no-op subscribers."""
+    run = Lab(root / f"lab-{subscribers}").start_run(chat_id="bench")
+    seen: list[Event] = []
+    for _ in range(subscribers):
+        run.subscribe(seen.append)
+    payload = ContextSummary(has_host_context=False)
+    return median_us(lambda: run._core.emit(ContextAssembled, payload), count)
+
+
+def raw_append_cost(root: Path, count: int) -> float:
+    """Median microseconds of appending one event-sized line under ``flock``."""
+    path = root / "raw.jsonl"
+    line = (json.dumps({"seq": 1, "id": "evt_" + "0" * 32, "runId": "run_" + "0" * 32,
+                        "timestamp": "2026-12-01T00:00:00.000000Z", "level": "info",
+                        "type": "context_assembled", "payload": {"hasHostContext": False}})
+            + "\n").encode()
+
+    def append() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+    return median_us(append, count)
+
+
+def reading(root: Path, records: int, repeats: int) -> tuple[float, float, float, int]:
+    """``(incremental ms, full ms, json.loads ms, total records)`` on a run of ``records``."""
+    run = Lab(root / "lab-read").start_run(chat_id="bench")
+    payload = ContextSummary(has_host_context=False)
+    for _ in range(records - len(run.events(journal=False))):
+        run._core.emit(ContextAssembled, payload)
+    for index in range(5):  # a few journal records too
+        run.js(["-e", f"console.log({index})"])
+    total = len(run.events())
+    after = run.events(journal=False)[-10].seq
+    path = run.dir / "events.jsonl"
+
+    def plain() -> None:
+        with open(path, encoding="utf-8") as handle:
+            [json.loads(line) for line in handle]
+
+    incremental = median_us(lambda: run.events(after_seq=after), repeats) / 1000
+    full = median_us(lambda: run.events(), max(3, repeats // 10)) / 1000
+    raw = median_us(plain, max(3, repeats // 10)) / 1000
+    return incremental, full, raw, total
+
+
+def main() -> None:
+    """Run the benchmark and print its table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tavernlab-bench-events-") as tmp:
+        root = Path(tmp)
+        raw = raw_append_cost(root, args.repeats)
+        print(f"raw flock + os.write of one line: {raw:8.1f} us (baseline)")
+        for subscribers in (0, 1, 10):
+            cost = emit_cost(root, subscribers, args.repeats)
+            print(f"emit, {subscribers:2d} subscriber(s):            {cost:8.1f} us  "
+                  f"(x{cost / raw:.1f} the raw append)")
+        incremental, full, plain, total = reading(root, args.records, args.repeats)
+        print(f"\nrun of {total} records (events + journal):")
+        print(f"  events(after_seq=<10 from the end>): {incremental:8.3f} ms")
+        print(f"  events() (re-read everything):        {full:8.3f} ms  "
+              f"(incremental is x{incremental / full:.4f} of it)")
+        print(f"  plain json.loads of events.jsonl:     {plain:8.3f} ms (baseline)")
+
+
+if __name__ == "__main__":
+    main()
