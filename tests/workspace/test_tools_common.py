@@ -330,7 +330,6 @@ def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> 
         ("workspace.apply_patch", {"path": "scratch/out/secret.md", "old_string": "alpha",
                                    "new_string": "pwned"}),
         ("workspace.list_files", {"path": "scratch/out"}),
-        ("workspace.list_files", {"path": "scratch"}),
         ("workspace.search_files", {"query": "secret", "path": "scratch/out"}),
         ("workspace.commit", {"path": "output/link.md"}),
     ]
@@ -339,6 +338,57 @@ def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> 
     assert {p.name: p.read_bytes() for p in outside.iterdir()} == secret_before
     assert busy_run.explicit_commits == 0
     assert sorted(os.listdir(busy_run.workspace_dir / "scratch")) == ["out"]
+
+
+def test_planted_nodes_are_skipped_by_listings_and_searches(busy_run: Run, put: Put,
+                                                           outside: Path) -> None:
+    """Issue 9: one planted FIFO or symlink under ``scratch/`` no longer makes a listing or a
+    search of the whole workspace fail: the entry is skipped, reported, and the rest goes on."""
+    put(busy_run, "scratch/notes.md", "alpha notes")
+    scratch = busy_run.workspace_dir / "scratch"
+    os.mkfifo(scratch / "pipe")
+    os.symlink(outside / "secret.md", scratch / "link.md")
+    listing = busy_run.call_tool("workspace.list_files", {})
+    assert not listing.is_error
+    assert listing.content == (
+        "output/\npersist/\nplan/\nscratch/\nskills/\nsummaries/\ntool-results/\n"
+        "output/main.md\nscratch/notes.md\n\n"
+        "Skipped 2 entries that are not regular files or directories: scratch/link.md "
+        "(symlink), scratch/pipe (fifo).")
+    assert listing.structured["refusedEntries"] == [
+        {"path": "scratch/link.md", "node": "symlink"}, {"path": "scratch/pipe", "node": "fifo"}]
+    assert listing.structured["truncated"] is False
+    assert "scratch/pipe" not in listing.resource_refs
+    os.unlink(scratch / "link.md")
+    search = busy_run.call_tool("workspace.search_files", {"query": "alpha", "context_lines": 0})
+    assert not search.is_error
+    assert [h["path"] for h in search.structured["hits"]] == ["output/main.md",
+                                                               "scratch/notes.md"]
+    assert search.content.endswith(
+        "\n\nSkipped 1 entry that is not a regular file or directory: scratch/pipe (fifo).")
+    assert search.structured["refusedEntries"] == [{"path": "scratch/pipe", "node": "fifo"}]
+    # main.md, notes.md and the stored result of the listing call
+    assert (search.structured["searchedFiles"], search.structured["skippedFiles"]) == (3, 0)
+    # starting at the planted node itself is still refused
+    expect_error(busy_run, "workspace.list_files", {"path": "scratch/pipe"},
+                 "workspace.invalid_data", UNSUPPORTED_NODE)
+    assert (outside / "secret.md").read_text() == "alpha secret"
+    os.unlink(scratch / "pipe")
+    clean = busy_run.call_tool("workspace.list_files", {"path": "scratch"})
+    assert (clean.content, clean.structured) == ("scratch/notes.md", {
+        "entries": [{"path": "scratch/notes.md", "kind": "file"}], "truncated": False})
+
+
+def test_refused_entries_are_named_up_to_twenty(busy_run: Run) -> None:
+    scratch = busy_run.workspace_dir / "scratch"
+    for i in range(23):
+        os.mkfifo(scratch / f"p{i:02d}")
+    listing = busy_run.call_tool("workspace.list_files", {"path": "scratch"})
+    named = ", ".join(f"scratch/p{i:02d} (fifo)" for i in range(20))
+    assert listing.content == (
+        "No visible workspace files found.\n\nSkipped 23 entries that are not regular files "
+        f"or directories: {named}, and 3 more.")
+    assert len(listing.structured["refusedEntries"]) == 23
 
 
 # --- availability --------------------------------------------------------------------------

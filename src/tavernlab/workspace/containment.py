@@ -16,9 +16,35 @@ import stat
 
 from tavernlab.errors import FileIo, InvalidData
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.contract import not_found
+from tavernlab.workspace.contract import (
+    UNSUPPORTED_NODE,
+    RefusedNode,
+    WorkspaceDirectoryEntry,
+    WorkspaceDirectoryScan,
+    WorkspaceRefusedEntry,
+    metadata_from_stat,
+    not_found,
+)
 
-UNSUPPORTED_NODE = "workspace supports regular files and directories"
+__all__ = ["UNSUPPORTED_NODE", "ContainedRoot", "refused_node"]
+
+
+def refused_node(mode: int) -> RefusedNode | None:
+    """What a node of ``lstat`` mode ``mode`` is when the workspace refuses it (anything but
+    a regular file or a directory), ``None`` when it is served."""
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISBLK(mode):
+        return "block_device"
+    if stat.S_ISCHR(mode):
+        return "char_device"
+    return "unknown"
 
 
 class ContainedRoot:
@@ -52,10 +78,38 @@ class ContainedRoot:
                 return None
             except OSError as exc:  # a name over NAME_MAX, a permission problem...
                 raise FileIo("resolve", path.text, exc) from None
-            mode = st.st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            if refused_node(st.st_mode) is not None:
                 raise InvalidData(UNSUPPORTED_NODE)
         return st
+
+    def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
+             ) -> WorkspaceDirectoryScan:
+        """The children of the directory ``path`` (already checked), each sorted by path:
+        regular files and directories as entries, anything else as refused entries; the name
+        ``hidden`` is left out. A name that is not UTF-8 fails (spec 5.2); OS errors
+        propagate as ``OSError``."""
+        entries: list[WorkspaceDirectoryEntry] = []
+        refused: list[WorkspaceRefusedEntry] = []
+        with os.scandir(self.host(path)) as it:
+            for item in it:
+                if item.name == hidden:
+                    continue
+                try:
+                    item.name.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidData(
+                        f"Workspace entry name is not UTF-8 in {path.text if path else '/'}"
+                    ) from None
+                child_st = item.stat(follow_symlinks=False)
+                child = item.name if path is None else f"{path.text}/{item.name}"
+                node = refused_node(child_st.st_mode)
+                if node is not None:
+                    refused.append(WorkspaceRefusedEntry(child, node))
+                else:
+                    entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))
+        entries.sort(key=lambda e: e.path)
+        refused.sort(key=lambda e: e.path)
+        return WorkspaceDirectoryScan(entries, refused)
 
     def require_parent_dir(self, path: WorkspacePath) -> None:
         """The parent of ``path`` exists and is a directory."""
@@ -70,6 +124,5 @@ class ContainedRoot:
         """Every node below the host directory ``host`` is a regular file or directory."""
         for dirpath, dirnames, filenames in os.walk(host):
             for name in (*dirnames, *filenames):
-                mode = os.lstat(os.path.join(dirpath, name)).st_mode
-                if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                if refused_node(os.lstat(os.path.join(dirpath, name)).st_mode) is not None:
                     raise InvalidData(UNSUPPORTED_NODE)

@@ -1,7 +1,11 @@
-"""What the workspace tools share: storage errors as tool errors, and the visibility and
-writability checks every path argument goes through."""
+"""What the workspace tools share: storage errors as tool errors, the visibility and
+writability checks every path argument goes through, and how listings report the entries
+the workspace refused."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from tavernlab.errors import (
     FileNotText,
@@ -9,6 +13,7 @@ from tavernlab.errors import (
     WorkspaceError,
 )
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.contract import WorkspaceRefusedEntry
 from tavernlab.workspace.tooling import (
     ToolContext,
     tool_error_from_storage,
@@ -35,3 +40,32 @@ def require_visible(ctx: ToolContext, path: WorkspacePath | None) -> None:
     if not ctx.scope.is_visible(path):
         raise ToolError("workspace.path_not_visible",
                         f"`{path.text if path else ''}` is not readable for this task.")
+
+
+#: How many refused entries a listing names in its content; ``structured`` has all of them.
+REFUSED_NAMED = 20
+
+
+def refused_note(refused: Sequence[WorkspaceRefusedEntry]) -> str:
+    """The content note of ``workspace.list_files`` and ``workspace.search_files`` for the
+    symlinks and special files they skipped (tavernlab wording; upstream fails the whole
+    listing instead): ``\n\nSkipped 1 entry that is not a regular file or directory:
+    scratch/pipe (fifo).``, ``Skipped <K> entries that are not regular files or
+    directories: ...`` for K > 1, naming at most 20 and then ``, and <M> more``. Empty when
+    nothing was refused."""
+    if not refused:
+        return ""
+    named = ", ".join(f"{entry.path} ({entry.node})" for entry in refused[:REFUSED_NAMED])
+    if len(refused) > REFUSED_NAMED:
+        named += f", and {len(refused) - REFUSED_NAMED} more"
+    if len(refused) == 1:
+        return f"\n\nSkipped 1 entry that is not a regular file or directory: {named}."
+    return (f"\n\nSkipped {len(refused)} entries that are not regular files or directories: "
+            f"{named}.")
+
+
+def refused_structured(refused: Sequence[WorkspaceRefusedEntry]) -> dict[str, Any]:
+    """``{"refusedEntries": [{path, node}, ...]}`` when entries were refused, else ``{}``: the
+    key is added to a listing's ``structured`` only when needed, so ordinary results keep
+    upstream's shape (tavernlab choice)."""
+    return {"refusedEntries": [entry.to_json() for entry in refused]} if refused else {}

@@ -14,7 +14,7 @@ from tavernlab.workspace.tooling import (
     parse_tool_path,
     tool_error_from_storage,
 )
-from tavernlab.workspace.tools.common import require_visible
+from tavernlab.workspace.tools.common import refused_note, refused_structured, require_visible
 
 LIST_MAX_ENTRIES = 200
 LIST_DEFAULT_DEPTH = 2
@@ -25,7 +25,9 @@ def list_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.list_files``: entries below a path (or the visible roots), depth <= 4.
 
     Upstream does not say what ``depth`` below 1 does; tavernlab refuses it with
-    ``tool.invalid_arguments`` ``depth must be >= 1``.
+    ``tool.invalid_arguments`` ``depth must be >= 1``. A symlink or special file below the
+    path is skipped and reported (:func:`~tavernlab.workspace.tools.common.refused_note`,
+    ``structured.refusedEntries``); it takes one of the 200 places.
     """
     depth = args.integer("depth", default=LIST_DEFAULT_DEPTH)
     assert depth is not None
@@ -45,9 +47,10 @@ def list_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     lines = [e.path + ("/" if e.kind == "directory" else "") for e in listing.entries]
     if listing.truncated:
         lines.append(f"... truncated at {LIST_MAX_ENTRIES} entries")
+    content = "\n".join(lines) if listing.entries else "No visible workspace files found."
     return ToolResult(
-        content="\n".join(lines) if listing.entries else "No visible workspace files found.",
+        content=content + refused_note(listing.refused),
         structured={"entries": [{"path": e.path, "kind": e.kind} for e in listing.entries],
-                    "truncated": listing.truncated},
+                    "truncated": listing.truncated, **refused_structured(listing.refused)},
         resource_refs=[e.path for e in listing.entries],
     )

@@ -24,7 +24,7 @@ from tavernlab.workspace.tooling import (
     parse_tool_path,
     tool_error_from_storage,
 )
-from tavernlab.workspace.tools.common import require_visible
+from tavernlab.workspace.tools.common import refused_note, refused_structured, require_visible
 
 SEARCH_DEFAULT_LIMIT = 20
 SEARCH_MAX_LIMIT = 50
@@ -115,9 +115,10 @@ def search_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     else:
         content = f"No visible workspace files matched `{query}`."
     return ToolResult(
-        content=content,
+        content=content + refused_note(listing.refused),
         structured={"query": query, "hits": structured_hits, "searchedFiles": searched,
-                    "skippedFiles": skipped, "truncated": truncated},
+                    "skippedFiles": skipped, "truncated": truncated,
+                    **refused_structured(listing.refused)},
         resource_refs=sorted({hit.path for hit, *_ in hits}),
     )
 
