@@ -133,7 +133,7 @@ def test_off_by_default(skill_lab: Lab) -> None:
     ({"skill": "demo"}, "script is required"),
     ({"skill": "demo", "script": "main", "args": [1]}, "args must be an object"),
     ({"skill": "demo", "script": "main", "args": "x"}, "args must be an object"),
-    ({"skill": "demo", "script": "main", "extra": 1}, "unknown argument `extra`"),
+    ({"skill": "demo", "script": "main", "extra": 1}, "extra is not supported"),
 ])
 def test_invalid_arguments(legacy_run: Run, arguments: dict[str, Any], message: str) -> None:
     assert error(call(legacy_run, arguments)) == ("tool.invalid_arguments", message)

@@ -131,8 +131,8 @@ def test_commit_reads_the_file_at_commit_time_and_needs_visibility_only(lab: Lab
     assert not ok.is_error  # tool-results is read-only but visible
     hidden = run.call_tool("workspace.commit", {"path": "input/prompt_snapshot.json"})
     assert (hidden.error_code, hidden.content) == (
-        "workspace.path_not_visible", "`input/prompt_snapshot.json` is not readable for this "
-        "task.")
+        "workspace.path_not_visible", "Permission denied: `input/prompt_snapshot.json` is not "
+        "readable for this task.")
     missing = run.call_tool("workspace.commit", {"path": "output/nope.md"})
     assert (missing.error_code, missing.content) == (
         "workspace.file_not_found", "workspace path `output/nope.md` was not found.")

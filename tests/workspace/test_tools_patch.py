@@ -266,3 +266,12 @@ def test_the_write_limit_is_inclusive(run: Run) -> None:
     assert patch(run, path.text, "cc", "\u00e9d") == (  # one more byte in UTF-8
         too_large(MAX_WRITE_BYTES + 1), "workspace.write_too_large")
     assert (run.workspace_dir / path.text).read_bytes().endswith(b"acc")
+
+
+def test_the_required_path_is_trimmed(run: Run, put: Put) -> None:
+    put(run, "scratch/a.md", "alpha")
+    run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
+    assert patch(run, " scratch/a.md ", "alpha", "beta") == (
+        "Patched scratch/a.md with 1 replacement(s); file now has 4 chars / 1 words.", None)
+    assert patch(run, "", "beta", "gamma") == ("path is required", "tool.invalid_arguments")
+    assert disk(run, "scratch/a.md") == "beta"

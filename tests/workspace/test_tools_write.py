@@ -249,3 +249,11 @@ def test_writes_over_the_write_limit_are_refused(run: Run, put: Put) -> None:
     assert (run.workspace_dir / "scratch/big.md").stat().st_size == MAX_WRITE_BYTES
     put(run, "scratch/small.md", "abc")
     assert write(run, "scratch/small.md", "x" * (MAX_WRITE_BYTES - 3), "append")[1] is None
+
+
+def test_the_required_path_is_trimmed(run: Run) -> None:
+    """7.1: `` scratch/t.md `` is ``scratch/t.md``; the content is raw, never trimmed."""
+    assert write(run, "  scratch/t.md\t", " padded \n") == (
+        "Wrote 9 chars / 1 words to scratch/t.md.", None)
+    assert disk(run, "scratch/t.md") == " padded \n"
+    assert write(run, "   ", "x") == ("path is required", "tool.invalid_arguments")

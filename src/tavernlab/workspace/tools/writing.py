@@ -23,7 +23,7 @@ from tavernlab.workspace.tooling import (
     parse_tool_path,
     path_is_directory,
 )
-from tavernlab.workspace.tools.common import require_writable, storage_error
+from tavernlab.workspace.tools.common import require_writable, required_path, storage_error
 
 # tavernlab wording where upstream's is unknown (spec/workspace.md 7.7, 7.9, 7.10).
 PATCH_EMPTY = "old_string must not be empty; include the exact text to replace."
@@ -73,13 +73,12 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     A resulting file over 8 MiB is refused (:func:`require_write_size`); for an append the
     size is the existing file's when the call starts plus the appended text.
     """
-    raw_path = args.string("path", required=True)
+    path = required_path(args)
     content = args.string("content", required=True)
     mode = args.string("mode", default="replace")
-    assert raw_path is not None and content is not None
+    assert content is not None
     if mode not in ("replace", "append"):
         raise ToolError("workspace.write_mode_invalid", "mode must be `replace` or `append`")
-    path = parse_tool_path(raw_path)
     require_writable(ctx, path)
     scope = ctx.scope
     records = ctx.records
@@ -125,9 +124,6 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     )
 
 
-# --- apply_patch -----------------------------------------------------------------------------
-
-
 def _replacements(records: ReadRecords, path: str, file: WorkspaceFile, old: str,
                   replace_all: bool) -> int:
     """Steps 3 to 8 of the patch checks against the read record; returns how many
@@ -164,11 +160,11 @@ def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
     refused before it is built (:func:`require_write_size`), so a ``replace_all`` over many
     matches never allocates the oversized text.
     """
-    raw_path = args.string("path", required=True)
+    raw_path = args.required_text("path")
     old = args.string("old_string", required=True)
     new = args.string("new_string", required=True)
     replace_all = args.boolean("replace_all")
-    assert raw_path is not None and old is not None and new is not None
+    assert old is not None and new is not None
     if old == "":
         raise ToolError("workspace.patch_empty_old_string", PATCH_EMPTY)
     if old == new:
