@@ -223,10 +223,13 @@ def test_acceptance_23_writes_are_resource_refs_and_feed_auto_commit(legacy_run:
 
 def test_last_write_that_is_not_text_keeps_the_earlier_candidate(legacy_run: Run) -> None:
     call(legacy_run, {"skill": "demo", "script": "write",
-                      "args": {"writes": [["output/first.md", "1"]]}})
+                      "args": {"writes": [["output/first.md", "1"]]}}, call_id="first")
     call(legacy_run, {"skill": "demo", "script": "write",
-                      "args": {"writes": [["output/z.md", "z"], ["scratch/last.json", "{}"]]}})
+                      "args": {"writes": [["output/z.md", "z"], ["scratch/last.json", "{}"]]}},
+         call_id="second")
     assert legacy_run.scope.tracker.candidate == "output/first.md"
+    # the auto-commit still names the call that set that candidate
+    assert legacy_run.scope.tracker.candidate_call_id == "first"
 
 
 def test_acceptance_24_one_non_writable_path_writes_nothing(legacy_run: Run) -> None:

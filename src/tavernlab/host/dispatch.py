@@ -14,6 +14,9 @@ tavernlab choices where upstream is unknown (documented here):
 * Arguments that are not JSON values, hold a lone surrogate, or nest deeper than 128 levels
   (serde_json's recursion limit, which upstream's parser applies) are
   ``tool.invalid_arguments``, recorded as a call like any other.
+* The call acts on the round's tracker under its own id
+  (:meth:`~tavernlab.workspace.tracking.MutationTracker.acting`), so an auto-commit names
+  the call that last set or moved the candidate.
 """
 
 from __future__ import annotations
@@ -169,7 +172,7 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
     interrupted: BaseException | None = None
-    with core.inflight.track(ctx.token):
+    with core.inflight.track(ctx.token), core.tracker.acting(ctx.call_id):
         try:
             core.set_status("dispatching_tool", index=False)
             result = (ToolResult.from_error(ToolError("tool.invalid_arguments", refusal))

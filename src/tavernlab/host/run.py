@@ -253,13 +253,15 @@ class Run:
         ``argv`` is the argument list after the command name (``["script.js", "a"]``); a
         string is split the way a shell would (``"-e 'console.log(1)'"``). :meth:`cancel`
         from another thread or a KeyboardInterrupt stops it; file writes it made stay and
-        feed auto-commit.
+        feed auto-commit (attributed to the job's own id, ``job_<32 hex>``, since it is not a
+        tool call).
         """
         core = self._core
         core.require_active()
         args = shlex.split(argv) if isinstance(argv, str) else list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-        with core.inflight.track(CancelToken()) as token:
+        with (core.inflight.track(CancelToken()) as token,
+              core.tracker.acting(core.ids.new("job"))):
             return run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
                                   stdin=data, command=command, token=token,
                                   deadline=core.clock.monotonic() + core.shell_deadline_s,
