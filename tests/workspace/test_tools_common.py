@@ -158,6 +158,8 @@ def test_the_run_offers_the_workspace_tools(run: Run) -> None:
      "old_string is required"),
     ("workspace.apply_patch", {"path": "output/main.md", "old_string": "a", "new_string": "b",
                                "replace_all": "yes"}, "replace_all must be a boolean"),
+    ("workspace.apply_patch", {"path": "output/main.md", "old_string": "a", "new_string": "b",
+                               "replace_all": None}, "replace_all must be a boolean"),
     ("workspace.apply_patch", {"path": "output/main.md", "old_string": 1, "new_string": "b"},
      "old_string must be a string"),
     ("workspace.commit", {"path": 1}, "path must be a string"),

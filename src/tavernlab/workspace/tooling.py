@@ -275,10 +275,11 @@ class Arguments:
         return value
 
     def boolean(self, key: str, *, default: bool = False) -> bool:
-        """A boolean argument."""
-        value = self.raw.get(key)
-        if value is None:
+        """A boolean argument: absent gives ``default``; a present value that is not a JSON
+        boolean (``null`` included) is ``<key> must be a boolean`` (7.1)."""
+        if key not in self.raw:
             return default
+        value = self.raw[key]
         if not isinstance(value, bool):
             raise invalid_arguments(f"{key} must be a boolean")
         return value

@@ -21,6 +21,7 @@ from tavernlab.workspace.tooling import (
 )
 from tavernlab.workspace.tools.common import require_visible, required_path, storage_error
 
+#: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
 READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
 
 
