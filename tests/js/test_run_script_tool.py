@@ -133,7 +133,7 @@ def test_off_by_default(skill_lab: Lab) -> None:
     ({"skill": "demo"}, "script is required"),
     ({"skill": "demo", "script": "main", "args": [1]}, "args must be an object"),
     ({"skill": "demo", "script": "main", "args": "x"}, "args must be an object"),
-    ({"skill": "demo", "script": "main", "extra": 1}, "unknown argument `extra`"),
+    ({"skill": "demo", "script": "main", "extra": 1}, "extra is not supported"),
 ])
 def test_invalid_arguments(legacy_run: Run, arguments: dict[str, Any], message: str) -> None:
     assert error(call(legacy_run, arguments)) == ("tool.invalid_arguments", message)
@@ -223,10 +223,13 @@ def test_acceptance_23_writes_are_resource_refs_and_feed_auto_commit(legacy_run:
 
 def test_last_write_that_is_not_text_keeps_the_earlier_candidate(legacy_run: Run) -> None:
     call(legacy_run, {"skill": "demo", "script": "write",
-                      "args": {"writes": [["output/first.md", "1"]]}})
+                      "args": {"writes": [["output/first.md", "1"]]}}, call_id="first")
     call(legacy_run, {"skill": "demo", "script": "write",
-                      "args": {"writes": [["output/z.md", "z"], ["scratch/last.json", "{}"]]}})
+                      "args": {"writes": [["output/z.md", "z"], ["scratch/last.json", "{}"]]}},
+         call_id="second")
     assert legacy_run.scope.tracker.candidate == "output/first.md"
+    # the auto-commit still names the call that set that candidate
+    assert legacy_run.scope.tracker.candidate_call_id == "first"
 
 
 def test_acceptance_24_one_non_writable_path_writes_nothing(legacy_run: Run) -> None:

@@ -108,7 +108,7 @@ def test_hidden_input_fails_with_a_warn_event(run: Run) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ({"command": "echo x > /scratch/x.txt", "cwd": "/"}, "unknown argument `cwd`"),
+    ({"command": "echo x > /scratch/x.txt", "cwd": "/"}, "cwd is not supported"),
     ({}, "command is required"),
     ({"command": 7}, "command must be a string"),
     ({"command": "echo x > /scratch/x.txt", "workdir": ["/"]}, "workdir must be a string"),
@@ -119,6 +119,16 @@ def test_invalid_arguments_run_nothing(run: Run, args: dict[str, Any], message: 
     result = run.call_tool("workspace.shell", args)
     assert (result.error_code, result.content) == ("tool.invalid_arguments", message)
     assert not (run.workspace_dir / "scratch" / "x.txt").exists()
+
+
+def test_acceptance_21_an_unknown_key_is_not_supported(run: Run) -> None:
+    result = run.call_tool("workspace.shell", {"command": "pwd", "cwd": "/output"})
+    assert (result.is_error, result.error_code, result.content) == (
+        True, "tool.invalid_arguments", "cwd is not supported")
+    assert result.structured == {"error": {"code": "tool.invalid_arguments",
+                                           "message": "cwd is not supported"}}
+    # nothing ran: the result is the argument error, with no exit code or output
+    assert "exitCode" not in result.structured
 
 
 def test_bad_workdir_is_a_shell_failure(run: Run) -> None:

@@ -27,7 +27,8 @@ def test_runs_events_tool_retention_and_sessions(tmp_path: Path,
     captured = capsys.readouterr()
     assert json.loads(captured.out)["errorCode"] == "workspace.path_not_visible"
     assert captured.err == (
-        "error: workspace.path_not_visible: `input/x` is not readable for this task.\n")
+        "error: workspace.path_not_visible: Permission denied: `input/x` is not readable for "
+        "this task.\n")
     assert main(["tool", run.id, "workspace.read_file", '{"path": "nope.md"}', *flag]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""

@@ -131,8 +131,8 @@ def test_commit_reads_the_file_at_commit_time_and_needs_visibility_only(lab: Lab
     assert not ok.is_error  # tool-results is read-only but visible
     hidden = run.call_tool("workspace.commit", {"path": "input/prompt_snapshot.json"})
     assert (hidden.error_code, hidden.content) == (
-        "workspace.path_not_visible", "`input/prompt_snapshot.json` is not readable for this "
-        "task.")
+        "workspace.path_not_visible", "Permission denied: `input/prompt_snapshot.json` is not "
+        "readable for this task.")
     missing = run.call_tool("workspace.commit", {"path": "output/nope.md"})
     assert (missing.error_code, missing.content) == (
         "workspace.file_not_found", "workspace path `output/nope.md` was not found.")
@@ -206,3 +206,111 @@ def test_selecting_a_swipe_chooses_the_next_runs_persist_base(lab: Lab) -> None:
     base = chat.current_persist_state()
     again = lab.start_run(chat_id="alice", persist_base=base)
     assert again.read("persist/notes.md") == "normal"
+
+
+# --- the auto-commit callId (sections 8.3 and 10, Revision 2) ------------------------------------
+
+
+def auto_commits(run: Run) -> list[tuple[str, str]]:
+    """``(path, callId)`` of every auto-commit."""
+    return [(e.payload.path, e.payload.call_id)
+            for e in run.events(types="chat_commit_requested", journal=False)
+            if not e.payload.is_explicit]
+
+
+def shell(run: Run, command: str, call_id: str) -> None:
+    result = run.call_tool("workspace.shell", {"command": command}, call_id=call_id)
+    assert not result.is_error, result.content
+
+
+def test_acceptance_5_the_call_that_moved_the_candidate(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    assert not run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A"},
+                             call_id="w1").is_error
+    shell(run, "mv /output/a.md /output/b.md", "s1")
+    assert not run.call_tool("workspace.write_file",
+                             {"path": "scratch/data.json", "content": "{}"},
+                             call_id="w2").is_error
+    run.next_round()
+    assert auto_commits(run) == [("output/b.md", "s1")]
+    (event,) = run.events(types="chat_commit_requested", journal=False)
+    assert (event.payload.is_explicit, event.payload.sha256) == (False, sha("A"))
+
+
+def test_acceptance_1_2_3_and_6_through_the_shell(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    shell(run, "printf first > /output/main.md && mv /output/main.md /output/Moved.MD && "
+               "printf '{}' > /output/data.json", "sh1")
+    run.next_round()
+    assert auto_commits(run) == [("output/Moved.MD", "sh1")]
+    shell(run, "mkdir -p /scratch/draft && printf 'final text' > /scratch/draft/final.md",
+          "write")
+    shell(run, "mv /scratch/draft /scratch/finalized", "move")
+    run.call_tool("workspace.read_file", {"path": "scratch/finalized/final.md"},
+                  call_id="read")
+    run.next_round()
+    assert auto_commits(run)[1] == ("scratch/finalized/final.md", "move")
+    commit = run.call_tool("workspace.commit", {"path": "scratch/finalized/final.md"},
+                           call_id="commit")
+    assert not commit.is_error
+    explicit = run.events(types="chat_commit_requested", journal=False)[-1].payload
+    assert (explicit.call_id, explicit.is_explicit, explicit.sha256) == (
+        "commit", True, sha("final text"))
+
+
+def test_later_calls_that_leave_the_candidate_alone_do_not_change_the_call_id(lab: Lab
+                                                                              ) -> None:
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A"},
+                  call_id="w1")
+    run.call_tool("workspace.write_file", {"path": "scratch/b.json", "content": "{}"},
+                  call_id="json")
+    run.call_tool("workspace.read_file", {"path": "output/a.md"}, call_id="read")
+    run.call_tool("workspace.search_files", {"query": "A"}, call_id="search")
+    shell(run, "printf x > /scratch/x.json && cat /output/a.md", "sh")
+    failed = run.call_tool("workspace.apply_patch", {"path": "output/a.md", "old_string": "Z",
+                                                     "new_string": "B"}, call_id="refused")
+    assert failed.error_code == "workspace.patch_old_string_not_found"
+    run.next_round()
+    assert auto_commits(run) == [("output/a.md", "w1")]
+    # a rewrite of the same candidate by a later call names that call
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A2",
+                                           "mode": "append"}, call_id="w2")
+    run.call_tool("workspace.read_file", {"path": "output/a.md"}, call_id="r2")
+    run.call_tool("workspace.apply_patch", {"path": "output/a.md", "old_string": "A2",
+                                            "new_string": "A3"}, call_id="p1")
+    run.next_round()
+    assert auto_commits(run)[1] == ("output/a.md", "p1")
+
+
+def test_generated_call_ids_are_used(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    result = run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A"})
+    run.next_round()
+    assert auto_commits(run) == [("output/a.md", result.call_id)]
+    assert result.call_id == "call_1"
+
+
+def test_a_run_js_job_has_its_own_id(lab: Lab) -> None:
+    """``run.js`` is not a tool call: its changes are attributed to the job's ``job_`` id."""
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A"},
+                  call_id="w1")
+    job = run.js(["-e", "import { workspace } from '@tauritavern/runtime';\n"
+                        "workspace.writeText('output/js.md', 'from js');"])
+    assert job.exit_code == 0, job.stderr
+    run.next_round()
+    ((path, call_id),) = auto_commits(run)
+    assert path == "output/js.md"
+    assert call_id.startswith("job_") and len(call_id) == len("job_") + 32
+    # the job's id is over once it ends: a later tool call is attributed to itself
+    assert run.tracker.call_id == "host"
+
+
+def test_changes_made_through_run_scope_are_the_hosts(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "A"},
+                  call_id="w1")
+    put(run, "output/host.md", "by the notebook")
+    run.next_round()
+    assert auto_commits(run) == [("output/host.md", "host")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -19,12 +20,14 @@ from tavernlab.errors import (
     WriteConflict,
 )
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.containment import refused_node
 from tavernlab.workspace.fs import (
     LOCK_FILE_NAME,
     UNSUPPORTED_NODE,
     WorkspaceDirectoryEntry,
     WorkspaceEntry,
     WorkspaceFs,
+    WorkspaceRefusedEntry,
     WriteGuard,
     sha256_hex,
 )
@@ -432,8 +435,7 @@ def test_symlinked_files_are_refused(fs: WorkspaceFs, outside: Path) -> None:
         lambda: fs.rename(link, P("scratch/moved.md")),
         lambda: fs.remove(link, recursive=False),
         lambda: fs.read_dir(P("scratch"), None),
-        lambda: fs.list_files(P("scratch"), 2, 100),
-        lambda: fs.list_files(None, 2, 100),
+        lambda: fs.list_files(link, 2, 100),
     ]
     for attempt in attempts:
         with pytest.raises(InvalidData) as info:
@@ -441,6 +443,9 @@ def test_symlinked_files_are_refused(fs: WorkspaceFs, outside: Path) -> None:
         assert info.value.message == UNSUPPORTED_NODE
     assert _outside_state(outside) == before
     assert fs.read_file(P("output/real.md"), None) == b"real"
+    # a listing from above it skips the link and reports it (see the refused-entry tests)
+    assert fs.list_files(P("scratch"), 2, 100).refused == [
+        WorkspaceRefusedEntry("scratch/link.md", "symlink")]
     assert os.path.islink(fs.directory / "scratch/link.md")
     assert sorted(os.listdir(fs.directory / "scratch")) == ["link.md"]
 
@@ -492,6 +497,59 @@ def test_special_files_are_refused(fs: WorkspaceFs) -> None:
     ):
         with pytest.raises(InvalidData, match=UNSUPPORTED_NODE):
             attempt()
+
+
+def test_scans_and_listings_report_planted_nodes_as_refused(fs: WorkspaceFs,
+                                                            outside: Path) -> None:
+    """Issue 9: a planted FIFO or symlink is skipped by scans and listings and reported as a
+    refused entry; reading it or starting a listing at it still fails."""
+    scratch = fs.directory / "scratch"
+    os.mkfifo(scratch / "pipe")
+    os.symlink(outside / "secret.md", scratch / "link.md")
+    os.symlink(outside, scratch / "out")
+    fs.write_text(P("scratch/a.md"), "a", WriteGuard.unchecked())
+    fs.write_text(P("scratch/d/b.md"), "b", WriteGuard.unchecked())
+    os.mkfifo(scratch / "d" / "deep.fifo")
+    scan = fs.scan_dir(P("scratch"), None)
+    assert [(e.path, e.metadata.kind) for e in scan.entries] == [
+        ("scratch/a.md", "file"), ("scratch/d", "directory")]
+    assert scan.refused == [WorkspaceRefusedEntry("scratch/link.md", "symlink"),
+                            WorkspaceRefusedEntry("scratch/out", "symlink"),
+                            WorkspaceRefusedEntry("scratch/pipe", "fifo")]
+    assert [e.to_json() for e in scan.refused][2] == {"path": "scratch/pipe", "node": "fifo"}
+    with pytest.raises(InvalidData, match=UNSUPPORTED_NODE):
+        fs.read_dir(P("scratch"), None)
+    with pytest.raises(InvalidData, match="Workspace directory exceeds 4 entries: scratch"):
+        fs.scan_dir(P("scratch"), 4)  # refused children count towards the bound
+    listing = fs.list_files(None, 3, 100)
+    assert [e.path for e in listing.entries] == [
+        "output", "scratch", "scratch/d", "scratch/a.md", "scratch/d/b.md"]
+    assert listing.truncated is False
+    assert listing.refused == [WorkspaceRefusedEntry("scratch/d/deep.fifo", "fifo"),
+                               WorkspaceRefusedEntry("scratch/link.md", "symlink"),
+                               WorkspaceRefusedEntry("scratch/out", "symlink"),
+                               WorkspaceRefusedEntry("scratch/pipe", "fifo")]
+    bounded = fs.list_files(P("scratch"), 1, 3)  # a.md, d, link.md fill the bound
+    assert ([e.path for e in bounded.entries], bounded.refused, bounded.truncated) == (
+        ["scratch/d", "scratch/a.md"], [WorkspaceRefusedEntry("scratch/link.md", "symlink")],
+        True)
+    for start in ("scratch/pipe", "scratch/out", "scratch/out/secret.md"):
+        with pytest.raises(InvalidData, match=UNSUPPORTED_NODE):
+            fs.list_files(P(start), 2, 100)
+    assert _outside_state(outside) == {"secret.md": b"alpha secret"}
+
+
+def _stat(mode: int, links: int = 1) -> os.stat_result:
+    return os.stat_result((mode, 0, 0, links, 0, 0, 0, 0, 0, 0))
+
+
+def test_refused_node_kinds() -> None:
+    assert [refused_node(_stat(mode)) for mode in (
+        stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFBLK,
+        stat.S_IFCHR, 0)] == [None, None, "symlink", "fifo", "socket", "block_device",
+                              "char_device", "unknown"]
+    assert refused_node(_stat(stat.S_IFREG, links=2)) == "hard_link"
+    assert refused_node(_stat(stat.S_IFDIR, links=5)) is None
 
 
 def test_a_symlinked_workspace_directory_is_resolved(tmp_path: Path) -> None:

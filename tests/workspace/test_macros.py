@@ -28,17 +28,18 @@ SNAPSHOT: dict[str, Any] = {
             "charJailbreak": "stay in character",
             "persona": "traveller",
             "mesExamples": "<START>",
+            "alternateGreetings": ["Second hello.", "Third hello."],
         },
         "system": {"model": "gpt-test"},
         "chat": {"lastMessageId": 12, "lastSwipeId": 2, "currentSwipeId": 1},
-        "variableValues": {"local": {"mood": "calm", "count": 4},
+        "variableValues": {"local": {"mood": "calm", "count": "4"},
                            "global": {"season": "winter"}},
         "builtins": {"maxPrompt": "8192", "instructInput": "<user>", "idleDuration": "5 min",
                      "defaultSystemPrompt": "Be kind.", "chatSeparator": "***",
                      "instructFirstOutput": "<first>"},
-        "alternateGreetings": ["Second hello.", "Third hello."],
     },
-    "extensionPrompts": {"customWIOutlet_lore": "The inn is old.", "other": "ignored"},
+    "extensionPrompts": {"customWIOutlet_lore": {"value": "The inn is old.", "position": 1},
+                         "other": {"value": 7}},
 }
 
 
@@ -66,6 +67,9 @@ def test_acceptance_3_unknown_nested_and_unterminated_stay_literal(macros: Froze
     assert macros.render("{{getvar::{{char}}}}") == "{{getvar::{{char}}}}"
     assert macros.render("{{char") == "{{char"
     assert macros.render("x {{char}} {{char") == "x Frozen Alice {{char"
+    assert macros.render("{{user}}: {{oops {{user}}") == "Bob: {{oops {{user}}"
+    assert macros.render("\\{{user") == "\\{{user"
+    assert macros.render("\\\\{{unknown}}") == "\\{{unknown}}"
 
 
 def test_acceptance_4_backslash_escapes(macros: FrozenMacros) -> None:
@@ -103,8 +107,7 @@ def test_acceptance_7_bad_values_and_oversized_input() -> None:
         FrozenMacros.from_snapshot(
             {"macroContext": {"variableValues": {"local": {"flag": True}}}})
     assert caught.value.code == "agent.invalid_macro_context"
-    assert caught.value.message == (
-        "macroContext.variableValues.local.flag must be a string or a number")
+    assert caught.value.message == "macroContext.variableValues.local.flag must be a string"
     assert isinstance(caught.value, TavernlabError)
     with pytest.raises(MacroLimitExceeded) as too_big:
         FrozenMacros.from_snapshot(None).render("x" * (MACRO_LIMIT_BYTES + 1))
@@ -155,10 +158,13 @@ def test_fallbacks_fill_only_absent_names(macros: FrozenMacros) -> None:
     assert both.render("{{charinstruction}}{{charjailbreak}}{{maxprompttokens}}") == "IJ2"
 
 
-def test_builtins_are_lower_cased_and_never_replace_fields() -> None:
+def test_builtins_are_lower_cased_and_replace_fields() -> None:
     table = FrozenMacros.from_snapshot({"macroContext": {
         "names": {"char": "Field"}, "builtins": {"Char": "Builtin", "IsMobile": "false"}}})
-    assert table.render("{{char}}|{{ismobile}}|{{ISMOBILE}}") == "Field|false|false"
+    assert table.render("{{char}}|{{ismobile}}|{{ISMOBILE}}") == "Builtin|false|false"
+    # the group a script sees keeps the field
+    groups = table.context_macro()
+    assert groups is not None and groups["names"]["char"] == "Field"
     with pytest.raises(MacroError, match="defines `maxprompt` more than once"):
         FrozenMacros.from_snapshot(
             {"macroContext": {"builtins": {"maxPrompt": "1", "MAXPROMPT": "2"}}})
@@ -189,7 +195,8 @@ def test_more_than_one_double_colon_stays_literal(macros: FrozenMacros) -> None:
 def test_stray_braces(macros: FrozenMacros) -> None:
     assert macros.render("}}{{char}}}}") == "}}Frozen Alice}}"
     assert macros.render("{{{char}}}") == "{{{char}}}"
-    assert macros.render("{{a {{user}}") == "{{a Bob"
+    assert macros.render("{{a {{user}}") == "{{a {{user}}"  # {{a is unterminated
+    assert macros.render("{{user}} }} {{user}}") == "Bob }} Bob"
 
 
 def test_construction_failures() -> None:
@@ -200,14 +207,27 @@ def test_construction_failures() -> None:
         ({"macroContext": {"system": {"model": {"id": 1}}}},
          "macroContext.system.model must be a string or a number"),
         ({"macroContext": {"variableValues": {"global": {"list": [1]}}}},
-         "macroContext.variableValues.global.list must be a string or a number"),
+         "macroContext.variableValues.global.list must be a string"),
         ({"macroContext": {"variableValues": "x"}},
          "macroContext.variableValues must be an object"),
         ({"macroContext": {"alternateGreetings": "x"}},
          "macroContext.alternateGreetings must be an array"),
+        ({"macroContext": {"character": {"alternateGreetings": {"0": "x"}}}},
+         "macroContext.character.alternateGreetings must be an array"),
+        ({"macroContext": {"character": {"alternateGreetings": ["a", 2]}}},
+         "macroContext.character.alternateGreetings[1] must be a string"),
+        ({"macroContext": {"alternateGreetings": [None],
+                           "character": {"alternateGreetings": ["a"]}}},
+         "macroContext.alternateGreetings[0] must be a string"),
+        ({"macroContext": {"builtins": {"a": None}}}, "macroContext.builtins.a must be a string"),
         ({"macroContext": "x"}, "macroContext must be an object"),
-        ({"extensionPrompts": {"customWIOutlet_a": {"value": "x"}}},
-         "extensionPrompts.customWIOutlet_a must be a string or a number"),
+        ({"extensionPrompts": {"customWIOutlet_a": {"value": 3}}},
+         "extensionPrompts.customWIOutlet_a.value must be a string"),
+        ({"extensionPrompts": {"customWIOutlet_a": {"text": "x"}}},
+         "extensionPrompts.customWIOutlet_a.value must be a string"),
+        ({"extensionPrompts": {"customWIOutlet_a": 3}},
+         "extensionPrompts.customWIOutlet_a must be a string"),
+        ({"extensionPrompts": ["x"]}, "extensionPrompts must be an object"),
     ]
     for snapshot, message in cases:
         with pytest.raises(MacroError) as caught:
@@ -235,3 +255,90 @@ def test_context_macro_groups(macros: FrozenMacros) -> None:
     assert groups["chat"]["lastMessageId"] == "12"
     assert groups["names"]["char"] == "Frozen Alice"
     assert set(groups) == {"names", "character", "system", "chat"}
+
+
+
+# --- Revision 2 ---------------------------------------------------------------------------------
+
+
+def test_acceptance_5_greetings_with_and_without_alternates() -> None:
+    both = FrozenMacros.from_snapshot({"macroContext": {"character": {
+        "firstMessage": "Hi", "alternateGreetings": ["Yo", "Hey"]}}})
+    assert [both.render(f"{{{{greeting::{n}}}}}") for n in ("0", "2", "9", "-3", "x")] == [
+        "Hi", "Hey", "", "", "{{greeting::x}}"]
+    assert [both.render(f"{{{{greeting::{n}}}}}") for n in ("00", "-0", "1", " 2 ", "-", "")] == [
+        "Hi", "Hi", "Yo", "Hey", "{{greeting::-}}", "{{greeting::}}"]
+    assert both.render("{{greeting::" + "9" * 5000 + "}}") == ""  # too large for a number
+    assert both.render("{{greeting::" + "0" * 5000 + "2}}") == "Hey"
+    no_alternates = FrozenMacros.from_snapshot(
+        {"macroContext": {"character": {"firstMessage": "Hi"}}})
+    assert no_alternates.render("{{greeting::2}}|{{greeting::-3}}|{{greeting::0}}") == (
+        "{{greeting::2}}|{{greeting::-3}}|Hi")
+    empty_list = FrozenMacros.from_snapshot(
+        {"macroContext": {"character": {"firstMessage": "Hi", "alternateGreetings": []}}})
+    assert empty_list.render("{{greeting::1}}") == "{{greeting::1}}"  # tavernlab choice
+    no_first = FrozenMacros.from_snapshot(
+        {"macroContext": {"character": {"alternateGreetings": ["Yo"]}}})
+    assert no_first.render("{{greeting::0}}|{{greeting::1}}|{{charFirstMessage::0}}") == (
+        "{{greeting::0}}|Yo|{{charFirstMessage::0}}")
+    builtin_greeting = FrozenMacros.from_snapshot(
+        {"macroContext": {"builtins": {"greeting": "From builtin"}}})
+    assert builtin_greeting.render("{{greeting::0}}") == "From builtin"
+
+
+def test_acceptance_7_value_types() -> None:
+    for value in (3, True, {"k": "v"}):
+        with pytest.raises(MacroError) as caught:
+            FrozenMacros.from_snapshot({"macroContext": {"variableValues": {"local": {
+                "turns": value}}}})
+        assert caught.value.message == "macroContext.variableValues.local.turns must be a string"
+    with pytest.raises(MacroError) as builtin:
+        FrozenMacros.from_snapshot({"macroContext": {"builtins": {"maxPrompt": 8192}}})
+    assert builtin.value.message == "macroContext.builtins.maxPrompt must be a string"
+    numbers = FrozenMacros.from_snapshot({"macroContext": {"character": {
+        "personaPosition": 2}}})
+    assert numbers.render("{{personaPosition}}") == "2"
+    zero = FrozenMacros.from_snapshot({"macroContext": {"character": {"personaPosition": 0}}})
+    assert zero.render("{{personaposition}}") == "0"
+    with pytest.raises(MacroLimitExceeded, match="macro input exceeds"):
+        zero.render("x" * (MACRO_LIMIT_BYTES + 1))
+
+
+@pytest.mark.parametrize("snapshot", [
+    {"macroContext": {"character": {"alternateGreetings": ["Alt one"]}},
+     "extensionPrompts": {"customWIOutlet_Map": {"value": "Old road"}}},
+    {"macroContext": {"alternateGreetings": ["Alt one"], "character": {}},
+     "extensionPrompts": {"customWIOutlet_Map": "Old road"}},
+], ids=["upstream", "revision-1"])
+def test_acceptance_8_both_snapshot_shapes(snapshot: dict[str, Any]) -> None:
+    table = FrozenMacros.from_snapshot(snapshot)
+    assert table.render("{{greeting::1}}|{{outlet::Map}}|{{outlet::map}}") == "Alt one|Old road|"
+    groups = table.context_macro()
+    assert groups is not None and "alternateGreetings" not in groups["character"]
+
+
+def test_character_greetings_win_over_the_revision_1_location() -> None:
+    table = FrozenMacros.from_snapshot({"macroContext": {
+        "alternateGreetings": ["old"], "character": {"alternateGreetings": ["new"]}}})
+    assert table.render("{{greeting::1}}") == "new"
+
+
+def test_other_extension_prompts_are_ignored() -> None:
+    table = FrozenMacros.from_snapshot({"extensionPrompts": {
+        "2_floating_prompt": {"value": 3, "position": 1}, "x": [1], "customWIOutlet_": "e"}})
+    assert table.render("[{{outlet::}}]|[{{outlet::x}}]") == "[e]|[]"
+
+
+def test_acceptance_9_builtins_replace_fields_before_the_fallbacks() -> None:
+    table = FrozenMacros.from_snapshot({"macroContext": {
+        "names": {"char": "Ann"}, "builtins": {"char": "Bea"}}})
+    assert table.render("{{char}}|{{charifnotgroup}}") == "Bea|Bea"
+
+
+def test_an_unterminated_opener_stops_expansion() -> None:
+    table = FrozenMacros.from_snapshot({"macroContext": {"names": {"user": "Bob"}}})
+    assert table.render("{{user}} \\{{user}} {{open \\\\{{user}} {{user}}") == (
+        "Bob {{user}} {{open \\\\{{user}} {{user}}")
+    assert table.render("a {{b {{c}} d") == "a {{b {{c}} d"
+    assert table.render("{{user}} \\\\{{x") == "Bob \\\\{{x"
+    assert table.render("{{user}}{{") == "Bob{{"

@@ -428,3 +428,32 @@ def test_access_is_one_answer_per_path(path: str | None, directory: bool,
     assert access == expected
     assert access.visible == policy.is_visible(parsed)
     assert access.writable == policy.is_writable(parsed)
+
+
+def test_who_set_the_candidate(tracked: ScopedWorkspaceFs) -> None:
+    """The tracker records the acting call on every change that sets or moves the candidate
+    (the auto-commit's callId); other changes leave it alone."""
+    tracker = tracked.tracker
+    assert (tracker.call_id, tracker.candidate_call_id) == ("host", "host")
+    with tracker.acting("w1"):
+        tracked.write_text(P("scratch/d/a.md"), "a", WriteGuard.unchecked())
+    with tracker.acting("j1"):
+        tracked.write_text(P("scratch/b.json"), "{}", WriteGuard.unchecked())
+        tracked.read_text(P("scratch/d/a.md"))
+        tracked.remove(P("scratch/b.json"), False)
+    assert (tracker.candidate, tracker.candidate_call_id, tracker.call_id) == (
+        "scratch/d/a.md", "w1", "host")
+    with tracker.acting("mv"):
+        tracked.rename(P("scratch/d"), P("output/moved"))  # a directory move carries it
+    assert (tracker.candidate, tracker.candidate_call_id) == ("output/moved/a.md", "mv")
+    call = MutationTracker(candidate=tracker.candidate)
+    call.wrote(P("output/c.txt"))
+    with tracker.acting("s1"):
+        tracker.take_candidate(call)
+    assert (tracker.candidate, tracker.changed, tracker.candidate_call_id) == (
+        "output/c.txt", True, "s1")
+    with pytest.raises(RuntimeError), tracker.acting("boom"):
+        raise RuntimeError
+    assert tracker.call_id == "host"
+    tracker.reset()
+    assert (tracker.candidate, tracker.changed, tracker.call_id) == (None, False, "host")

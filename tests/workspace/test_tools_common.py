@@ -75,8 +75,15 @@ def busy_run(run: Run, put: Put) -> Run:
 def test_unknown_argument_keys_are_rejected(busy_run: Run, tool: str) -> None:
     before = state(busy_run)
     expect_error(busy_run, tool, {**VALID[tool], "offset": 1}, "tool.invalid_arguments",
-                 "unknown argument `offset`")
+                 "offset is not supported")
     assert state(busy_run) == before
+
+
+@pytest.mark.parametrize("tool", sorted(VALID))
+def test_the_first_unknown_key_in_sorted_order_is_named(busy_run: Run, tool: str) -> None:
+    """Several unknown keys: tavernlab names the first in sorted key order (7.1)."""
+    expect_error(busy_run, tool, {"zeta": 1, **VALID[tool], "Beta": 2, "alpha": 3},
+                 "tool.invalid_arguments", "Beta is not supported")
 
 
 @pytest.mark.parametrize("tool", sorted(VALID))
@@ -107,22 +114,40 @@ def test_the_run_offers_the_workspace_tools(run: Run) -> None:
 
 @pytest.mark.parametrize(("tool", "args", "message"), [
     ("workspace.list_files", {"path": 3}, "path must be a string"),
-    ("workspace.list_files", {"depth": "2"}, "depth must be an integer"),
-    ("workspace.list_files", {"depth": 1.5}, "depth must be an integer"),
-    ("workspace.list_files", {"depth": True}, "depth must be an integer"),
+    ("workspace.list_files", {"depth": "2"}, "depth must be a non-negative integer"),
+    ("workspace.list_files", {"depth": 1.5}, "depth must be a non-negative integer"),
+    ("workspace.list_files", {"depth": 2.0}, "depth must be a non-negative integer"),
+    ("workspace.list_files", {"depth": True}, "depth must be a non-negative integer"),
+    ("workspace.list_files", {"depth": None}, "depth must be a non-negative integer"),
+    ("workspace.list_files", {"depth": -1}, "depth must be a non-negative integer"),
     ("workspace.search_files", {}, "query is required"),
     ("workspace.search_files", {"query": None}, "query is required"),
-    ("workspace.search_files", {"query": ["a"]}, "query must be a string"),
-    ("workspace.search_files", {"query": "a", "limit": "5"}, "limit must be an integer"),
+    ("workspace.search_files", {"query": ["a"]}, "query is required"),
+    ("workspace.search_files", {"query": "  \t "}, "query is required"),
+    ("workspace.search_files", {"query": "a", "limit": "5"},
+     "limit must be a non-negative integer"),
+    ("workspace.search_files", {"query": "a", "limit": -4},
+     "limit must be a non-negative integer"),
     ("workspace.search_files", {"query": "a", "context_lines": 1.5},
-     "context_lines must be an integer"),
+     "context_lines must be a non-negative integer"),
+    ("workspace.search_files", {"query": "a", "context_lines": -1},
+     "context_lines must be a non-negative integer"),
+    ("workspace.search_files", {"query": "a", "context_lines": None},
+     "context_lines must be a non-negative integer"),
     ("workspace.search_files", {"query": "a", "path": {}}, "path must be a string"),
     ("workspace.read_file", {}, "path is required"),
-    ("workspace.read_file", {"path": ["output/main.md"]}, "path must be a string"),
+    ("workspace.read_file", {"path": ["output/main.md"]}, "path is required"),
+    ("workspace.read_file", {"path": None}, "path is required"),
     ("workspace.read_file", {"path": "output/main.md", "start_line": "2"},
-     "start_line must be an integer"),
+     "start_line must be a non-negative integer"),
     ("workspace.read_file", {"path": "output/main.md", "line_count": False},
-     "line_count must be an integer"),
+     "line_count must be a non-negative integer"),
+    ("workspace.read_file", {"path": "output/main.md", "line_count": None},
+     "line_count must be a non-negative integer"),
+    ("workspace.write_file", {"path": 3, "content": "x"}, "path is required"),
+    ("workspace.write_file", {"path": " ", "content": "x"}, "path is required"),
+    ("workspace.apply_patch", {"path": "\n", "old_string": "a", "new_string": "b"},
+     "path is required"),
     ("workspace.write_file", {"path": "scratch/a.md"}, "content is required"),
     ("workspace.write_file", {"content": "x"}, "path is required"),
     ("workspace.write_file", {"path": "scratch/a.md", "content": 5}, "content must be a string"),
@@ -134,6 +159,8 @@ def test_the_run_offers_the_workspace_tools(run: Run) -> None:
      "old_string is required"),
     ("workspace.apply_patch", {"path": "output/main.md", "old_string": "a", "new_string": "b",
                                "replace_all": "yes"}, "replace_all must be a boolean"),
+    ("workspace.apply_patch", {"path": "output/main.md", "old_string": "a", "new_string": "b",
+                               "replace_all": None}, "replace_all must be a boolean"),
     ("workspace.apply_patch", {"path": "output/main.md", "old_string": 1, "new_string": "b"},
      "old_string must be a string"),
     ("workspace.commit", {"path": 1}, "path must be a string"),
@@ -212,7 +239,7 @@ def test_invalid_paths(busy_run: Run, tool: str, extra: dict[str, Any]) -> None:
     before = state(busy_run)
     for path, message in INVALID_PATHS:
         expect_error(busy_run, tool, {**extra, "path": path}, "workspace.invalid_path",
-                     message)
+                     f"Invalid data: {message}")
     assert state(busy_run) == before
     assert busy_run.explicit_commits == 0
 
@@ -221,9 +248,18 @@ def test_invalid_paths(busy_run: Run, tool: str, extra: dict[str, Any]) -> None:
                                   "workspace.apply_patch", "workspace.commit"])
 def test_the_root_is_an_invalid_path_for_file_tools(busy_run: Run, tool: str) -> None:
     extra = dict(PATH_TOOLS)[tool]
-    for root in ("", ".", "./"):
+    for root in (".", "./"):
         expect_error(busy_run, tool, {**extra, "path": root}, "workspace.invalid_path",
-                     "Workspace path cannot be empty")
+                     "Invalid data: Workspace path cannot be empty")
+    if tool == "workspace.commit":  # an optional path, not trimmed
+        expect_error(busy_run, tool, {"path": ""}, "workspace.invalid_path",
+                     "Invalid data: Workspace path cannot be empty")
+    else:  # a required path, trimmed (7.1)
+        expect_error(busy_run, tool, {**extra, "path": " ./ "}, "workspace.invalid_path",
+                     "Invalid data: Workspace path cannot be empty")
+        for empty in ("", "   "):
+            expect_error(busy_run, tool, {**extra, "path": empty}, "tool.invalid_arguments",
+                         "path is required")
 
 
 HIDDEN = ["input/prompt_snapshot.json", "input/resolved_profile.json", "run.json",
@@ -235,7 +271,7 @@ def test_hidden_run_files_are_not_readable(busy_run: Run, hidden: str) -> None:
     for tool, extra in (("workspace.read_file", {}), ("workspace.list_files", {}),
                         ("workspace.search_files", {"query": "run"}), ("workspace.commit", {})):
         expect_error(busy_run, tool, {**extra, "path": hidden}, "workspace.path_not_visible",
-                     f"`{hidden}` is not readable for this task.")
+                     f"Permission denied: `{hidden}` is not readable for this task.")
 
 
 @pytest.mark.parametrize("hidden", HIDDEN)
@@ -245,7 +281,7 @@ def test_hidden_run_files_are_not_writable(busy_run: Run, hidden: str) -> None:
                         ("workspace.write_file", {"content": "{}", "mode": "append"}),
                         ("workspace.apply_patch", {"old_string": "run", "new_string": "x"})):
         expect_error(busy_run, tool, {**extra, "path": hidden}, "workspace.path_not_writable",
-                     f"`{hidden}` is not writable for this task.")
+                     f"Permission denied: `{hidden}` is not writable for this task.")
     assert state(busy_run) == before
 
 
@@ -253,11 +289,12 @@ def test_hidden_run_files_are_not_writable(busy_run: Run, hidden: str) -> None:
                                   "skills/x/SKILL.md", "tool-results/x.json"])
 def test_roots_and_read_only_roots_are_not_writable(busy_run: Run, path: str) -> None:
     before = state(busy_run)
+    denied = f"Permission denied: `{path}` is not writable for this task."
     expect_error(busy_run, "workspace.write_file", {"path": path, "content": "x"},
-                 "workspace.path_not_writable", f"`{path}` is not writable for this task.")
+                 "workspace.path_not_writable", denied)
     expect_error(busy_run, "workspace.apply_patch",
                  {"path": path, "old_string": "a", "new_string": "b"},
-                 "workspace.path_not_writable", f"`{path}` is not writable for this task.")
+                 "workspace.path_not_writable", denied)
     assert state(busy_run) == before
 
 
@@ -266,11 +303,11 @@ def test_a_profile_listing_read_only_roots_as_writable_changes_nothing(lab: Lab)
         "visibleRoots": ["output", "skills", "tool-results"],
         "writableRoots": ["output", "skills", "tool-results"]}})
     expect_error(run, "workspace.write_file", {"path": "tool-results/x.json", "content": "{}"},
-                 "workspace.path_not_writable", "`tool-results/x.json` is not writable for "
-                 "this task.")
+                 "workspace.path_not_writable", "Permission denied: `tool-results/x.json` is not "
+                 "writable for this task.")
     expect_error(run, "workspace.write_file", {"path": "skills/x/SKILL.md", "content": "x"},
-                 "workspace.path_not_writable", "`skills/x/SKILL.md` is not writable for "
-                 "this task.")
+                 "workspace.path_not_writable", "Permission denied: `skills/x/SKILL.md` is not "
+                 "writable for this task.")
     assert not (run.workspace_dir / "skills").exists()
     assert not (run.workspace_dir / "tool-results/x.json").exists()
 
@@ -331,7 +368,6 @@ def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> 
         ("workspace.apply_patch", {"path": "scratch/out/secret.md", "old_string": "alpha",
                                    "new_string": "pwned"}),
         ("workspace.list_files", {"path": "scratch/out"}),
-        ("workspace.list_files", {"path": "scratch"}),
         ("workspace.search_files", {"query": "secret", "path": "scratch/out"}),
         ("workspace.commit", {"path": "output/link.md"}),
     ]
@@ -340,6 +376,57 @@ def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> 
     assert {p.name: p.read_bytes() for p in outside.iterdir()} == secret_before
     assert busy_run.explicit_commits == 0
     assert sorted(os.listdir(busy_run.workspace_dir / "scratch")) == ["out"]
+
+
+def test_planted_nodes_are_skipped_by_listings_and_searches(busy_run: Run, put: Put,
+                                                           outside: Path) -> None:
+    """Issue 9: one planted FIFO or symlink under ``scratch/`` no longer makes a listing or a
+    search of the whole workspace fail: the entry is skipped, reported, and the rest goes on."""
+    put(busy_run, "scratch/notes.md", "alpha notes")
+    scratch = busy_run.workspace_dir / "scratch"
+    os.mkfifo(scratch / "pipe")
+    os.symlink(outside / "secret.md", scratch / "link.md")
+    listing = busy_run.call_tool("workspace.list_files", {})
+    assert not listing.is_error
+    assert listing.content == (
+        "output/\npersist/\nplan/\nscratch/\nskills/\nsummaries/\ntool-results/\n"
+        "output/main.md\nscratch/notes.md\n\n"
+        "Skipped 2 entries that are not regular files or directories: scratch/link.md "
+        "(symlink), scratch/pipe (fifo).")
+    assert listing.structured["refusedEntries"] == [
+        {"path": "scratch/link.md", "node": "symlink"}, {"path": "scratch/pipe", "node": "fifo"}]
+    assert listing.structured["truncated"] is False
+    assert "scratch/pipe" not in listing.resource_refs
+    os.unlink(scratch / "link.md")
+    search = busy_run.call_tool("workspace.search_files", {"query": "alpha", "context_lines": 0})
+    assert not search.is_error
+    assert [h["path"] for h in search.structured["hits"]] == ["output/main.md",
+                                                               "scratch/notes.md"]
+    assert search.content.endswith(
+        "\n\nSkipped 1 entry that is not a regular file or directory: scratch/pipe (fifo).")
+    assert search.structured["refusedEntries"] == [{"path": "scratch/pipe", "node": "fifo"}]
+    # main.md, notes.md and the stored result of the listing call
+    assert (search.structured["searchedFiles"], search.structured["skippedFiles"]) == (3, 0)
+    # starting at the planted node itself is still refused
+    expect_error(busy_run, "workspace.list_files", {"path": "scratch/pipe"},
+                 "workspace.invalid_data", UNSUPPORTED_NODE)
+    assert (outside / "secret.md").read_text() == "alpha secret"
+    os.unlink(scratch / "pipe")
+    clean = busy_run.call_tool("workspace.list_files", {"path": "scratch"})
+    assert (clean.content, clean.structured) == ("scratch/notes.md", {
+        "entries": [{"path": "scratch/notes.md", "kind": "file"}], "truncated": False})
+
+
+def test_refused_entries_are_named_up_to_twenty(busy_run: Run) -> None:
+    scratch = busy_run.workspace_dir / "scratch"
+    for i in range(23):
+        os.mkfifo(scratch / f"p{i:02d}")
+    listing = busy_run.call_tool("workspace.list_files", {"path": "scratch"})
+    named = ", ".join(f"scratch/p{i:02d} (fifo)" for i in range(20))
+    assert listing.content == (
+        "No visible workspace files found.\n\nSkipped 23 entries that are not regular files "
+        f"or directories: {named}, and 3 more.")
+    assert len(listing.structured["refusedEntries"]) == 23
 
 
 # --- availability --------------------------------------------------------------------------
@@ -367,7 +454,8 @@ def test_sub_agent_roots_follow_its_own_profile(busy_run: Run) -> None:
     denied = busy_run.call_tool("workspace.read_file", {"path": "output/main.md"},
                                 invocation=helper)
     assert (denied.error_code, denied.content) == (
-        "workspace.path_not_visible", "`output/main.md` is not readable for this task.")
+        "workspace.path_not_visible",
+        "Permission denied: `output/main.md` is not readable for this task.")
     wrote = busy_run.call_tool("workspace.write_file",
                                {"path": "scratch/notes.md", "content": "n"}, invocation=helper)
     assert not wrote.is_error

@@ -16,6 +16,7 @@ ROOTS = ["output", "persist", "plan", "scratch", "skills", "summaries", "tool-re
 
 
 @pytest.mark.parametrize("args", [{}, {"path": ""}, {"path": "."}, {"path": "./"},
+                                  {"path": "   "}, {"path": " . "}, {"path": "\t./\n"},
                                   {"path": None}, {"depth": 1}])
 def test_the_root_lists_the_visible_roots(run: Run, args: dict[str, object]) -> None:
     """Acceptance 1 and 2."""
@@ -35,12 +36,27 @@ def test_depth_too_large(run: Run) -> None:
     assert run.call_tool("workspace.list_files", {"depth": 4}).is_error is False
 
 
-@pytest.mark.parametrize("depth", [0, -1])
-def test_depth_below_one(run: Run, depth: int) -> None:
-    """tavernlab choice for depth < 1."""
-    result = run.call_tool("workspace.list_files", {"depth": depth})
+def test_depth_zero(run: Run) -> None:
+    """tavernlab choice for depth 0."""
+    result = run.call_tool("workspace.list_files", {"depth": 0})
     assert (result.error_code, result.content) == ("tool.invalid_arguments",
                                                    "depth must be >= 1")
+
+
+def test_negative_depth_and_a_non_string_path(run: Run) -> None:
+    """Acceptance 5."""
+    negative = run.call_tool("workspace.list_files", {"depth": -1})
+    assert (negative.error_code, negative.content) == (
+        "tool.invalid_arguments", "depth must be a non-negative integer")
+    number = run.call_tool("workspace.list_files", {"path": 7})
+    assert (number.error_code, number.content) == ("tool.invalid_arguments",
+                                                   "path must be a string")
+
+
+def test_a_listing_path_is_trimmed(run: Run, put: Put) -> None:
+    put(run, "scratch/b.md")
+    result = run.call_tool("workspace.list_files", {"path": "  scratch  "})
+    assert (result.content, result.resource_refs) == ("scratch/b.md", ["scratch/b.md"])
 
 
 def test_directories_files_and_missing_paths(run: Run, put: Put) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from tavernlab.workspace.tools import (
     PATCH_REQUIRES_READ,
     PATCH_STALE,
 )
+from tavernlab.workspace.tools.writing import MAX_WRITE_BYTES
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -223,3 +225,53 @@ def test_patched_text_files_become_the_candidate(run: Run) -> None:
     assert run.tracker.candidate == "scratch/a.md"
     assert patch(run, "scratch/a.md", "alpha", "beta")[1] is None
     assert run.tracker.candidate == "scratch/a.md"
+
+
+# --- the write limit (issue 9) -------------------------------------------------------------------
+
+
+def too_large(size: int) -> str:
+    return (f"the file would be {size} bytes, over the 8388608-byte write limit; split the "
+            "text across several files")
+
+
+def test_a_replace_all_over_the_write_limit_is_refused_in_bounded_memory(run: Run,
+                                                                         put: Put) -> None:
+    """A ~10 KB new_string over 2,000 matches would make a 20 MB file: the size is computed
+    from the counts and the patch is refused before the result is built."""
+    text = "x " * 2000
+    put(run, "scratch/big.md", text)
+    run.call_tool("workspace.read_file", {"path": "scratch/big.md"})
+    new = "y" * 10_240
+    tracemalloc.start()
+    try:
+        content, code = patch(run, "scratch/big.md", "x", new, replace_all=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (content, code) == (too_large(4000 + 2000 * (10_240 - 1)), "workspace.write_too_large")
+    assert peak < 2 * 1024 * 1024  # the refused result alone would have been 20 MB
+    assert disk(run, "scratch/big.md") == text
+    assert not flagged(run, "scratch/big.md")
+    assert patch(run, "scratch/big.md", "x", "z", replace_all=True)[1] is None
+
+
+def test_the_write_limit_is_inclusive(run: Run) -> None:
+    path = WorkspacePath("scratch/edge.md")
+    text = "a" * (MAX_WRITE_BYTES - 2) + "b"
+    run.scope.write_text(path, text, WriteGuard.unchecked())
+    run.main.records.full(path.text, sha256_hex(text.encode()))
+    assert patch(run, path.text, "b", "cc")[1] is None  # exactly 8 MiB
+    assert (run.workspace_dir / path.text).stat().st_size == MAX_WRITE_BYTES
+    assert patch(run, path.text, "cc", "\u00e9d") == (  # one more byte in UTF-8
+        too_large(MAX_WRITE_BYTES + 1), "workspace.write_too_large")
+    assert (run.workspace_dir / path.text).read_bytes().endswith(b"acc")
+
+
+def test_the_required_path_is_trimmed(run: Run, put: Put) -> None:
+    put(run, "scratch/a.md", "alpha")
+    run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
+    assert patch(run, " scratch/a.md ", "alpha", "beta") == (
+        "Patched scratch/a.md with 1 replacement(s); file now has 4 chars / 1 words.", None)
+    assert patch(run, "", "beta", "gamma") == ("path is required", "tool.invalid_arguments")
+    assert disk(run, "scratch/a.md") == "beta"

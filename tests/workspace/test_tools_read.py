@@ -124,8 +124,7 @@ def test_line_cap(run: Run, put: Put) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     ({"start_line": 5}, "start_line 5 is beyond total lines 3"),      # Acceptance 4
-    ({"start_line": 0}, "start_line must be >= 1"),
-    ({"start_line": -2}, "start_line must be >= 1"),
+    ({"start_line": 0}, "start_line must be >= 1"),                    # Acceptance 8
     ({"line_count": 0}, "line_count must be >= 1"),
     ({"start_line": 4, "line_count": 2}, "start_line 4 is beyond total lines 3"),
 ])
@@ -139,14 +138,91 @@ def test_invalid_ranges(run: Run, args: dict[str, object], message: str, put: Pu
 
 def test_unknown_argument(run: Run, put: Put) -> None:
     """Acceptance 5."""
-    put(run, "scratch/a.md", "a")
-    result = run.call_tool("workspace.read_file", {"path": "scratch/a.md", "offset": 10})
+    put(run, "output/main.md", "a")
+    result = run.call_tool("workspace.read_file", {"path": "output/main.md", "encoding": "utf-8"})
     assert (result.error_code, result.content) == ("tool.invalid_arguments",
-                                                   "unknown argument `offset`")
+                                                   "encoding is not supported")
+    mode = run.call_tool("workspace.read_file", {"path": "output/main.md", "mode": "raw"})
+    assert (mode.error_code, mode.content) == ("tool.invalid_arguments", "mode is not supported")
     for post_v5 in ("file_path", "limit"):
         assert run.call_tool("workspace.read_file",
                              {"path": "scratch/a.md", post_v5: 1}).error_code == (
             "tool.invalid_arguments")
+
+
+def test_a_required_path_is_trimmed(run: Run, put: Put) -> None:
+    """Acceptance 7."""
+    put(run, "output/main.md", "hello")
+    result = run.call_tool("workspace.read_file", {"path": "  output/main.md  "})
+    assert not result.is_error
+    assert result.content == ("output/main.md lines 1-1 of 1, chars 5 of 5, words 1 of 1\n"
+                              "1 | hello")
+    assert (result.structured["path"], result.resource_refs) == (
+        "output/main.md", ["output/main.md"])
+    for empty in ("", "   "):
+        missing = run.call_tool("workspace.read_file", {"path": empty})
+        assert (missing.error_code, missing.content) == ("tool.invalid_arguments",
+                                                         "path is required")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"line_count": -2}, "line_count must be a non-negative integer"),
+    ({"start_line": 1.5}, "start_line must be a non-negative integer"),
+    ({"start_line": "2"}, "start_line must be a non-negative integer"),
+    ({"start_line": -2}, "start_line must be a non-negative integer"),
+    ({"start_line": 2.0}, "start_line must be a non-negative integer"),
+    ({"start_line": None}, "start_line must be a non-negative integer"),
+    ({"line_count": True}, "line_count must be a non-negative integer"),
+    ({"start_line": -1, "line_count": -1}, "start_line must be a non-negative integer"),
+])
+def test_line_number_argument_errors(run: Run, put: Put, args: dict[str, object],
+                                     message: str) -> None:
+    """Acceptance 8: negative and non-integer line numbers are argument errors."""
+    put(run, "scratch/three.md", "a\nb\nc")
+    result = run.call_tool("workspace.read_file", {"path": "scratch/three.md", **args})
+    assert (result.error_code, result.content) == ("tool.invalid_arguments", message)
+    assert run.main.records.get("scratch/three.md") is None
+
+
+def test_checks_run_in_the_spec_order(run: Run, put: Put) -> None:
+    """7.5: unknown keys, path, parse, visibility, line numbers, the read, the range."""
+    put(run, "scratch/three.md", "a\nb\nc")
+    cases: list[tuple[dict[str, object], str, str]] = [
+        ({"path": "", "start_line": -1, "x": 1}, "tool.invalid_arguments", "x is not supported"),
+        ({"path": " ", "start_line": -1}, "tool.invalid_arguments", "path is required"),
+        ({"path": "/abs", "start_line": -1}, "workspace.invalid_path",
+         "Invalid data: Workspace path must be relative"),
+        ({"path": "run.json", "start_line": -1}, "workspace.path_not_visible",
+         "Permission denied: `run.json` is not readable for this task."),
+        ({"path": "scratch/none.md", "start_line": -1}, "tool.invalid_arguments",
+         "start_line must be a non-negative integer"),
+        ({"path": "scratch/none.md", "start_line": 0}, "workspace.file_not_found",
+         "workspace path `scratch/none.md` was not found."),
+        ({"path": "scratch/three.md", "start_line": 0}, "workspace.invalid_line_range",
+         "start_line must be >= 1"),
+    ]
+    for args, code, message in cases:
+        result = run.call_tool("workspace.read_file", args)
+        assert (result.error_code, result.content) == (code, message), args
+
+
+def test_prefixed_path_errors(run: Run) -> None:
+    """Acceptance 9 and 10."""
+    absolute = run.call_tool("workspace.read_file", {"path": "/output/main.md"})
+    assert (absolute.error_code, absolute.content) == (
+        "workspace.invalid_path", "Invalid data: Workspace path must be relative")
+    assert absolute.structured == {"error": {
+        "code": "workspace.invalid_path",
+        "message": "Invalid data: Workspace path must be relative"}}
+    hidden = run.call_tool("workspace.read_file", {"path": "manifest.json"})
+    assert (hidden.error_code, hidden.content) == (
+        "workspace.path_not_visible",
+        "Permission denied: `manifest.json` is not readable for this task.")
+    written = run.call_tool("workspace.write_file", {"path": "tool-results/x.md", "content": "x"})
+    assert (written.error_code, written.content) == (
+        "workspace.path_not_writable",
+        "Permission denied: `tool-results/x.md` is not writable for this task.")
+    assert written.structured["error"]["message"] == written.content
 
 
 def test_directory_and_missing_file(run: Run) -> None:

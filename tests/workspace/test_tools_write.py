@@ -9,6 +9,7 @@ import pytest
 from tavernlab.host import Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
+from tavernlab.workspace.tools.writing import MAX_WRITE_BYTES
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -233,3 +234,26 @@ def test_text_writes_become_the_candidate(run: Run) -> None:
     run.tracker.changed = False
     assert write(run, "scratch/other.md", "refused")[1] == "workspace.write_requires_read"
     assert (run.tracker.candidate, run.tracker.changed) == ("plan/p.TXT", False)
+
+
+def test_writes_over_the_write_limit_are_refused(run: Run, put: Put) -> None:
+    """tavernlab's 8 MiB write limit of the text tools (issue 9): nothing is written."""
+    message = ("the file would be {} bytes, over the 8388608-byte write limit; split the text "
+               "across several files")
+    assert write(run, "scratch/big.md", "x" * (MAX_WRITE_BYTES + 1)) == (
+        message.format(MAX_WRITE_BYTES + 1), "workspace.write_too_large")
+    assert not (run.workspace_dir / "scratch/big.md").exists()
+    assert write(run, "scratch/big.md", "x" * MAX_WRITE_BYTES)[1] is None
+    assert write(run, "scratch/big.md", "\u00e9", "append") == (
+        message.format(MAX_WRITE_BYTES + 2), "workspace.write_too_large")
+    assert (run.workspace_dir / "scratch/big.md").stat().st_size == MAX_WRITE_BYTES
+    put(run, "scratch/small.md", "abc")
+    assert write(run, "scratch/small.md", "x" * (MAX_WRITE_BYTES - 3), "append")[1] is None
+
+
+def test_the_required_path_is_trimmed(run: Run) -> None:
+    """7.1: `` scratch/t.md `` is ``scratch/t.md``; the content is raw, never trimmed."""
+    assert write(run, "  scratch/t.md\t", " padded \n") == (
+        "Wrote 9 chars / 1 words to scratch/t.md.", None)
+    assert disk(run, "scratch/t.md") == " padded \n"
+    assert write(run, "   ", "x") == ("path is required", "tool.invalid_arguments")

@@ -40,7 +40,7 @@ from tavernlab.workspace.fs import WriteGuard
 
 
 def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
-                   is_explicit: bool, call_id: str | None, reason: str | None = None
+                   is_explicit: bool, call_id: str, reason: str | None = None
                    ) -> tuple[int, int]:
     """Ask the host to save ``text`` as this run's output message and record it."""
     chat = core.chat
@@ -67,7 +67,10 @@ def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: st
 
 def auto_commit(core: RunCore) -> str | None:
     """At the end of a round: commit the round's last modified text file when the rules
-    allow (a foreground Chat run with no explicit commit yet); returns its path."""
+    allow (a foreground Chat run with no explicit commit yet); returns its path. Its
+    ``callId`` is the call that last set or moved the candidate: a tool call's id, a
+    ``run.js`` job's ``job_…`` id, or ``host`` for a change made through ``run.scope``
+    outside both (see :mod:`tavernlab.workspace.tracking`)."""
     tracker = core.tracker
     candidate = tracker.candidate
     if not (core.is_chat and core.record.presentation == "foreground"
@@ -78,7 +81,7 @@ def auto_commit(core: RunCore) -> str | None:
     except WorkspaceError:
         return None
     commit_to_chat(core, path=candidate, text=file.text, sha256=file.sha256, mode="replace",
-                   is_explicit=False, call_id=None)
+                   is_explicit=False, call_id=tracker.candidate_call_id)
     return candidate
 
 

@@ -14,6 +14,9 @@ tavernlab choices where upstream is unknown (documented here):
 * Arguments that are not JSON values, hold a lone surrogate, or nest deeper than 128 levels
   (serde_json's recursion limit, which upstream's parser applies) are
   ``tool.invalid_arguments``, recorded as a call like any other.
+* The call acts on the round's tracker under its own id
+  (:meth:`~tavernlab.workspace.tracking.MutationTracker.acting`), so an auto-commit names
+  the call that last set or moved the candidate.
 """
 
 from __future__ import annotations
@@ -168,7 +171,7 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     core.emit(ToolCallRequested, ref, scope=scope)
     core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
-    with core.activities.activity("tool", ctx.call_id):
+    with core.activities.activity("tool", ctx.call_id), core.tracker.acting(ctx.call_id):
         result, interrupted = _execute(core, registry, ctx, arguments, refusal)
         if ctx.token.cancelled:
             counters.round_cancelled = True

@@ -260,7 +260,8 @@ class Run:
         ``argv`` is the argument list after the command name (``["script.js", "a"]``); a
         string is split the way a shell would (``"-e 'console.log(1)'"``). :meth:`cancel`
         from another thread or a KeyboardInterrupt stops it; file writes it made stay and
-        feed auto-commit.
+        feed auto-commit (attributed to the job's own id, ``job_<32 hex>``, since it is not a
+        tool call).
         """
         core = self._core
         core.require_active()
@@ -272,8 +273,8 @@ class Run:
             stdin_sha256=None if data is None else sha256_hex(data),
             stdin_bytes=None if data is None else len(data)))
         started = core.clock.monotonic()
-        with core.activities.activity("js", job_id), \
-                core.inflight.track(CancelToken()) as token:
+        with (core.activities.activity("js", job_id), core.tracker.acting(job_id),
+              core.inflight.track(CancelToken()) as token):
             result = run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
                                     stdin=data, command=command, token=token,
                                     deadline=core.clock.monotonic() + core.shell_deadline_s,

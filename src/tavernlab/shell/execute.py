@@ -107,6 +107,5 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
         if result is None or result.is_error:
             round_tracker.clear_candidate()
         elif call_tracker.changed:
-            round_tracker.candidate = call_tracker.candidate
-            round_tracker.changed = True
+            round_tracker.take_candidate(call_tracker)
     return result

@@ -214,7 +214,7 @@ def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
                             f"workspace roots ({roots}).")
         targets.append(path)
     tracker = scope.tracker
-    before = (tracker.candidate, tracker.changed)
+    before = (tracker.candidate, tracker.changed, tracker.candidate_call_id)
     written: list[str] = []
     for write, path in zip(writes, targets, strict=True):
         snapshot = files.get(write.path)
@@ -234,7 +234,7 @@ def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
         if last_write_path is not None and is_text_file(last_write_path):
             tracker.candidate, tracker.changed = last_write_path, True
         else:
-            tracker.candidate, tracker.changed = before
+            tracker.candidate, tracker.changed, tracker.candidate_call_id = before
     return written
 
 

@@ -16,18 +16,46 @@ import stat
 
 from tavernlab.errors import FileIo, InvalidData
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.contract import not_found
+from tavernlab.workspace.contract import (
+    UNSUPPORTED_NODE,
+    RefusedNode,
+    WorkspaceDirectoryEntry,
+    WorkspaceDirectoryScan,
+    WorkspaceRefusedEntry,
+    metadata_from_stat,
+    not_found,
+)
 
-UNSUPPORTED_NODE = "workspace supports regular files and directories"
+__all__ = ["UNSUPPORTED_NODE", "ContainedRoot", "refused_node", "supported_node"]
+
+
+def refused_node(st: os.stat_result) -> RefusedNode | None:
+    """What a node (its ``lstat``) is when the workspace refuses it, ``None`` when it is
+    served: the one rule for what may exist in a workspace. A directory and a regular file
+    with one name are served; symlinks, FIFOs, sockets, devices and planted hard links (a
+    regular file with ``st_nlink > 1``, which could alias a file outside the run; this rule is
+    tavernlab's, beyond upstream) are refused alike."""
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISREG(mode):
+        return None if st.st_nlink == 1 else "hard_link"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISBLK(mode):
+        return "block_device"
+    if stat.S_ISCHR(mode):
+        return "char_device"
+    return "unknown"
 
 
 def supported_node(st: os.stat_result) -> bool:
-    """The one rule for what may exist in a workspace: a directory, or a regular file with
-    one name. Symlinks, FIFOs, sockets, devices and planted hard links (a regular file with
-    ``st_nlink > 1``, which could alias a file outside the run) are refused alike (the hard
-    link rule is tavernlab's, beyond upstream)."""
-    mode = st.st_mode
-    return stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and st.st_nlink == 1)
+    """Whether the workspace serves this node (see :func:`refused_node`)."""
+    return refused_node(st) is None
 
 
 class ContainedRoot:
@@ -64,6 +92,35 @@ class ContainedRoot:
             if not supported_node(st):
                 raise InvalidData(UNSUPPORTED_NODE)
         return st
+
+    def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
+             ) -> WorkspaceDirectoryScan:
+        """The children of the directory ``path`` (already checked), each sorted by path:
+        regular files and directories as entries, anything else as refused entries; the name
+        ``hidden`` is left out. A name that is not UTF-8 fails (spec 5.2); OS errors
+        propagate as ``OSError``."""
+        entries: list[WorkspaceDirectoryEntry] = []
+        refused: list[WorkspaceRefusedEntry] = []
+        with os.scandir(self.host(path)) as it:
+            for item in it:
+                if item.name == hidden:
+                    continue
+                try:
+                    item.name.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidData(
+                        f"Workspace entry name is not UTF-8 in {path.text if path else '/'}"
+                    ) from None
+                child_st = item.stat(follow_symlinks=False)
+                child = item.name if path is None else f"{path.text}/{item.name}"
+                node = refused_node(child_st)
+                if node is not None:
+                    refused.append(WorkspaceRefusedEntry(child, node))
+                else:
+                    entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))
+        entries.sort(key=lambda e: e.path)
+        refused.sort(key=lambda e: e.path)
+        return WorkspaceDirectoryScan(entries, refused)
 
     def require_parent_dir(self, path: WorkspacePath) -> None:
         """The parent of ``path`` exists and is a directory."""

@@ -11,11 +11,15 @@ Snapshot shape (upstream V5 shape unknown; tavernlab chooses this and documents 
       "worldInfoActivation": {"entries": [{uid, ref?, content, constant, position?,
                                            displayName?, world}]},
       "variables": {"local": {...}, "global": {...}},          # raw JSON values
-      "macroContext": {"names": {...}, "character": {...}, "system": {...}, "chat": {...},
+      "macroContext": {"names": {...}, "character": {..., "alternateGreetings": [...]},
+                       "system": {...}, "chat": {...},
                        "variableValues": {"local": {...}, "global": {...}},
-                       "builtins": {...}, "alternateGreetings": [...]},
-      "extensionPrompts": {"<name>": "<text>", ...}
+                       "builtins": {...}},
+      "extensionPrompts": {"customWIOutlet_<key>": {"value": "<text>"}, ...}
     }
+
+``macroContext`` and ``extensionPrompts`` follow upstream's snapshot shape (spec/workspace.md
+section 13; the revision-1 shape is accepted too, see :mod:`tavernlab.workspace.macro_snapshot`).
 
 The snapshot is stored raw; each consumer validates the part it needs (the legacy
 ``skill.run_script`` reports a malformed one as ``agent.invalid_skill_script_context``).

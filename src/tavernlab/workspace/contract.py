@@ -1,6 +1,17 @@
 """The values of the ``WorkspaceFs`` contract (spec/workspace.md section 5.1): files,
 metadata, directory entries, bounded listings and compare-and-swap write guards, plus the
-small rules every storage caller shares (digests, UTF-8 decoding, the listing walk)."""
+small rules every storage caller shares (digests, UTF-8 decoding, the listing walk).
+
+**Refused entries** (tavernlab's shape, spec/workspace.md 5.6 and issue 9): a directory
+child that exists on disk but is neither a regular file nor a directory (a symlink, FIFO,
+socket or device planted in the run directory) is never served. A one-level scan reports it
+as a :class:`WorkspaceRefusedEntry` ``{path, node}`` beside the served entries
+(:class:`WorkspaceDirectoryScan`), and a recursive listing carries the refused entries it met
+in :attr:`WorkspaceFileList.refused`, so one planted node no longer makes a whole listing
+fail, and no caller loses sight of it. Touching such a node directly (reading it, listing it
+as the start path, walking through it) still fails with ``workspace supports regular files
+and directories``.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from tavernlab.errors import FileNotText, NotFound
+from tavernlab.errors import FileNotText, InvalidData, NotFound
 from tavernlab.paths import WorkspacePath
 
 
@@ -65,12 +76,50 @@ class WorkspaceEntry:
     kind: Literal["file", "directory"]
 
 
+#: What a refused node is (from its ``lstat`` mode).
+RefusedNode = Literal["symlink", "fifo", "socket", "block_device", "char_device", "hard_link",
+                      "unknown"]
+
+#: The one wording of the node rule (spec/workspace.md 5.6).
+UNSUPPORTED_NODE = "workspace supports regular files and directories"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceRefusedEntry:
+    """A directory child the workspace refuses to serve: ``node`` says what it is."""
+
+    path: str
+    node: RefusedNode
+
+    def to_json(self) -> dict[str, str]:
+        """``{path, node}``, as the tools report it."""
+        return {"path": self.path, "node": self.node}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceDirectoryScan:
+    """One level of a directory: the served ``entries`` and the ``refused`` ones, each
+    sorted by path."""
+
+    entries: list[WorkspaceDirectoryEntry]
+    refused: list[WorkspaceRefusedEntry] = field(default_factory=list)
+
+    def strict(self) -> list[WorkspaceDirectoryEntry]:
+        """The entries of a caller that cannot skip anything (``read_dir``): a refused
+        child fails with ``workspace supports regular files and directories``."""
+        if self.refused:
+            raise InvalidData(UNSUPPORTED_NODE)
+        return self.entries
+
+
 @dataclass(frozen=True, slots=True)
 class WorkspaceFileList:
-    """A bounded recursive listing; ``truncated`` says entries were left out."""
+    """A bounded recursive listing; ``truncated`` says entries were left out and
+    ``refused`` lists the refused entries met on the way (they count towards the bound)."""
 
     entries: list[WorkspaceEntry] = field(default_factory=list)
     truncated: bool = False
+    refused: list[WorkspaceRefusedEntry] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,26 +189,37 @@ def metadata_from_stat(st: os.stat_result) -> WorkspaceMetadata:
     )
 
 
-def walk_entries(read_dir: Callable[[WorkspacePath | None], list[WorkspaceDirectoryEntry]],
+def walk_entries(scan_dir: Callable[[WorkspacePath | None], WorkspaceDirectoryScan],
                  start: WorkspacePath | None, depth: int, max_entries: int) -> WorkspaceFileList:
-    """Depth-first walk of ``read_dir`` down to ``depth`` levels, stopping at ``max_entries``.
+    """Depth-first walk of ``scan_dir`` down to ``depth`` levels, stopping at ``max_entries``.
 
     Shared by the storage port and the scoped view (which walks its policy-filtered and
-    skills-mounted listing the same way). Final order: directories first, then files, each
-    group sorted by path.
+    skills-mounted listing the same way). A refused child is recorded in ``refused`` and
+    takes a place of the bound like any entry (so a directory of planted nodes cannot make a
+    listing unbounded); the walk goes on past it. Final order: directories first, then
+    files, each group sorted by path; refused entries sorted by path.
     """
     out: list[WorkspaceEntry] = []
+    refused: list[WorkspaceRefusedEntry] = []
 
     def visit(path: WorkspacePath | None, level: int) -> bool:
-        for entry in read_dir(path):
-            if len(out) >= max_entries:
+        scan = scan_dir(path)
+        children: list[WorkspaceDirectoryEntry | WorkspaceRefusedEntry] = [
+            *scan.entries, *scan.refused]
+        children.sort(key=lambda child: child.path)
+        for child in children:
+            if len(out) + len(refused) >= max_entries:
                 return True
-            kind: Literal["file", "directory"] = entry.metadata.kind
-            out.append(WorkspaceEntry(entry.path, kind))
-            if kind == "directory" and level > 1 and visit(WorkspacePath(entry.path), level - 1):
+            if isinstance(child, WorkspaceRefusedEntry):
+                refused.append(child)
+                continue
+            kind: Literal["file", "directory"] = child.metadata.kind
+            out.append(WorkspaceEntry(child.path, kind))
+            if kind == "directory" and level > 1 and visit(WorkspacePath(child.path), level - 1):
                 return True
         return False
 
     truncated = visit(start, depth)
     out.sort(key=lambda e: (e.kind != "directory", e.path))
-    return WorkspaceFileList(out, truncated)
+    refused.sort(key=lambda e: e.path)
+    return WorkspaceFileList(out, truncated, refused)

@@ -40,14 +40,16 @@ from tavernlab.errors import (
 from tavernlab.locks import ReadWriteLock
 from tavernlab.paths import WorkspacePath, display
 from tavernlab.workspace.changes import FsChange
-from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot, supported_node
+from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot
 from tavernlab.workspace.contract import (
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
+    WorkspaceDirectoryScan,
     WorkspaceEntry,
     WorkspaceFile,
     WorkspaceFileList,
     WorkspaceMetadata,
+    WorkspaceRefusedEntry,
     WriteGuard,
     decode_text,
     metadata_from_stat,
@@ -59,9 +61,9 @@ from tavernlab.workspace.contract import (
 #: The contract's values are part of the port's surface: callers import them from here.
 __all__ = [
     "LOCK_FILE_NAME", "TEMP_PREFIX", "UNSUPPORTED_NODE", "WorkspaceAppendResult",
-    "WorkspaceDirectoryEntry", "WorkspaceEntry", "WorkspaceFile", "WorkspaceFileList",
-    "WorkspaceFs", "WorkspaceMetadata", "WriteGuard", "decode_text", "not_found",
-    "sha256_hex", "walk_entries",
+    "WorkspaceDirectoryEntry", "WorkspaceDirectoryScan", "WorkspaceEntry", "WorkspaceFile",
+    "WorkspaceFileList", "WorkspaceFs", "WorkspaceMetadata", "WorkspaceRefusedEntry",
+    "WriteGuard", "decode_text", "not_found", "sha256_hex", "walk_entries",
 ]
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
@@ -154,42 +156,34 @@ class WorkspaceFs:
 
     def read_dir(self, path: WorkspacePath | None, max_entries: int | None) -> list[
             WorkspaceDirectoryEntry]:
-        """One level, sorted by logical path; more than ``max_entries`` children is an error."""
-        with self.lock.shared():
-            return self._read_dir_locked(path, max_entries)
+        """One level, sorted by logical path; more than ``max_entries`` children is an error,
+        and so is a child that is neither a regular file nor a directory (spec 5.6)."""
+        return self.scan_dir(path, max_entries).strict()
 
-    def _read_dir_locked(self, path: WorkspacePath | None, max_entries: int | None,
-                         *, truncate: bool = False) -> list[WorkspaceDirectoryEntry]:
+    def scan_dir(self, path: WorkspacePath | None, max_entries: int | None
+                 ) -> WorkspaceDirectoryScan:
+        """One level like :meth:`read_dir`, except that a symlink or special child is
+        reported as a refused entry instead of failing the listing (``max_entries`` counts
+        both kinds)."""
+        with self.lock.shared():
+            return self._scan_dir_locked(path, max_entries)
+
+    def _scan_dir_locked(self, path: WorkspacePath | None, max_entries: int | None
+                         ) -> WorkspaceDirectoryScan:
         st = self._root.check(path)
         if st is None:
             raise not_found(display(path))
         if not stat.S_ISDIR(st.st_mode):
             raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
-        entries: list[WorkspaceDirectoryEntry] = []
         try:
-            with os.scandir(self._root.host(path)) as it:
-                for item in it:
-                    if path is None and item.name == LOCK_FILE_NAME:
-                        continue
-                    try:
-                        item.name.encode("utf-8")
-                    except UnicodeEncodeError:
-                        raise InvalidData(
-                            f"Workspace entry name is not UTF-8 in {display(path) or '/'}"
-                        ) from None
-                    child_st = item.stat(follow_symlinks=False)
-                    if not supported_node(child_st):
-                        raise InvalidData(UNSUPPORTED_NODE)
-                    child = item.name if path is None else f"{path.text}/{item.name}"
-                    entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))
+            scan = self._root.scan(path, hidden=LOCK_FILE_NAME if path is None else None)
         except OSError as exc:
             raise FileIo("list", display(path), exc) from None
-        entries.sort(key=lambda e: e.path)
-        if max_entries is not None and len(entries) > max_entries:
+        if max_entries is not None and len(scan.entries) + len(scan.refused) > max_entries:
             raise InvalidData(
                 f"Workspace directory exceeds {max_entries} entries: {display(path)}"
             )
-        return entries
+        return scan
 
     def read_text(self, path: WorkspacePath) -> WorkspaceFile:
         """The whole file as UTF-8 text with its digest (``WorkspaceFileNotText`` otherwise)."""
@@ -201,6 +195,7 @@ class WorkspaceFs:
         """Walk depth-first down to ``depth`` levels; stop at ``max_entries`` (``truncated``).
 
         A file path lists just that file. Order: directories first, then files, each by path.
+        Symlinks and special files below the start are skipped and listed in ``refused``.
         """
         with self.lock.shared():
             st = self._root.check(path)
@@ -208,7 +203,7 @@ class WorkspaceFs:
                 raise not_found(display(path))
             if path is not None and not stat.S_ISDIR(st.st_mode):
                 return WorkspaceFileList([WorkspaceEntry(path.text, "file")], False)
-            return walk_entries(lambda p: self._read_dir_locked(p, None), path, depth,
+            return walk_entries(lambda p: self._scan_dir_locked(p, None), path, depth,
                                 max_entries)
 
     # -- mutations -------------------------------------------------------------------------

@@ -3,21 +3,19 @@
 spec/workspace.md section 13. One :class:`FrozenMacros` table serves ``macros.render()`` in
 scripts and the macro projection of skill files (spec/js-and-skills.md section 9); sub-agents
 and resumed calls reuse the same table because it is built from the run's frozen prompt
-snapshot (shape documented in :mod:`tavernlab.workspace.context`).
+snapshot.
 
 Rendering is a single pass over the input: a value that was inserted is never scanned again,
 and the scanner is linear in the input size (fixed-string tokenization plus a bracket stack,
 no backtracking regular expressions), so a 16 MiB input renders in linear time.
 
+The snapshot is read and validated by :mod:`tavernlab.workspace.macro_snapshot` (upstream's
+shape and the revision-1 compatibility shape, value types, builtins, fallbacks).
+
 tavernlab choices where upstream detail is unknown (documented here and in the report):
 
-* Error code ``agent.invalid_macro_context`` for a malformed snapshot and
-  ``agent.macro_limit_exceeded`` for the 16 MiB limits.
-* A builtin never replaces a name that a ``macroContext`` field already defined; two builtins
-  whose names differ only by case fail construction instead of one silently winning.
-* ``macroContext.alternateGreetings`` must be a list of strings; ``extensionPrompts`` must be an
-  object whose values are strings or numbers.
-* Numbers are stringified with Python's ``str`` (``7`` -> ``7``, ``1.5`` -> ``1.5``).
+* Error code ``agent.macro_limit_exceeded`` for the 16 MiB limits.
+* An empty alternate-greetings list counts as none: ``greeting::N`` with N != 0 stays literal.
 * Without a frozen macro context, ``greeting::N`` and ``hasvar::k`` (like ``getvar::k``) stay
   literal: there are no host facts to answer them with.
 * A nested expression (any ``{{`` between an opening ``{{`` and its ``}}``) is left exactly
@@ -26,76 +24,21 @@ tavernlab choices where upstream detail is unknown (documented here and in the r
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from tavernlab.errors import MacroError, MacroLimitExceeded
+from tavernlab.workspace.macro_snapshot import read_snapshot
+
+#: ``MacroError`` is what construction raises; callers import it from here.
+__all__ = ["CONSTANTS", "MACRO_LIMIT_BYTES", "FrozenMacros", "MacroError", "MacroLimitExceeded"]
 
 #: Input and output limit of one render, in UTF-8 bytes (16 MiB).
 MACRO_LIMIT_BYTES = 16 * 1024 * 1024
 
-#: ``macroContext`` field -> macro names, per group (section 13 table).
-FIELD_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
-    "names": {
-        "user": ("user",),
-        "char": ("char",),
-        "group": ("group", "charifnotgroup"),
-        "groupNotMuted": ("groupnotmuted",),
-        "notChar": ("notchar",),
-    },
-    "character": {
-        "charPrompt": ("charprompt",),
-        "charInstruction": ("charinstruction",),
-        "charJailbreak": ("charjailbreak",),
-        "description": ("description", "chardescription"),
-        "personality": ("personality", "charpersonality"),
-        "scenario": ("scenario", "charscenario"),
-        "persona": ("persona",),
-        "personaPosition": ("personaposition",),
-        "mesExamplesRaw": ("mesexamplesraw",),
-        "mesExamples": ("mesexamples",),
-        "charDepthPrompt": ("chardepthprompt",),
-        "creatorNotes": ("creatornotes", "charcreatornotes"),
-        "version": ("version", "charversion", "char_version"),
-        "firstMessage": ("greeting", "charfirstmessage"),
-    },
-    "system": {"model": ("model",)},
-    "chat": {
-        "lastMessageId": ("lastmessageid",),
-        "lastSwipeId": ("lastswipeid",),
-        "currentSwipeId": ("currentswipeid",),
-    },
-}
-
-#: ``(target, source)``: fill ``target`` from ``source`` only when ``target`` is absent.
-FALLBACKS: tuple[tuple[str, str], ...] = (
-    ("charifnotgroup", "char"),
-    ("charinstruction", "charjailbreak"),
-    ("charjailbreak", "charinstruction"),
-    ("idle_duration", "idleduration"),
-    ("maxprompttokens", "maxprompt"),
-    ("maxcontexttokens", "maxcontext"),
-    ("maxresponsetokens", "maxresponse"),
-    ("instructuserprefix", "instructinput"),
-    ("instructassistantprefix", "instructoutput"),
-    ("instructassistantsuffix", "instructseparator"),
-    ("instructfirstassistantprefix", "instructfirstoutput"),
-    ("instructfirstoutputprefix", "instructfirstoutput"),
-    ("instructlastassistantprefix", "instructlastoutput"),
-    ("instructlastoutputprefix", "instructlastoutput"),
-    ("instructfirstuserprefix", "instructfirstinput"),
-    ("instructlastuserprefix", "instructlastinput"),
-    ("instructsystem", "defaultsystemprompt"),
-    ("instructsystemprompt", "defaultsystemprompt"),
-    ("exampleseparator", "chatseparator"),
-)
-
 #: Names that expand to fixed text whatever the context.
 CONSTANTS: dict[str, str] = {"space": " ", "newline": "\n", "noop": ""}
-
-OUTLET_PREFIX = "customWIOutlet_"
 
 _GREETING_NAMES = frozenset({"greeting", "charfirstmessage"})
 _HAS_LOCAL = frozenset({"hasvar", "varexists"})
@@ -105,31 +48,8 @@ _TOKENS = re.compile(r"(?<!\\)\\*\{\{|\}\}")
 _MISSING: Any = object()
 
 
-
 def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _scalar(value: Any, where: str) -> str:
-    """A string, or a number stringified; anything else fails construction."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise MacroError(f"{where} must be a string or a number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise MacroError(f"{where} must be a finite number")
-    return str(value)
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise MacroError(f"{where} must be an object")
-    return value
-
-
-def _string_map(value: Any, where: str) -> dict[str, str]:
-    """An object whose values are strings or numbers, stringified."""
-    return {str(k): _scalar(v, f"{where}.{k}") for k, v in _object(value, where).items()}
 
 
 class FrozenMacros:
@@ -161,71 +81,13 @@ class FrozenMacros:
 
     @classmethod
     def from_snapshot(cls, snapshot: Mapping[str, Any] | None) -> FrozenMacros:
-        """Build the table from a run's frozen prompt snapshot (``None``: no host context).
-
-        Reads ``macroContext`` (groups ``names``, ``character``, ``system``, ``chat``,
-        ``variableValues``, plus ``builtins`` and ``alternateGreetings``) and
-        ``extensionPrompts``. Groups must be objects and values strings or numbers, else
-        :class:`MacroError` (``agent.invalid_macro_context``).
-        """
-        if snapshot is None:
-            return cls()
-        snapshot = _object(snapshot, "prompt snapshot")
-        outlets = None
-        if snapshot.get("extensionPrompts") is not None:
-            prompts = _string_map(snapshot["extensionPrompts"], "extensionPrompts")
-            outlets = {name[len(OUTLET_PREFIX):]: text for name, text in prompts.items()
-                       if name.startswith(OUTLET_PREFIX)}
-        raw = snapshot.get("macroContext")
-        if raw is None:
-            return cls(outlets=outlets)
-        context = _object(raw, "macroContext")
-
-        groups: dict[str, dict[str, str]] = {}
-        table: dict[str, str] = {}
-        for group, fields in FIELD_NAMES.items():
-            values = (_string_map(context[group], f"macroContext.{group}")
-                      if context.get(group) is not None else {})
-            groups[group] = values
-            for field, names in fields.items():
-                if field in values:
-                    for name in names:
-                        table[name] = values[field]
-
-        if context.get("builtins") is not None:
-            builtins = _string_map(context["builtins"], "macroContext.builtins")
-            seen: set[str] = set()
-            for key, value in builtins.items():
-                name = key.lower()
-                if name in seen:
-                    raise MacroError(f"macroContext.builtins defines `{name}` more than once")
-                seen.add(name)
-                table.setdefault(name, value)
-
-        for target, source in FALLBACKS:
-            if target not in table and source in table:
-                table[target] = table[source]
-
-        local = global_ = None
-        if context.get("variableValues") is not None:
-            variables = _object(context["variableValues"], "macroContext.variableValues")
-            if variables.get("local") is not None:
-                local = _string_map(variables["local"], "macroContext.variableValues.local")
-            if variables.get("global") is not None:
-                global_ = _string_map(variables["global"], "macroContext.variableValues.global")
-
-        greetings: list[str] = []
-        if context.get("alternateGreetings") is not None:
-            raw_greetings = context["alternateGreetings"]
-            if not isinstance(raw_greetings, list):
-                raise MacroError("macroContext.alternateGreetings must be an array")
-            for i, item in enumerate(raw_greetings):
-                if not isinstance(item, str):
-                    raise MacroError(f"macroContext.alternateGreetings[{i}] must be a string")
-                greetings.append(item)
-
-        return cls(table, local=local, global_=global_, outlets=outlets,
-                   alternate_greetings=greetings, groups=groups)
+        """Build the table from a run's frozen prompt snapshot (``None``: no host context);
+        see :func:`~tavernlab.workspace.macro_snapshot.read_snapshot` for what is read and
+        what fails construction (:class:`MacroError`, ``agent.invalid_macro_context``)."""
+        sources = read_snapshot(snapshot)
+        return cls(sources.table, local=sources.local, global_=sources.global_,
+                   outlets=sources.outlets, alternate_greetings=list(sources.alternate_greetings),
+                   groups=sources.groups)
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -259,14 +121,7 @@ class FrozenMacros:
             return None
         name, arg = parts[0].strip().lower(), parts[1].strip()
         if name in _GREETING_NAMES:
-            if not self._has_context or not _INTEGER.fullmatch(arg):
-                return None
-            index = int(arg)
-            if index == 0:
-                return self._table.get("greeting", "")
-            if 1 <= index <= len(self._alternate_greetings):
-                return self._alternate_greetings[index - 1]
-            return ""
+            return self._greeting(arg) if self._has_context else None
         source = {
             "getvar": self._variables_local, "getglobalvar": self._variables_global,
             "outlet": self._outlets,
@@ -280,37 +135,52 @@ class FrozenMacros:
             return "true" if arg in variables else "false"
         return None
 
+    def _greeting(self, arg: str) -> str | None:
+        """``greeting::N``: 0 (``0``, ``00``, ``-0``) is the main greeting (literal when none
+        was frozen); any other N needs alternate greetings (literal without them), then N in
+        1..len picks one and anything else (negative, past the end, too large) is empty."""
+        if not _INTEGER.fullmatch(arg):
+            return None
+        digits = arg.lstrip("-").lstrip("0")
+        if not digits:
+            return self._table.get("greeting")
+        if not self._alternate_greetings:
+            return None
+        if arg.startswith("-") or len(digits) > len(str(len(self._alternate_greetings))):
+            return ""
+        index = int(digits)
+        return self._alternate_greetings[index - 1] if index <= len(
+            self._alternate_greetings) else ""
+
     # -- rendering --------------------------------------------------------------------------
 
     def render(self, text: str) -> str:
         """Expand ``text`` in one pass.
 
-        Unknown, nested and unterminated expressions stay literal; an odd number of
-        backslashes before ``{{`` escapes it, and each pair of backslashes there becomes one.
-        Input or output over 16 MiB raises :class:`MacroLimitExceeded`.
+        Unknown and nested expressions stay literal; an odd number of backslashes before a
+        terminated ``{{ … }}`` escapes it, and each pair of backslashes there becomes one.
+        Expansion stops at the first unterminated ``{{``: it, the backslashes just before it
+        and all the text after it are copied unchanged. Input or output over 16 MiB raises
+        :class:`MacroLimitExceeded`.
         """
         if _utf8_len(text) > MACRO_LIMIT_BYTES:
             raise MacroLimitExceeded(f"macro input exceeds {MACRO_LIMIT_BYTES} bytes")
-        if "{{" not in text or ("}}" not in text and "\\{{" not in text):
-            return text  # nothing to expand and no escape to collapse
-        positions, escapes, closes, simple = _scan(text)
+        if "{{" not in text or "}}" not in text:
+            return text  # no opener, or none of them is terminated
+        openers, closes, simple = _scan(text)
         pieces: list[str] = []
         inserted = 0
         cursor = 0
-        for k, pos in enumerate(positions):
+        for k, (pos, escapes) in enumerate(openers):
             if pos < cursor:
                 continue  # inside an expression already emitted
-            count = escapes.get(k, 0)
-            close = closes.get(k, -1)
-            if close < 0 and count == 0:
-                continue  # an unterminated ``{{`` stays in the literal text as it is
-            pieces.append(text[cursor:pos - count])
-            pieces.append("\\" * (count // 2))
-            if close < 0:
-                pieces.append("{{")
-                cursor = pos + 2
-                continue
-            value = self.lookup(text[pos + 2:close]) if k in simple else None
+            close = closes.get(k)
+            if close is None:
+                break  # the first unterminated ``{{``: the rest is copied as it is
+            pieces.append(text[cursor:pos - escapes])
+            pieces.append("\\" * (escapes // 2))
+            value = (self.lookup(text[pos + 2:close])
+                     if escapes % 2 == 0 and k in simple else None)
             if value is None:
                 pieces.append(text[pos:close + 2])
             else:
@@ -327,34 +197,28 @@ class FrozenMacros:
         return result
 
 
-def _scan(text: str) -> tuple[list[int], dict[int, int], dict[int, int], set[int]]:
+def _scan(text: str) -> tuple[list[tuple[int, int]], dict[int, int], set[int]]:
     """One pass over every ``{{`` and ``}}`` with a bracket stack.
 
-    Returns the position of each ``{{`` in order, and keyed by its index: the number of
-    backslashes right before it (when any), the position of its matching ``}}`` (absent when
-    escaped or unterminated), and whether the pair is simple (no other brace token inside,
-    so it is evaluated rather than left literal). The token pattern anchors a backslash run
-    at its first backslash (negative lookbehind), so it never backtracks more than the run
-    it consumed: the scan is linear in the input.
+    Returns each ``{{`` in order as ``(position, backslashes right before it)`` and, keyed by
+    its index, the position of its matching ``}}`` (absent when unterminated) and whether
+    the pair is simple (no other brace token inside, so it can be evaluated rather than left
+    literal). Escaped openers take part in the matching like any other. The token pattern
+    anchors a backslash run at its first backslash (negative lookbehind), so it never
+    backtracks more than the run it consumed: the scan is linear in the input.
     """
-    positions: list[int] = []
-    escapes: dict[int, int] = {}
+    openers: list[tuple[int, int]] = []
     closes: dict[int, int] = {}
     simple: set[int] = set()
     stack: list[tuple[int, int]] = []
     for token, found in enumerate(_TOKENS.finditer(text)):
         start, end = found.span()
         if text[end - 1] == "{":
-            k = len(positions)
-            positions.append(end - 2)
-            count = end - 2 - start
-            if count:
-                escapes[k] = count
-            if count % 2 == 0:
-                stack.append((token, k))
+            stack.append((token, len(openers)))
+            openers.append((end - 2, end - 2 - start))
         elif stack:
             opened, k = stack.pop()
             closes[k] = start
             if token == opened + 1:
                 simple.add(k)
-    return positions, escapes, closes, simple
+    return openers, closes, simple

@@ -8,21 +8,22 @@ share one :class:`~tavernlab.workspace.fs.WorkspaceFs` and its lock.
 * :class:`SkillsMount` - the seam for the read-only ``skills/`` root: every path under
   ``skills/`` is served by the mount (macro-projected skill files), never by the run directory.
   :class:`EmptySkillsMount` is the mount of an Invocation with no bound skills.
-* :class:`MutationTracker` - the text-mutation tracker that feeds auto-commit, plus the set of
-  paths a caller touched (the shell reports them as ``resourceRefs``).
+* :class:`~tavernlab.workspace.tracking.MutationTracker` (defined in
+  :mod:`tavernlab.workspace.tracking`, re-exported here) - the text-mutation tracker that
+  feeds auto-commit, plus the set of paths a caller touched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from tavernlab.errors import AccessDenied, InvalidData, NotFound, PathIsDirectory, SkillUnavailable
-from tavernlab.paths import WorkspacePath, display, extension
+from tavernlab.paths import WorkspacePath, display
 from tavernlab.workspace.fs import (
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
+    WorkspaceDirectoryScan,
     WorkspaceEntry,
     WorkspaceFile,
     WorkspaceFileList,
@@ -33,26 +34,24 @@ from tavernlab.workspace.fs import (
     sha256_hex,
     walk_entries,
 )
-from tavernlab.workspace.policy import DEFAULT_ROOTS, SKILLS_ROOT, Access, Policy
+from tavernlab.workspace.policy import (
+    DEFAULT_ROOTS,
+    READ_ONLY_ROOTS,
+    RESERVED_ROOT_NAMES,
+    SKILLS_ROOT,
+    Access,
+    Policy,
+)
+from tavernlab.workspace.tracking import TEXT_EXTENSIONS, MutationTracker, is_text_file
 
-#: The policy's names are part of the view's surface: callers may import them from here.
+#: The policy (:mod:`tavernlab.workspace.policy`) and the text-mutation tracker
+#: (:mod:`tavernlab.workspace.tracking`) live in modules of their own; these names stay
+#: importable from here for the view's callers.
 __all__ = [
-    "DEFAULT_ROOTS", "SKILLS_ROOT", "Access", "EmptySkillsMount", "MutationTracker", "Policy",
-    "ScopedWorkspaceFs", "SkillsMount", "is_text_file",
+    "DEFAULT_ROOTS", "READ_ONLY_ROOTS", "RESERVED_ROOT_NAMES", "SKILLS_ROOT", "TEXT_EXTENSIONS",
+    "Access", "EmptySkillsMount", "MutationTracker", "Policy", "ScopedWorkspaceFs", "SkillsMount",
+    "is_text_file",
 ]
-
-#: Extensions (compared case-insensitively) that make a file a text file for auto-commit.
-TEXT_EXTENSIONS: frozenset[str] = frozenset({"md", "markdown", "txt", "text"})
-
-
-def is_text_file(path: WorkspacePath | str) -> bool:
-    """True when the path's extension is ``md``, ``markdown``, ``txt`` or ``text`` (any case).
-
-    The extension is what follows the last dot of the name, as upstream's Rust
-    ``Path::extension`` sees it: a dotfile such as ``.md`` has no extension.
-    """
-    return extension(str(path)).lower() in TEXT_EXTENSIONS
-
 
 # --- the skills seam -------------------------------------------------------------------------
 
@@ -99,64 +98,6 @@ class EmptySkillsMount:
 
 def _skill_unavailable(path: WorkspacePath) -> SkillUnavailable:
     return SkillUnavailable(path.parts[1], path=path.text)
-
-
-# --- text-mutation tracking ------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class MutationTracker:
-    """``{candidate, changed}`` for auto-commit (section 6), plus every touched path.
-
-    ``touched`` collects the paths created, changed or removed through the view (rename adds
-    both ends); the shell reports them, sorted, as its ``resourceRefs``.
-    """
-
-    candidate: str | None = None
-    changed: bool = False
-    touched: set[str] = field(default_factory=set)
-
-    def wrote(self, path: WorkspacePath) -> None:
-        """A successful write, append or copy to ``path``."""
-        self.touched.add(path.text)
-        if is_text_file(path):
-            self.candidate = path.text
-            self.changed = True
-
-    def removed(self, path: WorkspacePath) -> None:
-        """``path`` (a file or a directory) was removed."""
-        self.touched.add(path.text)
-        if self.candidate is not None and WorkspacePath(self.candidate).is_under(path):
-            self.candidate = None
-            self.changed = True
-
-    def renamed(self, src: WorkspacePath, dst: WorkspacePath, *, directory: bool = False
-                ) -> None:
-        """``src`` was renamed to ``dst`` (a file, or a whole directory when ``directory``).
-
-        A text-file target becomes the candidate; otherwise a candidate under ``src`` moves
-        with it and stays only if its new name is still a text file. A directory is never a
-        text file, whatever its name.
-        """
-        self.touched.update((src.text, dst.text))
-        if not directory and is_text_file(dst):
-            self.candidate = dst.text
-            self.changed = True
-        elif self.candidate is not None and WorkspacePath(self.candidate).is_under(src):
-            moved = dst.text + self.candidate[len(src.text):]
-            self.candidate = moved if is_text_file(moved) else None
-            self.changed = True
-
-    def clear_candidate(self) -> None:
-        """Forget the candidate (a failed, cancelled or timed-out shell call)."""
-        self.candidate = None
-        self.changed = False
-
-    def reset(self) -> None:
-        """Start a new round."""
-        self.candidate = None
-        self.changed = False
-        self.touched = set()
 
 
 # --- the scoped view ----------------------------------------------------------------------
@@ -255,29 +196,38 @@ class ScopedWorkspaceFs:
                  ) -> list[WorkspaceDirectoryEntry]:
         """One level of a visible directory; the logical root lists exactly the visible roots.
 
-        More children (or more roots) than ``max_entries`` fails instead of truncating.
+        More children (or more roots) than ``max_entries`` fails instead of truncating, and
+        so does a symlink or special child (use :meth:`scan_dir` to see those as refused).
         """
+        return self.scan_dir(path, max_entries).strict()
+
+    def scan_dir(self, path: WorkspacePath | None, max_entries: int | None
+                 ) -> WorkspaceDirectoryScan:
+        """One level of a visible directory with its refused children (symlinks, special
+        files) reported instead of failing; see ``WorkspaceFs.scan_dir``."""
         self._begin()
         self.require_visible(path)
         if path is None:
             if max_entries is not None and len(self.policy.visible_roots) > max_entries:
                 raise InvalidData(f"Workspace directory exceeds {max_entries} entries: ")
-            return [WorkspaceDirectoryEntry(root, self.metadata(WorkspacePath(root)))
-                    for root in self.policy.visible_roots]
+            return WorkspaceDirectoryScan([
+                WorkspaceDirectoryEntry(root, self.metadata(WorkspacePath(root)))
+                for root in self.policy.visible_roots])
         if self._in_skills(path):
-            return self.skills.read_dir(path, max_entries)
-        return self.fs.read_dir(path, max_entries)
+            return WorkspaceDirectoryScan(self.skills.read_dir(path, max_entries))
+        return self.fs.scan_dir(path, max_entries)
 
     def list_files(self, path: WorkspacePath | None, depth: int, max_entries: int
                    ) -> WorkspaceFileList:
-        """Recursive listing of a visible path (see ``WorkspaceFs.list_files``)."""
+        """Recursive listing of a visible path (see ``WorkspaceFs.list_files``): refused
+        entries below it are skipped and listed in ``refused``."""
         self._begin()
         self.require_visible(path)
         if path is not None and not self._in_skills(path):
             return self.fs.list_files(path, depth, max_entries)
         if path is not None and not self.metadata(path).is_dir:
             return WorkspaceFileList([WorkspaceEntry(path.text, "file")], False)
-        return walk_entries(lambda p: self.read_dir(p, None), path, depth, max_entries)
+        return walk_entries(lambda p: self.scan_dir(p, None), path, depth, max_entries)
 
     def digest(self, path: WorkspacePath) -> str | None:
         """SHA-256 of a visible file (projected under ``skills/``), ``None`` when missing."""

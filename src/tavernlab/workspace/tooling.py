@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, overload
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory
@@ -203,12 +203,14 @@ class ToolSpec:
 
 
 class Arguments:
-    """A tool's JSON arguments with an allow-list: unknown keys, wrong types, missing
-    required keys and strings that are not valid Unicode (lone surrogates; tavernlab's
-    wording ``<key> must be valid Unicode text``) all fail with ``tool.invalid_arguments``.
+    """A tool's JSON arguments with an allow-list (spec/workspace.md 7.1). Unknown keys,
+    wrong types, missing required keys and strings that are not valid Unicode (lone
+    surrogates; tavernlab's wording ``<key> must be valid Unicode text``) all fail with
+    ``tool.invalid_arguments``.
 
-    (Upstream confirms the allow-list for ``read_file`` and ``shell``; tavernlab applies it to
-    every tool, as spec/workspace.md 7.1 chooses.)
+    An unknown key reads ``<key> is not supported``. Upstream confirms this for ``read_file``
+    and ``shell``; tavernlab applies it to every tool, and when several keys are unknown it
+    names the first in sorted key order (both tavernlab choices the spec makes).
     """
 
     def __init__(self, raw: Any, allowed: Iterable[str]) -> None:
@@ -219,7 +221,7 @@ class Arguments:
         if unknown:
             if not all(_is_unicode(k) for k in unknown):
                 raise invalid_arguments("argument names must be valid Unicode text")
-            raise invalid_arguments(f"unknown argument `{unknown[0]}`")
+            raise invalid_arguments(f"{unknown[0]} is not supported")
         self.raw: Mapping[str, Any] = raw
 
     def has(self, key: str) -> bool:
@@ -240,24 +242,44 @@ class Arguments:
             raise invalid_arguments(f"{key} must be valid Unicode text")
         return value
 
-    def integer(self, key: str, *, default: int | None = None) -> int | None:
-        """An integer argument (JSON numbers with no fractional part; booleans are refused)."""
+    def required_text(self, key: str) -> str:
+        """A required string, trimmed (a tool's ``path``, ``search_files``' ``query``): a
+        value that is missing, not a string or empty after trimming is ``<key> is
+        required``."""
         value = self.raw.get(key)
-        if value is None:
+        if not isinstance(value, str):
+            raise invalid_arguments(f"{key} is required")
+        if not _is_unicode(value):
+            raise invalid_arguments(f"{key} must be valid Unicode text")
+        trimmed = value.strip()
+        if not trimmed:
+            raise invalid_arguments(f"{key} is required")
+        return trimmed
+
+    @overload
+    def integer(self, key: str, *, default: int) -> int: ...
+
+    @overload
+    def integer(self, key: str, *, default: None = None) -> int | None: ...
+
+    def integer(self, key: str, *, default: int | None = None) -> int | None:
+        """An integer argument: absent gives ``default``; a present value must be a JSON
+        integer >= 0, anything else (negative, ``1.5`` or ``2.0``, a string, a boolean,
+        ``null``) is ``<key> must be a non-negative integer``. Each tool checks its own range
+        afterwards."""
+        if key not in self.raw:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise invalid_arguments(f"{key} must be an integer")
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise invalid_arguments(f"{key} must be an integer")
-            value = int(value)
+        value = self.raw[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise invalid_arguments(f"{key} must be a non-negative integer")
         return value
 
     def boolean(self, key: str, *, default: bool = False) -> bool:
-        """A boolean argument."""
-        value = self.raw.get(key)
-        if value is None:
+        """A boolean argument: absent gives ``default``; a present value that is not a JSON
+        boolean (``null`` included) is ``<key> must be a boolean`` (7.1)."""
+        if key not in self.raw:
             return default
+        value = self.raw[key]
         if not isinstance(value, bool):
             raise invalid_arguments(f"{key} must be a boolean")
         return value
@@ -285,12 +307,29 @@ def invalid_arguments(message: str) -> ToolError:
 # --- storage errors -> tool errors -------------------------------------------------------------
 
 
+#: Upstream's error-type prefix of a path that fails to parse (spec/workspace.md 7.1).
+INVALID_DATA_PREFIX = "Invalid data: "
+#: Upstream's error-type prefix of a policy denial (spec/workspace.md 7.1).
+PERMISSION_DENIED_PREFIX = "Permission denied: "
+
+
 def parse_tool_path(text: str) -> WorkspacePath:
     """Parse a tool's ``path`` argument; a failure is ``workspace.invalid_path``."""
     try:
         return WorkspacePath.parse(text)
     except InvalidWorkspacePath as exc:
-        raise ToolError("workspace.invalid_path", exc.message) from None
+        raise invalid_path(exc) from None
+
+
+def invalid_path(error: InvalidWorkspacePath) -> ToolError:
+    """``workspace.invalid_path``: ``Invalid data: <parse message>``."""
+    return ToolError("workspace.invalid_path", INVALID_DATA_PREFIX + error.message)
+
+
+def access_denied(error: AccessDenied) -> ToolError:
+    """``workspace.path_not_visible`` / ``workspace.path_not_writable``: ``Permission denied:
+    `<path>` is not readable (writable) for this task.``"""
+    return ToolError(error.code, PERMISSION_DENIED_PREFIX + error.message)
 
 
 def path_is_directory(path: str) -> ToolError:
@@ -310,11 +349,13 @@ def file_not_found(path: str, *, code: str = "workspace.file_not_found") -> Tool
 
 def tool_error_from_storage(error: WorkspaceError, path: str, *,
                             not_found_code: str = "workspace.file_not_found") -> ToolError:
-    """Map a storage error to the common tool codes of spec/workspace.md 7.1."""
+    """Map a storage error to the common tool codes of spec/workspace.md 7.1 (parse failures
+    and policy denials keep upstream's ``Invalid data: `` / ``Permission denied: `` prefix;
+    every other message has none)."""
     if isinstance(error, InvalidWorkspacePath):
-        return ToolError("workspace.invalid_path", error.message)
+        return invalid_path(error)
     if isinstance(error, AccessDenied):
-        return ToolError(error.code, error.message)
+        return access_denied(error)
     if isinstance(error, PathIsDirectory):
         return path_is_directory(error.path or path)
     if isinstance(error, SkillUnavailable):

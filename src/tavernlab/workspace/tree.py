@@ -19,7 +19,7 @@ from typing import Literal
 
 from tavernlab.errors import AccessDenied, InvalidData
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.containment import supported_node
+from tavernlab.workspace.containment import refused_node
 from tavernlab.workspace.fs import LOCK_FILE_NAME, TEMP_PREFIX, not_found, sha256_hex
 from tavernlab.workspace.policy import SKILLS_ROOT, Access
 from tavernlab.workspace.scope import ScopedWorkspaceFs
@@ -30,7 +30,8 @@ NodeKind = Literal["file", "directory", "refused"]
 @dataclass(frozen=True, slots=True)
 class TreeNode:
     """One node of :func:`build_tree`: ``path`` is ``""`` for the workspace root;
-    ``children`` is ``None`` for a file, a refused node, or a directory below the depth."""
+    ``children`` is ``None`` for a file, a refused node, or a directory below the depth;
+    ``reason`` says what a refused node is (``symlink``, ``fifo``, ``socket``, ``hard_link``…)."""
 
     name: str
     path: str
@@ -93,9 +94,9 @@ class _Walker:
             raise not_found(text) from None
         directory = stat.S_ISDIR(st.st_mode)
         access = self.policy.access(path, directory=directory)
-        if not supported_node(st):
-            return TreeNode(name, text, "refused", None, access,
-                            reason="workspace supports regular files and directories")
+        refused = refused_node(st)
+        if refused is not None:
+            return TreeNode(name, text, "refused", None, access, reason=refused)
         if not directory:
             return TreeNode(name, text, "file", st.st_size, access, _read=self._read)
         children = None

@@ -22,8 +22,6 @@ from tavernlab.workspace.tools.common import require_visible, storage_error
 FINISH_REQUIRES_COMMIT = "Commit the output with workspace_commit before finishing."
 
 
-
-
 def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.commit``: ask the host to save a visible file as this run's message.
 

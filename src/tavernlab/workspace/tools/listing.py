@@ -11,10 +11,14 @@ from tavernlab.workspace.tooling import (
     ToolContext,
     ToolResult,
     invalid_arguments,
-    parse_tool_path,
     tool_error_from_storage,
 )
-from tavernlab.workspace.tools.common import require_visible
+from tavernlab.workspace.tools.common import (
+    optional_path,
+    refused_note,
+    refused_structured,
+    require_visible,
+)
 
 LIST_MAX_ENTRIES = 200
 LIST_DEFAULT_DEPTH = 2
@@ -24,17 +28,19 @@ LIST_MAX_DEPTH = 4
 def list_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.list_files``: entries below a path (or the visible roots), depth <= 4.
 
-    Upstream does not say what ``depth`` below 1 does; tavernlab refuses it with
-    ``tool.invalid_arguments`` ``depth must be >= 1``.
+    ``path`` is trimmed; absent, ``null``, empty, ``.`` or ``./`` list the root. ``depth``
+    follows the common integer rule (a negative value is ``depth must be a non-negative
+    integer``); upstream does not say what ``depth: 0`` does, and tavernlab refuses it with
+    ``tool.invalid_arguments`` ``depth must be >= 1``. A symlink or special file below the
+    path is skipped and reported (:func:`~tavernlab.workspace.tools.common.refused_note`,
+    ``structured.refusedEntries``); it takes one of the 200 places.
     """
     depth = args.integer("depth", default=LIST_DEFAULT_DEPTH)
-    assert depth is not None
     if depth > LIST_MAX_DEPTH:
         raise ToolError("workspace.list_depth_too_large", f"depth must be <= {LIST_MAX_DEPTH}")
     if depth < 1:
         raise invalid_arguments("depth must be >= 1")
-    raw = args.string("path")
-    path = None if raw in (None, "", ".", "./") else parse_tool_path(raw or "")
+    path = optional_path(args)
     require_visible(ctx, path)
     display = path.text if path else ""
     try:
@@ -45,9 +51,10 @@ def list_files(ctx: ToolContext, args: Arguments) -> ToolResult:
     lines = [e.path + ("/" if e.kind == "directory" else "") for e in listing.entries]
     if listing.truncated:
         lines.append(f"... truncated at {LIST_MAX_ENTRIES} entries")
+    content = "\n".join(lines) if lines else "No visible workspace files found."
     return ToolResult(
-        content="\n".join(lines) if listing.entries else "No visible workspace files found.",
+        content=content + refused_note(listing.refused),
         structured={"entries": [{"path": e.path, "kind": e.kind} for e in listing.entries],
-                    "truncated": listing.truncated},
+                    "truncated": listing.truncated, **refused_structured(listing.refused)},
         resource_refs=[e.path for e in listing.entries],
     )

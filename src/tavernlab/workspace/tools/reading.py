@@ -18,10 +18,10 @@ from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
     ToolResult,
-    parse_tool_path,
 )
-from tavernlab.workspace.tools.common import require_visible, storage_error
+from tavernlab.workspace.tools.common import require_visible, required_path, storage_error
 
+#: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
 READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
 
 
@@ -31,14 +31,14 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     Structured field names upstream does not fix are tavernlab's choice: ``{path, sha256,
     startLine, endLine, totalLines, chars, totalChars, words, totalWords, lineTruncated,
     truncated, nextStartLine?, fullRead}``. Files under ``skills/`` are macro-projected; all
-    others are returned raw.
+    others are returned raw. Checks run in the spec's order: unknown keys, ``path``
+    (trimmed; ``path is required``), its parse, visibility, ``start_line`` then
+    ``line_count`` (``<key> must be a non-negative integer``), the read, the line range.
     """
-    raw_path = args.string("path", required=True)
+    path = required_path(args)
+    require_visible(ctx, path)
     start = args.integer("start_line", default=1)
     count = args.integer("line_count")
-    assert raw_path is not None and start is not None
-    path = parse_tool_path(raw_path)
-    require_visible(ctx, path)
     try:
         file = ctx.scope.read_text(path)
     except WorkspaceError as exc:
@@ -78,5 +78,3 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
         structured["nextStartLine"] = selection.next_start_line
     return ToolResult(content=content, structured=structured, resource_refs=[path.text])
 
-
-# --- write_file -------------------------------------------------------------------------------

@@ -4,12 +4,15 @@ their read-record rules (6.1)."""
 from __future__ import annotations
 
 from tavernlab.errors import (
+    NotFound,
     PathIsDirectory,
     ToolError,
     WorkspaceError,
     WriteConflict,
 )
-from tavernlab.workspace.fs import WriteGuard, sha256_hex
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.fs import WorkspaceFile, WriteGuard, sha256_hex
+from tavernlab.workspace.reads import ReadRecords
 from tavernlab.workspace.text import (
     count_words,
 )
@@ -20,7 +23,7 @@ from tavernlab.workspace.tooling import (
     parse_tool_path,
     path_is_directory,
 )
-from tavernlab.workspace.tools.common import require_writable, storage_error
+from tavernlab.workspace.tools.common import require_writable, required_path, storage_error
 
 # tavernlab wording where upstream's is unknown (spec/workspace.md 7.7, 7.9, 7.10).
 PATCH_EMPTY = "old_string must not be empty; include the exact text to replace."
@@ -35,23 +38,53 @@ WRITE_STALE = ("file changed since you last read or wrote it. Read the file agai
                "rewriting it.")
 WRITE_GONE = ("file changed since you last read or wrote it and is no longer present. Read the "
               "parent directory before writing again.")
+
+#: The largest file a text tool writes (``write_file`` replace or append, ``apply_patch``):
+#: 8 MiB, what the shell reads of one file and the largest file ``search_files`` reads. The
+#: spec sets no write limit; tavernlab chooses this one (issue 9) so that a ``replace_all``
+#: patch cannot inflate a file without bound.
+MAX_WRITE_BYTES = 8 * 1024 * 1024
+
+
+def require_write_size(size: int) -> None:
+    """Refuse a write whose resulting file would be over :data:`MAX_WRITE_BYTES`, before
+    anything is built or written: ``workspace.write_too_large`` ``the file would be <N>
+    bytes, over the 8388608-byte write limit; split the text across several files``
+    (tavernlab's code and wording)."""
+    if size > MAX_WRITE_BYTES:
+        raise ToolError("workspace.write_too_large",
+                        f"the file would be {size} bytes, over the {MAX_WRITE_BYTES}-byte "
+                        "write limit; split the text across several files")
+
+
+def _existing_bytes(ctx: ToolContext, path: WorkspacePath) -> int:
+    """The size of the file an append extends (0 when it does not exist yet)."""
+    try:
+        return ctx.scope.metadata(path).bytes
+    except NotFound:
+        return 0
+
+
 def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.write_file``: replace (guarded by the read record) or append.
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.write_mode_invalid``; a
     ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments`` (7.1).
+    A resulting file over 8 MiB is refused (:func:`require_write_size`); for an append the
+    size is the existing file's when the call starts plus the appended text.
     """
-    raw_path = args.string("path", required=True)
+    path = required_path(args)
     content = args.string("content", required=True)
     mode = args.string("mode", default="replace")
-    assert raw_path is not None and content is not None
+    assert content is not None
     if mode not in ("replace", "append"):
         raise ToolError("workspace.write_mode_invalid", "mode must be `replace` or `append`")
-    path = parse_tool_path(raw_path)
     require_writable(ctx, path)
     scope = ctx.scope
     records = ctx.records
     try:
+        added = len(content.encode("utf-8"))
+        require_write_size(added + (_existing_bytes(ctx, path) if mode == "append" else 0))
         if mode == "append":
             appended = scope.append_text(path, content, parents=True)
             file = appended.file
@@ -91,16 +124,47 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     )
 
 
-# --- apply_patch -----------------------------------------------------------------------------
+def _replacements(records: ReadRecords, path: str, file: WorkspaceFile, old: str,
+                  replace_all: bool) -> int:
+    """Steps 3 to 8 of the patch checks against the read record; returns how many
+    occurrences the patch replaces."""
+    record = records.get(path)
+    if record is None:
+        raise ToolError("workspace.patch_requires_read", PATCH_REQUIRES_READ)
+    if record.patch_requires_full_read:
+        raise ToolError("workspace.patch_requires_full_read", PATCH_REQUIRES_FULL_READ)
+    partial = not record.full_read
+    if partial and (replace_all or not any(old in t for t in record.observed_texts)):
+        records.flag(path)
+        raise ToolError("workspace.patch_requires_full_read", PATCH_REQUIRES_FULL_READ)
+    if file.sha256 != record.sha256:
+        records.flag(path)
+        raise ToolError("workspace.patch_stale_file", PATCH_STALE)
+    occurrences = file.text.count(old)
+    if occurrences == 0:
+        records.flag(path)
+        raise ToolError("workspace.patch_old_string_not_found", PATCH_NOT_FOUND)
+    if occurrences > 1 and not replace_all:
+        records.flag(path)
+        raise ToolError("workspace.patch_old_string_not_unique",
+                        f"old_string matched {occurrences} times; provide more context or set "
+                        "replace_all=true")
+    return occurrences if replace_all else 1
 
 
 def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """``workspace.apply_patch``: exact string replacement guarded by the read record."""
-    raw_path = args.string("path", required=True)
+    """``workspace.apply_patch``: exact string replacement guarded by the read record.
+
+    After the occurrences are counted (step 8) the resulting size is computed from the counts
+    (``bytes + replacements * (len(new) - len(old))`` in UTF-8) and a result over 8 MiB is
+    refused before it is built (:func:`require_write_size`), so a ``replace_all`` over many
+    matches never allocates the oversized text.
+    """
+    raw_path = args.required_text("path")
     old = args.string("old_string", required=True)
     new = args.string("new_string", required=True)
     replace_all = args.boolean("replace_all")
-    assert raw_path is not None and old is not None and new is not None
+    assert old is not None and new is not None
     if old == "":
         raise ToolError("workspace.patch_empty_old_string", PATCH_EMPTY)
     if old == new:
@@ -113,29 +177,10 @@ def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
         file = scope.read_text(path)
     except WorkspaceError as exc:
         raise storage_error(exc, path.text) from None
-    record = records.get(path.text)
-    if record is None:
-        raise ToolError("workspace.patch_requires_read", PATCH_REQUIRES_READ)
-    if record.patch_requires_full_read:
-        raise ToolError("workspace.patch_requires_full_read", PATCH_REQUIRES_FULL_READ)
-    partial = not record.full_read
-    if partial and (replace_all or not any(old in t for t in record.observed_texts)):
-        records.flag(path.text)
-        raise ToolError("workspace.patch_requires_full_read", PATCH_REQUIRES_FULL_READ)
-    if file.sha256 != record.sha256:
-        records.flag(path.text)
-        raise ToolError("workspace.patch_stale_file", PATCH_STALE)
-    occurrences = file.text.count(old)
-    if occurrences == 0:
-        records.flag(path.text)
-        raise ToolError("workspace.patch_old_string_not_found", PATCH_NOT_FOUND)
-    if occurrences > 1 and not replace_all:
-        records.flag(path.text)
-        raise ToolError("workspace.patch_old_string_not_unique",
-                        f"old_string matched {occurrences} times; provide more context or set "
-                        "replace_all=true")
-    updated = file.text.replace(old, new) if replace_all else file.text.replace(old, new, 1)
-    replacements = occurrences if replace_all else 1
+    replacements = _replacements(records, path.text, file, old, replace_all)
+    require_write_size(file.bytes + replacements * (len(new.encode("utf-8"))
+                                                    - len(old.encode("utf-8"))))
+    updated = file.text.replace(old, new, replacements)
     try:
         scope.write_text(path, updated, WriteGuard.must_match_sha256(file.sha256))
     except WriteConflict:
