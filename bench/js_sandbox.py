@@ -31,7 +31,8 @@ from tavernlab.cancel import CancelToken
 from tavernlab.js.command import run_js_command
 from tavernlab.js.legacy import SkillScriptRequest, run_skill_script
 from tavernlab.js.limits import MEMORY_LIMIT, STACK_LIMIT
-from tavernlab.js.pool import WorkerPool, _Worker
+from tavernlab.js.pool import WorkerPool
+from tavernlab.js.process import WorkerProcess
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.macros import FrozenMacros
@@ -162,7 +163,7 @@ def main() -> None:
     print(f"  cold pool start (2 workers, spawn to ready): {cold_pool_ms:.1f} ms")
     spawn = []
     for _ in range(10):
-        worker = _Worker()
+        worker = WorkerProcess()
         begin = time.perf_counter()
         worker.start()
         worker.wait_ready(time.monotonic() + 20)

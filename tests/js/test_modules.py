@@ -7,15 +7,11 @@ from pathlib import Path
 import pytest
 
 from tavernlab.js.budget import InputBudget
+from tavernlab.js.errors import ModuleLoadError
 from tavernlab.js.limits import IMPORT_ATTRIBUTES, MODULE_NOT_AVAILABLE
-from tavernlab.js.modules import (
-    ModuleLoadError,
-    SnapshotModuleLoader,
-    WorkspaceModuleLoader,
-    build_module_graph,
-    join_relative,
-    scan_module,
-)
+from tavernlab.js.loaders import SnapshotModuleLoader, WorkspaceModuleLoader, join_relative
+from tavernlab.js.modules import build_module_graph
+from tavernlab.js.scan import scan_module
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 from .conftest import write

@@ -18,12 +18,8 @@ from typing import Any
 import pytest
 
 import tavernlab.skills.run_script  # noqa: F401  (registers skill.run_script)
-from tavernlab.js.legacy import (
-    ScriptWrite,
-    SkillScriptContextError,
-    SkillScriptValidationError,
-    SnapshotFile,
-)
+from tavernlab.js.errors import SkillScriptContextError, SkillScriptValidationError
+from tavernlab.js.legacy import ScriptWrite, SnapshotFile
 from tavernlab.lab import Lab
 from tavernlab.skills.run_script import build_request, write_back
 from tavernlab.workspace.profile import Profile, WorkspaceSettings

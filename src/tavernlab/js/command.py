@@ -40,27 +40,28 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import Cancelled, TavernlabError
+from tavernlab.errors import Cancelled
 from tavernlab.js.budget import InputBudget, InputBudgetExceeded
+from tavernlab.js.builtins import COMMAND_BUILTINS
+from tavernlab.js.errors import JsArgumentError, JsLoadError, ModuleLoadError
+from tavernlab.js.job import Job, JobOutcome
 from tavernlab.js.limits import (
-    DEFAULT_TIME_LIMIT,
+    DEFAULT_DEADLINE_S,
     INTERRUPT_REASONS,
     OUTPUT_CAP,
     SOURCE_NOT_UTF8,
     STDIN_LIMIT,
 )
-from tavernlab.js.modules import (
-    RUNTIME_MODULE,
-    ModuleLoadError,
+from tavernlab.js.loaders import (
     WorkspaceModuleLoader,
-    build_module_graph,
     has_invalid_path_chars,
     has_module_extension,
     invalid_path,
     join_relative,
     not_a_module_path,
 )
-from tavernlab.js.pool import JobOutcome, WorkerPool, default_pool
+from tavernlab.js.modules import build_module_graph
+from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.js.runtime_api import RuntimeCapabilities, runtime_context_json
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import ScopedWorkspaceFs
@@ -113,18 +114,6 @@ class CommandResult:
     stderr: str
     timed_out: bool = False
     cancelled: bool = False
-
-
-class JsArgumentError(TavernlabError):
-    """Bad command line (exit status 2)."""
-
-    code = "js.invalid_arguments"
-
-
-class JsLoadError(TavernlabError):
-    """The entry could not be loaded (exit status 1)."""
-
-    code = "js.load_failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,10 +206,10 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
         return CommandResult(2, "", f"js: {exc.message}\n")
     if line.help:
         return CommandResult(0, HELP_TEXT, "")
-    deadline = time.monotonic() + DEFAULT_TIME_LIMIT if deadline is None else deadline
+    deadline = time.monotonic() + DEFAULT_DEADLINE_S if deadline is None else deadline
     budget = budget if budget is not None else InputBudget()
     cwd = shell_path("/", cwd)
-    loader = WorkspaceModuleLoader(scope, budget)
+    loader = WorkspaceModuleLoader(scope, budget, COMMAND_BUILTINS)
     server = RuntimeCapabilities(scope, context, budget)
     not_started = CommandResult(1, "", f"js: {INTERRUPT_REASONS['cancel']}\n", cancelled=True)
     if token is not None and token.cancelled:
@@ -239,16 +228,10 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
         return _result(server, name, JobOutcome("interrupted", reason="cancel"))
     argv_js = [command, *(() if line.kind == "eval" else (
         name if line.kind == "file" else "-",)), *line.args]
-    spec = {
-        "mode": "command",
-        "entry": name,
-        "modules": graph.modules,
-        "runtime_names": [RUNTIME_MODULE],
-        "argv": argv_js,
-        "context": runtime_context_json(context),
-        "output_cap": OUTPUT_CAP,
-    }
-    outcome = (pool or default_pool()).run(spec, server, deadline=deadline, token=token)
+    job = Job(mode="command", entry=name, modules=graph.modules,
+              runtime_names=COMMAND_BUILTINS.runtime_names, context=runtime_context_json(context),
+              argv=tuple(argv_js), output_cap=OUTPUT_CAP)
+    outcome = (pool or default_pool()).run(job, server, deadline=deadline, token=token)
     return _result(server, name, outcome)
 
 

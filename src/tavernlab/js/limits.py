@@ -21,10 +21,13 @@ STACK_LIMIT = 256 * KIB
 #: every guest string well below this, so a large result or write can always be measured
 #: exactly instead of failing in the conversion layer (jsbox's own default is 16 MB).
 MAX_VALUE_BYTES = 64 * MIB
-#: Upstream's process-wide cap on concurrent QuickJS executions (default pool size).
+#: Upstream's process-wide cap on concurrent QuickJS executions: the size of the default
+#: pool, which every ``js`` run and legacy script of the process shares.
 MAX_CONCURRENT_JOBS = 2
-#: Default whole-call deadline when a caller passes none (the shell's 30 s).
-DEFAULT_TIME_LIMIT = 30.0
+#: Upstream's 30 s, in seconds, defined once: the whole-call deadline of ``workspace.shell``
+#: (and so of every ``js`` run inside it), the deadline of a ``js`` run started without one,
+#: and the legacy ``skill.run_script`` execution limit (7.7).
+DEFAULT_DEADLINE_S = 30.0
 
 # --- the V5 command -------------------------------------------------------------------------
 

@@ -1,9 +1,16 @@
 """The worker pool: where JavaScript jobs wait, run, get cancelled and fail safely.
 
 JavaScript never runs in the notebook kernel. A :class:`WorkerPool` keeps ``size`` warm
-worker processes (:mod:`tavernlab.js.worker`; default 2, upstream's process-wide cap on
-concurrent QuickJS executions) and runs one job per worker at a time. :func:`default_pool` is
-the kernel-wide instance shared by the ``js`` command and the legacy ``skill.run_script``.
+worker processes (:mod:`tavernlab.js.worker`) and runs one job per worker at a time.
+
+Ownership: a pool is an ordinary object. Whoever creates one owns it and ends it with
+:meth:`WorkerPool.close` (or ``with WorkerPool() as pool:``), which stops its workers; a
+``Lab`` can own a pool or share one. :func:`default_pool` is the process-wide instance, used
+by the ``js`` command and the legacy ``skill.run_script`` whenever no pool is passed, and
+closed at interpreter exit. It is shared on purpose: upstream caps concurrent QuickJS
+executions at **2 per process** (spec/js-and-skills.md 2, 7.7), not per workspace or per run,
+so every lab of one kernel should use the default pool unless it deliberately wants its own
+workers (tests, benchmarks, an isolated lab).
 
 A job runs in the calling thread (:meth:`WorkerPool.run`):
 
@@ -41,281 +48,24 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import re
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
-from types import FrameType
-from typing import IO, Any, Literal, Protocol
+from typing import Any
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import Cancelled, TavernlabError
-from tavernlab.js.limits import INTERRUPT_REASONS, MAX_CONCURRENT_JOBS
+from tavernlab.errors import Cancelled
+from tavernlab.js.errors import CapabilityError, PoolClosedError, WorkerStartError
+from tavernlab.js.job import CapabilityServer, Job, JobOutcome
+from tavernlab.js.limits import MAX_CONCURRENT_JOBS
+from tavernlab.js.process import POLL_SLICE, WorkerProcess
+from tavernlab.js.stopping import NotStarted, StopRequest, route_sigint
 
 #: How long a stopping worker may take before it is killed.
 DEFAULT_GRACE = 0.25
 #: How long a new worker may take to announce itself.
 START_TIMEOUT = 20.0
-#: Wake-up interval of the waiting thread (cancel and deadline checks).
-POLL_SLICE = 0.02
-_INTERNAL_FRAME = re.compile(r"^\s*at .*<tavernlab:[^>]*>")
-
-
-class SandboxError(TavernlabError):
-    """The sandbox itself failed (a worker could not be started)."""
-
-    code = "js.sandbox_failed"
-
-
-class CapabilityError(Exception):
-    """A capability call failed; the guest receives ``new <kind>(message)``."""
-
-    def __init__(self, message: str, kind: Literal["Error", "TypeError", "RangeError"] = "Error"
-                 ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.kind = kind
-
-
-class CapabilityServer(Protocol):
-    """What a job needs from the parent: a place for output and answers to its calls."""
-
-    def output(self, stream: int, text: str) -> None:
-        """Console output of the job (1 = stdout, 2 = stderr), already counted by the worker."""
-
-    def serve(self, op: str, a: Any, b: Any) -> Any:
-        """Answer one capability call; raise :class:`CapabilityError` for a guest error."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobOutcome:
-    """How a job ended.
-
-    ``status`` is ``ok`` (``exit_code`` for the command; ``result_json``/``result_bytes`` for
-    the legacy mode, ``result_json`` is ``None`` when the result was over its limit),
-    ``error`` (``text`` and ``stack`` of the uncaught exception), ``interrupted`` (``reason``:
-    ``deadline``, ``cancel``, ``memory`` or ``stack``) or ``crashed`` (``text`` says why).
-    ``started``/``finished`` are the worker's ``time.monotonic()`` readings (comparable across
-    processes); ``pid`` is the worker that ran it.
-    """
-
-    status: Literal["ok", "error", "interrupted", "crashed"]
-    exit_code: int = 0
-    result_json: str | None = None
-    result_bytes: int = 0
-    text: str = ""
-    stack: str = ""
-    reason: str | None = None
-    started: float | None = None
-    finished: float | None = None
-    pid: int | None = None
-
-    @classmethod
-    def from_worker(cls, data: dict[str, Any], pid: int | None) -> JobOutcome:
-        """Build from the worker's ``done`` message."""
-        return cls(status=data["status"], exit_code=data.get("exit_code", 0),
-                   result_json=data.get("result_json"), result_bytes=data.get("result_bytes", 0),
-                   text=data.get("text", ""), stack=public_stack(data.get("stack", "")),
-                   reason=data.get("reason"), started=data.get("started"),
-                   finished=data.get("finished"), pid=pid)
-
-    @property
-    def message(self) -> str:
-        """The failure text: the exception, or the interruption reason that replaces it."""
-        if self.status == "interrupted" and self.reason is not None:
-            return INTERRUPT_REASONS.get(self.reason, self.reason)
-        return self.text
-
-    @property
-    def timed_out(self) -> bool:
-        """Stopped by the deadline."""
-        return self.status == "interrupted" and self.reason == "deadline"
-
-    @property
-    def cancelled(self) -> bool:
-        """Stopped by cancellation."""
-        return self.status == "interrupted" and self.reason == "cancel"
-
-
-def public_stack(stack: str) -> str:
-    """The stack without the sandbox's own frames and without the trailing newline."""
-    lines = [line for line in stack.splitlines() if not _INTERNAL_FRAME.match(line)]
-    return "\n".join(lines)
-
-
-# --- one worker ------------------------------------------------------------------------------
-
-
-class _Worker:
-    """One worker process and the parent's end of its socket pair."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.conn: Connection | None = None
-        self.log: IO[bytes] | None = None
-        self.pid: int | None = None
-        self.ready = False
-
-    def start(self) -> None:
-        """Spawn the process (does not wait for it to be ready)."""
-        mine, theirs = socket.socketpair()
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tavernlab.js.worker", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=self.log, env=env, start_new_session=True)
-        finally:
-            theirs.close()
-        self.conn = Connection(mine.detach())
-        self.pid = self.proc.pid
-        self.ready = False
-
-    def wait_ready(self, deadline: float) -> bool:
-        """Wait for ``("ready", pid)``; ``False`` when the deadline passed first."""
-        assert self.conn is not None and self.proc is not None
-        while not self.ready:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                if self.conn.poll(min(remaining, POLL_SLICE)):
-                    message = self.conn.recv()
-                    self.ready = message[0] == "ready"
-                elif self.proc.poll() is not None:
-                    raise EOFError
-            except (EOFError, OSError):
-                raise SandboxError(
-                    f"The JavaScript worker process could not start: {self.death()}") from None
-        return True
-
-    def send(self, message: tuple[Any, ...]) -> None:
-        """Send one message (a dead worker is noticed by the reader)."""
-        assert self.conn is not None
-        with contextlib.suppress(OSError):
-            self.conn.send(message)
-
-    def death(self) -> str:
-        """Why the process ended, plus the tail of its stderr if it wrote any."""
-        assert self.proc is not None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=1.0)
-        code = self.proc.returncode
-        if code is None:
-            why = "still running"
-        elif code < 0:
-            try:
-                why = f"killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                why = f"killed by signal {-code}"
-        else:
-            why = f"exit status {code}"
-        tail = ""
-        if self.log is not None:
-            with contextlib.suppress(OSError):
-                self.log.seek(0)
-                tail = self.log.read()[-2000:].decode("utf-8", "replace").strip()
-        return f"{why}; {tail}" if tail else why
-
-    def kill(self) -> None:
-        """Kill the process and close the channel."""
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(OSError):
-                self.proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5.0)
-        self.close()
-
-    def close(self) -> None:
-        """Close the channel and the stderr log."""
-        if self.conn is not None:
-            with contextlib.suppress(OSError):
-                self.conn.close()
-        if self.log is not None:
-            with contextlib.suppress(OSError):
-                self.log.close()
-
-    def stop(self) -> None:
-        """Ask an idle worker to exit, then make sure it is gone."""
-        if self.proc is None:
-            return
-        self.send(("exit",))
-        try:
-            self.proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.close()
-
-
-# --- stop requests ---------------------------------------------------------------------------
-
-
-class _StopRequest:
-    """Why a job must stop (``cancel`` / ``deadline``), set from any thread or a handler."""
-
-    def __init__(self, token: CancelToken | None) -> None:
-        self.token = token
-        self.reason: str | None = None
-        self.keyboard_interrupt = False
-        self.urgent = False
-
-    def poll(self, deadline: float) -> str | None:
-        """The stop reason, noticing the token and the deadline."""
-        if self.reason is None:
-            if self.token is not None and self.token.cancelled:
-                self.reason = "cancel"
-            elif time.monotonic() >= deadline:
-                self.reason = "deadline"
-        return self.reason
-
-    def interrupt(self) -> None:
-        """A KeyboardInterrupt arrived: cancel; a second one kills the worker at once."""
-        if self.keyboard_interrupt:
-            self.urgent = True
-        self.keyboard_interrupt = True
-        if self.reason is None:
-            self.reason = "cancel"
-
-
-@contextlib.contextmanager
-def _route_sigint(stop: _StopRequest) -> Iterator[None]:
-    """In the main thread, turn SIGINT into a stop request for the job's duration."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.interrupt()
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main interpreter
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-class _NotStarted(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 # --- the pool --------------------------------------------------------------------------------
@@ -331,8 +81,8 @@ class WorkerPool:
         self.grace = grace
         self._cond = threading.Condition()
         self._queue: deque[object] = deque()
-        self._idle: deque[_Worker] = deque()
-        self._busy: set[_Worker] = set()
+        self._idle: deque[WorkerProcess] = deque()
+        self._busy: set[WorkerProcess] = set()
         self._running: dict[int, int] = {}
         self._pid = os.getpid()
         self._started = False
@@ -343,7 +93,7 @@ class WorkerPool:
     def _ensure_started(self) -> None:
         """Start the workers on first use (and again in a forked child). Holds ``_cond``."""
         if self._closed:
-            raise SandboxError("The JavaScript worker pool is closed.")
+            raise PoolClosedError()
         if self._pid != os.getpid():
             self._idle.clear()
             self._busy.clear()
@@ -352,7 +102,7 @@ class WorkerPool:
             self._started = False
         if not self._started:
             for _ in range(self.size):
-                worker = _Worker()
+                worker = WorkerProcess()
                 worker.start()
                 self._idle.append(worker)
             self._started = True
@@ -366,8 +116,20 @@ class WorkerPool:
         for worker in workers:
             worker.wait_ready(deadline)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Stop every worker; later jobs fail."""
+        """Stop every worker (killing those running a job); later jobs fail with
+        :class:`~tavernlab.js.errors.PoolClosedError`."""
         with self._cond:
             self._closed = True
             workers = list(self._idle) + list(self._busy)
@@ -379,11 +141,6 @@ class WorkerPool:
                 worker.kill()
             else:
                 worker.stop()
-
-    def busy_pids(self) -> list[int]:
-        """Process ids of the workers running a job right now."""
-        with self._cond:
-            return sorted(w.pid for w in self._busy if w.pid is not None)
 
     def running_jobs(self) -> dict[int, int]:
         """``{thread id: worker pid}`` of the jobs being served right now (diagnostics: which
@@ -398,19 +155,19 @@ class WorkerPool:
 
     # -- queueing -------------------------------------------------------------------------------
 
-    def _acquire(self, deadline: float, stop: _StopRequest) -> _Worker:
+    def _acquire(self, deadline: float, stop: StopRequest) -> WorkerProcess:
         with self._cond:
             self._ensure_started()
             reason = stop.poll(deadline)
             if reason is not None:
-                raise _NotStarted(reason)
+                raise NotStarted(reason)
             ticket = object()
             self._queue.append(ticket)
             try:
                 while not (self._queue[0] is ticket and self._idle):
                     reason = stop.poll(deadline)
                     if reason is not None:
-                        raise _NotStarted(reason)
+                        raise NotStarted(reason)
                     self._cond.wait(POLL_SLICE)
                 self._queue.popleft()
                 worker = self._idle.popleft()
@@ -424,13 +181,13 @@ class WorkerPool:
         try:
             if not self._ready(worker, deadline, stop):
                 self._release(worker)
-                raise _NotStarted(stop.poll(deadline) or "deadline")
-        except SandboxError:
+                raise NotStarted(stop.poll(deadline) or "deadline")
+        except WorkerStartError:
             self._release(worker)
             raise
         return worker
 
-    def _ready(self, worker: _Worker, deadline: float, stop: _StopRequest) -> bool:
+    def _ready(self, worker: WorkerProcess, deadline: float, stop: StopRequest) -> bool:
         """Wait for a (re)started worker, restarting it once if it died or hung starting."""
         for attempt in range(2):
             give_up = time.monotonic() + START_TIMEOUT
@@ -440,20 +197,20 @@ class WorkerPool:
                     if stop.poll(deadline) is not None:
                         return False
                     if time.monotonic() >= give_up:
-                        raise SandboxError("The JavaScript worker process did not start "
+                        raise WorkerStartError("The JavaScript worker process did not start "
                                            f"within {START_TIMEOUT:.0f} s.")
                 if worker.proc is not None and worker.proc.poll() is not None:
-                    raise SandboxError(
+                    raise WorkerStartError(
                         f"The JavaScript worker process exited while idle: {worker.death()}")
                 return True
-            except SandboxError:
+            except WorkerStartError:
                 if attempt:
                     raise
                 worker.kill()
                 worker.start()
         return False
 
-    def _release(self, worker: _Worker) -> None:
+    def _release(self, worker: WorkerProcess) -> None:
         with self._cond:
             self._busy.discard(worker)
             if self._closed:
@@ -464,7 +221,7 @@ class WorkerPool:
 
     # -- running --------------------------------------------------------------------------------
 
-    def run(self, spec: dict[str, Any], server: CapabilityServer, *,
+    def run(self, job: Job, server: CapabilityServer, *,
             deadline: float | None = None, time_limit: float | None = None,
             token: CancelToken | None = None) -> JobOutcome:
         """Run one job (see the module docstring).
@@ -477,19 +234,19 @@ class WorkerPool:
         if deadline is None and time_limit is None:
             raise ValueError("a job needs a deadline or a time limit")
         queue_deadline = deadline if deadline is not None else float("inf")
-        stop = _StopRequest(token)
+        stop = StopRequest(token)
         fault: BaseException | None = None
-        with _route_sigint(stop):
+        with route_sigint(stop):
             try:
                 try:
                     worker = self._acquire(queue_deadline, stop)
-                except _NotStarted as exc:
+                except NotStarted as exc:
                     outcome = JobOutcome("interrupted", reason=exc.reason)
                 else:
                     limit = (queue_deadline if time_limit is None
                              else min(queue_deadline, time.monotonic() + time_limit))
                     try:
-                        outcome, fault = self._drive(worker, spec, server, limit, stop)
+                        outcome, fault = self._drive(worker, job, server, limit, stop)
                     finally:
                         self._release(worker)
             except KeyboardInterrupt:
@@ -501,24 +258,24 @@ class WorkerPool:
             raise KeyboardInterrupt
         return outcome
 
-    def _drive(self, worker: _Worker, spec: dict[str, Any], server: CapabilityServer,
-               deadline: float, stop: _StopRequest) -> tuple[JobOutcome, BaseException | None]:
+    def _drive(self, worker: WorkerProcess, job: Job, server: CapabilityServer,
+               deadline: float, stop: StopRequest) -> tuple[JobOutcome, BaseException | None]:
         """Feed the job to ``worker`` and serve it until it reports, dies or is killed."""
         assert worker.conn is not None and worker.proc is not None
         conn = worker.conn
         with self._cond:
             self._running[threading.get_ident()] = worker.pid or 0
         try:
-            return self._serve(worker, conn, spec, server, deadline, stop)
+            return self._serve(worker, conn, job, server, deadline, stop)
         finally:
             with self._cond:
                 self._running.pop(threading.get_ident(), None)
 
-    def _serve(self, worker: _Worker, conn: Connection, spec: dict[str, Any],
-               server: CapabilityServer, deadline: float, stop: _StopRequest
+    def _serve(self, worker: WorkerProcess, conn: Connection, job: Job,
+               server: CapabilityServer, deadline: float, stop: StopRequest
                ) -> tuple[JobOutcome, BaseException | None]:
         assert worker.proc is not None
-        worker.send(("job", dict(spec, deadline=deadline)))
+        worker.send(("job", job, deadline))
         fault: BaseException | None = None
         stopping_since: float | None = None
         while True:
@@ -571,7 +328,7 @@ class WorkerPool:
                 return JobOutcome("interrupted", reason=reason, pid=pid), fault
 
     @staticmethod
-    def _crashed(worker: _Worker) -> JobOutcome:
+    def _crashed(worker: WorkerProcess) -> JobOutcome:
         pid = worker.pid
         why = worker.death()
         worker.kill()
@@ -585,10 +342,11 @@ _DEFAULT_LOCK = threading.Lock()
 
 
 def default_pool() -> WorkerPool:
-    """The kernel-wide pool (2 workers), created on first use and closed at exit."""
+    """The process-wide pool (2 workers: upstream's per-process cap), created on first use,
+    created again after someone closed it, and closed at interpreter exit."""
     global _DEFAULT
     with _DEFAULT_LOCK:
-        if _DEFAULT is None or _DEFAULT._closed:
+        if _DEFAULT is None or _DEFAULT.closed:
             _DEFAULT = WorkerPool()
             atexit.register(_DEFAULT.close)
         return _DEFAULT

@@ -37,8 +37,8 @@ from tavernlab.errors import (
     WorkspaceError,
 )
 from tavernlab.js.budget import InputBudget
+from tavernlab.js.errors import CapabilityError
 from tavernlab.js.limits import LIST_FILES_LIMIT
-from tavernlab.js.pool import CapabilityError
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WriteGuard

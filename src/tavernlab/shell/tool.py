@@ -10,20 +10,21 @@ ShellToolResult`, so ``ShellResult.from_tool_result`` recovers stdout and stderr
 
 from __future__ import annotations
 
+from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.execute import execute_shell
 from tavernlab.workspace.tooling import Arguments, ToolCall, ToolResult, ToolSpec, register_tool
 
 TOOL_ID = "workspace.shell"
 
 #: The description shown to the model (spec/shell.md section 11; tavernlab's own wording).
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Run a bash command in a sandboxed, in-process shell over the workspace.
 Paths: / is the workspace root (/output/main.md is output/main.md).
 Only visible roots exist; read-only roots (tool-results, skills) reject writes.
 Each call starts a fresh shell; files persist, shell variables do not.
 Useful commands: ls, find, cat, grep, sed, awk, jq, mkdir, cp, mv, rm,
 python3 (a subset), js/node/deno (QuickJS, see js --help).
-Limits: 30 s per call, 128 KiB command, 128 KiB of stdout and of stderr.
+Limits: {DEFAULT_DEADLINE_S:.0f} s per call, 128 KiB command, 128 KiB of stdout and of stderr.
 Shell edits create no read records: read a file again before rewriting or
 patching it with the text tools."""
 
