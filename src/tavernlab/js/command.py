@@ -18,10 +18,10 @@ appended to stderr (earlier stderr is cut, keeping its beginning, so the report 
 
 tavernlab choices where upstream is unknown:
 
-* No stdin at all (``stdin=None``) with ``-`` gives ``No JavaScript source on stdin; pipe a
-  module or use a workspace script file.`` (an empty ``b""`` stdin is an empty module).
-* Messages name the path as the user typed it (``js task.txt`` ->
-  `` `task.txt` must be an explicit .js or .mjs module path.``).
+* An empty ``b""`` stdin is an empty module (``stdin=None`` is "no stdin": an argument error).
+* Messages about the entry's form name the path as the user typed it (``js task.txt`` ->
+  `` `task.txt` must be an explicit .js or .mjs module path.``); a missing entry names its
+  absolute shell path (upstream's ``Cannot read `/scratch/task.js`: path not found. ...``).
 * A static import that cannot be loaded is a failure report (exit 1) naming the entry module,
   with a one-frame stack at the import site, like an exception thrown while linking.
 * ``deadline=None`` means 30 s from the call (the shell's default).
@@ -30,28 +30,23 @@ tavernlab choices where upstream is unknown:
   ``js: JavaScript execution was cancelled.`` (``js: <module>: ...`` once the entry is known).
 * Input budget: module sources (file, stdin and ``-e``) and ``workspace.readText`` bytes are
   charged to ``budget``; the shell passes its call-wide :class:`~tavernlab.js.budget.InputBudget`,
-  a direct call gets a fresh 8 MiB one.
+  a direct call gets a fresh 8 MiB one. A stdin module over the budget is a load failure.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled
 from tavernlab.js.budget import InputBudget, InputBudgetExceeded
 from tavernlab.js.builtins import COMMAND_BUILTINS
+from tavernlab.js.command_line import CommandLine, parse_command_line, shell_path
 from tavernlab.js.errors import JsArgumentError, JsLoadError, ModuleLoadError
+from tavernlab.js.help import HELP_TEXT
 from tavernlab.js.job import Job, JobOutcome
-from tavernlab.js.limits import (
-    DEFAULT_DEADLINE_S,
-    INTERRUPT_REASONS,
-    OUTPUT_CAP,
-    SOURCE_NOT_UTF8,
-    STDIN_LIMIT,
-)
+from tavernlab.js.limits import DEFAULT_DEADLINE_S, INTERRUPT_REASONS, OUTPUT_CAP, SOURCE_NOT_UTF8
 from tavernlab.js.loaders import (
     WorkspaceModuleLoader,
     has_invalid_path_chars,
@@ -65,40 +60,6 @@ from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.js.runtime_api import RuntimeCapabilities, runtime_context_json
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import ScopedWorkspaceFs
-
-HELP_TEXT = """\
-js, node, deno: run a JavaScript ES module in the workspace sandbox (QuickJS).
-
-Usage:
-  js FILE [ARG...]          run a .js/.mjs workspace file
-  js -- FILE [ARG...]       same; use when FILE starts with "-"
-  js - [ARG...] < FILE      read the module from stdin
-  js -e SOURCE [ARG...]     run SOURCE; put -- before args that look like options
-  deno run FILE [ARG...] | deno eval SOURCE [ARG...]
-Examples:
-  js /scratch/task.js arg1 --option 'arg with spaces'
-  js -e 'console.log(process.argv)' -- --help
-Arguments: everything after the entry (or after the eval source) is passed
-  as strings in process.argv: [command, entry, ...args]; eval has no entry.
-Files: import { workspace, context, macros, log } from '@tauritavern/runtime'
-  workspace.readText/writeText/exists/listFiles use workspace-root paths
-  (output/main.md); writes are immediate and are not rolled back.
-  Relative imports resolve from the importing file; FILE resolves from cwd.
-Context: context.worldInfo, context.variables, context.macro are frozen at
-  run start; macros.render(text) expands {{macros}} once.
-Output: console.log/info/debug -> stdout, console.warn/error and log.* ->
-  stderr; 128 KiB per stream. Print results with JSON.stringify.
-Exit: process.exitCode (integer 0-255, default 0); an uncaught error exits 1.
-Built-in modules: @tauritavern/runtime only. Bundle other libraries into the
-  skill. No Node/Deno APIs, npm, TypeScript, network, timers or processes.
-"""
-
-NO_SOURCE = "Provide a script file, -e SOURCE, or - for stdin. See js --help."
-EVAL_NEEDS_VALUE = "-e requires a value. See js --help."
-DENO_USAGE = "Use deno run FILE or deno eval SOURCE. See js --help."
-STDIN_TOO_LARGE = "JavaScript stdin exceeds the command size limit; use a workspace script file."
-#: Upstream detail unknown; tavernlab's choice (spec 3.3).
-NO_STDIN = "No JavaScript source on stdin; pipe a module or use a workspace script file."
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,77 +77,6 @@ class CommandResult:
     cancelled: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class CommandLine:
-    """The scanned arguments: help, or an entry (``file``/``stdin``/``eval``) plus script
-    arguments. ``source`` is the file argument or the eval code."""
-
-    help: bool
-    kind: Literal["file", "stdin", "eval"] | None = None
-    source: str = ""
-    args: tuple[str, ...] = ()
-
-
-def parse_command_line(argv: list[str], command: str = "js") -> CommandLine:
-    """Scan ``argv`` (without the command name) per spec 3.1-3.2; raise
-    :class:`JsArgumentError` with the exact message."""
-    if command == "deno":
-        if argv and argv[0] in ("--help", "-h"):
-            return CommandLine(help=True)
-        if argv and argv[0] == "run":
-            argv = argv[1:]
-        elif argv and argv[0] == "eval":
-            argv = ["-e", *argv[1:]]
-        else:
-            raise JsArgumentError(DENO_USAGE)
-    kind: Literal["file", "stdin", "eval"] | None = None
-    source = ""
-    index = 0
-    while index < len(argv):
-        arg = argv[index]
-        if arg in ("--help", "-h"):
-            return CommandLine(help=True)
-        if arg in ("-e", "--eval") and kind is None:
-            if index + 1 >= len(argv):
-                raise JsArgumentError(EVAL_NEEDS_VALUE)
-            kind, source = "eval", argv[index + 1]
-            index += 2
-            continue
-        if arg == "--":
-            index += 1
-            if kind is None and index < len(argv):
-                kind, source = _entry(argv[index])
-                index += 1
-            break
-        if arg == "-" or not arg.startswith("-"):
-            if kind is None:
-                kind, source = _entry(arg)
-                index += 1
-            break
-        raise JsArgumentError(f"Unsupported or repeated argument `{arg}`. See js --help.")
-    if kind is None:
-        raise JsArgumentError(NO_SOURCE)
-    return CommandLine(help=False, kind=kind, source=source, args=tuple(argv[index:]))
-
-
-def _entry(arg: str) -> tuple[Literal["file", "stdin"], str]:
-    return ("stdin", "") if arg == "-" else ("file", arg)
-
-
-def shell_path(cwd: str, path: str) -> str:
-    """Resolve ``path`` against ``cwd`` lexically; ``..`` above ``/`` stays at ``/``."""
-    segments: list[str] = []
-    for segment in (path if path.startswith("/") else f"{cwd}/{path}").split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if segments:
-                segments.pop()
-        else:
-            segments.append(segment)
-    return "/" + "/".join(segments)
-
-
 def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: FrozenContext,
                    cwd: str = "/", stdin: bytes | None = None, command: str = "js",
                    deadline: float | None = None, token: CancelToken | None = None,
@@ -201,7 +91,7 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
     pool.
     """
     try:
-        line = parse_command_line(argv, command)
+        line = parse_command_line(argv, command, stdin)
     except JsArgumentError as exc:
         return CommandResult(2, "", f"js: {exc.message}\n")
     if line.help:
@@ -215,7 +105,7 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
     if token is not None and token.cancelled:
         return not_started
     try:
-        name, source = _load_entry(line, cwd, stdin, loader, budget)
+        name, source = _load_entry(line, cwd, loader, budget)
     except (JsLoadError, ModuleLoadError) as exc:
         return CommandResult(1, "", f"js: {exc.message}\n")
     except Cancelled:
@@ -235,8 +125,8 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
     return _result(server, name, outcome)
 
 
-def _load_entry(line: CommandLine, cwd: str, stdin: bytes | None,
-                loader: WorkspaceModuleLoader, budget: InputBudget) -> tuple[str, bytes]:
+def _load_entry(line: CommandLine, cwd: str, loader: WorkspaceModuleLoader,
+                budget: InputBudget) -> tuple[str, bytes]:
     """The entry's module name and source bytes (charged to the budget)."""
     if line.kind == "file":
         if has_invalid_path_chars(line.source):
@@ -247,11 +137,7 @@ def _load_entry(line: CommandLine, cwd: str, stdin: bytes | None,
         source = loader.load(name, "")
     else:
         if line.kind == "stdin":
-            if stdin is None:
-                raise JsLoadError(NO_STDIN)
-            if len(stdin) > STDIN_LIMIT:
-                raise JsLoadError(STDIN_TOO_LARGE)
-            name, source = join_relative(cwd, "<stdin>") or "/<stdin>", stdin
+            name, source = join_relative(cwd, "<stdin>") or "/<stdin>", line.stdin
         else:
             name, source = join_relative(cwd, "<eval>") or "/<eval>", line.source.encode(
                 "utf-8", "surrogatepass")

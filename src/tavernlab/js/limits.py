@@ -42,16 +42,27 @@ LIST_FILES_LIMIT = 4096
 
 OUTPUT_EXCEEDED = (f"JavaScript output exceeds {OUTPUT_CAP} bytes. Save the content to a "
                    "workspace file and print its path.")
-#: Upstream wording after the semicolon unknown; tavernlab's choice (spec 3.6).
-LINE_EXCEEDED = ("JavaScript log line exceeds the output limit; save the content to a "
-                 "workspace file and print its path.")
+LINE_EXCEEDED = ("JavaScript log line exceeds the output limit; write large content to a "
+                 "workspace file.")
 EXIT_CODE_INVALID = "process.exitCode must be a numeric integer from 0 to 255."
 PENDING_PROMISE = "The awaited Promise is still pending, but no work remains to resolve it."
 MODULE_NOT_AVAILABLE = ("This module is not available. Import a workspace .js/.mjs file or a "
                         "built-in module listed in js --help.")
-#: Upstream wording unknown; tavernlab's choice (spec 3.8).
-IMPORT_ATTRIBUTES = "Import attributes are not supported."
+IMPORT_ATTRIBUTES = "Import attributes are not supported; import a .js/.mjs module."
 SOURCE_NOT_UTF8 = "JavaScript source must be UTF-8."
+STDIN_TOO_LARGE = "JavaScript stdin exceeds the command size limit; use a workspace script file."
+NO_STDIN = "js - requires module source on stdin."
+#: Prefix of a path parse failure in the runtime API (upstream's ``InvalidData`` display).
+INVALID_DATA_PREFIX = "Invalid data: "
+
+
+def path_not_found(verb: str, path: str) -> str:
+    """``Cannot <verb> `<path>`: path not found. Check the directory with
+    workspace.listFiles.`` with ``path`` in shell form (``/scratch/a.txt``): the missing
+    script (3.3), ``readText`` and ``listFiles(dir)`` (4.1)."""
+    return (f"Cannot {verb} `{path}`: path not found. Check the directory with "
+            "workspace.listFiles.")
+
 
 # --- interruption reasons (upstream wording unknown; tavernlab's choice) ---------------------
 #: Reason keys sent across the process boundary, and the text that replaces the exception.

@@ -23,7 +23,7 @@ from tavernlab.js.builtins import (
     BuiltinModules,
 )
 from tavernlab.js.errors import ModuleLoadError
-from tavernlab.js.limits import MODULE_NOT_AVAILABLE, SOURCE_NOT_UTF8
+from tavernlab.js.limits import MODULE_NOT_AVAILABLE, SOURCE_NOT_UTF8, path_not_found
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
@@ -112,13 +112,13 @@ class WorkspaceModuleLoader:
 
     Canonical names are absolute shell paths (``/skills/demo/scripts/lib.js``). A path the
     Invocation may not read is reported exactly like a missing one, so hidden run files stay
-    hidden. Source bytes are charged to the call's input budget.
+    hidden; a missing entry reads ``Cannot read `<path>`: path not found. Check the directory
+    with workspace.listFiles.`` (3.3). Source bytes are charged to the call's input budget.
 
     tavernlab choices (upstream wording unknown): ``..`` above ``/`` fails with
     ``Cannot import `<spec>` from `<importer>`: the path escapes the workspace root.``; a
-    missing or hidden target with ``Cannot find module `<path>` imported from `<importer>`.``
-    (``Cannot find module `<path>`.`` for the entry); a directory with
-    ``Cannot load module `<path>`: it is a directory.``
+    missing or hidden import with ``Cannot find module `<path>` imported from `<importer>`.``;
+    a directory with ``Cannot load module `<path>`: it is a directory.``
     """
 
     def __init__(self, scope: ScopedWorkspaceFs, budget: InputBudget,
@@ -145,7 +145,7 @@ class WorkspaceModuleLoader:
     def load(self, name: str, importer: str) -> bytes:
         """See :class:`ModuleLoader`; ``importer`` is ``""`` for the entry."""
         missing = (f"Cannot find module `{name}` imported from `{importer}`." if importer
-                   else f"Cannot find module `{name}`.")
+                   else path_not_found("read", name))
         try:
             path = WorkspacePath.parse(name.lstrip("/"))
         except InvalidWorkspacePath:
