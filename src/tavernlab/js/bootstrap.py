@@ -2,15 +2,19 @@
 
 Registered in every job's fresh Runtime by the worker (:mod:`tavernlab.js.worker`):
 
-* ``<tavernlab:core>`` (:data:`CORE_SOURCE`) captures the two host functions and removes
-  them and jsbox's extra globals, installs ``console``/``process`` for the command, and builds
-  the runtime API (``workspace``, ``context``, ``macros``, ``log``) whose calls go to the
-  parent;
+* ``<tavernlab:core>`` (:data:`CORE_SOURCE`). Evaluating it captures the two host functions
+  and the intrinsics it relies on, and removes the host functions and jsbox's extra globals;
+  it needs nothing from the job, so the worker evaluates it while idle. Its ``start()``,
+  called once by the bootstrap, reads the job's configuration (the global
+  ``__tavernlab_config``, deleted at once), installs the deterministic clock and random
+  generator when the job carries them (:mod:`tavernlab.js.determinism`), installs
+  ``console``/``process`` for the command, and builds the runtime API (``workspace``,
+  ``context``, ``macros``, ``log``) whose calls go to the parent;
 * the runtime module (:data:`RUNTIME_SOURCE`) re-exports that API under each runtime name of
   the job (``@tauritavern/runtime``; legacy also ``@tauritavern/runtime/v1``);
-* ``<tavernlab:main>`` (:func:`bootstrap_source`) imports the core first, then the entry with
-  ``await import(...)``, catching what it throws. Its ``outcome`` export carries the exit code,
-  the legacy result JSON or the error (``String(error)``, ``error.stack``) back.
+* ``<tavernlab:main>`` (:data:`BOOTSTRAPS`, one per mode) calls ``start()``, then imports the
+  entry with ``await import(...)``, catching what it throws. Its ``outcome`` export carries
+  the exit code, the legacy result JSON or the error (``String(error)``, ``error.stack``) back.
 
 Names starting with ``<tavernlab:`` can never be reached by a static import (the parent only
 resolves workspace paths and built-in names).
@@ -20,16 +24,17 @@ from __future__ import annotations
 
 import json
 
+from tavernlab.js.limits import EXIT_CODE_INVALID, LINE_EXCEEDED, OUTPUT_EXCEEDED
+
 #: Internal module names (the ``<tavernlab:`` prefix can never be imported statically).
 CORE_MODULE = "<tavernlab:core>"
 MAIN_MODULE = "<tavernlab:main>"
 
-CORE_SOURCE = r"""
-const config = globalThis.__tavernlab_config;
+_CORE_TEMPLATE = r"""
 const host = globalThis.__tavernlab_host;
 const emit = globalThis.__tavernlab_emit;
-for (const name of ["__tavernlab_config", "__tavernlab_host", "__tavernlab_emit", "console",
-                    "TextEncoder", "TextDecoder", "atob", "btoa"]) {
+for (const name of ["__tavernlab_host", "__tavernlab_emit", "console", "TextEncoder",
+                    "TextDecoder", "atob", "btoa"]) {
   delete globalThis[name];
 }
 const S = String;
@@ -39,8 +44,12 @@ const stringify = JSON.stringify;
 const parse = JSON.parse;
 const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
+const construct = Reflect.construct;
+const imul = Math.imul;
+const NativeDate = Date;
 const ERRORS = { Error, TypeError, RangeError };
-const OUTPUT_ERRORS = [null, config.outputExceeded, config.lineExceeded];
+const OUTPUT_ERRORS = [null, @@OUTPUT_EXCEEDED@@, @@LINE_EXCEEDED@@];
+const hidden = (value) => ({ value, writable: true, configurable: true, enumerable: false });
 
 function format(args) {
   let line = "";
@@ -64,8 +73,47 @@ function str(value, what) {
   return wellFormed(value);
 }
 
+// Deterministic time: reading k (from 0) of Date.now(), new Date(), Date() and
+// performance.now() is origin + k ms (performance.now() returns k: ms since timeOrigin).
+function installClock(origin) {
+  let ticks = 0;
+  const read = () => origin + ticks++;
+  const DeterministicDate = function Date(...args) {
+    if (new.target === undefined) return new NativeDate(read()).toString();
+    return construct(NativeDate, args.length === 0 ? [read()] : args, new.target);
+  };
+  defineProperty(DeterministicDate, "length", { value: 7 });
+  DeterministicDate.prototype = NativeDate.prototype;
+  defineProperty(NativeDate.prototype, "constructor", hidden(DeterministicDate));
+  defineProperty(DeterministicDate, "now", hidden(function now() { return read(); }));
+  defineProperty(DeterministicDate, "parse", hidden(NativeDate.parse));
+  defineProperty(DeterministicDate, "UTC", hidden(NativeDate.UTC));
+  defineProperty(globalThis, "Date", hidden(DeterministicDate));
+  const performance = freeze({ timeOrigin: origin, now() { return read() - origin; } });
+  defineProperty(globalThis, "performance",
+                 { value: performance, writable: true, configurable: true, enumerable: true });
+}
+
+// Seeded Math.random: xoshiro128** over the four 32-bit words of the job's state; each
+// value takes two outputs, 27 + 26 bits: (a >>> 5) * 2^26 + (b >>> 6), divided by 2^53.
+function installRandom(state) {
+  let s0 = state[0] | 0, s1 = state[1] | 0, s2 = state[2] | 0, s3 = state[3] | 0;
+  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  const next = () => {
+    const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
+    const t = s1 << 9;
+    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotl(s3, 11);
+    return result;
+  };
+  defineProperty(Math, "random", hidden(function random() {
+    return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+  }));
+}
+
 let exitCode = 0;
-if (config.mode === "command") {
+export let workspace, context, macros, log;
+
+function installCommandGlobals(argv) {
   const console = {
     log(...args) { write(1, args); },
     info(...args) { write(1, args); },
@@ -73,59 +121,51 @@ if (config.mode === "command") {
     warn(...args) { write(2, args); },
     error(...args) { write(2, args); },
   };
-  defineProperty(globalThis, "console",
-                 { value: console, writable: true, configurable: true, enumerable: false });
+  defineProperty(globalThis, "console", hidden(console));
   const process = {};
   defineProperty(process, "argv",
-                 { value: config.argv, writable: true, configurable: true, enumerable: true });
+                 { value: argv, writable: true, configurable: true, enumerable: true });
   defineProperty(process, "exitCode", {
     get() { return exitCode; },
     set(value) {
       if (typeof value !== "number" || !isInteger(value) || value < 0 || value > 255) {
-        throw new TypeError(config.exitCodeInvalid);
+        throw new TypeError(@@EXIT_CODE_INVALID@@);
       }
       exitCode = value;
     },
     configurable: false,
     enumerable: true,
   });
-  defineProperty(globalThis, "process",
-                 { value: process, writable: true, configurable: true, enumerable: false });
+  defineProperty(globalThis, "process", hidden(process));
 }
 
-const workspace = freeze({
-  readText(path) { return call("readText", str(path, "path")); },
-  writeText(path, text) { call("writeText", str(path, "path"), str(text, "text")); },
-  exists(path) { return call("exists", str(path, "path")); },
-  listFiles(dir) { return call("listFiles", dir === undefined ? null : str(dir, "path")); },
-});
-const macros = freeze({ render(text) { return call("render", str(text, "text")); } });
-
-let context;
-let log;
-if (config.mode === "command") {
+function commandContext(json) {
   let data;
   const field = (name) => {
-    if (config.context === null) throw new Error(`context.${name} is unavailable for this task.`);
-    if (data === undefined) data = parse(config.context);
+    if (json === null) throw new Error(`context.${name} is unavailable for this task.`);
+    if (data === undefined) data = parse(json);
     return data[name];
   };
-  context = freeze({
+  return freeze({
     get worldInfo() { return field("worldInfo"); },
     get variables() { return field("variables"); },
     get macro() { return field("macro"); },
   });
+}
+
+function commandLog() {
   const level = (name) => function (...args) { call("log", name, format(args)); };
-  log = freeze({ log: level("log"), info: level("info"), warn: level("warn"),
-                 error: level("error"), debug: level("debug") });
-} else {
-  context = parse(config.context);
+  return freeze({ log: level("log"), info: level("info"), warn: level("warn"),
+                  error: level("error"), debug: level("debug") });
+}
+
+function legacyLog() {
   const level = (name) => function (message) {
     if (typeof message !== "string") throw new TypeError(`log.${name} expects a string message`);
     call("log", name, wellFormed(message));
   };
-  log = freeze({ info: level("info"), warn: level("warn"), error: level("error"),
-                 debug: level("debug") });
+  return freeze({ info: level("info"), warn: level("warn"), error: level("error"),
+                  debug: level("debug") });
 }
 
 function describe(error) {
@@ -147,27 +187,57 @@ function describe(error) {
   return { ok: false, text: wellFormed(text), stack: wellFormed(stack), name, message };
 }
 
-let taken = false;
-export function takeInternals() {
-  if (taken) return undefined;
-  taken = true;
+let started = false;
+export function start() {
+  if (started) return undefined;
+  started = true;
+  const config = globalThis.__tavernlab_config;
+  delete globalThis.__tavernlab_config;
+  if (config.timeOrigin !== null) installClock(config.timeOrigin);
+  if (config.randomState !== null) installRandom(config.randomState);
+  workspace = freeze({
+    readText(path) { return call("readText", str(path, "path")); },
+    writeText(path, text) { call("writeText", str(path, "path"), str(text, "text")); },
+    exists(path) { return call("exists", str(path, "path")); },
+    listFiles(dir) { return call("listFiles", dir === undefined ? null : str(dir, "path")); },
+  });
+  macros = freeze({ render(text) { return call("render", str(text, "text")); } });
+  if (config.mode === "command") {
+    installCommandGlobals(config.argv);
+    context = commandContext(config.context);
+    log = commandLog();
+  } else {
+    context = parse(config.context);
+    log = legacyLog();
+  }
   return {
+    entry: config.entry,
     exitCode: () => exitCode,
     describe,
     stringify,
     args: config.mode === "legacy" ? parse(config.args) : undefined,
   };
 }
-export { workspace, context, macros, log };
 """
 
+#: The core module (see the module docstring), with the fixed messages filled in.
+CORE_SOURCE = (_CORE_TEMPLATE.replace("@@OUTPUT_EXCEEDED@@", json.dumps(OUTPUT_EXCEEDED))
+               .replace("@@LINE_EXCEEDED@@", json.dumps(LINE_EXCEEDED))
+               .replace("@@EXIT_CODE_INVALID@@", json.dumps(EXIT_CODE_INVALID)))
+
+#: The runtime API module, registered under each runtime name of a job.
 RUNTIME_SOURCE = f"export {{ workspace, context, macros, log }} from {json.dumps(CORE_MODULE)};\n"
 
-_COMMAND_BOOTSTRAP = """import {{ takeInternals }} from {core};
-const k = takeInternals();
+#: Legacy entry messages (spec 7.2).
+NO_ENTRY_FUNCTION = "skill script must export a `default` or `main` function"
+NOT_SERIALIZABLE = ("skill script must return a JSON-serializable value; `undefined` and "
+                    "functions cannot be returned (return `null` explicitly instead)")
+
+_COMMAND_BOOTSTRAP = f"""import {{ start }} from {json.dumps(CORE_MODULE)};
+const k = start();
 let outcome;
 try {{
-  await import({entry});
+  await import(k.entry);
   outcome = {{ ok: true, exitCode: k.exitCode() }};
 }} catch (error) {{
   outcome = k.describe(error);
@@ -175,17 +245,17 @@ try {{
 export {{ outcome }};
 """
 
-_LEGACY_BOOTSTRAP = """import {{ takeInternals }} from {core};
-const k = takeInternals();
+_LEGACY_BOOTSTRAP = f"""import {{ start }} from {json.dumps(CORE_MODULE)};
+const k = start();
 let outcome;
 try {{
-  const entry = await import({entry});
+  const entry = await import(k.entry);
   const run = typeof entry.default === "function" ? entry.default
     : typeof entry.main === "function" ? entry.main : undefined;
-  if (run === undefined) throw new Error({no_entry});
+  if (run === undefined) throw new Error({json.dumps(NO_ENTRY_FUNCTION)});
   const value = await run(k.args);
   const json = value === undefined || typeof value === "function" ? undefined : k.stringify(value);
-  if (json === undefined) throw new Error({not_json});
+  if (json === undefined) throw new Error({json.dumps(NOT_SERIALIZABLE)});
   outcome = {{ ok: true, json }};
 }} catch (error) {{
   outcome = k.describe(error);
@@ -193,18 +263,6 @@ try {{
 export {{ outcome }};
 """
 
-#: Legacy entry messages (spec 7.2).
-NO_ENTRY_FUNCTION = "skill script must export a `default` or `main` function"
-NOT_SERIALIZABLE = ("skill script must return a JSON-serializable value; `undefined` and "
-                    "functions cannot be returned (return `null` explicitly instead)")
-
-
-def bootstrap_source(mode: str, entry: str) -> str:
-    """The ``<tavernlab:main>`` module of a job: run the entry, export its ``outcome``."""
-    core = json.dumps(CORE_MODULE)
-    target = json.dumps(entry)
-    if mode == "legacy":
-        return _LEGACY_BOOTSTRAP.format(core=core, entry=target,
-                                        no_entry=json.dumps(NO_ENTRY_FUNCTION),
-                                        not_json=json.dumps(NOT_SERIALIZABLE))
-    return _COMMAND_BOOTSTRAP.format(core=core, entry=target)
+#: The ``<tavernlab:main>`` module of each mode: start the core, run the entry, export the
+#: ``outcome``.
+BOOTSTRAPS = {"command": _COMMAND_BOOTSTRAP, "legacy": _LEGACY_BOOTSTRAP}

@@ -39,10 +39,12 @@ import time
 from dataclasses import dataclass
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock
 from tavernlab.errors import Cancelled
 from tavernlab.js.budget import InputBudget, InputBudgetExceeded
 from tavernlab.js.builtins import COMMAND_BUILTINS
 from tavernlab.js.command_line import CommandLine, parse_command_line, shell_path
+from tavernlab.js.determinism import random_state, time_origin
 from tavernlab.js.errors import JsArgumentError, JsLoadError, ModuleLoadError
 from tavernlab.js.help import HELP_TEXT
 from tavernlab.js.job import Job, JobOutcome
@@ -80,15 +82,17 @@ class CommandResult:
 def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: FrozenContext,
                    cwd: str = "/", stdin: bytes | None = None, command: str = "js",
                    deadline: float | None = None, token: CancelToken | None = None,
-                   budget: InputBudget | None = None,
-                   pool: WorkerPool | None = None) -> CommandResult:
+                   budget: InputBudget | None = None, pool: WorkerPool | None = None,
+                   clock: Clock | None = None, seed: int | None = None) -> CommandResult:
     """Run ``js``/``node``/``deno`` with ``argv`` (without the command name).
 
     ``scope`` is the Invocation's view (policy, skills mount, tracker); ``context`` the run's
     frozen facts; ``cwd`` the shell directory; ``stdin`` the piped bytes (``None``: nothing
     piped); ``deadline`` a ``time.monotonic()`` instant (default: 30 s from now); ``token``
-    cancels; ``budget`` is the shell call's input budget; ``pool`` defaults to the kernel-wide
-    pool.
+    cancels; ``budget`` is the shell call's input budget; ``pool`` defaults to the process-wide
+    pool. ``clock`` (read once, for the job's time origin) and ``seed`` make ``Date`` and
+    ``Math.random`` deterministic (:mod:`tavernlab.js.determinism`); ``None`` keeps real time
+    and engine randomness.
     """
     try:
         line = parse_command_line(argv, command, stdin)
@@ -120,7 +124,8 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
         name if line.kind == "file" else "-",)), *line.args]
     job = Job(mode="command", entry=name, modules=graph.modules,
               runtime_names=COMMAND_BUILTINS.runtime_names, context=runtime_context_json(context),
-              argv=tuple(argv_js), output_cap=OUTPUT_CAP)
+              argv=tuple(argv_js), output_cap=OUTPUT_CAP, time_origin=time_origin(clock),
+              random_state=random_state(seed))
     outcome = (pool or default_pool()).run(job, server, deadline=deadline, token=token)
     return _result(server, name, outcome)
 

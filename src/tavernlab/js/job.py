@@ -33,7 +33,9 @@ class Job:
     reads (``None``: the run has no host context, command mode only); ``argv`` is
     ``process.argv`` (command); ``args`` the JSON of the legacy ``args`` object;
     ``output_cap`` the per-stream cap of console output (``None``: no console);
-    ``result_limit`` the legacy result limit in UTF-8 bytes.
+    ``result_limit`` the legacy result limit in UTF-8 bytes. ``time_origin`` (epoch ms) and
+    ``random_state`` (four 32-bit words) make ``Date``/``performance`` and ``Math.random``
+    deterministic (:mod:`tavernlab.js.determinism`); ``None`` keeps the engine's own.
     """
 
     mode: Literal["command", "legacy"]
@@ -45,6 +47,8 @@ class Job:
     args: str = "{}"
     output_cap: int | None = None
     result_limit: int = 0
+    time_origin: int | None = None
+    random_state: tuple[int, int, int, int] | None = None
 
 
 class CapabilityServer(Protocol):

@@ -45,8 +45,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock
 from tavernlab.errors import TavernlabError
 from tavernlab.js.builtins import LEGACY_BUILTINS
+from tavernlab.js.determinism import random_state, time_origin
 from tavernlab.js.errors import (
     ModuleLoadError,
     SkillScriptContextError,
@@ -175,9 +177,12 @@ def request_input_bytes(request: SkillScriptRequest, args_json: str, context_jso
 
 
 def run_skill_script(request: SkillScriptRequest, *, token: CancelToken | None = None,
-                     pool: WorkerPool | None = None) -> SkillScriptOutcome:
+                     pool: WorkerPool | None = None, clock: Clock | None = None,
+                     seed: int | None = None) -> SkillScriptOutcome:
     """Execute ``request`` (see the module docstring); raises :class:`SkillScriptError` or
-    :class:`SkillScriptValidationError`."""
+    :class:`SkillScriptValidationError`. ``clock`` and ``seed`` make ``Date`` and
+    ``Math.random`` deterministic exactly as for the command (:mod:`tavernlab.js.determinism`).
+    """
     entry = request.entry
     check_module_snapshot(request.skill, len(request.modules),
                           sum(utf8_size(source) for source in request.modules.values()))
@@ -201,7 +206,8 @@ def run_skill_script(request: SkillScriptRequest, *, token: CancelToken | None =
                             request.macros)
     job = Job(mode="legacy", entry=entry, modules=graph.modules,
               runtime_names=LEGACY_BUILTINS.runtime_names, context=context_json,
-              args=args_json, result_limit=LEGACY_RESULT_LIMIT)
+              args=args_json, result_limit=LEGACY_RESULT_LIMIT, time_origin=time_origin(clock),
+              random_state=random_state(seed))
     outcome = (pool or default_pool()).run(job, overlay, time_limit=request.time_limit,
                                           token=token)
     return _finish(request, overlay, outcome)

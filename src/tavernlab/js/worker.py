@@ -37,17 +37,10 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from tavernlab.js.bootstrap import (
-    CORE_MODULE,
-    CORE_SOURCE,
-    MAIN_MODULE,
-    RUNTIME_SOURCE,
-    bootstrap_source,
-)
+from tavernlab.js.bootstrap import BOOTSTRAPS, CORE_MODULE, CORE_SOURCE, MAIN_MODULE, RUNTIME_SOURCE
 from tavernlab.js.engine import Interrupted, classify_failure, interrupt, load_engine
 from tavernlab.js.job import Job
 from tavernlab.js.limits import (
-    EXIT_CODE_INVALID,
     LINE_EXCEEDED,
     MAX_VALUE_BYTES,
     MEMORY_LIMIT,
@@ -182,18 +175,18 @@ class JobRunner:
         runtime = spare.take(self)
         runtime.bind_object("__tavernlab_config", {
             "mode": job.mode,
+            "entry": job.entry,
             "argv": list(job.argv),
             "context": job.context,
             "args": job.args,
-            "outputExceeded": OUTPUT_EXCEEDED,
-            "lineExceeded": LINE_EXCEEDED,
-            "exitCodeInvalid": EXIT_CODE_INVALID,
+            "timeOrigin": job.time_origin,
+            "randomState": None if job.random_state is None else list(job.random_state),
         })
         for name in job.runtime_names:
             runtime.add_static_module(name, RUNTIME_SOURCE)
         for name, source in job.modules.items():
             runtime.add_static_module(name, source)
-        runtime.add_static_module(MAIN_MODULE, bootstrap_source(job.mode, job.entry))
+        runtime.add_static_module(MAIN_MODULE, BOOTSTRAPS[job.mode])
         try:
             exports = runtime.eval_module(MAIN_MODULE, timeout=remaining)
         except Interrupted as exc:
