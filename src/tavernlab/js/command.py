@@ -6,6 +6,10 @@
     result = run_js_command(["-e", "console.log(1)"], scope=scope, context=context)
     result.exit_code, result.stdout, result.stderr, result.timed_out, result.cancelled
 
+    # a notebook cell: streamed output, the cell's own name and lines, reproducible time
+    run_js_command(["-e", cell, "--", *args], scope=scope, context=context, cwd="/scratch",
+                   eval_name="<cell 4>", on_output=show, clock=lab_clock, seed=1234)
+
 Steps: scan the arguments (help, ``-e``, ``--``, entry, script arguments; errors exit 2), load
 the entry (a workspace ``.js``/``.mjs`` file resolved against ``cwd``, stdin, or the ``-e``
 source; failures exit 1 with ``js: <message>``), load the module graph through the
@@ -51,13 +55,15 @@ from tavernlab.js.job import Job, JobOutcome
 from tavernlab.js.limits import DEFAULT_DEADLINE_S, INTERRUPT_REASONS, OUTPUT_CAP, SOURCE_NOT_UTF8
 from tavernlab.js.loaders import (
     WorkspaceModuleLoader,
+    dirname,
     has_invalid_path_chars,
     has_module_extension,
     invalid_path,
     join_relative,
     not_a_module_path,
 )
-from tavernlab.js.modules import build_module_graph
+from tavernlab.js.modules import INTERNAL_PREFIX, build_module_graph
+from tavernlab.js.output import CommandOutput, OutputCallback
 from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.js.runtime_api import RuntimeCapabilities, runtime_context_json
 from tavernlab.workspace.context import FrozenContext
@@ -83,7 +89,9 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
                    cwd: str = "/", stdin: bytes | None = None, command: str = "js",
                    deadline: float | None = None, token: CancelToken | None = None,
                    budget: InputBudget | None = None, pool: WorkerPool | None = None,
-                   clock: Clock | None = None, seed: int | None = None) -> CommandResult:
+                   clock: Clock | None = None, seed: int | None = None,
+                   on_output: OutputCallback | None = None,
+                   eval_name: str | None = None) -> CommandResult:
     """Run ``js``/``node``/``deno`` with ``argv`` (without the command name).
 
     ``scope`` is the Invocation's view (policy, skills mount, tracker); ``context`` the run's
@@ -92,46 +100,70 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
     cancels; ``budget`` is the shell call's input budget; ``pool`` defaults to the process-wide
     pool. ``clock`` (read once, for the job's time origin) and ``seed`` make ``Date`` and
     ``Math.random`` deterministic (:mod:`tavernlab.js.determinism`); ``None`` keeps real time
-    and engine randomness.
+    and engine randomness. ``on_output(stream, text)`` receives every chunk of stdout and
+    stderr as it is produced (:mod:`tavernlab.js.output`); the result still holds all of it.
+    ``eval_name`` names the ``-e`` module instead of ``<cwd>/<eval>`` (``"<cell 4>"``: errors
+    read ``<cell 4>:3:7``); its relative imports still resolve against ``cwd``. It must not
+    look like a path (no leading ``/`` or ``.``, no NUL), an internal or a built-in name, and
+    it is only for an ``-e`` entry (``ValueError`` otherwise).
     """
+    output = CommandOutput(on_output)
     try:
         line = parse_command_line(argv, command, stdin)
     except JsArgumentError as exc:
-        return CommandResult(2, "", f"js: {exc.message}\n")
+        return _finished(output, 2, stderr=f"js: {exc.message}\n")
     if line.help:
-        return CommandResult(0, HELP_TEXT, "")
+        return _finished(output, 0, stdout=HELP_TEXT)
+    if eval_name is not None:
+        check_eval_name(eval_name, line)
     deadline = time.monotonic() + DEFAULT_DEADLINE_S if deadline is None else deadline
     budget = budget if budget is not None else InputBudget()
     cwd = shell_path("/", cwd)
     loader = WorkspaceModuleLoader(scope, budget, COMMAND_BUILTINS)
-    server = RuntimeCapabilities(scope, context, budget)
-    not_started = CommandResult(1, "", f"js: {INTERRUPT_REASONS['cancel']}\n", cancelled=True)
+    server = RuntimeCapabilities(scope, context, budget, output)
+    cancelled = f"js: {INTERRUPT_REASONS['cancel']}\n"
     if token is not None and token.cancelled:
-        return not_started
+        return _finished(output, 1, stderr=cancelled, cancelled=True)
     try:
-        name, source = _load_entry(line, cwd, loader, budget)
+        name, source = _load_entry(line, cwd, loader, budget, eval_name)
     except (JsLoadError, ModuleLoadError) as exc:
-        return CommandResult(1, "", f"js: {exc.message}\n")
+        return _finished(output, 1, stderr=f"js: {exc.message}\n")
     except Cancelled:
-        return not_started
+        return _finished(output, 1, stderr=cancelled, cancelled=True)
     try:
-        graph = build_module_graph(name, source, loader)
+        directory = cwd if line.kind == "eval" else dirname(name) or "/"
+        graph = build_module_graph(name, source, loader, directory=directory)
     except ModuleLoadError as exc:
-        return _result(server, name, JobOutcome("error", text=exc.message, stack=exc.stack))
+        return _result(output, name, JobOutcome("error", text=exc.message, stack=exc.stack))
     except Cancelled:
-        return _result(server, name, JobOutcome("interrupted", reason="cancel"))
-    argv_js = [command, *(() if line.kind == "eval" else (
-        name if line.kind == "file" else "-",)), *line.args]
+        return _result(output, name, JobOutcome("interrupted", reason="cancel"))
     job = Job(mode="command", entry=name, modules=graph.modules,
               runtime_names=COMMAND_BUILTINS.runtime_names, context=runtime_context_json(context),
-              argv=tuple(argv_js), output_cap=OUTPUT_CAP, time_origin=time_origin(clock),
-              random_state=random_state(seed))
+              argv=_process_argv(command, line, name), output_cap=OUTPUT_CAP,
+              time_origin=time_origin(clock), random_state=random_state(seed))
     outcome = (pool or default_pool()).run(job, server, deadline=deadline, token=token)
-    return _result(server, name, outcome)
+    return _result(output, name, outcome)
+
+
+def check_eval_name(eval_name: str, line: CommandLine) -> None:
+    """Refuse an ``eval_name`` that could collide with another module, or a non-eval entry."""
+    if line.kind != "eval":
+        raise ValueError("eval_name names the -e SOURCE module; this command line has a "
+                         f"{line.kind} entry")
+    if (not eval_name or eval_name.startswith(("/", ".", INTERNAL_PREFIX)) or "\0" in eval_name
+            or eval_name in COMMAND_BUILTINS):
+        raise ValueError(f"eval_name {eval_name!r} must not be empty, start with '/', '.' or "
+                         f"{INTERNAL_PREFIX!r}, contain NUL, or be a built-in module name")
+
+
+def _process_argv(command: str, line: CommandLine, name: str) -> tuple[str, ...]:
+    """``process.argv`` (3.4): the command, the entry (none for eval), the arguments."""
+    entry = () if line.kind == "eval" else (name if line.kind == "file" else "-",)
+    return (command, *entry, *line.args)
 
 
 def _load_entry(line: CommandLine, cwd: str, loader: WorkspaceModuleLoader,
-                budget: InputBudget) -> tuple[str, bytes]:
+                budget: InputBudget, eval_name: str | None) -> tuple[str, bytes]:
     """The entry's module name and source bytes (charged to the budget)."""
     if line.kind == "file":
         if has_invalid_path_chars(line.source):
@@ -144,8 +176,8 @@ def _load_entry(line: CommandLine, cwd: str, loader: WorkspaceModuleLoader,
         if line.kind == "stdin":
             name, source = join_relative(cwd, "<stdin>") or "/<stdin>", line.stdin
         else:
-            name, source = join_relative(cwd, "<eval>") or "/<eval>", line.source.encode(
-                "utf-8", "surrogatepass")
+            name = eval_name or join_relative(cwd, "<eval>") or "/<eval>"
+            source = line.source.encode("utf-8", "surrogatepass")
         try:
             budget.charge(len(source))
         except InputBudgetExceeded as exc:
@@ -157,26 +189,37 @@ def _load_entry(line: CommandLine, cwd: str, loader: WorkspaceModuleLoader,
     return name, source
 
 
-def _result(server: RuntimeCapabilities, module: str, outcome: JobOutcome) -> CommandResult:
-    stdout = "".join(server.stdout)
-    stderr = "".join(server.stderr)
+def _finished(output: CommandOutput, exit_code: int, *, stdout: str = "", stderr: str = "",
+              timed_out: bool = False, cancelled: bool = False) -> CommandResult:
+    """Write the command's own final text (help, an error line, a failure report) to
+    ``output`` and build the result from everything written."""
+    output.write("stdout", stdout)
+    earlier = output.stderr
+    output.write("stderr", stderr)
+    stderr_text = fit_failure_report(earlier, stderr) if stderr else earlier
+    return CommandResult(exit_code, output.stdout, stderr_text, timed_out=timed_out,
+                         cancelled=cancelled)
+
+
+def _result(output: CommandOutput, module: str, outcome: JobOutcome) -> CommandResult:
     if outcome.status == "ok":
-        return CommandResult(outcome.exit_code, stdout, stderr)
+        return _finished(output, outcome.exit_code)
     report = f"js: {module}: {outcome.message}\n"
     if outcome.stack:
         report += outcome.stack + "\n"
-    return CommandResult(1, stdout, fit_failure_report(stderr, report),
-                         timed_out=outcome.timed_out, cancelled=outcome.cancelled)
+    return _finished(output, 1, stderr=report, timed_out=outcome.timed_out,
+                     cancelled=outcome.cancelled)
 
 
 def fit_failure_report(earlier: str, report: str, cap: int = OUTPUT_CAP) -> str:
     """``earlier + report`` within ``cap`` UTF-8 bytes: earlier stderr is cut (keeping its
-    beginning) so the report fits; a report that alone exceeds the cap is cut itself."""
-    report_bytes = report.encode("utf-8")
+    beginning) so the report fits; a report that alone exceeds the cap is cut itself. Lone
+    surrogates (a path echoed from the command line) are measured as three bytes."""
+    report_bytes = report.encode("utf-8", "surrogatepass")
     if len(report_bytes) >= cap:
         return _cut(report_bytes, cap)
     room = cap - len(report_bytes)
-    earlier_bytes = earlier.encode("utf-8")
+    earlier_bytes = earlier.encode("utf-8", "surrogatepass")
     if len(earlier_bytes) > room:
         earlier = _cut(earlier_bytes, room)
     return earlier + report

@@ -33,9 +33,10 @@ class ModuleLoader(Protocol):
 
     builtins: BuiltinModules
 
-    def resolve(self, specifier: str, importer: str) -> str:
-        """The canonical name of the non-built-in ``specifier`` imported from ``importer``;
-        raises :class:`ModuleLoadError`."""
+    def resolve(self, specifier: str, importer: str, directory: str) -> str:
+        """The canonical name of the non-built-in ``specifier`` imported from ``importer``,
+        relative specifiers taken against ``directory`` (the importer's directory, or the
+        shell's cwd for a named eval module); raises :class:`ModuleLoadError`."""
 
     def load(self, name: str, importer: str) -> bytes:
         """The source bytes of the module ``name``; raises :class:`ModuleLoadError`."""
@@ -127,13 +128,13 @@ class WorkspaceModuleLoader:
         self.budget = budget
         self.builtins = builtins
 
-    def resolve(self, specifier: str, importer: str) -> str:
+    def resolve(self, specifier: str, importer: str, directory: str) -> str:
         """See :class:`ModuleLoader`."""
         if not specifier.startswith(("./", "../", "/")):
             raise ModuleLoadError(MODULE_NOT_AVAILABLE)
         if has_invalid_path_chars(specifier):
             raise ModuleLoadError(invalid_path(specifier))
-        joined = join_relative(dirname(importer) or "/", specifier)
+        joined = join_relative(directory or "/", specifier)
         if joined is None:
             raise ModuleLoadError(
                 f"Cannot import `{specifier}` from `{importer}`: the path escapes the "
@@ -195,14 +196,13 @@ class SnapshotModuleLoader:
         self.modules = modules
         self.builtins = builtins
 
-    def resolve(self, specifier: str, importer: str) -> str:
+    def resolve(self, specifier: str, importer: str, directory: str) -> str:
         """See :class:`ModuleLoader`."""
         if not specifier.startswith(("./", "../", "/")):
             raise ModuleLoadError(
                 f"Module `{specifier}` is not available: import {LEGACY_RUNTIME_MODULE} or a "
                 "relative module from the skill's scripts/ directory.")
-        joined = None if specifier.startswith("/") else join_relative(dirname(importer),
-                                                                      specifier)
+        joined = None if specifier.startswith("/") else join_relative(directory, specifier)
         if joined is None or joined not in self.modules:
             raise ModuleLoadError(
                 f"Cannot find module `{specifier}` imported from `{importer}` in the skill's "

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from tavernlab.js.errors import ModuleLoadError
 from tavernlab.js.limits import IMPORT_ATTRIBUTES
-from tavernlab.js.loaders import ModuleLoader, decode_source
+from tavernlab.js.loaders import ModuleLoader, decode_source, dirname
 from tavernlab.js.scan import SpecifierSite, scan_module
 
 #: Prefix of names the sandbox registers for itself (never reachable by a static import).
@@ -54,11 +54,15 @@ class ModuleGraph:
         return name
 
 
-def build_module_graph(entry: str, source: bytes, loader: ModuleLoader) -> ModuleGraph:
+def build_module_graph(entry: str, source: bytes, loader: ModuleLoader, *,
+                       directory: str | None = None) -> ModuleGraph:
     """Load the entry's whole static graph (plus literal dynamic imports) through ``loader``.
 
-    ``source`` is the entry's bytes, already charged to any budget. Raises
-    :class:`ModuleLoadError` (located at the failing import) for a static failure.
+    ``source`` is the entry's bytes, already charged to any budget. The entry's relative
+    specifiers resolve against ``directory`` (default: the directory of its name; a named
+    eval module such as ``<cell 4>`` passes the shell's cwd), every other module's against its
+    own directory. Raises :class:`ModuleLoadError` (located at the failing import) for a
+    static failure.
     """
     graph = ModuleGraph(entry)
     pending: list[tuple[str, bytes]] = [(entry, source)]
@@ -66,10 +70,11 @@ def build_module_graph(entry: str, source: bytes, loader: ModuleLoader) -> Modul
     while pending:
         name, data = pending.pop()
         text = decode_source(data)
+        base = directory if name == entry and directory is not None else dirname(name)
         edits: list[tuple[SpecifierSite, str]] = []
         for site in scan_module(data).sites:
             try:
-                target = _target(site, name, loader, graph, seen, pending)
+                target = _target(site, name, base, loader, graph, seen, pending)
             except ModuleLoadError as exc:
                 if not site.dynamic or site.attributes:
                     raise exc.located(name, site.line, site.column) from None
@@ -80,8 +85,8 @@ def build_module_graph(entry: str, source: bytes, loader: ModuleLoader) -> Modul
     return graph
 
 
-def _target(site: SpecifierSite, importer: str, loader: ModuleLoader, graph: ModuleGraph,
-            seen: set[str], pending: list[tuple[str, bytes]]) -> str:
+def _target(site: SpecifierSite, importer: str, base: str, loader: ModuleLoader,
+            graph: ModuleGraph, seen: set[str], pending: list[tuple[str, bytes]]) -> str:
     """The canonical name ``site`` points at, loading (or queueing) what it needs."""
     if site.attributes:
         raise ModuleLoadError(IMPORT_ATTRIBUTES)
@@ -93,7 +98,7 @@ def _target(site: SpecifierSite, importer: str, loader: ModuleLoader, graph: Mod
             seen.add(builtin.name)
             graph.modules[builtin.name] = module_source
         return builtin.name
-    target = loader.resolve(site.value, importer)
+    target = loader.resolve(site.value, importer, base)
     if target not in seen:
         target_source = loader.load(target, importer)
         decode_source(target_source)

@@ -290,7 +290,11 @@ class WorkerPool:
                 elif message[0] == "done":
                     return JobOutcome.from_worker(message[1], worker.pid), fault
                 elif message[0] == "out":
-                    server.output(message[1], message[2])
+                    try:
+                        server.output(message[1], message[2])
+                    except Exception as exc:  # a failing output callback: stop, re-raise
+                        fault = exc
+                        stop.reason = "cancel"
                 elif message[0] == "call":
                     reply: tuple[Any, ...]
                     reason = stop.poll(deadline)

@@ -1,9 +1,11 @@
 """``@tauritavern/runtime`` (V5), served by the parent (spec/js-and-skills.md section 4).
 
-The JavaScript side of the module lives in the worker (:data:`tavernlab.js.worker.CORE_SOURCE`)
-and forwards every call here: :class:`RuntimeCapabilities` answers them with the Invocation's
-``ScopedWorkspaceFs``, the run's frozen macros and the call's input budget, and collects the
-run's stdout and stderr. The pool checks the deadline and the cancel flag before each call.
+The JavaScript side of the module lives in the worker
+(:data:`tavernlab.js.bootstrap.CORE_SOURCE`) and forwards every call here:
+:class:`RuntimeCapabilities` answers them with the Invocation's ``ScopedWorkspaceFs``, the
+run's frozen macros and the call's input budget, and passes the run's stdout and stderr to its
+:class:`~tavernlab.js.output.CommandOutput`. The pool checks the deadline and the cancel flag
+before each call.
 
 * ``workspace.readText(path)``, ``writeText(path, text)``, ``exists(path)``, ``listFiles(dir?)``
   take workspace-root paths parsed with the workspace path rules; every function, ``exists``
@@ -41,6 +43,7 @@ from tavernlab.errors import (
 from tavernlab.js.budget import InputBudget
 from tavernlab.js.errors import CapabilityError
 from tavernlab.js.limits import INVALID_DATA_PREFIX, LIST_FILES_LIMIT, path_not_found
+from tavernlab.js.output import CommandOutput
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WriteGuard
@@ -87,17 +90,16 @@ def shell_form(path: WorkspacePath) -> str:
 class RuntimeCapabilities:
     """The parent side of one ``js`` run: its output buffers and its capability calls."""
 
-    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext,
-                 budget: InputBudget) -> None:
+    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext, budget: InputBudget,
+                 output: CommandOutput) -> None:
         self.scope = scope
         self.context = context
         self.budget = budget
-        self.stdout: list[str] = []
-        self.stderr: list[str] = []
+        self.out = output
 
     def output(self, stream: int, text: str) -> None:
         """Console output (already counted against the caps by the worker)."""
-        (self.stdout if stream == 1 else self.stderr).append(text)
+        self.out.write("stdout" if stream == 1 else "stderr", text)
 
     def serve(self, op: str, a: Any, b: Any) -> Any:
         """Dispatch one call; storage errors become guest errors with their own text."""
@@ -114,7 +116,7 @@ class RuntimeCapabilities:
             if op == "render":
                 return self.context.macros.render(a)
             if op == "log":
-                self.stderr.append(b)
+                self.out.write("stderr", b)
                 return None
         except (CapabilityError, Cancelled):
             raise
