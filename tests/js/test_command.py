@@ -329,10 +329,24 @@ def test_only_console_and_process_are_added(js: JsRunner) -> None:
              "typeof setTimeout, typeof setInterval, typeof setImmediate, typeof fetch, "
              "typeof XMLHttpRequest, typeof window, typeof document, typeof TextEncoder, "
              "typeof TextDecoder, typeof atob, typeof btoa, typeof process.exit, "
-             "typeof __tavernlab_host, typeof __tavernlab_emit, "
+             "typeof __tavernlab_host, typeof __tavernlab_emit, typeof __tavernlab_core, "
              "typeof __tavernlab_config].every(t => t === 'undefined'))")
     assert js("-e", probe).stdout == "true\n"
     assert js("-e", "console.log(eval('1 + 1'), new Function('return 3')())").stdout == "2 3\n"
+
+
+def test_the_sandbox_internals_are_out_of_reach(js: JsRunner) -> None:
+    source = ("const name = ['<tavernlab:', 'core>'].join('');\n"
+              "const core = await import(name);\n"
+              "console.log(core.takeInternals(), typeof core.workspace.readText);")
+    assert js("-e", source).stdout == "undefined function\n"
+
+
+def test_user_eval_frames_stay_in_the_stack(js: JsRunner) -> None:
+    result = js("-e", "eval('(function f() { throw new Error(1); })()');")
+    assert result.stderr == ("js: /<eval>: Error: 1\n    at f (<input>:1:27)\n"
+                             "    at <eval> (<input>:1:36)\n"
+                             "    at <anonymous> (/<eval>:1:1)\n")
 
 
 def test_console_maps_levels_and_stringifies_arguments(js: JsRunner) -> None:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from tavernlab.cancel import CancelToken
 from tavernlab.errors import SandboxError, TavernlabError
 from tavernlab.js import errors as js_errors
-from tavernlab.js.command import run_js_command
+from tavernlab.js.command import CommandResult, run_js_command
 from tavernlab.js.errors import PoolClosedError
 from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
-from .conftest import frozen
+from .conftest import frozen, wait_for
 
 
 def alive(pid: int) -> bool:
@@ -81,3 +84,88 @@ def test_every_sandbox_leaf_sits_below_sandbox_error_with_its_code() -> None:
     assert SandboxError.code == "js.error"
     assert js_errors.SkillScriptError("skill.run_script_not_found", "x").code == (
         "skill.run_script_not_found")
+
+
+HEAVY = ("const a = [];\n"
+         "for (let i = 0; i < 24; i++) a.push('x'.repeat(1 << 20) + i);\n"
+         "console.log(a.length);")
+MIB = 1024 * 1024
+
+
+def run_on(pool: WorkerPool, scope: ScopedWorkspaceFs, source: str) -> str:
+    """Run ``-e source`` on ``pool`` and return its stdout (it must succeed)."""
+    result = run_js_command(["-e", source], scope=scope, context=frozen(), pool=pool,
+                            deadline=time.monotonic() + 20)
+    assert (result.exit_code, result.stderr) == (0, ""), result.stderr
+    return result.stdout
+
+
+def test_a_heavy_job_hands_its_memory_back_and_keeps_its_worker(
+        scope: ScopedWorkspaceFs) -> None:
+    with WorkerPool(1) as pool:
+        run_on(pool, scope, "console.log(1)")
+        run_on(pool, scope, "console.log(2)")
+        (pid,) = pool.worker_pids()
+        light = pool.worker_memory()[pid]
+        assert run_on(pool, scope, HEAVY) == "24\n"
+        run_on(pool, scope, "console.log(3)")
+        after_heavy = pool.worker_memory()[pid]
+        assert pool.worker_pids() == [pid]
+        assert light is not None and after_heavy is not None
+        # The job held at least 24 MiB of strings; what stays is a fraction of that.
+        assert after_heavy < light + 16 * MIB
+        assert after_heavy < 64 * MIB
+
+
+def test_a_worker_over_its_memory_limit_is_replaced_while_idle(
+        scope: ScopedWorkspaceFs) -> None:
+    with WorkerPool(1, rss_limit=1 * MIB) as pool:
+        pool.warm()
+        (first,) = pool.worker_pids()
+        assert run_on(pool, scope, HEAVY) == "24\n"
+        assert run_on(pool, scope, "console.log('next')") == "next\n"
+        (second,) = pool.worker_pids()
+        assert second != first and not alive(first)
+        assert run_on(pool, scope, "console.log('again')") == "again\n"
+        assert pool.worker_pids() != [second]
+
+
+def test_a_queued_job_is_woken_by_its_cancel_while_the_worker_stays_busy(
+        workspace: Path, scope: ScopedWorkspaceFs) -> None:
+    blocker_source = ("import { workspace } from '@tauritavern/runtime';\n"
+                      "workspace.writeText('scratch/started.txt', 'yes');\n"
+                      "while (!workspace.exists('scratch/release.txt')) {}\n")
+    with WorkerPool(1) as pool:
+        box: list[CommandResult] = []
+        blocker = threading.Thread(target=lambda: box.append(run_js_command(
+            ["-e", blocker_source], scope=scope, context=frozen(), pool=pool,
+            deadline=time.monotonic() + 20)))
+        blocker.start()
+        wait_for(workspace / "scratch" / "started.txt")
+        token = CancelToken()
+        threading.Thread(target=token.cancel).start()
+        queued = run_js_command(["-e", "console.log('ran')"], scope=scope, context=frozen(),
+                                pool=pool, token=token, deadline=time.monotonic() + 20)
+        assert blocker.is_alive()
+        assert (queued.cancelled, queued.stdout) == (True, "")
+        (workspace / "scratch" / "release.txt").write_text("go")
+        blocker.join()
+        assert box[0].exit_code == 0
+
+
+def test_more_submitting_threads_than_workers_all_complete_in_order(
+        scope: ScopedWorkspaceFs) -> None:
+    with WorkerPool(2) as pool:
+        results: dict[int, list[str]] = {}
+
+        def feed(index: int) -> None:
+            results[index] = [run_on(pool, scope, f"console.log({index * 100 + n})")
+                              for n in range(25)]
+
+        threads = [threading.Thread(target=feed, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results == {i: [f"{i * 100 + n}\n" for n in range(25)] for i in range(4)}
+        assert len(pool.worker_pids()) == 2

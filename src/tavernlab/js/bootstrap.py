@@ -2,19 +2,25 @@
 
 Registered in every job's fresh Runtime by the worker (:mod:`tavernlab.js.worker`):
 
-* ``<tavernlab:core>`` (:data:`CORE_SOURCE`). Evaluating it captures the two host functions
-  and the intrinsics it relies on, and removes the host functions and jsbox's extra globals;
-  it needs nothing from the job, so the worker evaluates it while idle. Its ``start()``,
-  called once by the bootstrap, reads the job's configuration (the global
-  ``__tavernlab_config``, deleted at once), installs the deterministic clock and random
-  generator when the job carries them (:mod:`tavernlab.js.determinism`), installs
-  ``console``/``process`` for the command, and builds the runtime API (``workspace``,
-  ``context``, ``macros``, ``log``) whose calls go to the parent;
+* the core script (:data:`CORE_SCRIPT`). Evaluating it captures the two host functions and
+  the intrinsics it relies on, and removes the host functions and jsbox's extra globals; it
+  needs nothing from the job, so the worker evaluates it while idle (it is the bulk of the
+  sandbox's JavaScript, ~0.3 ms to compile). It leaves one hidden global, ``start``, whose
+  call reads the job's configuration (the global ``__tavernlab_config``, deleted at once),
+  installs the deterministic clock and random generator when the job carries them
+  (:mod:`tavernlab.js.determinism`), installs ``console``/``process`` for the command, and
+  builds the runtime API (``workspace``, ``context``, ``macros``, ``log``) whose calls go to
+  the parent. It is a script, not a module, because jsbox 0.1.3 breaks dynamic ``import()``
+  in any ``eval_module`` that follows an earlier one (``TypeError: ArrayBuffer object
+  expected``), while an earlier ``eval`` is harmless;
+* ``<tavernlab:core>`` (:data:`CORE_SOURCE`), a small module evaluated with the job: it takes
+  ``start`` (deleting the global), starts the job and exports the API;
 * the runtime module (:data:`RUNTIME_SOURCE`) re-exports that API under each runtime name of
   the job (``@tauritavern/runtime``; legacy also ``@tauritavern/runtime/v1``);
-* ``<tavernlab:main>`` (:data:`BOOTSTRAPS`, one per mode) calls ``start()``, then imports the
-  entry with ``await import(...)``, catching what it throws. Its ``outcome`` export carries
-  the exit code, the legacy result JSON or the error (``String(error)``, ``error.stack``) back.
+* ``<tavernlab:main>`` (:data:`BOOTSTRAPS`, one per mode) takes the internals from the core
+  module, then imports the entry with ``await import(...)``, catching what it throws. Its
+  ``outcome`` export carries the exit code, the legacy result JSON or the error
+  (``String(error)``, ``error.stack``) back.
 
 Names starting with ``<tavernlab:`` can never be reached by a static import (the parent only
 resolves workspace paths and built-in names).
@@ -30,7 +36,10 @@ from tavernlab.js.limits import EXIT_CODE_INVALID, LINE_EXCEEDED, OUTPUT_EXCEEDE
 CORE_MODULE = "<tavernlab:core>"
 MAIN_MODULE = "<tavernlab:main>"
 
-_CORE_TEMPLATE = r"""
+# Compiling costs about 3-5 us per function literal here (more than its statements), so the
+# script builds repeated functions from small factories instead of writing each one out.
+_CORE_TEMPLATE = r"""(() => {
+"use strict";
 const host = globalThis.__tavernlab_host;
 const emit = globalThis.__tavernlab_emit;
 for (const name of ["__tavernlab_host", "__tavernlab_emit", "console", "TextEncoder",
@@ -85,11 +94,11 @@ function installClock(origin) {
   defineProperty(DeterministicDate, "length", { value: 7 });
   DeterministicDate.prototype = NativeDate.prototype;
   defineProperty(NativeDate.prototype, "constructor", hidden(DeterministicDate));
-  defineProperty(DeterministicDate, "now", hidden(function now() { return read(); }));
+  defineProperty(DeterministicDate, "now", hidden(read));
   defineProperty(DeterministicDate, "parse", hidden(NativeDate.parse));
   defineProperty(DeterministicDate, "UTC", hidden(NativeDate.UTC));
   defineProperty(globalThis, "Date", hidden(DeterministicDate));
-  const performance = freeze({ timeOrigin: origin, now() { return read() - origin; } });
+  const performance = freeze({ timeOrigin: origin, now: () => read() - origin });
   defineProperty(globalThis, "performance",
                  { value: performance, writable: true, configurable: true, enumerable: true });
 }
@@ -98,11 +107,11 @@ function installClock(origin) {
 // value takes two outputs, 27 + 26 bits: (a >>> 5) * 2^26 + (b >>> 6), divided by 2^53.
 function installRandom(state) {
   let s0 = state[0] | 0, s1 = state[1] | 0, s2 = state[2] | 0, s3 = state[3] | 0;
-  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
   const next = () => {
-    const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
+    const m = imul(s1, 5);
+    const result = imul((m << 7) | (m >>> 25), 9) >>> 0;
     const t = s1 << 9;
-    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotl(s3, 11);
+    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = (s3 << 11) | (s3 >>> 21);
     return result;
   };
   defineProperty(Math, "random", hidden(function random() {
@@ -111,16 +120,12 @@ function installRandom(state) {
 }
 
 let exitCode = 0;
-export let workspace, context, macros, log;
+let workspace, context, macros, log;
 
 function installCommandGlobals(argv) {
-  const console = {
-    log(...args) { write(1, args); },
-    info(...args) { write(1, args); },
-    debug(...args) { write(1, args); },
-    warn(...args) { write(2, args); },
-    error(...args) { write(2, args); },
-  };
+  const writer = (stream) => (...args) => { write(stream, args); };
+  const console = { log: writer(1), info: writer(1), debug: writer(1), warn: writer(2),
+                    error: writer(2) };
   defineProperty(globalThis, "console", hidden(console));
   const process = {};
   defineProperty(process, "argv",
@@ -141,31 +146,30 @@ function installCommandGlobals(argv) {
 
 function commandContext(json) {
   let data;
-  const field = (name) => {
-    if (json === null) throw new Error(`context.${name} is unavailable for this task.`);
-    if (data === undefined) data = parse(json);
-    return data[name];
-  };
-  return freeze({
-    get worldInfo() { return field("worldInfo"); },
-    get variables() { return field("variables"); },
-    get macro() { return field("macro"); },
-  });
+  const context = {};
+  for (const name of ["worldInfo", "variables", "macro"]) {
+    defineProperty(context, name, { enumerable: true, get: () => {
+      if (json === null) throw new Error(`context.${name} is unavailable for this task.`);
+      if (data === undefined) data = parse(json);
+      return data[name];
+    } });
+  }
+  return freeze(context);
 }
 
-function commandLog() {
-  const level = (name) => function (...args) { call("log", name, format(args)); };
-  return freeze({ log: level("log"), info: level("info"), warn: level("warn"),
-                  error: level("error"), debug: level("debug") });
-}
-
-function legacyLog() {
-  const level = (name) => function (message) {
-    if (typeof message !== "string") throw new TypeError(`log.${name} expects a string message`);
-    call("log", name, wellFormed(message));
-  };
-  return freeze({ info: level("info"), warn: level("warn"), error: level("error"),
-                  debug: level("debug") });
+function runtimeLog(legacy) {
+  const level = (name) => legacy
+    ? (message) => {
+      if (typeof message !== "string") throw new TypeError(`log.${name} expects a string message`);
+      call("log", name, wellFormed(message));
+    }
+    : (...args) => { call("log", name, format(args)); };
+  const log = {};
+  for (const name of legacy ? ["info", "warn", "error", "debug"]
+                            : ["log", "info", "warn", "error", "debug"]) {
+    log[name] = level(name);
+  }
+  return freeze(log);
 }
 
 function describe(error) {
@@ -187,10 +191,7 @@ function describe(error) {
   return { ok: false, text: wellFormed(text), stack: wellFormed(stack), name, message };
 }
 
-let started = false;
-export function start() {
-  if (started) return undefined;
-  started = true;
+function start() {
   const config = globalThis.__tavernlab_config;
   delete globalThis.__tavernlab_config;
   if (config.timeOrigin !== null) installClock(config.timeOrigin);
@@ -205,12 +206,13 @@ export function start() {
   if (config.mode === "command") {
     installCommandGlobals(config.argv);
     context = commandContext(config.context);
-    log = commandLog();
+    log = runtimeLog(false);
   } else {
     context = parse(config.context);
-    log = legacyLog();
+    log = runtimeLog(true);
   }
   return {
+    api: { workspace, context, macros, log },
     entry: config.entry,
     exitCode: () => exitCode,
     describe,
@@ -218,12 +220,28 @@ export function start() {
     args: config.mode === "legacy" ? parse(config.args) : undefined,
   };
 }
+defineProperty(globalThis, "__tavernlab_core", hidden(start));
+})();
 """
 
-#: The core module (see the module docstring), with the fixed messages filled in.
-CORE_SOURCE = (_CORE_TEMPLATE.replace("@@OUTPUT_EXCEEDED@@", json.dumps(OUTPUT_EXCEEDED))
+#: The core script (see the module docstring), with the fixed messages filled in.
+CORE_SCRIPT = (_CORE_TEMPLATE.replace("@@OUTPUT_EXCEEDED@@", json.dumps(OUTPUT_EXCEEDED))
                .replace("@@LINE_EXCEEDED@@", json.dumps(LINE_EXCEEDED))
                .replace("@@EXIT_CODE_INVALID@@", json.dumps(EXIT_CODE_INVALID)))
+
+#: The core module: takes ``start`` from the core script (and removes it), starts the job's
+#: runtime and exports the API; ``takeInternals()`` gives the bootstrap, once, what it needs.
+CORE_SOURCE = """const start = globalThis.__tavernlab_core;
+delete globalThis.__tavernlab_core;
+const k = start();
+let taken = false;
+export function takeInternals() {
+  if (taken) return undefined;
+  taken = true;
+  return k;
+}
+export const { workspace, context, macros, log } = k.api;
+"""
 
 #: The runtime API module, registered under each runtime name of a job.
 RUNTIME_SOURCE = f"export {{ workspace, context, macros, log }} from {json.dumps(CORE_MODULE)};\n"
@@ -233,8 +251,8 @@ NO_ENTRY_FUNCTION = "skill script must export a `default` or `main` function"
 NOT_SERIALIZABLE = ("skill script must return a JSON-serializable value; `undefined` and "
                     "functions cannot be returned (return `null` explicitly instead)")
 
-_COMMAND_BOOTSTRAP = f"""import {{ start }} from {json.dumps(CORE_MODULE)};
-const k = start();
+_COMMAND_BOOTSTRAP = f"""import {{ takeInternals }} from {json.dumps(CORE_MODULE)};
+const k = takeInternals();
 let outcome;
 try {{
   await import(k.entry);
@@ -245,8 +263,8 @@ try {{
 export {{ outcome }};
 """
 
-_LEGACY_BOOTSTRAP = f"""import {{ start }} from {json.dumps(CORE_MODULE)};
-const k = start();
+_LEGACY_BOOTSTRAP = f"""import {{ takeInternals }} from {json.dumps(CORE_MODULE)};
+const k = takeInternals();
 let outcome;
 try {{
   const entry = await import(k.entry);

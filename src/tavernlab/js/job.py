@@ -18,7 +18,9 @@ from typing import Any, Literal, Protocol
 
 from tavernlab.js.limits import INTERRUPT_REASONS
 
-_INTERNAL_FRAME = re.compile(r"^\s*at .*<tavernlab:[^>]*>")
+#: A stack frame of the sandbox's own code: its modules (``<tavernlab:...>``) and the core
+#: script, which jsbox's ``eval`` names ``eval_script`` (user ``eval`` code is ``<input>``).
+_INTERNAL_FRAME = re.compile(r"^\s*at .*(<tavernlab:[^>]*>|\beval_script:\d)")
 
 
 @dataclass(frozen=True, slots=True)

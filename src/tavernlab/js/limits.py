@@ -24,6 +24,8 @@ MAX_VALUE_BYTES = 64 * MIB
 #: Upstream's process-wide cap on concurrent QuickJS executions: the size of the default
 #: pool, which every ``js`` run and legacy script of the process shares.
 MAX_CONCURRENT_JOBS = 2
+#: A worker whose resident memory exceeds this after cleaning up a job retires while idle.
+WORKER_RSS_LIMIT = 64 * MIB
 #: Upstream's 30 s, in seconds, defined once: the whole-call deadline of ``workspace.shell``
 #: (and so of every ``js`` run inside it), the deadline of a ``js`` run started without one,
 #: and the legacy ``skill.run_script`` execution limit (7.7).

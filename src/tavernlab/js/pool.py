@@ -1,4 +1,4 @@
-"""The worker pool: where JavaScript jobs wait, run, get cancelled and fail safely.
+"""The worker pool: where JavaScript jobs wait for a worker, and who owns the workers.
 
 JavaScript never runs in the notebook kernel. A :class:`WorkerPool` keeps ``size`` warm
 worker processes (:mod:`tavernlab.js.worker`) and runs one job per worker at a time.
@@ -14,52 +14,39 @@ workers (tests, benchmarks, an isolated lab).
 
 A job runs in the calling thread (:meth:`WorkerPool.run`):
 
-1. **Queue.** It waits FIFO for an idle worker. Waiting counts against its deadline; a cancel
-   or a passed deadline while waiting ends it without running anything.
-2. **Serve.** It sends the job and then answers the worker: console output goes to the
-   server's ``output``; every capability call (``workspace.*``, ``macros.render``, ``log``) is
-   served by the server in this thread - so the Invocation's ``ScopedWorkspaceFs``, its lock
-   and its mutation tracker are used exactly as by the other tools.
-3. **Stop.** Once cancellation is requested (the :class:`~tavernlab.cancel.CancelToken`, a
-   KeyboardInterrupt, or the deadline) a call already being served finishes, every later call
-   is refused (the guest sees the call fail, then jsbox interrupts it: see
-   :mod:`tavernlab.js.worker`), and a cancel notice is sent. A worker that has not reported
-   within ``grace`` seconds (a pure CPU loop: jsbox cannot be interrupted from outside) is
-   killed and replaced by a fresh one started in the background. The worker's own jsbox
-   timeout fires at the deadline; the parent's kill at ``deadline + grace`` is the hard
-   backstop.
-4. **Crash.** A worker that dies (SIGKILL, engine crash) fails only the job it was running,
-   with ``The JavaScript worker process exited unexpectedly (...)``; it is replaced and the
-   next job runs normally.
+1. **Queue.** It takes an idle worker, or waits FIFO for one. A released worker is handed
+   directly to the oldest waiting job, which alone is woken (through its wake pipe), so more
+   submitting threads than workers cost no extra wake-ups. Waiting counts against the job's
+   deadline; a cancel or a passed deadline while waiting ends it without running anything.
+2. **Serve, stop, crash**: :mod:`tavernlab.js.serving`.
+3. **Memory.** After each job the worker frees the job's Runtime and returns freed heap to
+   the system; a worker whose resident memory still exceeds ``rss_limit`` (64 MiB) retires
+   while idle, and the next job that takes it starts a fresh process in its place.
 
 KeyboardInterrupt: when the waiting thread is the main thread, SIGINT is routed to the job for
 its duration (cancel, let the worker stop or kill it), and ``KeyboardInterrupt`` is raised
 after the job has been cleaned up; a second SIGINT kills the worker at once. In any other
 thread a ``KeyboardInterrupt`` delivered to the waiting code does the same.
 
-Workers are clean ``subprocess`` children (``sys.executable -m tavernlab.js.worker``), not
-``fork`` copies: they inherit no threads, locks or kernel state, only one end of a Unix socket
-pair. Startup costs about 0.1 s (measured in ``bench/js_sandbox.py``); the pool starts all
-workers together on first use and keeps them warm.
+The pool starts all workers together on first use (again in a forked child) and keeps them
+warm; see :mod:`tavernlab.js.process` for how a worker is spawned.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
+import math
 import os
 import threading
 import time
 from collections import deque
-from multiprocessing.connection import Connection
-from typing import Any
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import Cancelled
-from tavernlab.js.errors import CapabilityError, PoolClosedError, WorkerStartError
+from tavernlab.js.errors import PoolClosedError, WorkerStartError
 from tavernlab.js.job import CapabilityServer, Job, JobOutcome
-from tavernlab.js.limits import MAX_CONCURRENT_JOBS
-from tavernlab.js.process import POLL_SLICE, WorkerProcess
+from tavernlab.js.limits import MAX_CONCURRENT_JOBS, WORKER_RSS_LIMIT
+from tavernlab.js.process import WorkerProcess
+from tavernlab.js.serving import serve_job
 from tavernlab.js.stopping import NotStarted, StopRequest, route_sigint
 
 #: How long a stopping worker may take before it is killed.
@@ -68,19 +55,28 @@ DEFAULT_GRACE = 0.25
 START_TIMEOUT = 20.0
 
 
-# --- the pool --------------------------------------------------------------------------------
+class _Ticket:
+    """A job waiting for a worker; the pool fills ``worker`` and wakes ``stop``."""
+
+    __slots__ = ("stop", "worker")
+
+    def __init__(self, stop: StopRequest) -> None:
+        self.stop = stop
+        self.worker: WorkerProcess | None = None
 
 
 class WorkerPool:
     """``size`` warm worker processes; jobs queue FIFO for them (see the module docstring)."""
 
-    def __init__(self, size: int = MAX_CONCURRENT_JOBS, *, grace: float = DEFAULT_GRACE) -> None:
+    def __init__(self, size: int = MAX_CONCURRENT_JOBS, *, grace: float = DEFAULT_GRACE,
+                 rss_limit: int = WORKER_RSS_LIMIT) -> None:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
         self.grace = grace
-        self._cond = threading.Condition()
-        self._queue: deque[object] = deque()
+        self.rss_limit = rss_limit
+        self._lock = threading.Lock()
+        self._waiting: deque[_Ticket] = deque()
         self._idle: deque[WorkerProcess] = deque()
         self._busy: set[WorkerProcess] = set()
         self._running: dict[int, int] = {}
@@ -91,25 +87,25 @@ class WorkerPool:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _ensure_started(self) -> None:
-        """Start the workers on first use (and again in a forked child). Holds ``_cond``."""
+        """Start the workers on first use (and again in a forked child). Holds ``_lock``."""
         if self._closed:
             raise PoolClosedError()
         if self._pid != os.getpid():
             self._idle.clear()
             self._busy.clear()
-            self._queue.clear()
+            self._waiting.clear()
             self._pid = os.getpid()
             self._started = False
         if not self._started:
             for _ in range(self.size):
-                worker = WorkerProcess()
+                worker = WorkerProcess(self.rss_limit)
                 worker.start()
                 self._idle.append(worker)
             self._started = True
 
     def warm(self, timeout: float = START_TIMEOUT) -> None:
         """Start every worker and wait until all are ready (used by benchmarks and tests)."""
-        with self._cond:
+        with self._lock:
             self._ensure_started()
             workers = list(self._idle)
         deadline = time.monotonic() + timeout
@@ -130,215 +126,179 @@ class WorkerPool:
     def close(self) -> None:
         """Stop every worker (killing those running a job); later jobs fail with
         :class:`~tavernlab.js.errors.PoolClosedError`."""
-        with self._cond:
+        with self._lock:
             self._closed = True
-            workers = list(self._idle) + list(self._busy)
+            idle, busy = list(self._idle), list(self._busy)
             self._idle.clear()
+            for ticket in self._waiting:
+                ticket.stop.wake()
         if self._pid != os.getpid():
             return
-        for worker in workers:
-            if worker in self._busy:
-                worker.kill()
-            else:
-                worker.stop()
+        for worker in busy:
+            worker.kill()
+        for worker in idle:
+            worker.stop()
 
     def running_jobs(self) -> dict[int, int]:
         """``{thread id: worker pid}`` of the jobs being served right now (diagnostics: which
         worker process runs the job a thread is waiting for)."""
-        with self._cond:
+        with self._lock:
             return dict(self._running)
 
     def worker_pids(self) -> list[int]:
         """Process ids of every worker."""
-        with self._cond:
+        with self._lock:
             return sorted(w.pid for w in (*self._idle, *self._busy) if w.pid is not None)
 
-    # -- queueing -------------------------------------------------------------------------------
-
-    def _acquire(self, deadline: float, stop: StopRequest) -> WorkerProcess:
-        with self._cond:
-            self._ensure_started()
-            reason = stop.poll(deadline)
-            if reason is not None:
-                raise NotStarted(reason)
-            ticket = object()
-            self._queue.append(ticket)
-            try:
-                while not (self._queue[0] is ticket and self._idle):
-                    reason = stop.poll(deadline)
-                    if reason is not None:
-                        raise NotStarted(reason)
-                    self._cond.wait(POLL_SLICE)
-                self._queue.popleft()
-                worker = self._idle.popleft()
-                self._busy.add(worker)
-            except BaseException:
-                with contextlib.suppress(ValueError):
-                    self._queue.remove(ticket)
-                self._cond.notify_all()
-                raise
-            self._cond.notify_all()
-        try:
-            if not self._ready(worker, deadline, stop):
-                self._release(worker)
-                raise NotStarted(stop.poll(deadline) or "deadline")
-        except WorkerStartError:
-            self._release(worker)
-            raise
-        return worker
-
-    def _ready(self, worker: WorkerProcess, deadline: float, stop: StopRequest) -> bool:
-        """Wait for a (re)started worker, restarting it once if it died or hung starting."""
-        for attempt in range(2):
-            give_up = time.monotonic() + START_TIMEOUT
-            try:
-                while not worker.wait_ready(min(deadline, give_up,
-                                                time.monotonic() + POLL_SLICE)):
-                    if stop.poll(deadline) is not None:
-                        return False
-                    if time.monotonic() >= give_up:
-                        raise WorkerStartError("The JavaScript worker process did not start "
-                                           f"within {START_TIMEOUT:.0f} s.")
-                if worker.proc is not None and worker.proc.poll() is not None:
-                    raise WorkerStartError(
-                        f"The JavaScript worker process exited while idle: {worker.death()}")
-                return True
-            except WorkerStartError:
-                if attempt:
-                    raise
-                worker.kill()
-                worker.start()
-        return False
-
-    def _release(self, worker: WorkerProcess) -> None:
-        with self._cond:
-            self._busy.discard(worker)
-            if self._closed:
-                worker.kill()
-            else:
-                self._idle.append(worker)
-            self._cond.notify_all()
+    def worker_memory(self) -> dict[int, int | None]:
+        """``{pid: resident bytes}``: what each worker held, idle, when it took its last job
+        (see :attr:`WorkerProcess.rss`; ``None`` before its first job)."""
+        with self._lock:
+            return {w.pid: w.rss for w in (*self._idle, *self._busy) if w.pid is not None}
 
     # -- running --------------------------------------------------------------------------------
 
-    def run(self, job: Job, server: CapabilityServer, *,
-            deadline: float | None = None, time_limit: float | None = None,
-            token: CancelToken | None = None) -> JobOutcome:
+    def run(self, job: Job, server: CapabilityServer, *, deadline: float | None = None,
+            time_limit: float | None = None, token: CancelToken | None = None) -> JobOutcome:
         """Run one job (see the module docstring).
 
         ``deadline`` is a ``time.monotonic()`` instant covering queueing and execution (the
         shell's whole-call deadline); ``time_limit`` is an execution limit in seconds that
         starts when a worker takes the job (the legacy 30 s). At least one is required.
-        Raises ``KeyboardInterrupt`` after cleaning up when one arrived.
+        Raises ``KeyboardInterrupt`` after cleaning up when one arrived, and re-raises an
+        exception the server raised.
         """
         if deadline is None and time_limit is None:
             raise ValueError("a job needs a deadline or a time limit")
-        queue_deadline = deadline if deadline is not None else float("inf")
+        queue_deadline = deadline if deadline is not None else math.inf
         stop = StopRequest(token)
-        fault: BaseException | None = None
-        with route_sigint(stop):
-            try:
+        try:
+            with route_sigint(stop):
                 try:
-                    worker = self._acquire(queue_deadline, stop)
-                except NotStarted as exc:
-                    outcome = JobOutcome("interrupted", reason=exc.reason)
-                else:
-                    limit = (queue_deadline if time_limit is None
-                             else min(queue_deadline, time.monotonic() + time_limit))
-                    try:
-                        outcome, fault = self._drive(worker, job, server, limit, stop)
-                    finally:
-                        self._release(worker)
-            except KeyboardInterrupt:
-                stop.interrupt()
-                raise
+                    outcome, fault = self._execute(job, server, queue_deadline, time_limit,
+                                                   stop)
+                except KeyboardInterrupt:
+                    stop.interrupt()
+                    raise
+        finally:
+            stop.close()
         if fault is not None:
             raise fault
         if stop.keyboard_interrupt:
             raise KeyboardInterrupt
         return outcome
 
-    def _drive(self, worker: WorkerProcess, job: Job, server: CapabilityServer,
-               deadline: float, stop: StopRequest) -> tuple[JobOutcome, BaseException | None]:
-        """Feed the job to ``worker`` and serve it until it reports, dies or is killed."""
-        assert worker.conn is not None and worker.proc is not None
-        conn = worker.conn
-        with self._cond:
-            self._running[threading.get_ident()] = worker.pid or 0
+    def _execute(self, job: Job, server: CapabilityServer, queue_deadline: float,
+                 time_limit: float | None, stop: StopRequest
+                 ) -> tuple[JobOutcome, BaseException | None]:
         try:
-            return self._serve(worker, conn, job, server, deadline, stop)
+            worker = self._acquire(queue_deadline, stop)
+        except NotStarted as exc:
+            return JobOutcome("interrupted", reason=exc.reason), None
+        limit = (queue_deadline if time_limit is None
+                 else min(queue_deadline, time.monotonic() + time_limit))
+        thread = threading.get_ident()
+        with self._lock:
+            self._running[thread] = worker.pid or 0
+        try:
+            return serve_job(worker, job, server, limit, stop, self.grace)
         finally:
-            with self._cond:
-                self._running.pop(threading.get_ident(), None)
+            with self._lock:
+                self._running.pop(thread, None)
+            self._release(worker)
 
-    def _serve(self, worker: WorkerProcess, conn: Connection, job: Job,
-               server: CapabilityServer, deadline: float, stop: StopRequest
-               ) -> tuple[JobOutcome, BaseException | None]:
-        assert worker.proc is not None
-        worker.send(("job", job, deadline))
-        fault: BaseException | None = None
-        stopping_since: float | None = None
+    # -- queueing -------------------------------------------------------------------------------
+
+    def _acquire(self, deadline: float, stop: StopRequest) -> WorkerProcess:
+        """A ready worker for this job, or :class:`NotStarted`."""
+        with self._lock:
+            self._ensure_started()
+            reason = stop.poll(deadline)
+            if reason is not None:
+                raise NotStarted(reason)
+            ticket = _Ticket(stop)
+            if self._idle and not self._waiting:
+                ticket.worker = self._idle.popleft()
+                self._busy.add(ticket.worker)
+            else:
+                self._waiting.append(ticket)
+        worker = ticket.worker or self._wait_turn(ticket, deadline)
+        try:
+            ready = self._ready(worker, deadline, stop)
+        except BaseException:
+            self._release(worker)
+            raise
+        if not ready:
+            self._release(worker)
+            raise NotStarted(stop.poll(deadline) or "deadline")
+        return worker
+
+    def _wait_turn(self, ticket: _Ticket, deadline: float) -> WorkerProcess:
+        """Sleep on the ticket's wake pipe until the pool hands it a worker or it must stop."""
+        stop = ticket.stop
         while True:
             try:
-                try:
-                    message = conn.recv() if conn.poll(POLL_SLICE) else None
-                except (EOFError, OSError):
-                    return self._crashed(worker), fault
-                if message is None:
-                    if worker.proc.poll() is not None:
-                        return self._crashed(worker), fault
-                elif message[0] == "done":
-                    return JobOutcome.from_worker(message[1], worker.pid), fault
-                elif message[0] == "out":
-                    try:
-                        server.output(message[1], message[2])
-                    except Exception as exc:  # a failing output callback: stop, re-raise
-                        fault = exc
-                        stop.reason = "cancel"
-                elif message[0] == "call":
-                    reply: tuple[Any, ...]
-                    reason = stop.poll(deadline)
-                    if reason is not None:
-                        reply = ("interrupt", reason)
-                    else:
-                        try:
-                            reply = ("ok", server.serve(message[1], message[2], message[3]))
-                        except CapabilityError as exc:
-                            reply = ("error", exc.kind, exc.message)
-                        except Cancelled:  # the scope's own cancel check (the shell's flag)
-                            stop.reason = "cancel"
-                            reply = ("interrupt", "cancel")
-                        except Exception as exc:  # an internal fault: stop the job, re-raise
-                            fault = exc
-                            stop.reason = "cancel"
-                            reply = ("interrupt", "cancel")
-                    worker.send(("reply", reply))
-            except KeyboardInterrupt:
-                stop.interrupt()
-                worker.kill()
-                worker.start()
-                return JobOutcome("interrupted", reason="cancel", pid=worker.pid), fault
-            reason = stop.poll(deadline)
-            if reason is None:
-                continue
-            now = time.monotonic()
-            if stopping_since is None:
-                stopping_since = now
-                worker.send(("cancel", reason))
-            if stop.urgent or now - stopping_since >= self.grace:
-                pid = worker.pid
-                worker.kill()
-                worker.start()
-                return JobOutcome("interrupted", reason=reason, pid=pid), fault
+                stop.wait_until(deadline)
+            except BaseException:
+                self._abandon(ticket)
+                raise
+            with self._lock:
+                worker = ticket.worker
+                if worker is not None:
+                    return worker
+                reason = stop.poll(deadline)
+                if reason is not None or self._closed:
+                    self._waiting.remove(ticket)
+                    if self._closed:
+                        raise PoolClosedError()
+                    raise NotStarted(reason or "deadline")
 
-    @staticmethod
-    def _crashed(worker: WorkerProcess) -> JobOutcome:
-        pid = worker.pid
-        why = worker.death()
-        worker.kill()
-        worker.start()
-        return JobOutcome("crashed", pid=pid,
-                          text=f"The JavaScript worker process exited unexpectedly ({why}).")
+    def _abandon(self, ticket: _Ticket) -> None:
+        """A waiting job gives up: leave the queue, or pass on a worker it was just given."""
+        with self._lock:
+            worker = ticket.worker
+            if worker is None:
+                self._waiting.remove(ticket)
+        if worker is not None:
+            self._release(worker)
+
+    def _ready(self, worker: WorkerProcess, deadline: float, stop: StopRequest) -> bool:
+        """Make sure the worker can take a job: replace one that retired or died while idle,
+        wait for a (re)started one, and restart once if it fails to start."""
+        if worker.ready and not worker.readable():
+            return True
+        for attempt in range(2):
+            try:
+                if worker.ready:  # a message while idle: a retirement notice, or its death
+                    worker.restart()
+                start_limit = time.monotonic() + START_TIMEOUT
+                while not worker.wait_ready(min(deadline, start_limit), stop.wake_fd):
+                    stop.drain()
+                    if stop.poll(deadline) is not None:
+                        return False
+                    if time.monotonic() >= start_limit:
+                        raise WorkerStartError("The JavaScript worker process did not start "
+                                               f"within {START_TIMEOUT:.0f} s.")
+                return True
+            except WorkerStartError:
+                if attempt:
+                    raise
+                worker.restart()
+        return False
+
+    def _release(self, worker: WorkerProcess) -> None:
+        """Hand the worker to the oldest waiting job, or put it back among the idle."""
+        with self._lock:
+            self._busy.discard(worker)
+            if self._closed:
+                worker.kill()
+            elif self._waiting:
+                ticket = self._waiting.popleft()
+                ticket.worker = worker
+                self._busy.add(worker)
+                ticket.stop.wake()
+            else:
+                self._idle.append(worker)
 
 
 _DEFAULT: WorkerPool | None = None

@@ -5,11 +5,19 @@ A :class:`StopRequest` belongs to one job. It notices the job's
 KeyboardInterrupt: the first cancels the job, a second one asks for the worker to be killed at
 once. :func:`route_sigint` turns SIGINT into such a request while the main thread waits for a
 job.
+
+Its **wake pipe** is what the job's thread sleeps on (besides the worker's socket): a cancel
+from another thread (the token's callback), a SIGINT, and the pool handing the job a worker
+each write one byte to it, so the thread wakes exactly when something happened instead of
+polling on a timer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import select
 import signal
 import threading
 import time
@@ -27,6 +35,45 @@ class StopRequest:
         self.reason: str | None = None
         self.keyboard_interrupt = False
         self.urgent = False
+        self._lock = threading.RLock()  # re-entrant: a SIGINT handler may interrupt a wake()
+        self._closed = False
+        if hasattr(os, "pipe2"):
+            self.wake_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        else:
+            self.wake_fd, self._write_fd = os.pipe()
+            os.set_blocking(self.wake_fd, False)
+            os.set_blocking(self._write_fd, False)
+        self._unregister = token.on_cancel(self.wake) if token is not None else None
+
+    def wake(self) -> None:
+        """Wake the job's thread (from any thread, or a signal handler in the main thread)."""
+        with self._lock:
+            if self._closed:
+                return
+            with contextlib.suppress(BlockingIOError):  # a byte is already waiting
+                os.write(self._write_fd, b"\0")
+
+    def wait_until(self, deadline: float) -> None:
+        """Sleep until woken or ``deadline`` (``inf``: no deadline), then drain."""
+        remaining = deadline - time.monotonic()
+        if remaining > 0:
+            select.select([self.wake_fd], [], [], None if math.isinf(remaining) else remaining)
+        self.drain()
+
+    def drain(self) -> None:
+        """Consume the pending wake-ups."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.wake_fd, 512):
+                pass
+
+    def close(self) -> None:
+        """Release the pipe and the token callback (a later cancel is then a no-op here)."""
+        if self._unregister is not None:
+            self._unregister()
+        with self._lock:
+            self._closed = True
+            os.close(self.wake_fd)
+            os.close(self._write_fd)
 
     def poll(self, deadline: float) -> str | None:
         """The stop reason, noticing the token and the deadline."""
@@ -44,6 +91,7 @@ class StopRequest:
         self.keyboard_interrupt = True
         if self.reason is None:
             self.reason = "cancel"
+        self.wake()
 
 
 @contextlib.contextmanager
