@@ -22,7 +22,16 @@ their module when they live beside their engine)::
     │   ├── MacroError                  agent.invalid_macro_context
     │   ├── MacroLimitExceeded          agent.macro_limit_exceeded
     │   └── PersistStateError           agent.persistent_state_*
-    ├── SandboxError                    js.*             the JavaScript sandbox (js/errors.py)
+    ├── SandboxError                    js.error         the JavaScript sandbox (js/errors.py)
+    │   ├── WorkerStartError            js.sandbox_failed
+    │   ├── PoolClosedError             js.pool_closed
+    │   ├── CapabilityError             js.capability_failed   (seen by the guest only)
+    │   ├── JsArgumentError             js.invalid_arguments
+    │   ├── JsLoadError                 js.load_failed
+    │   ├── ModuleLoadError             js.module_load_failed
+    │   ├── SkillScriptError            skill.run_script_*
+    │   ├── SkillScriptValidationError  skill.run_script_invalid_request
+    │   └── SkillScriptContextError     agent.invalid_skill_script_context
     ├── SkillError                      skill.*          skill packages (skills/errors.py)
     ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
     └── UsageError                      usage            a malformed command line or magic line

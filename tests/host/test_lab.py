@@ -86,7 +86,7 @@ def test_closing_a_lab_with_private_services_stops_its_workers(tmp_path: Path) -
         results = []
         job = threading.Thread(target=lambda: results.append(run.js(["-e", "while (true) {}"])))
         job.start()
-        while not lab.services.js_pool.busy_pids():
+        while not lab.services.js_pool.running_jobs():
             time.sleep(0.01)
     job.join(timeout=30)
     assert not job.is_alive()

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.command import HELP_TEXT, fit_failure_report, parse_command_line
+from tavernlab.js.builtins import COMMAND_BUILTINS, BuiltinModule, BuiltinModules
+from tavernlab.js.command import fit_failure_report
+from tavernlab.js.command_line import parse_command_line
+from tavernlab.js.help import HELP_TEXT, help_text
 from tavernlab.js.limits import (
     EXIT_CODE_INVALID,
     INTERRUPT_REASONS,
@@ -141,20 +144,27 @@ def test_acceptance_13_exit_code_3(js: JsRunner) -> None:
 
 @pytest.mark.parametrize(("argv", "command", "message"), [
     (["-e"], "js", "-e requires a value. See js --help."),
-    (["--eval"], "js", "-e requires a value. See js --help."),
+    (["--eval"], "js", "--eval requires a value. See js --help."),
+    (["--"], "js", "-- requires a value. See js --help."),
+    (["eval"], "deno", "deno eval requires a value. See js --help."),
+    (["run", "--"], "deno", "-- requires a value. See js --help."),
+    (["run", "-e"], "deno", "-e requires a value. See js --help."),
     (["-e", "1", "-e", "2"], "js", "Unsupported or repeated argument `-e`. See js --help."),
     (["-e", "1", "--eval", "2"], "js",
      "Unsupported or repeated argument `--eval`. See js --help."),
     ([], "js", "Provide a script file, -e SOURCE, or - for stdin. See js --help."),
-    (["--"], "node", "Provide a script file, -e SOURCE, or - for stdin. See js --help."),
+    (["-e", "1", "--"], "js", None),
     ([], "deno", "Use deno run FILE or deno eval SOURCE. See js --help."),
     (["task.js"], "deno", "Use deno run FILE or deno eval SOURCE. See js --help."),
     (["-x"], "js", "Unsupported or repeated argument `-x`. See js --help."),
 ])
 def test_argument_errors_exit_2(js: JsRunner, argv: list[str], command: str,
-                                message: str) -> None:
+                                message: str | None) -> None:
     result = js(*argv, command=command)
-    assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"js: {message}\n")
+    if message is None:  # `--` after the source is known just ends option parsing
+        assert (result.exit_code, result.stderr) == (0, "")
+    else:
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"js: {message}\n")
 
 
 @pytest.mark.parametrize(("argv", "command"), [
@@ -172,7 +182,7 @@ def test_help_after_the_entry_is_a_script_argument() -> None:
         False, "file", "task.js", ("--help", "-e", "x"))
     line = parse_command_line(["-e", "code", "first", "-h"])
     assert (line.kind, line.source, line.args) == ("eval", "code", ("first", "-h"))
-    line = parse_command_line(["run", "-", "x"], "deno")
+    line = parse_command_line(["run", "-", "x"], "deno", stdin=b"")
     assert (line.kind, line.args) == ("stdin", ("x",))
 
 
@@ -182,8 +192,26 @@ def test_help_text_covers_section_5() -> None:
                    "process.argv", "@tauritavern/runtime", "workspace.readText/writeText/exists/"
                    "listFiles", "context.worldInfo, context.variables, context.macro",
                    "macros.render(text)", "128 KiB per stream", "process.exitCode (integer 0-255",
-                   "Bundle other libraries into the", "No Node/Deno APIs"):
+                   "Bundle other libraries into the", "(scripts/vendor/)", "No Node/Deno APIs"):
         assert needle in HELP_TEXT
+    assert HELP_TEXT.endswith("Built-in modules: @tauritavern/runtime. Bundle other libraries "
+                              "into the skill\n  (scripts/vendor/). No Node/Deno APIs, npm, "
+                              "TypeScript, network, timers or\n  processes.\n")
+    assert help_text(COMMAND_BUILTINS) == HELP_TEXT
+
+
+def test_help_lists_a_module_group_the_way_section_5_shows_the_kit() -> None:
+    names = ["dayjs", "es-toolkit", "fast-xml-parser", "marked", "papaparse", "slugify"]
+    with_kit = BuiltinModules([BuiltinModule("@tauritavern/runtime"), *(
+        BuiltinModule(f"@tauritavern/kit/{name}", source=lambda: "export {};", group="kit")
+        for name in names)])
+    assert with_kit.runtime_names == ("@tauritavern/runtime",)
+    assert help_text(with_kit).endswith(
+        "Exit: process.exitCode (integer 0-255, default 0); an uncaught error exits 1.\n"
+        "Built-in modules: @tauritavern/runtime and the kit: @tauritavern/kit/dayjs,\n"
+        "  es-toolkit, fast-xml-parser, marked, papaparse, slugify. Bundle other\n"
+        "  libraries into the skill (scripts/vendor/). No Node/Deno APIs, npm,\n"
+        "  TypeScript, network, timers or processes.\n")
 
 
 def test_deno_run_continues_like_js(workspace: Path, js: JsRunner) -> None:
@@ -212,10 +240,14 @@ def test_invalid_entry_paths(js: JsRunner, path: str) -> None:
 
 
 def test_missing_and_hidden_entries_look_the_same(js: JsRunner) -> None:
-    assert js("/scratch/nope.js").stderr == "js: Cannot find module `/scratch/nope.js`.\n"
+    missing = js("task.js", cwd="/scratch")
+    assert (missing.exit_code, missing.stdout, missing.stderr) == (
+        1, "", "js: Cannot read `/scratch/task.js`: path not found. Check the directory with "
+               "workspace.listFiles.\n")
     result = js("/input/hidden.js")
     assert (result.exit_code, result.stdout, result.stderr) == (
-        1, "", "js: Cannot find module `/input/hidden.js`.\n")
+        1, "", "js: Cannot read `/input/hidden.js`: path not found. Check the directory with "
+               "workspace.listFiles.\n")
 
 
 def test_directory_entry(workspace: Path, js: JsRunner) -> None:
@@ -224,18 +256,46 @@ def test_directory_entry(workspace: Path, js: JsRunner) -> None:
         "js: Cannot load module `/scratch/dir.js`: it is a directory.\n")
 
 
-def test_stdin_problems(workspace: Path, js: JsRunner) -> None:
+#: A stdin module that leaves a trace when it runs.
+WRITES = (b"import { workspace } from '@tauritavern/runtime';\n"
+          b"workspace.writeText('scratch/ran.txt', 'x');\n")
+
+
+@pytest.mark.parametrize(("argv", "stdin", "line"), [
+    (["-"], b"\xc3\x28", "js: JavaScript source must be UTF-8.\n"),
+    (["-"], WRITES + b"// \xc3\x28\n", "js: JavaScript source must be UTF-8.\n"),
+    (["-"], b"x" * 131_073,
+     "js: JavaScript stdin exceeds the command size limit; use a workspace script file.\n"),
+    (["-"], WRITES.ljust(131_073, b"/"),
+     "js: JavaScript stdin exceeds the command size limit; use a workspace script file.\n"),
+    (["-"], None, "js: js - requires module source on stdin.\n"),
+    (["--", "-", "arg"], None, "js: js - requires module source on stdin.\n"),
+])
+def test_acceptance_15_stdin_problems_are_argument_errors(
+        workspace: Path, js: JsRunner, argv: list[str], stdin: bytes | None, line: str) -> None:
     before = tree(workspace)
-    assert js("-").stderr == ("js: No JavaScript source on stdin; pipe a module or use a "
-                              "workspace script file.\n")
-    big = js("-", stdin=b"//" + b"x" * (200 * 1024))
-    assert (big.exit_code, big.stderr) == (1, "js: JavaScript stdin exceeds the command size "
-                                              "limit; use a workspace script file.\n")
-    bad = js("-", stdin=b"console.log('\xff')")
-    assert (bad.exit_code, bad.stderr) == (1, "js: JavaScript source must be UTF-8.\n")
-    assert js("-", stdin=b"").exit_code == 0
+    result = js(*argv, stdin=stdin)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", line)
     assert tree(workspace) == before
     assert_healthy(js)
+
+
+def test_stdin_at_the_limit_and_the_empty_module(workspace: Path, js: JsRunner) -> None:
+    exact = js("-", stdin=WRITES.ljust(131_072, b"/"))
+    assert (exact.exit_code, exact.stderr) == (0, "")
+    assert (workspace / "scratch" / "ran.txt").read_text() == "x"
+    assert js("-", stdin=b"").exit_code == 0
+    assert parse_command_line(["-"], stdin=b"1").stdin == b"1"
+
+
+def test_acceptance_14_missing_values(js: JsRunner) -> None:
+    for argv, command, line in ((["--"], "js", "js: -- requires a value. See js --help.\n"),
+                                (["--eval"], "js",
+                                 "js: --eval requires a value. See js --help.\n"),
+                                (["eval"], "deno",
+                                 "js: deno eval requires a value. See js --help.\n")):
+        result = js(*argv, command=command)
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", line)
 
 
 def test_non_utf8_file_entry(workspace: Path, js: JsRunner) -> None:
@@ -269,10 +329,24 @@ def test_only_console_and_process_are_added(js: JsRunner) -> None:
              "typeof setTimeout, typeof setInterval, typeof setImmediate, typeof fetch, "
              "typeof XMLHttpRequest, typeof window, typeof document, typeof TextEncoder, "
              "typeof TextDecoder, typeof atob, typeof btoa, typeof process.exit, "
-             "typeof __tavernlab_host, typeof __tavernlab_emit, "
+             "typeof __tavernlab_host, typeof __tavernlab_emit, typeof __tavernlab_core, "
              "typeof __tavernlab_config].every(t => t === 'undefined'))")
     assert js("-e", probe).stdout == "true\n"
     assert js("-e", "console.log(eval('1 + 1'), new Function('return 3')())").stdout == "2 3\n"
+
+
+def test_the_sandbox_internals_are_out_of_reach(js: JsRunner) -> None:
+    source = ("const name = ['<tavernlab:', 'core>'].join('');\n"
+              "const core = await import(name);\n"
+              "console.log(core.takeInternals(), typeof core.workspace.readText);")
+    assert js("-e", source).stdout == "undefined function\n"
+
+
+def test_user_eval_frames_stay_in_the_stack(js: JsRunner) -> None:
+    result = js("-e", "eval('(function f() { throw new Error(1); })()');")
+    assert result.stderr == ("js: /<eval>: Error: 1\n    at f (<input>:1:27)\n"
+                             "    at <eval> (<input>:1:36)\n"
+                             "    at <anonymous> (/<eval>:1:1)\n")
 
 
 def test_console_maps_levels_and_stringifies_arguments(js: JsRunner) -> None:
@@ -428,8 +502,28 @@ def test_dynamic_import_failure_is_catchable(js: JsRunner) -> None:
 def test_import_attributes_are_rejected(workspace: Path, js: JsRunner) -> None:
     write(workspace, "scratch/data.js", "export default 1;")
     result = js("-e", "import d from './data.js' with { type: 'json' };", cwd="/scratch")
-    assert result.stderr == ("js: /scratch/<eval>: Import attributes are not supported.\n"
-                             "    at /scratch/<eval>:1:15\n")
+    assert result.stderr == ("js: /scratch/<eval>: Import attributes are not supported; import "
+                             "a .js/.mjs module.\n    at /scratch/<eval>:1:15\n")
+
+
+def test_acceptance_16_import_attributes_on_a_json_file(workspace: Path, js: JsRunner) -> None:
+    write(workspace, "scratch/cfg.json", '{"a": 1}')
+    result = js("-e", "import cfg from './cfg.json' with { type: 'json' };", cwd="/scratch")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert ("Import attributes are not supported; import a .js/.mjs module."
+            in result.stderr)
+    runtime = js("-e", "import { log } from '@tauritavern/runtime' with { type: 'js' };")
+    assert runtime.stderr == ("js: /<eval>: Import attributes are not supported; import a "
+                              ".js/.mjs module.\n    at /<eval>:1:21\n")
+
+
+def test_acceptance_17_an_oversized_log_line(js: JsRunner) -> None:
+    result = js("-e", "console.log('y'.repeat(200000))")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert ("JavaScript log line exceeds the output limit; write large content to a workspace "
+            "file." in result.stderr)
+    assert LINE_EXCEEDED == ("JavaScript log line exceeds the output limit; write large "
+                             "content to a workspace file.")
 
 
 def test_skill_scripts_import_from_the_skills_mount_path(workspace: Path, js: JsRunner) -> None:

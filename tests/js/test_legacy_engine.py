@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from tavernlab.js.legacy import (
-    ScriptWrite,
+from tavernlab.js.errors import (
     SkillScriptContextError,
     SkillScriptError,
+    SkillScriptValidationError,
+)
+from tavernlab.js.legacy import (
+    ScriptWrite,
     SkillScriptOutcome,
     SkillScriptRequest,
-    SkillScriptValidationError,
     SnapshotFile,
     legacy_context,
     run_skill_script,

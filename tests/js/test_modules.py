@@ -7,15 +7,12 @@ from pathlib import Path
 import pytest
 
 from tavernlab.js.budget import InputBudget
+from tavernlab.js.builtins import RUNTIME_MODULE, BuiltinModule, BuiltinModules
+from tavernlab.js.errors import ModuleLoadError
 from tavernlab.js.limits import IMPORT_ATTRIBUTES, MODULE_NOT_AVAILABLE
-from tavernlab.js.modules import (
-    ModuleLoadError,
-    SnapshotModuleLoader,
-    WorkspaceModuleLoader,
-    build_module_graph,
-    join_relative,
-    scan_module,
-)
+from tavernlab.js.loaders import SnapshotModuleLoader, WorkspaceModuleLoader, join_relative
+from tavernlab.js.modules import build_module_graph
+from tavernlab.js.scan import scan_module
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 from .conftest import write
@@ -182,3 +179,61 @@ def test_snapshot_loader_only_resolves_inside_the_scripts_snapshot() -> None:
         with pytest.raises(ModuleLoadError):
             build_module_graph("scripts/main.js", source.encode(),
                                SnapshotModuleLoader(modules))
+
+
+# --- built-in modules with a source (how the kit joins the graph) ---------------------------
+
+
+def answer_module() -> str:
+    """A self-contained built-in module's source."""
+    return "export default 42;\nimport './not-rewritten.js';\n"
+
+
+def offline_module() -> str:
+    """A built-in module whose source cannot be produced."""
+    raise ModuleLoadError("kit unavailable")
+
+
+SOURCED = BuiltinModules([BuiltinModule(RUNTIME_MODULE),
+                          BuiltinModule("@test/answer", source=answer_module, group="test"),
+                          BuiltinModule("@test/offline", source=offline_module, group="test")])
+
+
+def test_a_sourced_builtin_is_registered_verbatim_and_charged_in_v5(
+        scope: ScopedWorkspaceFs) -> None:
+    budget = InputBudget()
+    entry = b"import a from '@test/answer';\nimport b from '@test/answer';\n"
+    graph = build_module_graph("/scratch/t.js", entry,
+                               WorkspaceModuleLoader(scope, budget, SOURCED))
+    assert graph.modules == {"@test/answer": answer_module(),
+                             "/scratch/t.js": entry.decode()}
+    assert budget.used == len(answer_module().encode())
+    assert SOURCED.runtime_names == (RUNTIME_MODULE,)
+
+
+def test_a_sourced_builtin_is_free_for_legacy_snapshots() -> None:
+    modules = {"scripts/main.js": "import a from '@test/answer';"}
+    graph = build_module_graph("scripts/main.js", modules["scripts/main.js"].encode(),
+                               SnapshotModuleLoader(modules, SOURCED))
+    assert graph.modules["@test/answer"] == answer_module()
+
+
+def test_a_builtin_whose_source_fails_is_a_located_load_failure(
+        scope: ScopedWorkspaceFs) -> None:
+    with pytest.raises(ModuleLoadError) as caught:
+        build_module_graph("/scratch/t.js", b"\nimport x from '@test/offline';",
+                           WorkspaceModuleLoader(scope, InputBudget(), SOURCED))
+    assert (caught.value.message, caught.value.stack) == (
+        "kit unavailable", "    at /scratch/t.js:2:15")
+    graph = build_module_graph("/scratch/t.js", b"await import('@test/offline');",
+                               WorkspaceModuleLoader(scope, InputBudget(), SOURCED))
+    stub = next(name for name in graph.modules if name.startswith("<tavernlab:unavailable"))
+    assert graph.modules[stub] == 'throw new Error("kit unavailable");\n'
+
+
+def test_builtin_names_are_exact(scope: ScopedWorkspaceFs) -> None:
+    for specifier in ("@test/Answer", "@test/answer/lib.js", "@tauritavern/Runtime"):
+        with pytest.raises(ModuleLoadError) as caught:
+            build_module_graph("/scratch/t.js", f"import '{specifier}';".encode(),
+                               WorkspaceModuleLoader(scope, InputBudget(), SOURCED))
+        assert caught.value.message == MODULE_NOT_AVAILABLE

@@ -17,15 +17,10 @@ from typing import Any
 
 import pytest
 
-import tavernlab.skills.run_script  # noqa: F401  (registers skill.run_script)
 from tavernlab.host import Lab, Run
 from tavernlab.host.dispatch import CallContext
-from tavernlab.js.legacy import (
-    ScriptWrite,
-    SkillScriptContextError,
-    SkillScriptValidationError,
-    SnapshotFile,
-)
+from tavernlab.js.errors import SkillScriptContextError, SkillScriptValidationError
+from tavernlab.js.legacy import ScriptWrite, SnapshotFile
 from tavernlab.skills.run_script import build_request, write_back
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import Arguments, ToolResult

@@ -37,7 +37,59 @@ def test_acceptance_1_write_creates_parents_and_reads_back(workspace: Path,
 def test_acceptance_2_absolute_paths_are_rejected(js: JsRunner) -> None:
     result = run_module(js, "workspace.readText('/scratch/a/b.txt');")
     assert result.exit_code == 1
-    assert result.stderr.startswith("js: /<eval>: Error: Workspace path must be relative\n")
+    assert result.stderr.startswith(
+        "js: /<eval>: Error: Invalid data: Workspace path must be relative\n")
+
+
+def test_acceptance_2_exists_throws_for_invalid_paths(js: JsRunner) -> None:
+    body = ("for (const p of ['/output', '../x.md']) {\n"
+            "  try { console.log(workspace.exists(p)); } catch (e) { console.log(e.message); }\n"
+            "}")
+    assert run_module(js, body).stdout == ("Invalid data: Workspace path must be relative\n"
+                                           "Invalid data: Workspace path cannot contain ..\n")
+    uncaught = run_module(js, "workspace.exists('/output');")
+    assert (uncaught.exit_code, uncaught.stdout) == (1, "")
+    assert uncaught.stderr.startswith(
+        "js: /<eval>: Error: Invalid data: Workspace path must be relative\n")
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("", "Invalid data: Workspace path cannot be empty"),
+    ("a\\u0000b", "Invalid data: Workspace path cannot contain NUL"),
+    ("C:/x", "Invalid data: Workspace path cannot use a Windows drive prefix"),
+    ("scratch/../x", "Invalid data: Workspace path cannot contain .."),
+])
+def test_every_function_parses_its_path_first(js: JsRunner, path: str, message: str) -> None:
+    calls = ["workspace.readText(p)", "workspace.writeText(p, 'x')", "workspace.exists(p)",
+             "workspace.listFiles(p)"]
+    body = (f"const p = '{path}';\n"
+            f"for (const f of [{', '.join('() => ' + c for c in calls)}]) {{\n"
+            "  try { f(); console.log('no error'); } catch (e) { console.log(e.message); }\n"
+            "}")
+    assert run_module(js, body).stdout.splitlines() == [message] * 4
+
+
+def test_acceptance_7_messages_use_the_shell_form_of_the_path(workspace: Path,
+                                                              js: JsRunner) -> None:
+    write(workspace, "scratch/raw.bin", b"\xff\xfe")
+    write(workspace, "scratch/note.txt", "file")
+    body = ("for (const f of [() => workspace.readText('scratch/none.md'),\n"
+            "                 () => workspace.readText('scratch/raw.bin'),\n"
+            "                 () => workspace.writeText('scratch/note.txt/inner.md', 'x'),\n"
+            "                 () => workspace.readText('scratch/./none.md'),\n"
+            "                 () => workspace.listFiles('scratch/none')]) {\n"
+            "  try { f(); } catch (e) { console.log(e.message); }\n"
+            "}")
+    assert run_module(js, body).stdout.splitlines() == [
+        "Cannot read `/scratch/none.md`: path not found. Check the directory with "
+        "workspace.listFiles.",
+        "`/scratch/raw.bin` is not UTF-8 text.",
+        "Parent of `/scratch/note.txt/inner.md` is not a directory.",
+        "Cannot read `/scratch/none.md`: path not found. Check the directory with "
+        "workspace.listFiles.",
+        "Cannot list `/scratch/none`: path not found. Check the directory with "
+        "workspace.listFiles.",
+    ]
 
 
 def test_acceptance_3_hidden_paths_do_not_exist_and_skills_are_read_only(
@@ -93,9 +145,9 @@ def test_read_text_errors(workspace: Path, js: JsRunner) -> None:
             "}")
     result = run_module(js, body)
     assert result.stdout.splitlines() == [
-        "Cannot read `scratch/missing.txt`: path not found. Check the directory with "
+        "Cannot read `/scratch/missing.txt`: path not found. Check the directory with "
         "workspace.listFiles.",
-        "`scratch/bin.dat` is not UTF-8 text.",
+        "`/scratch/bin.dat` is not UTF-8 text.",
         "`input/prompt_snapshot.json` is not readable for this task.",
         "workspace path `scratch` is a directory",
     ]
@@ -105,7 +157,7 @@ def test_write_text_under_a_file_fails(workspace: Path, js: JsRunner) -> None:
     write(workspace, "scratch/f.txt", "file")
     result = run_module(js, "workspace.writeText('scratch/f.txt/x.txt', 'y');")
     assert result.stderr.startswith(
-        "js: /<eval>: Error: Parent of `scratch/f.txt/x.txt` is not a directory.\n")
+        "js: /<eval>: Error: Parent of `/scratch/f.txt/x.txt` is not a directory.\n")
     assert (workspace / "scratch" / "f.txt").read_text() == "file"
 
 
@@ -121,11 +173,12 @@ def test_writes_are_unchecked_immediate_and_tracked(workspace: Path, js: JsRunne
     assert scope.tracker.touched == {"output/main.md", "scratch/data.json"}
 
 
-def test_exists_never_throws_for_paths(workspace: Path, js: JsRunner) -> None:
+def test_exists_never_throws_for_valid_paths(workspace: Path, js: JsRunner) -> None:
     write(workspace, "scratch/a/b.txt", "x")
     body = ("console.log(JSON.stringify(['scratch/a/b.txt', 'scratch/a', 'scratch/none', "
-            "'/abs', '../x', 'input', '', 'skills'].map(p => workspace.exists(p))));")
-    assert run_module(js, body).stdout == "[true,true,false,false,false,false,false,true]\n"
+            "'input', 'input/prompt_snapshot.json', 'run.json', 'skills', 'skills/none']"
+            ".map(p => workspace.exists(p))));")
+    assert run_module(js, body).stdout == "[true,true,false,false,false,false,true,false]\n"
 
 
 def test_list_files_is_recursive_sorted_and_files_only(workspace: Path, js: JsRunner) -> None:
@@ -142,9 +195,9 @@ def test_list_files_errors(workspace: Path, js: JsRunner) -> None:
             "  try { workspace.listFiles(p); } catch (e) { console.log(e.message); }\n"
             "}")
     assert run_module(js, body).stdout.splitlines() == [
-        "Cannot list `scratch/none`: path not found. Check the directory with "
+        "Cannot list `/scratch/none`: path not found. Check the directory with "
         "workspace.listFiles.",
-        "Cannot list `scratch/f.txt`: it is not a directory.",
+        "Cannot list `/scratch/f.txt`: it is not a directory.",
         "`input` is not readable for this task.",
     ]
 

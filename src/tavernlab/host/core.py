@@ -38,7 +38,7 @@ from tavernlab.host.activity import Activities
 from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.invocation import Invocation
-from tavernlab.shell.limits import DEFAULT_DEADLINE_S
+from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs

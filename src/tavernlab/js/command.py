@@ -6,6 +6,10 @@
     result = run_js_command(["-e", "console.log(1)"], scope=scope, context=context)
     result.exit_code, result.stdout, result.stderr, result.timed_out, result.cancelled
 
+    # a notebook cell: streamed output, the cell's own name and lines, reproducible time
+    run_js_command(["-e", cell, "--", *args], scope=scope, context=context, cwd="/scratch",
+                   eval_name="<cell 4>", on_output=show, clock=lab_clock, seed=1234)
+
 Steps: scan the arguments (help, ``-e``, ``--``, entry, script arguments; errors exit 2), load
 the entry (a workspace ``.js``/``.mjs`` file resolved against ``cwd``, stdin, or the ``-e``
 source; failures exit 1 with ``js: <message>``), load the module graph through the
@@ -18,10 +22,10 @@ appended to stderr (earlier stderr is cut, keeping its beginning, so the report 
 
 tavernlab choices where upstream is unknown:
 
-* No stdin at all (``stdin=None``) with ``-`` gives ``No JavaScript source on stdin; pipe a
-  module or use a workspace script file.`` (an empty ``b""`` stdin is an empty module).
-* Messages name the path as the user typed it (``js task.txt`` ->
-  `` `task.txt` must be an explicit .js or .mjs module path.``).
+* An empty ``b""`` stdin is an empty module (``stdin=None`` is "no stdin": an argument error).
+* Messages about the entry's form name the path as the user typed it (``js task.txt`` ->
+  `` `task.txt` must be an explicit .js or .mjs module path.``); a missing entry names its
+  absolute shell path (upstream's ``Cannot read `/scratch/task.js`: path not found. ...``).
 * A static import that cannot be loaded is a failure report (exit 1) naming the entry module,
   with a one-frame stack at the import site, like an exception thrown while linking.
 * ``deadline=None`` means 30 s from the call (the shell's default).
@@ -30,74 +34,40 @@ tavernlab choices where upstream is unknown:
   ``js: JavaScript execution was cancelled.`` (``js: <module>: ...`` once the entry is known).
 * Input budget: module sources (file, stdin and ``-e``) and ``workspace.readText`` bytes are
   charged to ``budget``; the shell passes its call-wide :class:`~tavernlab.js.budget.InputBudget`,
-  a direct call gets a fresh 8 MiB one.
+  a direct call gets a fresh 8 MiB one. A stdin module over the budget is a load failure.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import Cancelled, TavernlabError
+from tavernlab.clock import Clock
+from tavernlab.errors import Cancelled
 from tavernlab.js.budget import InputBudget, InputBudgetExceeded
-from tavernlab.js.limits import (
-    DEFAULT_TIME_LIMIT,
-    INTERRUPT_REASONS,
-    OUTPUT_CAP,
-    SOURCE_NOT_UTF8,
-    STDIN_LIMIT,
-)
-from tavernlab.js.modules import (
-    RUNTIME_MODULE,
-    ModuleLoadError,
+from tavernlab.js.builtins import COMMAND_BUILTINS
+from tavernlab.js.command_line import CommandLine, parse_command_line, shell_path
+from tavernlab.js.determinism import random_state, time_origin
+from tavernlab.js.errors import JsArgumentError, JsLoadError, ModuleLoadError
+from tavernlab.js.help import HELP_TEXT
+from tavernlab.js.job import Job, JobOutcome
+from tavernlab.js.limits import DEFAULT_DEADLINE_S, INTERRUPT_REASONS, OUTPUT_CAP, SOURCE_NOT_UTF8
+from tavernlab.js.loaders import (
     WorkspaceModuleLoader,
-    build_module_graph,
+    dirname,
     has_invalid_path_chars,
     has_module_extension,
     invalid_path,
     join_relative,
     not_a_module_path,
 )
-from tavernlab.js.pool import JobOutcome, WorkerPool, default_pool
+from tavernlab.js.modules import INTERNAL_PREFIX, build_module_graph
+from tavernlab.js.output import CommandOutput, OutputCallback
+from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.js.runtime_api import RuntimeCapabilities, runtime_context_json
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import ScopedWorkspaceFs
-
-HELP_TEXT = """\
-js, node, deno: run a JavaScript ES module in the workspace sandbox (QuickJS).
-
-Usage:
-  js FILE [ARG...]          run a .js/.mjs workspace file
-  js -- FILE [ARG...]       same; use when FILE starts with "-"
-  js - [ARG...] < FILE      read the module from stdin
-  js -e SOURCE [ARG...]     run SOURCE; put -- before args that look like options
-  deno run FILE [ARG...] | deno eval SOURCE [ARG...]
-Examples:
-  js /scratch/task.js arg1 --option 'arg with spaces'
-  js -e 'console.log(process.argv)' -- --help
-Arguments: everything after the entry (or after the eval source) is passed
-  as strings in process.argv: [command, entry, ...args]; eval has no entry.
-Files: import { workspace, context, macros, log } from '@tauritavern/runtime'
-  workspace.readText/writeText/exists/listFiles use workspace-root paths
-  (output/main.md); writes are immediate and are not rolled back.
-  Relative imports resolve from the importing file; FILE resolves from cwd.
-Context: context.worldInfo, context.variables, context.macro are frozen at
-  run start; macros.render(text) expands {{macros}} once.
-Output: console.log/info/debug -> stdout, console.warn/error and log.* ->
-  stderr; 128 KiB per stream. Print results with JSON.stringify.
-Exit: process.exitCode (integer 0-255, default 0); an uncaught error exits 1.
-Built-in modules: @tauritavern/runtime only. Bundle other libraries into the
-  skill. No Node/Deno APIs, npm, TypeScript, network, timers or processes.
-"""
-
-NO_SOURCE = "Provide a script file, -e SOURCE, or - for stdin. See js --help."
-EVAL_NEEDS_VALUE = "-e requires a value. See js --help."
-DENO_USAGE = "Use deno run FILE or deno eval SOURCE. See js --help."
-STDIN_TOO_LARGE = "JavaScript stdin exceeds the command size limit; use a workspace script file."
-#: Upstream detail unknown; tavernlab's choice (spec 3.3).
-NO_STDIN = "No JavaScript source on stdin; pipe a module or use a workspace script file."
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,145 +85,85 @@ class CommandResult:
     cancelled: bool = False
 
 
-class JsArgumentError(TavernlabError):
-    """Bad command line (exit status 2)."""
-
-    code = "js.invalid_arguments"
-
-
-class JsLoadError(TavernlabError):
-    """The entry could not be loaded (exit status 1)."""
-
-    code = "js.load_failed"
-
-
-@dataclass(frozen=True, slots=True)
-class CommandLine:
-    """The scanned arguments: help, or an entry (``file``/``stdin``/``eval``) plus script
-    arguments. ``source`` is the file argument or the eval code."""
-
-    help: bool
-    kind: Literal["file", "stdin", "eval"] | None = None
-    source: str = ""
-    args: tuple[str, ...] = ()
-
-
-def parse_command_line(argv: list[str], command: str = "js") -> CommandLine:
-    """Scan ``argv`` (without the command name) per spec 3.1-3.2; raise
-    :class:`JsArgumentError` with the exact message."""
-    if command == "deno":
-        if argv and argv[0] in ("--help", "-h"):
-            return CommandLine(help=True)
-        if argv and argv[0] == "run":
-            argv = argv[1:]
-        elif argv and argv[0] == "eval":
-            argv = ["-e", *argv[1:]]
-        else:
-            raise JsArgumentError(DENO_USAGE)
-    kind: Literal["file", "stdin", "eval"] | None = None
-    source = ""
-    index = 0
-    while index < len(argv):
-        arg = argv[index]
-        if arg in ("--help", "-h"):
-            return CommandLine(help=True)
-        if arg in ("-e", "--eval") and kind is None:
-            if index + 1 >= len(argv):
-                raise JsArgumentError(EVAL_NEEDS_VALUE)
-            kind, source = "eval", argv[index + 1]
-            index += 2
-            continue
-        if arg == "--":
-            index += 1
-            if kind is None and index < len(argv):
-                kind, source = _entry(argv[index])
-                index += 1
-            break
-        if arg == "-" or not arg.startswith("-"):
-            if kind is None:
-                kind, source = _entry(arg)
-                index += 1
-            break
-        raise JsArgumentError(f"Unsupported or repeated argument `{arg}`. See js --help.")
-    if kind is None:
-        raise JsArgumentError(NO_SOURCE)
-    return CommandLine(help=False, kind=kind, source=source, args=tuple(argv[index:]))
-
-
-def _entry(arg: str) -> tuple[Literal["file", "stdin"], str]:
-    return ("stdin", "") if arg == "-" else ("file", arg)
-
-
-def shell_path(cwd: str, path: str) -> str:
-    """Resolve ``path`` against ``cwd`` lexically; ``..`` above ``/`` stays at ``/``."""
-    segments: list[str] = []
-    for segment in (path if path.startswith("/") else f"{cwd}/{path}").split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if segments:
-                segments.pop()
-        else:
-            segments.append(segment)
-    return "/" + "/".join(segments)
-
-
 def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: FrozenContext,
                    cwd: str = "/", stdin: bytes | None = None, command: str = "js",
                    deadline: float | None = None, token: CancelToken | None = None,
-                   budget: InputBudget | None = None,
-                   pool: WorkerPool | None = None) -> CommandResult:
+                   budget: InputBudget | None = None, pool: WorkerPool | None = None,
+                   clock: Clock | None = None, seed: int | None = None,
+                   on_output: OutputCallback | None = None,
+                   eval_name: str | None = None) -> CommandResult:
     """Run ``js``/``node``/``deno`` with ``argv`` (without the command name).
 
     ``scope`` is the Invocation's view (policy, skills mount, tracker); ``context`` the run's
     frozen facts; ``cwd`` the shell directory; ``stdin`` the piped bytes (``None``: nothing
     piped); ``deadline`` a ``time.monotonic()`` instant (default: 30 s from now); ``token``
-    cancels; ``budget`` is the shell call's input budget; ``pool`` defaults to the kernel-wide
-    pool.
+    cancels; ``budget`` is the shell call's input budget; ``pool`` defaults to the process-wide
+    pool. ``clock`` (read once, for the job's time origin) and ``seed`` make ``Date`` and
+    ``Math.random`` deterministic (:mod:`tavernlab.js.determinism`); ``None`` keeps real time
+    and engine randomness. ``on_output(stream, text)`` receives every chunk of stdout and
+    stderr as it is produced (:mod:`tavernlab.js.output`); the result still holds all of it.
+    ``eval_name`` names the ``-e`` module instead of ``<cwd>/<eval>`` (``"<cell 4>"``: errors
+    read ``<cell 4>:3:7``); its relative imports still resolve against ``cwd``. It must not
+    look like a path (no leading ``/`` or ``.``, no NUL), an internal or a built-in name, and
+    it is only for an ``-e`` entry (``ValueError`` otherwise).
     """
+    output = CommandOutput(on_output)
     try:
-        line = parse_command_line(argv, command)
+        line = parse_command_line(argv, command, stdin)
     except JsArgumentError as exc:
-        return CommandResult(2, "", f"js: {exc.message}\n")
+        return _finished(output, 2, stderr=f"js: {exc.message}\n")
     if line.help:
-        return CommandResult(0, HELP_TEXT, "")
-    deadline = time.monotonic() + DEFAULT_TIME_LIMIT if deadline is None else deadline
+        return _finished(output, 0, stdout=HELP_TEXT)
+    if eval_name is not None:
+        check_eval_name(eval_name, line)
+    deadline = time.monotonic() + DEFAULT_DEADLINE_S if deadline is None else deadline
     budget = budget if budget is not None else InputBudget()
     cwd = shell_path("/", cwd)
-    loader = WorkspaceModuleLoader(scope, budget)
-    server = RuntimeCapabilities(scope, context, budget)
-    not_started = CommandResult(1, "", f"js: {INTERRUPT_REASONS['cancel']}\n", cancelled=True)
+    loader = WorkspaceModuleLoader(scope, budget, COMMAND_BUILTINS)
+    server = RuntimeCapabilities(scope, context, budget, output)
+    cancelled = f"js: {INTERRUPT_REASONS['cancel']}\n"
     if token is not None and token.cancelled:
-        return not_started
+        return _finished(output, 1, stderr=cancelled, cancelled=True)
     try:
-        name, source = _load_entry(line, cwd, stdin, loader, budget)
+        name, source = _load_entry(line, cwd, loader, budget, eval_name)
     except (JsLoadError, ModuleLoadError) as exc:
-        return CommandResult(1, "", f"js: {exc.message}\n")
+        return _finished(output, 1, stderr=f"js: {exc.message}\n")
     except Cancelled:
-        return not_started
+        return _finished(output, 1, stderr=cancelled, cancelled=True)
     try:
-        graph = build_module_graph(name, source, loader)
+        directory = cwd if line.kind == "eval" else dirname(name) or "/"
+        graph = build_module_graph(name, source, loader, directory=directory)
     except ModuleLoadError as exc:
-        return _result(server, name, JobOutcome("error", text=exc.message, stack=exc.stack))
+        return _result(output, name, JobOutcome("error", text=exc.message, stack=exc.stack))
     except Cancelled:
-        return _result(server, name, JobOutcome("interrupted", reason="cancel"))
-    argv_js = [command, *(() if line.kind == "eval" else (
-        name if line.kind == "file" else "-",)), *line.args]
-    spec = {
-        "mode": "command",
-        "entry": name,
-        "modules": graph.modules,
-        "runtime_names": [RUNTIME_MODULE],
-        "argv": argv_js,
-        "context": runtime_context_json(context),
-        "output_cap": OUTPUT_CAP,
-    }
-    outcome = (pool or default_pool()).run(spec, server, deadline=deadline, token=token)
-    return _result(server, name, outcome)
+        return _result(output, name, JobOutcome("interrupted", reason="cancel"))
+    job = Job(mode="command", entry=name, modules=graph.modules,
+              runtime_names=COMMAND_BUILTINS.runtime_names, context=runtime_context_json(context),
+              argv=_process_argv(command, line, name), output_cap=OUTPUT_CAP,
+              time_origin=time_origin(clock), random_state=random_state(seed))
+    outcome = (pool or default_pool()).run(job, server, deadline=deadline, token=token)
+    return _result(output, name, outcome)
 
 
-def _load_entry(line: CommandLine, cwd: str, stdin: bytes | None,
-                loader: WorkspaceModuleLoader, budget: InputBudget) -> tuple[str, bytes]:
+def check_eval_name(eval_name: str, line: CommandLine) -> None:
+    """Refuse an ``eval_name`` that could collide with another module, or a non-eval entry."""
+    if line.kind != "eval":
+        raise ValueError("eval_name names the -e SOURCE module; this command line has a "
+                         f"{line.kind} entry")
+    if (not eval_name or eval_name.startswith(("/", ".", INTERNAL_PREFIX)) or "\0" in eval_name
+            or eval_name in COMMAND_BUILTINS):
+        raise ValueError(f"eval_name {eval_name!r} must not be empty, start with '/', '.' or "
+                         f"{INTERNAL_PREFIX!r}, contain NUL, or be a built-in module name")
+
+
+def _process_argv(command: str, line: CommandLine, name: str) -> tuple[str, ...]:
+    """``process.argv`` (3.4): the command, the entry (none for eval), the arguments."""
+    entry = () if line.kind == "eval" else (name if line.kind == "file" else "-",)
+    return (command, *entry, *line.args)
+
+
+def _load_entry(line: CommandLine, cwd: str, loader: WorkspaceModuleLoader,
+                budget: InputBudget, eval_name: str | None) -> tuple[str, bytes]:
     """The entry's module name and source bytes (charged to the budget)."""
     if line.kind == "file":
         if has_invalid_path_chars(line.source):
@@ -264,14 +174,10 @@ def _load_entry(line: CommandLine, cwd: str, stdin: bytes | None,
         source = loader.load(name, "")
     else:
         if line.kind == "stdin":
-            if stdin is None:
-                raise JsLoadError(NO_STDIN)
-            if len(stdin) > STDIN_LIMIT:
-                raise JsLoadError(STDIN_TOO_LARGE)
-            name, source = join_relative(cwd, "<stdin>") or "/<stdin>", stdin
+            name, source = join_relative(cwd, "<stdin>") or "/<stdin>", line.stdin
         else:
-            name, source = join_relative(cwd, "<eval>") or "/<eval>", line.source.encode(
-                "utf-8", "surrogatepass")
+            name = eval_name or join_relative(cwd, "<eval>") or "/<eval>"
+            source = line.source.encode("utf-8", "surrogatepass")
         try:
             budget.charge(len(source))
         except InputBudgetExceeded as exc:
@@ -283,26 +189,37 @@ def _load_entry(line: CommandLine, cwd: str, stdin: bytes | None,
     return name, source
 
 
-def _result(server: RuntimeCapabilities, module: str, outcome: JobOutcome) -> CommandResult:
-    stdout = "".join(server.stdout)
-    stderr = "".join(server.stderr)
+def _finished(output: CommandOutput, exit_code: int, *, stdout: str = "", stderr: str = "",
+              timed_out: bool = False, cancelled: bool = False) -> CommandResult:
+    """Write the command's own final text (help, an error line, a failure report) to
+    ``output`` and build the result from everything written."""
+    output.write("stdout", stdout)
+    earlier = output.stderr
+    output.write("stderr", stderr)
+    stderr_text = fit_failure_report(earlier, stderr) if stderr else earlier
+    return CommandResult(exit_code, output.stdout, stderr_text, timed_out=timed_out,
+                         cancelled=cancelled)
+
+
+def _result(output: CommandOutput, module: str, outcome: JobOutcome) -> CommandResult:
     if outcome.status == "ok":
-        return CommandResult(outcome.exit_code, stdout, stderr)
+        return _finished(output, outcome.exit_code)
     report = f"js: {module}: {outcome.message}\n"
     if outcome.stack:
         report += outcome.stack + "\n"
-    return CommandResult(1, stdout, fit_failure_report(stderr, report),
-                         timed_out=outcome.timed_out, cancelled=outcome.cancelled)
+    return _finished(output, 1, stderr=report, timed_out=outcome.timed_out,
+                     cancelled=outcome.cancelled)
 
 
 def fit_failure_report(earlier: str, report: str, cap: int = OUTPUT_CAP) -> str:
     """``earlier + report`` within ``cap`` UTF-8 bytes: earlier stderr is cut (keeping its
-    beginning) so the report fits; a report that alone exceeds the cap is cut itself."""
-    report_bytes = report.encode("utf-8")
+    beginning) so the report fits; a report that alone exceeds the cap is cut itself. Lone
+    surrogates (a path echoed from the command line) are measured as three bytes."""
+    report_bytes = report.encode("utf-8", "surrogatepass")
     if len(report_bytes) >= cap:
         return _cut(report_bytes, cap)
     room = cap - len(report_bytes)
-    earlier_bytes = earlier.encode("utf-8")
+    earlier_bytes = earlier.encode("utf-8", "surrogatepass")
     if len(earlier_bytes) > room:
         earlier = _cut(earlier_bytes, room)
     return earlier + report

@@ -24,12 +24,11 @@ forwarded as they happen to the Python logger ``tavernlab.skill_script`` with th
 tavernlab choices where upstream is unknown (documented here):
 
 * The module-snapshot limit error is ``skill `<skill>` scripts exceed the 64-module /
-  2097152-byte snapshot limit`` (:class:`SkillScriptValidationError`, which aborts the call).
-* Overlay path cleaning: NUL -> ``path contains NUL``; a leading ``/`` (also after ``\\`` ->
-  ``/``) -> ``absolute paths are not allowed``; ``..`` above the top -> ``path escapes the
-  workspace``. Messages name the cleaned path. A non-string argument throws ``TypeError``.
-* The output-budget message: ``total skill script output is <N> bytes (writes + logs +
-  result), exceeding the 1048576-byte limit``.
+  2097152-byte snapshot limit`` (:class:`SkillScriptValidationError`, which aborts the call);
+  :func:`check_module_snapshot` is the one place that rule lives (the tool applies it while it
+  reads the package).
+* The overlay's path cleaning and output-budget wording: see :mod:`tavernlab.js.overlay`. A
+  non-string argument throws ``TypeError``.
 * A run without a host context gets empty ``worldInfo.entries``, ``variables`` and ``macro``
   groups instead of failing.
 * The entry is ``default`` when it is a function, else ``main`` when it is a function.
@@ -41,72 +40,57 @@ tavernlab choices where upstream is unknown (documented here):
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock
 from tavernlab.errors import TavernlabError
+from tavernlab.js.builtins import LEGACY_BUILTINS
+from tavernlab.js.determinism import random_state, time_origin
+from tavernlab.js.errors import (
+    ModuleLoadError,
+    SkillScriptContextError,
+    SkillScriptError,
+    SkillScriptValidationError,
+)
+from tavernlab.js.job import Job, JobOutcome
 from tavernlab.js.limits import (
-    DEFAULT_TIME_LIMIT,
-    LEGACY_ENTRY_COST,
+    DEFAULT_DEADLINE_S,
     LEGACY_INPUT_LIMIT,
     LEGACY_MAX_MODULES,
     LEGACY_MODULE_BYTES,
     LEGACY_OUTPUT_LIMIT,
     LEGACY_RESULT_LIMIT,
 )
-from tavernlab.js.modules import (
-    LEGACY_RUNTIME_MODULE,
-    RUNTIME_MODULE,
-    ModuleLoadError,
-    SnapshotModuleLoader,
-    build_module_graph,
+from tavernlab.js.loaders import SnapshotModuleLoader
+from tavernlab.js.modules import build_module_graph
+from tavernlab.js.overlay import (
+    ScriptLog,
+    ScriptOverlay,
+    ScriptWrite,
+    SnapshotFile,
+    output_exceeded,
+    utf8_size,
 )
-from tavernlab.js.pool import CapabilityError, JobOutcome, WorkerPool, default_pool
+from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.workspace.macros import FrozenMacros
 
-logger = logging.getLogger("tavernlab.skill_script")
-LOG_PREFIX = "[skill-script]"
-_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-               "error": logging.ERROR}
+__all__ = [
+    "ScriptLog",
+    "ScriptWrite",
+    "SkillScriptOutcome",
+    "SkillScriptRequest",
+    "SnapshotFile",
+    "check_module_snapshot",
+    "legacy_context",
+    "run_skill_script",
+]
 
 EXECUTION_FAILED = "skill.run_script_execution_failed"
 RESULT_TOO_LARGE = "skill.run_script_result_too_large"
 NOT_FOUND = "skill.run_script_not_found"
-
-
-class SkillScriptError(TavernlabError):
-    """A recoverable script failure with its tool code (execution failed, result too large,
-    not found); the tool turns it into an error result."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message, code=code)
-
-
-class SkillScriptValidationError(TavernlabError):
-    """A request that must not run at all (module snapshot or workspace snapshot over its
-    limit); not a recoverable tool result - it aborts the call."""
-
-    code = "skill.run_script_invalid_request"
-
-
-class SkillScriptContextError(TavernlabError):
-    """A malformed frozen context: ``agent.invalid_skill_script_context: <detail>``."""
-
-    code = "agent.invalid_skill_script_context"
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"agent.invalid_skill_script_context: {detail}")
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotFile:
-    """One UTF-8 workspace file as the script sees it, with the digest of its bytes."""
-
-    text: str
-    sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,23 +112,7 @@ class SkillScriptRequest:
     files: Mapping[str, SnapshotFile] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
     macros: FrozenMacros = field(default_factory=FrozenMacros)
-    time_limit: float = DEFAULT_TIME_LIMIT
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptWrite:
-    """The final content of one written path."""
-
-    path: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptLog:
-    """One ``log.<level>(message)`` call."""
-
-    level: str
-    message: str
+    time_limit: float = DEFAULT_DEADLINE_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,184 +160,32 @@ def legacy_context(snapshot: Mapping[str, Any] | None, macros: FrozenMacros) -> 
     return {"worldInfo": {"entries": entries}, "variables": scopes, "macro": macro}
 
 
-def validate_module_snapshot(skill: str, modules: Mapping[str, str]) -> None:
-    """At most 64 modules and 2 MiB of source, else :class:`SkillScriptValidationError`."""
-    total = sum(len(source.encode("utf-8")) for source in modules.values())
-    if len(modules) > LEGACY_MAX_MODULES or total > LEGACY_MODULE_BYTES:
+def check_module_snapshot(skill: str, count: int, size: int) -> None:
+    """A module snapshot of ``count`` modules and ``size`` source bytes may hold at most 64
+    modules and 2 MiB, else :class:`SkillScriptValidationError` (7.1 step 4)."""
+    if count > LEGACY_MAX_MODULES or size > LEGACY_MODULE_BYTES:
         raise SkillScriptValidationError(
             f"skill `{skill}` scripts exceed the {LEGACY_MAX_MODULES}-module / "
             f"{LEGACY_MODULE_BYTES}-byte snapshot limit")
 
 
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
-def _output_message(total: int) -> str:
-    return (f"total skill script output is {total} bytes (writes + logs + result), exceeding "
-            f"the {LEGACY_OUTPUT_LIMIT}-byte limit")
-
-
-# --- the overlay -------------------------------------------------------------------------------
-
-
-class ScriptOverlay:
-    """The script's file API over the snapshot (7.5), plus log collection and the output
-    budget; a :class:`~tavernlab.js.pool.CapabilityServer` served in the parent."""
-
-    def __init__(self, request: SkillScriptRequest) -> None:
-        self.visible = frozenset(request.visible_roots)
-        self.writable = frozenset(request.writable_roots)
-        self.files = request.files
-        self.macros = request.macros
-        self.writes: dict[str, str] = {}
-        self.write_costs: dict[str, int] = {}
-        self.last_write: str | None = None
-        self.logs: list[ScriptLog] = []
-        self.log_cost = 0
-
-    @property
-    def output_used(self) -> int:
-        """Bytes charged to the output budget so far (writes at their final state + logs)."""
-        return sum(self.write_costs.values()) + self.log_cost
-
-    def output(self, stream: int, text: str) -> None:
-        """Legacy scripts have no console; nothing is ever emitted."""
-
-    def serve(self, op: str, a: Any, b: Any) -> Any:
-        """Dispatch one runtime call."""
-        if op == "readText":
-            return self.read_text(a)
-        if op == "writeText":
-            self.write_text(a, b)
-            return None
-        if op == "exists":
-            return self.exists(a)
-        if op == "listFiles":
-            return self.list_files(a)
-        if op == "render":
-            try:
-                return self.macros.render(a)
-            except TavernlabError as exc:
-                raise CapabilityError(exc.message) from None
-        if op == "log":
-            self.log(a, b)
-            return None
-        raise CapabilityError(f"unknown runtime call {op}")
-
-    # -- paths ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def clean(path: str) -> str:
-        """Upstream's path cleaning: ``""`` is the workspace root."""
-        if "\0" in path:
-            raise CapabilityError("path contains NUL")
-        text = path.replace("\\", "/")
-        if text.startswith("/"):
-            raise CapabilityError("absolute paths are not allowed")
-        segments: list[str] = []
-        for segment in text.split("/"):
-            if segment in ("", "."):
-                continue
-            if segment == "..":
-                if not segments:
-                    raise CapabilityError("path escapes the workspace")
-                segments.pop()
-            else:
-                segments.append(segment)
-        return "/".join(segments)
-
-    def _visible(self, path: str) -> bool:
-        return bool(path) and path.split("/", 1)[0] in self.visible
-
-    def _require_visible(self, raw: str) -> str:
-        path = self.clean(raw)
-        if not self._visible(path):
-            raise CapabilityError(f"path is outside the visible workspace roots: {path or raw}")
-        return path
-
-    def _known(self) -> set[str]:
-        return set(self.files) | set(self.writes)
-
-    # -- operations -----------------------------------------------------------------------------
-
-    def read_text(self, raw: str) -> str:
-        """Overlay over snapshot; ``file not found: <path>`` otherwise."""
-        path = self._require_visible(raw)
-        if path in self.writes:
-            return self.writes[path]
-        snapshot = self.files.get(path)
-        if snapshot is None:
-            raise CapabilityError(f"file not found: {path}")
-        return snapshot.text
-
-    def write_text(self, raw: str, text: str) -> None:
-        """A strict child of a writable root; final state per path, budgeted once."""
-        path = self.clean(raw)
-        parts = path.split("/")
-        if len(parts) < 2 or parts[0] not in self.writable:
-            raise CapabilityError(
-                f"path is outside the writable workspace roots: {path or raw}")
-        cost = _utf8(path) + _utf8(text) + LEGACY_ENTRY_COST
-        total = self.output_used - self.write_costs.get(path, 0) + cost
-        if total > LEGACY_OUTPUT_LIMIT:
-            raise CapabilityError(_output_message(total))
-        self.writes[path] = text
-        self.write_costs[path] = cost
-        self.last_write = path
-
-    def exists(self, raw: str) -> bool:
-        """True for a known file or an implied directory; never throws for a path."""
-        try:
-            path = self.clean(raw)
-        except CapabilityError:
-            return False
-        if not self._visible(path):
-            return False
-        known = self._known()
-        prefix = path + "/"
-        return path in known or any(name.startswith(prefix) for name in known)
-
-    def list_files(self, raw: str | None) -> list[str]:
-        """Top-level names of known files, or the files under a visible directory."""
-        known = self._known()
-        if raw is None:
-            return sorted({name.split("/", 1)[0] for name in known})
-        path = self._require_visible(raw)
-        prefix = path + "/"
-        return sorted(name[len(prefix):] for name in known if name.startswith(prefix))
-
-    def log(self, level: str, message: str) -> None:
-        """Budget, collect and forward one log call."""
-        cost = _utf8(message) + LEGACY_ENTRY_COST
-        total = self.output_used + cost
-        if total > LEGACY_OUTPUT_LIMIT:
-            raise CapabilityError(_output_message(total))
-        self.log_cost += cost
-        self.logs.append(ScriptLog(level, message))
-        logger.log(_LOG_LEVELS.get(level, logging.INFO), "%s %s", LOG_PREFIX, message)
-
-    def delta(self) -> tuple[ScriptWrite, ...]:
-        """The final-state writes, sorted by path."""
-        return tuple(ScriptWrite(path, self.writes[path]) for path in sorted(self.writes))
-
-
-# --- running -------------------------------------------------------------------------------
-
-
 def request_input_bytes(request: SkillScriptRequest, args_json: str, context_json: str) -> int:
     """Modules + workspace snapshot texts + args JSON + context JSON, in UTF-8 bytes."""
-    return (sum(_utf8(source) for source in request.modules.values())
-            + sum(_utf8(f.text) for f in request.files.values())
-            + _utf8(args_json) + _utf8(context_json))
+    return (sum(utf8_size(source) for source in request.modules.values())
+            + sum(utf8_size(f.text) for f in request.files.values())
+            + utf8_size(args_json) + utf8_size(context_json))
 
 
 def run_skill_script(request: SkillScriptRequest, *, token: CancelToken | None = None,
-                     pool: WorkerPool | None = None) -> SkillScriptOutcome:
+                     pool: WorkerPool | None = None, clock: Clock | None = None,
+                     seed: int | None = None) -> SkillScriptOutcome:
     """Execute ``request`` (see the module docstring); raises :class:`SkillScriptError` or
-    :class:`SkillScriptValidationError`."""
+    :class:`SkillScriptValidationError`. ``clock`` and ``seed`` make ``Date`` and
+    ``Math.random`` deterministic exactly as for the command (:mod:`tavernlab.js.determinism`).
+    """
     entry = request.entry
-    validate_module_snapshot(request.skill, request.modules)
+    check_module_snapshot(request.skill, len(request.modules),
+                          sum(utf8_size(source) for source in request.modules.values()))
     if entry not in request.modules:
         raise SkillScriptError(NOT_FOUND, f"Script `{entry}` was not found in skill "
                                f"`{request.skill}`. Call skill_read on this skill's SKILL.md "
@@ -383,20 +199,16 @@ def run_skill_script(request: SkillScriptRequest, *, token: CancelToken | None =
             f"context), exceeding the {LEGACY_INPUT_LIMIT}-byte limit"))
     try:
         graph = build_module_graph(entry, request.modules[entry].encode("utf-8"),
-                                   SnapshotModuleLoader(request.modules))
+                                   SnapshotModuleLoader(request.modules, LEGACY_BUILTINS))
     except ModuleLoadError as exc:
         raise SkillScriptError(EXECUTION_FAILED, _failed(entry, exc.message, exc.stack)) from None
-    overlay = ScriptOverlay(request)
-    spec = {
-        "mode": "legacy",
-        "entry": entry,
-        "modules": graph.modules,
-        "runtime_names": [LEGACY_RUNTIME_MODULE, RUNTIME_MODULE],
-        "context": context_json,
-        "args": args_json,
-        "result_limit": LEGACY_RESULT_LIMIT,
-    }
-    outcome = (pool or default_pool()).run(spec, overlay, time_limit=request.time_limit,
+    overlay = ScriptOverlay(request.visible_roots, request.writable_roots, request.files,
+                            request.macros)
+    job = Job(mode="legacy", entry=entry, modules=graph.modules,
+              runtime_names=LEGACY_BUILTINS.runtime_names, context=context_json,
+              args=args_json, result_limit=LEGACY_RESULT_LIMIT, time_origin=time_origin(clock),
+              random_state=random_state(seed))
+    outcome = (pool or default_pool()).run(job, overlay, time_limit=request.time_limit,
                                           token=token)
     return _finish(request, overlay, outcome)
 
@@ -423,7 +235,7 @@ def _finish(request: SkillScriptRequest, overlay: ScriptOverlay,
             "large output to the workspace with workspace.writeText instead."))
     total = overlay.output_used + outcome.result_bytes
     if total > LEGACY_OUTPUT_LIMIT:
-        raise SkillScriptError(EXECUTION_FAILED, _output_message(total))
+        raise SkillScriptError(EXECUTION_FAILED, output_exceeded(total))
     writes = overlay.delta()
     if overlay.last_write is not None and overlay.last_write not in overlay.writes:
         raise TavernlabError(f"skill script engine: last write `{overlay.last_write}` is not "

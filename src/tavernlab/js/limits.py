@@ -21,10 +21,15 @@ STACK_LIMIT = 256 * KIB
 #: every guest string well below this, so a large result or write can always be measured
 #: exactly instead of failing in the conversion layer (jsbox's own default is 16 MB).
 MAX_VALUE_BYTES = 64 * MIB
-#: Upstream's process-wide cap on concurrent QuickJS executions (default pool size).
+#: Upstream's process-wide cap on concurrent QuickJS executions: the size of the default
+#: pool, which every ``js`` run and legacy script of the process shares.
 MAX_CONCURRENT_JOBS = 2
-#: Default whole-call deadline when a caller passes none (the shell's 30 s).
-DEFAULT_TIME_LIMIT = 30.0
+#: A worker whose resident memory exceeds this after cleaning up a job retires while idle.
+WORKER_RSS_LIMIT = 64 * MIB
+#: Upstream's 30 s, in seconds, defined once: the whole-call deadline of ``workspace.shell``
+#: (and so of every ``js`` run inside it), the deadline of a ``js`` run started without one,
+#: and the legacy ``skill.run_script`` execution limit (7.7).
+DEFAULT_DEADLINE_S = 30.0
 
 # --- the V5 command -------------------------------------------------------------------------
 
@@ -39,16 +44,27 @@ LIST_FILES_LIMIT = 4096
 
 OUTPUT_EXCEEDED = (f"JavaScript output exceeds {OUTPUT_CAP} bytes. Save the content to a "
                    "workspace file and print its path.")
-#: Upstream wording after the semicolon unknown; tavernlab's choice (spec 3.6).
-LINE_EXCEEDED = ("JavaScript log line exceeds the output limit; save the content to a "
-                 "workspace file and print its path.")
+LINE_EXCEEDED = ("JavaScript log line exceeds the output limit; write large content to a "
+                 "workspace file.")
 EXIT_CODE_INVALID = "process.exitCode must be a numeric integer from 0 to 255."
 PENDING_PROMISE = "The awaited Promise is still pending, but no work remains to resolve it."
 MODULE_NOT_AVAILABLE = ("This module is not available. Import a workspace .js/.mjs file or a "
                         "built-in module listed in js --help.")
-#: Upstream wording unknown; tavernlab's choice (spec 3.8).
-IMPORT_ATTRIBUTES = "Import attributes are not supported."
+IMPORT_ATTRIBUTES = "Import attributes are not supported; import a .js/.mjs module."
 SOURCE_NOT_UTF8 = "JavaScript source must be UTF-8."
+STDIN_TOO_LARGE = "JavaScript stdin exceeds the command size limit; use a workspace script file."
+NO_STDIN = "js - requires module source on stdin."
+#: Prefix of a path parse failure in the runtime API (upstream's ``InvalidData`` display).
+INVALID_DATA_PREFIX = "Invalid data: "
+
+
+def path_not_found(verb: str, path: str) -> str:
+    """``Cannot <verb> `<path>`: path not found. Check the directory with
+    workspace.listFiles.`` with ``path`` in shell form (``/scratch/a.txt``): the missing
+    script (3.3), ``readText`` and ``listFiles(dir)`` (4.1)."""
+    return (f"Cannot {verb} `{path}`: path not found. Check the directory with "
+            "workspace.listFiles.")
+
 
 # --- interruption reasons (upstream wording unknown; tavernlab's choice) ---------------------
 #: Reason keys sent across the process boundary, and the text that replaces the exception.

@@ -1,25 +1,29 @@
 """``@tauritavern/runtime`` (V5), served by the parent (spec/js-and-skills.md section 4).
 
-The JavaScript side of the module lives in the worker (:data:`tavernlab.js.worker.CORE_SOURCE`)
-and forwards every call here: :class:`RuntimeCapabilities` answers them with the Invocation's
-``ScopedWorkspaceFs``, the run's frozen macros and the call's input budget, and collects the
-run's stdout and stderr. The pool checks the deadline and the cancel flag before each call.
+The JavaScript side of the module lives in the worker
+(:data:`tavernlab.js.bootstrap.CORE_SOURCE`) and forwards every call here:
+:class:`RuntimeCapabilities` answers them with the Invocation's ``ScopedWorkspaceFs``, the
+run's frozen macros and the call's input budget, and passes the run's stdout and stderr to its
+:class:`~tavernlab.js.output.CommandOutput`. The pool checks the deadline and the cancel flag
+before each call.
 
 * ``workspace.readText(path)``, ``writeText(path, text)``, ``exists(path)``, ``listFiles(dir?)``
-  take workspace-root paths parsed with the workspace path rules (a leading ``/`` is
-  rejected). Writes are unchecked, create missing parents and are tracked for auto-commit
-  (the scope's tracker). Bytes read are charged to the input budget.
+  take workspace-root paths parsed with the workspace path rules; every function, ``exists``
+  included, parses first and throws the parse error with upstream's ``Invalid data: `` prefix
+  (``Invalid data: Workspace path must be relative``). Messages name the path in shell form, a
+  ``/`` before the normalized path (:func:`shell_form`). Writes are unchecked, create missing
+  parents and are tracked for auto-commit (the scope's tracker). Bytes read are charged to the
+  input budget. Storage errors (policy denials, a directory read as a file) keep their own
+  text.
 * ``context`` is built once per run from the frozen snapshot (:func:`runtime_context_json`);
   without a host context every field throws ``context.<field> is unavailable for this task.``
 * ``macros.render(text)`` expands the frozen macros (16 MiB in and out).
 * ``log.*`` writes to stderr, formatted like ``console``.
 
-tavernlab choices where upstream is silent: ``exists`` never throws for a path (an invalid one
-is simply ``false``); ``listFiles(dir)`` on a missing directory throws ``Cannot list `<dir>`:
-path not found. Check the directory with workspace.listFiles.`` and on a file
-``Cannot list `<dir>`: it is not a directory.``; ``readText`` of a directory throws the
-storage message; a non-string argument throws ``TypeError: <name> must be a string`` in the
-guest before reaching the parent.
+tavernlab choices where upstream is silent: ``listFiles(dir)`` on a file throws
+``Cannot list `/<dir>`: it is not a directory.``; ``exists`` is ``false`` for a valid path
+the storage refuses for any reason (hidden, missing, a storage error); a non-string argument
+throws ``TypeError: <name> must be a string`` in the guest before reaching the parent.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ from tavernlab.errors import (
     WorkspaceError,
 )
 from tavernlab.js.budget import InputBudget
-from tavernlab.js.limits import LIST_FILES_LIMIT
-from tavernlab.js.pool import CapabilityError
+from tavernlab.js.errors import CapabilityError
+from tavernlab.js.limits import INVALID_DATA_PREFIX, LIST_FILES_LIMIT, path_not_found
+from tavernlab.js.output import CommandOutput
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WriteGuard
@@ -70,27 +75,31 @@ def runtime_context_json(context: FrozenContext) -> str | None:
 
 def parse_script_path(text: Any) -> WorkspacePath:
     """A workspace-root path from a script; a bad one is a guest ``Error`` with the path rule's
-    message (``Workspace path must be relative`` ...)."""
+    message behind ``Invalid data: `` (``Invalid data: Workspace path must be relative``)."""
     try:
         return WorkspacePath.parse(text)
     except InvalidWorkspacePath as exc:
-        raise CapabilityError(exc.message) from None
+        raise CapabilityError(INVALID_DATA_PREFIX + exc.message) from None
+
+
+def shell_form(path: WorkspacePath) -> str:
+    """How runtime messages name a path: ``/`` plus the normalized path (``/scratch/a.txt``)."""
+    return "/" + path.text
 
 
 class RuntimeCapabilities:
     """The parent side of one ``js`` run: its output buffers and its capability calls."""
 
-    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext,
-                 budget: InputBudget) -> None:
+    def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext, budget: InputBudget,
+                 output: CommandOutput) -> None:
         self.scope = scope
         self.context = context
         self.budget = budget
-        self.stdout: list[str] = []
-        self.stderr: list[str] = []
+        self.out = output
 
     def output(self, stream: int, text: str) -> None:
         """Console output (already counted against the caps by the worker)."""
-        (self.stdout if stream == 1 else self.stderr).append(text)
+        self.out.write("stdout" if stream == 1 else "stderr", text)
 
     def serve(self, op: str, a: Any, b: Any) -> Any:
         """Dispatch one call; storage errors become guest errors with their own text."""
@@ -101,13 +110,13 @@ class RuntimeCapabilities:
                 self.write_text(parse_script_path(a), b)
                 return None
             if op == "exists":
-                return self.exists(a)
+                return self.exists(parse_script_path(a))
             if op == "listFiles":
                 return self.list_files(None if a is None else parse_script_path(a))
             if op == "render":
                 return self.context.macros.render(a)
             if op == "log":
-                self.stderr.append(b)
+                self.out.write("stderr", b)
                 return None
         except (CapabilityError, Cancelled):
             raise
@@ -120,8 +129,7 @@ class RuntimeCapabilities:
         try:
             data = self.scope.read_file(path, self.budget.remaining)
         except NotFound:
-            raise CapabilityError(f"Cannot read `{path.text}`: path not found. Check the "
-                                  "directory with workspace.listFiles.") from None
+            raise CapabilityError(path_not_found("read", shell_form(path))) from None
         except WorkspaceError as exc:
             if exc.message.startswith("Workspace read exceeds"):
                 raise CapabilityError(self.budget.exceeded_message(
@@ -131,7 +139,7 @@ class RuntimeCapabilities:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
-            raise CapabilityError(f"`{path.text}` is not UTF-8 text.") from None
+            raise CapabilityError(f"`{shell_form(path)}` is not UTF-8 text.") from None
 
     def write_text(self, path: WorkspacePath, text: str) -> None:
         """``workspace.writeText``: unchecked, parents created, tracked."""
@@ -139,15 +147,12 @@ class RuntimeCapabilities:
             self.scope.write_text(path, text, WriteGuard.unchecked())
         except FileIo as exc:
             if exc.errno == errno.ENOTDIR:
-                raise CapabilityError(f"Parent of `{path.text}` is not a directory.") from None
+                raise CapabilityError(
+                    f"Parent of `{shell_form(path)}` is not a directory.") from None
             raise
 
-    def exists(self, text: str) -> bool:
-        """``workspace.exists``: false for missing, hidden and invalid paths."""
-        try:
-            path = WorkspacePath.parse(text)
-        except InvalidWorkspacePath:
-            return False
+    def exists(self, path: WorkspacePath) -> bool:
+        """``workspace.exists`` of a parsed path: false for missing and hidden paths."""
         try:
             return self.scope.exists(path)
         except WorkspaceError:
@@ -161,11 +166,10 @@ class RuntimeCapabilities:
             raise AccessDenied(path.text, "read")
         try:
             if not self.scope.metadata(path).is_dir:
-                raise CapabilityError(f"Cannot list `{path.text}`: it is not a directory.")
+                raise CapabilityError(f"Cannot list `{shell_form(path)}`: it is not a directory.")
             listing = self.scope.list_files(path, _LIST_DEPTH, LIST_FILES_LIMIT)
         except NotFound:
-            raise CapabilityError(f"Cannot list `{path.text}`: path not found. Check the "
-                                  "directory with workspace.listFiles.") from None
+            raise CapabilityError(path_not_found("list", shell_form(path))) from None
         if listing.truncated:
             raise CapabilityError(f"Directory listing exceeds {LIST_FILES_LIMIT} entries; "
                                   "choose a narrower directory.")

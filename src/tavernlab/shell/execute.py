@@ -24,9 +24,10 @@ from collections.abc import Callable
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled, InvalidData, ToolError, WorkspaceError
+from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.bridge import parse_shell_path, shell_path
 from tavernlab.shell.engine import BashkitEngine, ShellEngine, ShellResources
-from tavernlab.shell.limits import DEFAULT_DEADLINE_S, MAX_COMMAND_BYTES
+from tavernlab.shell.limits import MAX_COMMAND_BYTES
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs

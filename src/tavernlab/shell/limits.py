@@ -1,13 +1,12 @@
 """The workspace shell's limits (spec/shell.md section 3).
 
 The aggregate input budget (8 MiB) is shared with the ``js`` command and lives in
-:mod:`tavernlab.js.budget`; the JavaScript limits are in :mod:`tavernlab.js.limits`.
+:mod:`tavernlab.js.budget`; the JavaScript limits are in :mod:`tavernlab.js.limits`, and so
+is the whole-call deadline (``DEFAULT_DEADLINE_S``, 30 s), which the shell and ``js`` share.
 """
 
 from __future__ import annotations
 
-#: Whole-call deadline in seconds (injectable per run; this is the default).
-DEFAULT_DEADLINE_S = 30.0
 #: The ``command`` argument, in UTF-8 bytes.
 MAX_COMMAND_BYTES = 131_072
 #: stdout and stderr are each capped at this many UTF-8 bytes.

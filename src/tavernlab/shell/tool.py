@@ -10,6 +10,7 @@ returns the shell's tool result (a :class:`~tavernlab.shell.result.ShellToolResu
 
 from __future__ import annotations
 
+from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.engine import ShellResources
 from tavernlab.shell.execute import execute_shell
 from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
@@ -17,14 +18,14 @@ from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, Tool
 TOOL_ID = "workspace.shell"
 
 #: The description shown to the model (spec/shell.md section 11; tavernlab's own wording).
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Run a bash command in a sandboxed, in-process shell over the workspace.
 Paths: / is the workspace root (/output/main.md is output/main.md).
 Only visible roots exist; read-only roots (tool-results, skills) reject writes.
 Each call starts a fresh shell; files persist, shell variables do not.
 Useful commands: ls, find, cat, grep, sed, awk, jq, mkdir, cp, mv, rm,
 python3 (a subset), js/node/deno (QuickJS, see js --help).
-Limits: 30 s per call, 128 KiB command, 128 KiB of stdout and of stderr.
+Limits: {DEFAULT_DEADLINE_S:.0f} s per call, 128 KiB command, 128 KiB of stdout and of stderr.
 Shell edits create no read records: read a file again before rewriting or
 patching it with the text tools."""
 

@@ -40,20 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.errors import NotFound, ToolError, WorkspaceError
+from tavernlab.js.errors import SkillScriptError, SkillScriptValidationError
 from tavernlab.js.legacy import (
-    SkillScriptError,
     SkillScriptRequest,
-    SkillScriptValidationError,
     SnapshotFile,
+    check_module_snapshot,
     legacy_context,
     run_skill_script,
 )
-from tavernlab.js.limits import (
-    LEGACY_MAX_MODULES,
-    LEGACY_MODULE_BYTES,
-    LEGACY_SNAPSHOT_DEPTH,
-    LEGACY_SNAPSHOT_ENTRIES,
-)
+from tavernlab.js.limits import LEGACY_SNAPSHOT_DEPTH, LEGACY_SNAPSHOT_ENTRIES
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.scope import SKILLS_ROOT, ScopedWorkspaceFs, is_text_file
@@ -156,10 +151,7 @@ def module_snapshot(skill: str, package_dir: Path) -> dict[str, str]:
                 continue
             modules[host.relative_to(package_dir).as_posix()] = text
             total += len(data)
-            if len(modules) > LEGACY_MAX_MODULES or total > LEGACY_MODULE_BYTES:
-                raise SkillScriptValidationError(
-                    f"skill `{skill}` scripts exceed the {LEGACY_MAX_MODULES}-module / "
-                    f"{LEGACY_MODULE_BYTES}-byte snapshot limit")
+            check_module_snapshot(skill, len(modules), total)
     return modules
 
 
