@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from tavernlab.cli.worktree import describe_event
+from tavernlab.views import describe_event
 from tavernlab.worktree import ProvisionContext, call_tool, run_with_provision_context, start_proxy
 from tavernlab.worktree.listing import list_worktrees
 from tavernlab.worktree.status import list_worktree_statuses
@@ -127,7 +127,7 @@ def run(root: Path, out: TextIO) -> None:
     print("worktrees:", file=out)
     for record in list_worktrees(str(repo)):
         print(f"  {record['path']}  {record.get('branch')}", file=out)
-    for status in list_worktree_statuses(str(repo), sessions=[]):
+    for status in list_worktree_statuses(str(repo), sessions=[])[1:]:  # after the main checkout
         print(f"  status {Path(status['path']).name}: tree {status['tree']['state']}, "
               f"integration {status['integration']['state']}, GC class {status['class']}",
               file=out)
