@@ -130,22 +130,35 @@ class ProcessGroup:
 
     def terminate(self, leader: subprocess.Popen[bytes] | None = None,
                   grace: float = KILL_GRACE_SECONDS) -> None:
-        """SIGTERM, wait until no member is left (at most ``grace``), then SIGKILL.
+        """SIGTERM, wait until no member is left (at most ``grace``), then SIGKILL (see
+        :func:`terminate_groups`)."""
+        terminate_groups([(self, leader)], grace)
 
-        Blocks at most ``grace`` plus one poll; the leader (when given) is reaped on the way,
-        so it does not linger as a zombie.
-        """
-        self.send(signals.SIGTERM)
-        deadline = time.monotonic() + grace
-        while True:
+
+def terminate_groups(groups: Sequence[tuple[ProcessGroup, subprocess.Popen[bytes] | None]],
+                     grace: float = KILL_GRACE_SECONDS) -> None:
+    """Stop several process groups together: SIGTERM to all, wait until none has a member
+    left (at most ``grace``), SIGKILL to the rest.
+
+    Blocks at most ``grace`` plus one poll (and the leaders' reaping); uses no threads, so
+    it works at interpreter exit. Each leader (when given) is reaped on the way, so it does
+    not linger as a zombie.
+    """
+    for group, _ in groups:
+        group.send(signals.SIGTERM)
+    deadline = time.monotonic() + grace
+    remaining = list(groups)
+    while remaining:
+        for _, leader in remaining:
             if leader is not None:
                 leader.poll()
-            if not self.alive():
-                return
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(POLL_SECONDS)
-        self.send(signals.SIGKILL)
+        remaining = [(group, leader) for group, leader in remaining if group.alive()]
+        if not remaining or time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_SECONDS)
+    for group, _ in remaining:
+        group.send(signals.SIGKILL)
+    for _, leader in groups:
         if leader is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 leader.wait(timeout=grace)

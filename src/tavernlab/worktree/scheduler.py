@@ -60,6 +60,7 @@ class _Waiter:
     on_queued: Callable[[int], None] | None
     reported: int = 0
     unsubscribe: Callable[[], None] | None = None
+    lease: Lease | None = None
 
 
 class ProvisionScheduler:
@@ -110,32 +111,26 @@ class ProvisionScheduler:
                 on_queued: Callable[[int], None] | None = None) -> Future[Lease]:
         """Queue for a slot; the future resolves to a :class:`Lease` or fails with
         :class:`ProvisionCancelledError`. An already-cancelled signal never queues."""
-        future: Future[Lease] = Future()
-        if signal is not None and signal.cancelled:
-            future.set_exception(ProvisionCancelledError())
-            return future
-        waiter = _Waiter(repo_key, caller_key, next(self._seq), future, on_queued)
-        with self._lock:
-            self._queue.append(waiter)
-        if signal is not None:
-            waiter.unsubscribe = signal.on_cancel(lambda: self._cancel(waiter))
-        self._dispatch()
-        return future
+        waiter = self._waiter(repo_key, caller_key, on_queued)
+        self._enqueue(waiter, signal)
+        return waiter.future
 
     def acquire(self, repo_key: str, caller_key: str = "anonymous",
                 signal: CancelToken | None = None,
                 on_queued: Callable[[int], None] | None = None) -> Lease:
         """Wait for a slot (see :meth:`request`).
 
-        A ``KeyboardInterrupt`` while waiting takes the waiter out of the queue (or, if the
-        slot was granted in the same instant, gives the slot back) before it propagates, so
-        an interrupted provision never holds or later receives a slot nobody releases.
+        A ``KeyboardInterrupt`` while queueing or waiting takes the waiter out of the queue
+        (or, if the slot was granted in the same instant, gives the slot back) before it
+        propagates, so an interrupted provision never holds or later receives a slot nobody
+        releases.
         """
-        future = self.request(repo_key, caller_key, signal, on_queued)
+        waiter = self._waiter(repo_key, caller_key, on_queued)
         try:
-            return future.result()
+            self._enqueue(waiter, signal)
+            return waiter.future.result()
         except KeyboardInterrupt:
-            self._abandon(future)
+            self._abandon(waiter)
             raise
 
     def close(self) -> None:
@@ -155,25 +150,40 @@ class ProvisionScheduler:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _abandon(self, future: Future[Lease]) -> None:
+    def _waiter(self, repo_key: str, caller_key: str,
+                on_queued: Callable[[int], None] | None) -> _Waiter:
+        return _Waiter(repo_key, caller_key, next(self._seq), Future(), on_queued)
+
+    def _enqueue(self, waiter: _Waiter, signal: CancelToken | None) -> None:
+        if signal is not None and signal.cancelled:
+            waiter.future.set_exception(ProvisionCancelledError())
+            return
         with self._lock:
-            waiter = next((w for w in self._queue if w.future is future), None)
-        if waiter is not None:
+            self._queue.append(waiter)
+        if signal is not None:
+            waiter.unsubscribe = signal.on_cancel(lambda: self._cancel(waiter))
+        self._dispatch()
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        """Undo an interrupted :meth:`acquire`: dequeue the waiter or release its slot."""
+        with self._lock:
+            queued = waiter in self._queue
+            lease = waiter.lease
+        if queued:
             self._cancel(waiter)
-            return
-        try:  # granted (or rejected) in the same instant: the future settles at once
-            lease = future.result(timeout=5)
-        except BaseException:
-            return
-        lease.release()
+        elif lease is not None:
+            lease.release()
 
     def _cancel(self, waiter: _Waiter) -> None:
         with self._lock:
             if waiter not in self._queue:
                 return  # granted already: cancelling after the grant does nothing
             self._queue.remove(waiter)
-        waiter.future.set_exception(
-            ProvisionCancelledError("worktree provisioning cancelled while queued"))
+        if waiter.unsubscribe is not None:
+            waiter.unsubscribe()
+        with contextlib.suppress(Exception):  # an interrupted grant may have settled it
+            waiter.future.set_exception(
+                ProvisionCancelledError("worktree provisioning cancelled while queued"))
         self._dispatch()
 
     def _release(self, lease: Lease) -> None:
@@ -181,7 +191,8 @@ class ProvisionScheduler:
             if lease._released:
                 return
             lease._released = True
-            self._running.remove(lease)
+            if lease in self._running:
+                self._running.remove(lease)
         self._dispatch()
 
     def _projected_order(self) -> list[_Waiter]:
@@ -228,7 +239,10 @@ class ProvisionScheduler:
         self._dispatch()
 
     def _dispatch(self) -> None:
-        granted: list[tuple[_Waiter, Lease]] = []
+        """Grant what the limits allow, then report queue positions. Each grant is settled
+        inside the lock (lease recorded on the waiter, future resolved), so an interrupt
+        landing in a dispatch never strands a granted slot without an owner to release it."""
+        granted: list[_Waiter] = []
         notices: list[tuple[Callable[[int], None], int]] = []
         with self._lock:
             while self._queue and len(self._running) < self._limits.concurrency:
@@ -244,10 +258,12 @@ class ProvisionScheduler:
                         break
                 if pick is None:
                     break
-                self._queue.remove(pick)
                 lease = Lease(self, pick.repo_key, pick.caller_key)
+                pick.lease = lease
+                self._queue.remove(pick)
                 self._running.append(lease)
-                granted.append((pick, lease))
+                pick.future.set_result(lease)
+                granted.append(pick)
             if not self._queue and self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -255,10 +271,9 @@ class ProvisionScheduler:
                 if waiter.on_queued is not None and waiter.reported != index:
                     waiter.reported = index
                     notices.append((waiter.on_queued, index))
-        for waiter, lease in granted:
+        for waiter in granted:
             if waiter.unsubscribe is not None:
                 waiter.unsubscribe()
-            waiter.future.set_result(lease)
         for callback, position in notices:
             with contextlib.suppress(Exception):  # observers never break the queue
                 callback(position)

@@ -19,7 +19,6 @@ import os
 import signal as signals
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
@@ -35,7 +34,12 @@ from tavernlab.worktree.hostnames import (
     service_url,
 )
 from tavernlab.worktree.ports import allocate_port
-from tavernlab.worktree.process import KILL_GRACE_SECONDS, ProcessGroup, child_environment
+from tavernlab.worktree.process import (
+    KILL_GRACE_SECONDS,
+    ProcessGroup,
+    child_environment,
+    terminate_groups,
+)
 from tavernlab.worktree.proxy_table import ProxyTable
 
 
@@ -182,26 +186,27 @@ class ServiceSupervisor:
         Members of the group that outlived an already-exited shell are killed too, so no
         process the service started survives a stop.
         """
-        service = self._get(name)
-        self.table.delete(service.hostname)
-        process = service.process
-        if process is None:
-            return False
-        was_running = service.status == "running" and process.poll() is None
-        group = ProcessGroup(process.pid)
-        if was_running or group.alive():
-            group.terminate(leader=process, grace=grace)
-        if not was_running:
-            return False
-        code = process.wait(timeout=grace)
-        with self._lock:
-            if service.process is process:
-                service.record_exit(code)
-        return True
+        return self._stop([self._get(name)], grace)[0]
 
-    def stop_all(self) -> list[bool]:
-        """Stop every service in parallel."""
-        if not self._services:
-            return []
-        with ThreadPoolExecutor(max_workers=len(self._services)) as pool:
-            return list(pool.map(self.stop, self._services))
+    def stop_all(self, grace: float = KILL_GRACE_SECONDS) -> list[bool]:
+        """Stop every service together (one grace period for all), in declaration order."""
+        return self._stop(list(self._services.values()), grace)
+
+    def _stop(self, services: list[_Service], grace: float) -> list[bool]:
+        running: list[bool] = []
+        groups: list[tuple[ProcessGroup, subprocess.Popen[bytes] | None]] = []
+        for service in services:
+            self.table.delete(service.hostname)
+            process = service.process
+            was_running = process is not None and service.status == "running" \
+                and process.poll() is None
+            running.append(was_running)
+            if process is not None and (was_running or ProcessGroup(process.pid).alive()):
+                groups.append((ProcessGroup(process.pid), process))
+        terminate_groups(groups, grace)
+        with self._lock:
+            for service, was_running in zip(services, running, strict=True):
+                process = service.process
+                if was_running and process is not None and process.returncode is not None:
+                    service.record_exit(process.returncode)
+        return running
