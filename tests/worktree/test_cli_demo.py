@@ -131,3 +131,18 @@ def test_demo_section_is_last_and_plays(tmp_path: Path, monkeypatch: pytest.Monk
     assert "through the proxy: 200 '# shop'" in text
     assert "GC class reclaim" in text
     assert "cleanup: {'removed': True}; worktree gone: True" in text
+
+
+def test_gc_asks_github_when_origin_is_github_and_says_so_when_not(repo: Repo) -> None:
+    from tavernlab.cli.worktree import _gc_forge
+    from tavernlab.worktree.forge import GitHubForge, UnreachableForge
+
+    done = tavernlab("worktree", "gc", "--json", cwd=repo.path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ("worktree gc: origin is not a GitHub remote, so pull requests "
+                           "cannot be checked; worktrees whose branch is not in the base are "
+                           "held\n")
+    assert isinstance(_gc_forge(repo.root), UnreachableForge)
+    repo.git("remote", "set-url", "origin", "git@github.com:tavern/app.git")
+    forge = _gc_forge(repo.root)
+    assert isinstance(forge, GitHubForge) and (forge.owner, forge.repo) == ("tavern", "app")

@@ -283,19 +283,10 @@ def _gc(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``tavernlab worktree new|ls|gate|run|start|stop|services|rm|archive|gc``."""
-    parser = subparsers.add_parser("worktree", help="git worktrees for agents",
-                                   description="Provision, gate, serve and clean up git "
-                                   "worktrees (agentproto's worktree package).")
-    commands = parser.add_subparsers(dest="worktree_command", metavar="COMMAND", required=True)
+Command = Callable[[str, Handler, str], argparse.ArgumentParser]
 
-    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--json", action="store_true", help="print JSON")
-        sub.set_defaults(func=_guard(handler))
-        return sub
 
+def _register_new(command: Command) -> None:
     new = command("new", _new, "provision a worktree (progress on stderr; Ctrl-C cancels)")
     new.add_argument("slug", help="lowercase kebab-case name, e.g. fix-login")
     new.add_argument("--repo", default=".", help="repository (default: current directory)")
@@ -311,14 +302,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     new.add_argument("--no-setup", action="store_true", help="skip both config files and hooks")
     new.add_argument("--setup-log", help="append full hook output to this file")
     new.add_argument("--retry-setup", action="store_true", help="retry a failing setup once")
-
     ls = command("ls", _ls, "list the repository's worktrees")
     ls.add_argument("--repo", default=".")
-
     gate = command("gate", _gate, "run a check command in a worktree")
     gate.add_argument("cwd")
     gate.add_argument("cmd")
 
+
+def _register_services(command: Command) -> None:
     for name, handler, text in (("run", _run, "run a committed script once"),
                                 ("services", _services, "list declared services")):
         sub = command(name, handler, text)
@@ -329,7 +320,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("--base", default="origin/main")
         if name == "services":
             sub.add_argument("--proxy-port", type=int, default=None)
-
     start = command("start", _start,
                     "serve services behind the proxy in the foreground until Ctrl-C")
     start.add_argument("scripts", nargs="+", metavar="script")
@@ -338,11 +328,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     start.add_argument("--base", default="origin/main")
     start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
     start.add_argument("--seconds", type=float, help="stop after this many seconds")
-
     stop = command("stop", _stop, "stop a service started by this process")
     stop.add_argument("script")
     stop.add_argument("--worktree", default=".")
 
+
+def _register_removal(command: Command) -> None:
     rm = command("rm", _rm, "stop services, run teardown and remove a worktree")
     rm.add_argument("path")
     rm.add_argument("--repo", default=".")
@@ -351,13 +342,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rm.add_argument("--no-teardown", action="store_true")
     rm.add_argument("--discard-untracked", action="store_true")
     rm.add_argument("--discard-modified", action="store_true")
-
     archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
     archive.add_argument("path")
     archive.add_argument("--base", default="origin/main")
     archive.add_argument("--keep-branch", action="store_true")
     archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
-
     gc = command("gc", _gc, "plan (or --apply) garbage collection of worktrees")
     gc.add_argument("--repo", default=".")
     gc.add_argument("--apply", action="store_true")
@@ -366,6 +355,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gc.add_argument("--worktrees-root")
     gc.add_argument("--protect", action="append", help="a live session's cwd (repeatable)")
     gc.add_argument("--salvage-root")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``tavernlab worktree new|ls|gate|run|start|stop|services|rm|archive|gc``."""
+    parser = subparsers.add_parser("worktree", help="git worktrees for agents",
+                                   description="Provision, gate, serve and clean up git "
+                                   "worktrees (agentproto's worktree package).")
+    commands = parser.add_subparsers(dest="worktree_command", metavar="COMMAND", required=True)
+
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(func=_guard(handler))
+        return sub
+
+    _register_new(command)
+    _register_services(command)
+    _register_removal(command)
 
 
 __all__ = ["register", "write_file_spec"]

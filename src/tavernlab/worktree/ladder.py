@@ -43,7 +43,8 @@ def classify_tip(repo_root: str, tip: str, base: str) -> TipVerdict:
     if git_run(repo_root, ["merge-base", "--is-ancestor", END_OF_OPTIONS, tip,
                            base_sha]).exit_code == 0:
         return "merged"
-    base_tree = git(repo_root, ["rev-parse", END_OF_OPTIONS, f"{base_sha}^{{tree}}"]).strip()
+    base_tree = git(repo_root, ["rev-parse", "--verify", END_OF_OPTIONS,
+                                f"{base_sha}^{{tree}}"]).strip()
     trial = git_run(repo_root, ["merge-tree", "--write-tree", "--no-messages", END_OF_OPTIONS,
                                 base_sha, tip])
     conflicts = trial.exit_code != 0
