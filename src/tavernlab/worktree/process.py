@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import SYSTEM_CLOCK, Clock
 from tavernlab.worktree.errors import ProvisionCancelledError, SpawnError
 
 #: Grace period between SIGTERM and SIGKILL for a process group (upstream: 5000 ms).
@@ -136,7 +137,7 @@ class ProcessGroup:
 
 
 def terminate_groups(groups: Sequence[tuple[ProcessGroup, subprocess.Popen[bytes] | None]],
-                     grace: float = KILL_GRACE_SECONDS) -> None:
+                     grace: float = KILL_GRACE_SECONDS, clock: Clock = SYSTEM_CLOCK) -> None:
     """Stop several process groups together: SIGTERM to all, wait until none has a member
     left (at most ``grace``), SIGKILL to the rest.
 
@@ -146,14 +147,14 @@ def terminate_groups(groups: Sequence[tuple[ProcessGroup, subprocess.Popen[bytes
     """
     for group, _ in groups:
         group.send(signals.SIGTERM)
-    deadline = time.monotonic() + grace
+    deadline = clock.monotonic() + grace
     remaining = list(groups)
     while remaining:
         for _, leader in remaining:
             if leader is not None:
                 leader.poll()
         remaining = [(group, leader) for group, leader in remaining if group.alive()]
-        if not remaining or time.monotonic() >= deadline:
+        if not remaining or clock.monotonic() >= deadline:
             break
         time.sleep(POLL_SECONDS)
     for group, _ in remaining:
