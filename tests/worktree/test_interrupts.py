@@ -9,13 +9,20 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
-from tavernlab.worktree import call_tool
+from tavernlab.worktree import (
+    ProvisionCancelledError,
+    ProvisionContext,
+    call_tool,
+    run_with_provision_context,
+)
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.hooks import run_setup
 from tavernlab.worktree.process import pid_alive
@@ -197,3 +204,44 @@ def test_fifo_as_setup_log_never_blocks(repo: Repo, tmp_path: Path) -> None:
     runs = run_setup(["echo logged"], HookContext(repo.root, repo.root, "main"),
                      log_path=str(fifo))  # a direct caller is not blocked either
     assert [run.result.exit_code for run in runs] == [0]
+
+
+def slow_checkout_hook(repo: Repo, pidfile: Path) -> None:
+    """A post-checkout hook that keeps ``git worktree add`` busy (and records its pid)."""
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\nsleep 300 & echo $! > {pidfile}\nwait\n")
+    hook.chmod(0o755)
+
+
+def test_a_cancel_stops_git_itself(repo: Repo, tmp_path: Path) -> None:
+    pidfile = tmp_path / "hook.pid"
+    slow_checkout_hook(repo, pidfile)
+    token = CancelToken()
+    events: list[dict[str, object]] = []
+    canceller = threading.Thread(target=lambda: (read_pid(pidfile), token.cancel()))
+    canceller.start()
+    with pytest.raises(ProvisionCancelledError) as caught:
+        run_with_provision_context(
+            ProvisionContext(signal=token, on_progress=events.append),
+            lambda: call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "git-cut",
+                                                     "depsCmd": "true"}))
+    canceller.join()
+    assert caught.value.interrupted is False
+    assert events == [{"kind": "done", "outcome": "cancelled"}]
+    assert not pid_alive(int(pidfile.read_text()))  # git's own child died with it
+    assert not (repo.path.parent / "_worktrees" / "git-cut").exists()
+    assert repo.branches("wt/git-cut") == "" and "git-cut" not in repo.worktree_list()
+
+
+def test_ctrl_c_inside_git_worktree_add(repo: Repo, tmp_path: Path) -> None:
+    pidfile = tmp_path / "hook.pid"
+    slow_checkout_hook(repo, pidfile)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "new", "in-git"], cwd=repo.path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code, _, err = interrupt_when(child, ready=pidfile)
+    assert code == 130 and err.endswith("] done: cancelled\ncancelled\n")
+    assert err.count("\n") == 2 and "Traceback" not in err
+    assert not pid_alive(int(pidfile.read_text()))
+    assert not (repo.path.parent / "_worktrees" / "in-git").exists()
+    assert repo.branches("wt/in-git") == ""

@@ -200,6 +200,8 @@ class _Provisioning:
             self._add()
         except KeyboardInterrupt as exc:
             raise self._cancel(interrupted=True, registered_only=True) from exc
+        except ProvisionCancelledError as exc:  # before or while git ran
+            raise self._cancel(interrupted=False, registered_only=True) from exc
         try:
             plan = self._prepare()
         except KeyboardInterrupt as exc:
@@ -231,7 +233,7 @@ class _Provisioning:
         if result.exit_code == 0:
             return
         if self.signal.cancelled:
-            raise self._cancel(interrupted=False, registered_only=True)
+            raise ProvisionCancelledError()
         if not resolves_to_commit(self.root, self.request.base):
             raise BaseRefNotFoundError(self.request.base, args=args, exit_code=result.exit_code,
                                        stderr=result.stderr, stdout=result.stdout)
