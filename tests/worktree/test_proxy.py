@@ -155,3 +155,10 @@ def test_two_hundred_concurrent_requests_none_lost(proxy: ProxyServer) -> None:
     assert [code for code, _ in answers] == [200] * 200
     assert all(f'"path": "/req-{index}"'.encode() in body
                for index, (_, body) in enumerate(answers))
+
+
+def test_a_head_that_never_ends_is_431(proxy: ProxyServer) -> None:
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as sock:
+        sock.sendall(f"GET / HTTP/1.1\r\nHost: {HOST}\r\nX-Big: ".encode() + b"a" * 70_000)
+        reply = recv_until(sock, b"\0never\0")
+    assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")

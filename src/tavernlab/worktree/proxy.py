@@ -25,12 +25,13 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from http import HTTPStatus
 
 import h11
 
 from tavernlab.worktree.proxy_table import ProxyTable, proxy_table
 
-#: Longest request or response head accepted.
+#: Most bytes h11 buffers while a head is incomplete (beyond: 431 for a request head).
 MAX_HEAD_BYTES = 64 * 1024
 #: Seconds a client may stall (mid-request or idle between requests).
 DEFAULT_TIMEOUT = 60.0
@@ -178,7 +179,8 @@ class ProxyServer:
                     return
                 conn.start_next_cycle()
         except h11.RemoteProtocolError as exc:
-            self._refuse(client, conn, exc.error_status_hint, "Bad Request",
+            status = exc.error_status_hint
+            self._refuse(client, conn, status, HTTPStatus(status).phrase,
                          f"worktree-proxy: bad request: {exc}\n")
         except TimeoutError:
             if conn.their_state is not h11.IDLE or conn.trailing_data[0]:
