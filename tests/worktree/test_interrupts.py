@@ -25,10 +25,9 @@ from tavernlab.worktree import (
 )
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.hooks import run_setup
-from tavernlab.worktree.process import pid_alive
 
 from .conftest import Repo
-from .test_processes import read_pid
+from .test_processes import gone, read_pid
 
 
 def python(code: str, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
@@ -66,7 +65,7 @@ def test_ctrl_c_during_deps_exits_130_and_cleans_up(repo: Repo, tmp_path: Path) 
     assert code == 130
     assert err.endswith("done: cancelled\ncancelled\n")
     assert "Traceback" not in err and "KeyError" not in err and out == ""
-    assert not pid_alive(int(pidfile.read_text()))
+    gone(int(pidfile.read_text()))
     assert not (repo.path.parent / "_worktrees" / "slow").exists()
     assert repo.branches("wt/slow") == ""
     again = call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "slow"})
@@ -171,7 +170,7 @@ def test_interrupt_during_a_setup_hook(repo: Repo, tmp_path: Path) -> None:
     code, out, err = interrupt_when(provision_child(repo, "running"), ready=pidfile)
     assert code == 0, err
     check_cancelled(repo, out)
-    assert not pid_alive(int(pidfile.read_text()))
+    gone(int(pidfile.read_text()))
 
 
 GATE = """
@@ -189,7 +188,7 @@ def test_interrupted_gate_kills_its_process_group(tmp_path: Path) -> None:
     child = python(GATE, str(tmp_path), f"sleep 300 & echo $! > {pidfile}; wait")
     code, out, err = interrupt_when(child, ready=pidfile)
     assert (code, out) == (0, "interrupted\n"), err
-    assert not pid_alive(int(pidfile.read_text()))
+    gone(int(pidfile.read_text()))
 
 
 def test_fifo_as_setup_log_never_blocks(repo: Repo, tmp_path: Path) -> None:
@@ -228,7 +227,7 @@ def test_a_cancel_stops_git_itself(repo: Repo, tmp_path: Path) -> None:
     canceller.join()
     assert caught.value.interrupted is False
     assert events == [{"kind": "done", "outcome": "cancelled"}]
-    assert not pid_alive(int(pidfile.read_text()))  # git's own child died with it
+    gone(int(pidfile.read_text()))  # git's own child died with it
     assert not (repo.path.parent / "_worktrees" / "git-cut").exists()
     assert repo.branches("wt/git-cut") == "" and "git-cut" not in repo.worktree_list()
 
@@ -242,6 +241,6 @@ def test_ctrl_c_inside_git_worktree_add(repo: Repo, tmp_path: Path) -> None:
     code, _, err = interrupt_when(child, ready=pidfile)
     assert code == 130 and err.endswith("] done: cancelled\ncancelled\n")
     assert err.count("\n") == 2 and "Traceback" not in err
-    assert not pid_alive(int(pidfile.read_text()))
+    gone(int(pidfile.read_text()))
     assert not (repo.path.parent / "_worktrees" / "in-git").exists()
     assert repo.branches("wt/in-git") == ""

@@ -27,6 +27,12 @@ from .test_scheduler_git import wait_until
 ECHO = Path(__file__).with_name("echo_service.py")
 
 
+def gone(pid: int) -> None:
+    """Wait (bounded) until ``pid`` no longer runs: a killed process may still be finishing
+    its exit for a moment after its pipes closed."""
+    wait_until(lambda: not pid_alive(pid), f"process {pid} gone")
+
+
 def read_pid(path: Path) -> int:
     wait_until(lambda: path.exists() and path.read_text().strip() != "", f"{path.name}")
     return int(path.read_text())
@@ -46,7 +52,8 @@ def test_stop_kills_the_server_and_its_children(repo: Repo, tmp_path: Path) -> N
     sleeper = read_pid(grandchild)
     assert call_tool("worktree.stop-service", {"worktreePath": repo.root, "script": "web"}) \
         == {"stopped": True}
-    assert not pid_alive(sleeper) and not pid_alive(status["pid"])
+    gone(sleeper)
+    gone(status["pid"])
     assert group_members(status["pid"]) == []
     with __import__("socket").socket() as probe:  # the port is free again
         probe.bind(("127.0.0.1", status["port"]))
@@ -62,7 +69,8 @@ def test_stop_is_bounded_when_everything_ignores_sigterm(repo: Repo, tmp_path: P
     sleeper = read_pid(grandchild)
     assert call_tool("worktree.stop-service", {"worktreePath": repo.root, "script": "web"}) \
         == {"stopped": True}  # returns after the 5 s grace, not never
-    assert not pid_alive(sleeper) and not pid_alive(status["pid"])
+    gone(sleeper)
+    gone(status["pid"])
     stopped = default_registry().get(repo.root).status("web")  # type: ignore[union-attr]
     assert (stopped["status"], stopped["exitCode"], stopped["signal"]) == (
         "exited", None, "SIGKILL")
@@ -90,7 +98,7 @@ def test_leftovers_of_an_exited_shell_are_killed_by_stop(repo: Repo, tmp_path: P
     assert pid_alive(sleeper)
     assert call_tool("worktree.stop-service", {"worktreePath": repo.root, "script": "web"}) \
         == {"stopped": False}  # it was not running, as upstream says, but nothing survives
-    assert not pid_alive(sleeper)
+    gone(sleeper)
 
 
 def test_cleanup_stops_service_groups_before_removing(repo: Repo, tmp_path: Path) -> None:
@@ -103,7 +111,8 @@ def test_cleanup_stops_service_groups_before_removing(repo: Repo, tmp_path: Path
     sleeper = read_pid(grandchild)
     assert call_tool("worktree.cleanup", {"repoRoot": repo.root, "cwd": cwd}) == {
         "removed": True}
-    assert not pid_alive(sleeper) and not pid_alive(status["pid"])
+    gone(sleeper)
+    gone(status["pid"])
     assert not Path(cwd).exists()
 
 
@@ -116,7 +125,7 @@ def test_cancel_timer_stays_armed_after_the_leader_exits(tmp_path: Path) -> None
                        cwd=tmp_path, signal=token)
     watcher.join()
     assert result.exit_code == -1  # the shell died of SIGTERM at once
-    assert not pid_alive(int(pidfile.read_text()))  # the stubborn child got SIGKILL
+    gone(int(pidfile.read_text()))  # the stubborn child got SIGKILL
 
 
 def test_registry_close_stops_only_its_own_services(repo: Repo, tmp_path: Path) -> None:
@@ -125,10 +134,11 @@ def test_registry_close_stops_only_its_own_services(repo: Repo, tmp_path: Path) 
     first = mine.start(mine.get_or_create(repo.root, repo.root, "main"), "web")
     second = other.start(other.get_or_create(repo.root, str(tmp_path), "main"), "web")
     mine.close()
-    assert not pid_alive(first["pid"]) and pid_alive(second["pid"])
+    gone(first["pid"])
+    assert pid_alive(second["pid"])
     assert mine.get(repo.root) is None
     other.close()
-    assert not pid_alive(second["pid"])
+    gone(second["pid"])
 
 
 CHILD = """
@@ -150,7 +160,8 @@ def test_services_stop_when_the_starting_interpreter_exits(repo: Repo, tmp_path:
     assert done.returncode == 0, done.stderr
     leader = int(done.stdout)
     assert done.stderr == ""  # the exit hook ran cleanly
-    assert not pid_alive(leader) and not pid_alive(read_pid(grandchild))
+    gone(leader)
+    gone(read_pid(grandchild))
 
 
 def test_services_stop_when_the_kernel_is_shut_down(repo: Repo, tmp_path: Path) -> None:
@@ -175,7 +186,8 @@ def test_services_stop_when_the_kernel_is_shut_down(repo: Repo, tmp_path: Path) 
     finally:
         client.stop_channels()
         manager.shutdown_kernel()
-    assert not pid_alive(leader) and not pid_alive(sleeper)
+    gone(leader)
+    gone(sleeper)
 
 
 _OUTPUT: list[str] = []

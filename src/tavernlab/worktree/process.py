@@ -163,6 +163,9 @@ def terminate_groups(groups: Sequence[tuple[ProcessGroup, subprocess.Popen[bytes
         if leader is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 leader.wait(timeout=grace)
+    killed_by = clock.monotonic() + grace  # SIGKILLed members finish dying (bounded)
+    while any(group.alive() for group, _ in remaining) and clock.monotonic() < killed_by:
+        time.sleep(POLL_SECONDS)
 
 
 def _decode(data: bytes | None) -> str:
