@@ -4,7 +4,10 @@ Prints medians (ms) and ratios measured in one run:
 
 1. ``worktree.provision`` with no heavy phase vs a raw ``git worktree add`` of the same
    repository (target ratio <= 1.3);
-2. cloning a 20,000-file ``node_modules`` through ``cloneGlobs`` vs ``cp -a`` of the same tree.
+2. cloning a 20,000-file ``node_modules`` through ``cloneGlobs`` vs ``cp -a`` of the same tree;
+3. the ``*.localhost`` proxy vs a direct connection to the same service (a separate process
+   on 127.0.0.1, the proxy in another): small keep-alive requests per second, and the
+   throughput of 4 MiB responses.
 
 Usage: ``.venv/bin/python bench/worktree.py [--files N] [--runs N]``. Not a test.
 """
@@ -12,13 +15,16 @@ Usage: ``.venv/bin/python bench/worktree.py [--files N] [--runs N]``. Not a test
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tavernlab.worktree import call_tool
@@ -102,12 +108,103 @@ def bench_clone(base: Path, files: int, runs: int) -> tuple[float, float]:
     return statistics.median(cp_times), statistics.median(clone_times)
 
 
+SERVICE = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 20  # head and body leave in one write, so Nagle never delays a reply
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        size = int(self.path.strip("/") or "64")
+        self.send_response(200)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        self.wfile.write(b"x" * size)
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+PROXY = """
+import sys
+from tavernlab.worktree.proxy import start_proxy
+from tavernlab.worktree.proxy_table import ProxyTable
+
+table = ProxyTable()
+table.set("svc.localhost", int(sys.argv[1]))
+server = start_proxy(table=table)
+print(server.port, flush=True)
+sys.stdin.read()
+server.close()
+"""
+
+
+@contextmanager
+def child_port(code: str, *args: str) -> Iterator[int]:
+    """Run a helper process that prints the port it listens on; stop it afterwards."""
+    child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        yield int(child.stdout.readline())
+    finally:
+        child.kill()
+        child.wait()
+
+
+def requests_over_one_connection(port: int, count: int, size: int) -> float:
+    """Milliseconds for ``count`` keep-alive GETs of ``size``-byte bodies."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    started = time.perf_counter()
+    for _ in range(count):
+        connection.request("GET", f"/{size}", headers={"Host": "svc.localhost"})
+        response = connection.getresponse()
+        assert len(response.read()) == size
+    elapsed = (time.perf_counter() - started) * 1000
+    connection.close()
+    return elapsed
+
+
+def bench_proxy(runs: int) -> dict[str, tuple[float, float]]:
+    """Median ms per batch, direct vs proxied: 1000 small requests, 20 x 4 MiB."""
+    figures: dict[str, tuple[float, float]] = {}
+    with child_port(SERVICE) as service, child_port(PROXY, str(service)) as proxy:
+        for label, count, size in (("small", 1000, 64), ("bulk", 20, 4 * 1024 * 1024)):
+            direct, proxied = [], []
+            for run in range(runs + 1):
+                one = requests_over_one_connection(service, count, size)
+                two = requests_over_one_connection(proxy, count, size)
+                if run:
+                    direct.append(one)
+                    proxied.append(two)
+            figures[label] = (statistics.median(direct), statistics.median(proxied))
+    return figures
+
+
+def print_proxy(figures: dict[str, tuple[float, float]], runs: int) -> None:
+    direct, proxied = figures["small"]
+    print(f"proxy vs direct connection ({runs} runs)")
+    print(f"  1000 keep-alive GETs, direct   {1000 / direct * 1000:8.0f} req/s")
+    print(f"  1000 keep-alive GETs, proxied  {1000 / proxied * 1000:8.0f} req/s")
+    print(f"  ratio (proxied time / direct)   {proxied / direct:8.2f}")
+    direct, proxied = figures["bulk"]
+    megabytes = 20 * 4
+    print(f"  80 MiB in 4 MiB bodies, direct {megabytes / direct * 1000:8.0f} MiB/s")
+    print(f"  80 MiB in 4 MiB bodies, proxied{megabytes / proxied * 1000:8.0f} MiB/s")
+    print(f"  ratio (proxied time / direct)   {proxied / direct:8.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=2000, help="tracked files in the repo")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--node-modules", type=int, default=20000)
     parser.add_argument("--clone-runs", type=int, default=3)
+    parser.add_argument("--proxy-runs", type=int, default=3)
     args = parser.parse_args()
     os.environ.update(IDENTITY)
     with tempfile.TemporaryDirectory(prefix="tavernlab-bench-") as tmp:
@@ -123,6 +220,7 @@ def main() -> None:
         print(f"  cp -a (raw)              median {cp:8.1f} ms")
         print(f"  cloneGlobs               median {clone:8.1f} ms")
         print(f"  ratio                           {clone / cp:8.2f}")
+    print_proxy(bench_proxy(args.proxy_runs), args.proxy_runs)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,28 @@
 """Shared fixtures: a fresh lab, a foreground Chat run in it, a shell-like writer and a
-directory outside the lab (all under ``tmp_path``)."""
+directory outside the lab (all under ``tmp_path``), and the session-wide check that the suite
+leaves no process behind.
+
+The rule of :func:`no_leftover_processes`: when the session ends, every process that
+descends from the test process (the pytest process, or one pytest-xdist worker — each worker
+checks its own descendants, so the workers themselves and their siblings are never looked
+at) must be gone, except the worker processes of the JavaScript pool that lives for the
+session (``tavernlab.js.pool.default_pool().worker_pids()``: the pool owns them and closes
+them at exit). Zombies count as gone. So that a process that escaped its parent (a
+double-forked or orphaned grandchild) is still seen, the test process makes itself the
+*child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``): orphans are re-parented to it instead of
+to init. Stragglers get up to 15 s to finish (a detached trash drainer, a service in its stop
+grace); whatever still runs then is listed, killed and fails the run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +64,87 @@ def outside(tmp_path: Path) -> Path:
     directory.mkdir()
     (directory / "secret.md").write_text("alpha secret")
     return directory
+
+
+# -- the suite leaves no process behind ----------------------------------------------------
+
+PR_SET_CHILD_SUBREAPER = 36
+_PROC = Path("/proc")
+LEFTOVER_GRACE_SECONDS = 15.0
+
+
+def _become_subreaper() -> None:
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """``{pid: (ppid, state)}`` of every process in ``/proc``."""
+    table = {}
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text(errors="replace")
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        table[int(entry.name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def _session_owned() -> set[int]:
+    """Processes that legitimately outlive the tests: the JavaScript pool's workers."""
+    pool = sys.modules.get("tavernlab.js.pool")
+    if pool is None:
+        return set()
+    with contextlib.suppress(Exception):
+        return set(pool.default_pool().worker_pids())
+    return set()
+
+
+def _leftovers(root: int) -> list[int]:
+    """Live (non-zombie) descendants of ``root`` that the session does not own."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, []))
+        if table[pid][1] not in ("Z", "X"):
+            found.append(pid)
+    owned = _session_owned()
+    return sorted(pid for pid in found if pid not in owned)
+
+
+def _command_line(pid: int) -> str:
+    try:
+        raw = (_PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip() or "?"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """Fail the run if a process started by the suite survives it (see the module doc)."""
+    if not _PROC.is_dir():
+        yield
+        return
+    _become_subreaper()
+    yield
+    me = os.getpid()
+    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
+    while (survivors := _leftovers(me)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not survivors:
+        return
+    report = "\n".join(f"  {pid}: {_command_line(pid)}" for pid in survivors)
+    for pid in survivors:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"{len(survivors)} process(es) started by the test suite survived it:\n"
+                f"{report}", pytrace=False)

@@ -34,6 +34,19 @@ their module when they live beside their engine)::
     │   └── SkillScriptContextError     agent.invalid_skill_script_context
     ├── SkillError                      skill.*          skill packages (skills/errors.py)
     ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
+    │   ├── GitError                    worktree.git_failed
+    │   │   └── BaseRefNotFoundError    worktree.base_not_found
+    │   ├── SpawnError                  worktree.spawn_failed
+    │   ├── ConfigError                 worktree.config_invalid
+    │   ├── HookError                   worktree.hook_failed
+    │   ├── GlobTraversalError          worktree.glob_traversal
+    │   ├── GlobPatternError            worktree.glob_unsupported
+    │   ├── CloneError                  worktree.clone_failed
+    │   ├── ProvisionCancelledError     worktree.provision_cancelled
+    │   ├── WorktreeNotRemovableError   worktree.not_removable
+    │   ├── ForgeUnavailableError       worktree.forge_unavailable
+    │   ├── PortAllocationError         worktree.port_unavailable
+    │   └── ServiceError                worktree.service_not_declared
     └── UsageError                      usage            a malformed command line or magic line
 
 Families whose leaves live beside their engine define them in that package's ``errors``

@@ -1,4 +1,5 @@
-"""Pure text renderers for tool calls, chat messages, persist states and run events.
+"""Pure text renderers for tool calls, chat messages, persist states, run events and
+worktree provisioning progress.
 
 Used by the demo and the command line (and available to notebooks); they take data and
 return strings, with no I/O of their own.
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from tavernlab.events import Event
 from tavernlab.workspace.chat import Message
 from tavernlab.workspace.persist import StateManifest
 from tavernlab.workspace.tooling import ToolResult
+from tavernlab.worktree.context import ProgressEvent
 
 #: Longest argument value shown inline before it is shortened with its length.
 ARGUMENT_PREVIEW = 60
@@ -72,9 +74,9 @@ def render_events(events: Iterable[Event]) -> str:
     return "\n".join(lines)
 
 
-def describe_event(event: Mapping[str, Any]) -> str:
-    """One human line per worktree provisioning progress event (``queued``, ``started``,
-    ``phase``, ``done``)."""
+def describe_event(event: ProgressEvent) -> str:
+    """One human line per worktree provisioning progress event (``queued at position 2 (next
+    phase: deps)``, ``slot granted, starting deps``, ``phase deps``, ``done: ok``)."""
     if event["kind"] == "queued":
         return f"queued at position {event['position']} (next phase: {event['phase']})"
     if event["kind"] == "started":

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.worktree import scheduler as scheduler_module
-from tavernlab.worktree import services as services_module
-from tavernlab.worktree.proxy import proxy_table
+from tavernlab.worktree.proxy_table import proxy_table
+from tavernlab.worktree.scheduler import ProvisionScheduler, reset_provision_scheduler
+from tavernlab.worktree.services import default_registry
 
 
 def run_git(cwd: Path, *args: str) -> str:
@@ -102,10 +102,9 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     monkeypatch.delenv("AGENTPROTO_WORKTREES_TURBO_CACHE_DIR", raising=False)
     monkeypatch.delenv("TURBO_CACHE_DIR", raising=False)
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    scheduler_module._scheduler = scheduler_module.ProvisionScheduler()
+    reset_provision_scheduler(ProvisionScheduler())
     yield
-    for path in list(services_module._supervisors):
-        services_module.dispose_supervisor(path)
+    default_registry().close()
     proxy_table.clear()
 
 

@@ -1,8 +1,9 @@
 """A tiny HTTP + WebSocket echo service used behind the worktree proxy in tests and the demo.
 
 ``GET`` answers JSON ``{"host": <Host header>, "path", "env": {AGENTPROTO_* variables}}``;
-a WebSocket upgrade is accepted and every text frame is echoed back. The port comes from
-``AGENTPROTO_PORT`` (or the first argument). Standard library only.
+``POST`` answers ``echo:<body>`` chunked (the request body may be sent with a length or
+chunked); a WebSocket upgrade is accepted and every text frame is echoed back. The port comes
+from ``AGENTPROTO_PORT`` (or the first argument). Standard library only.
 """
 
 from __future__ import annotations
@@ -75,9 +76,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b""):
+                    pass  # trailers
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline()
+
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        body = self.rfile.read(length)
+        body = self.read_body()
         self.send_response(200)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
@@ -107,6 +120,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     port = int(os.environ.get("AGENTPROTO_PORT") or sys.argv[1])
+    ThreadingHTTPServer.request_queue_size = 512  # bursts of concurrent proxied requests
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     server.serve_forever()

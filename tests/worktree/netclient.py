@@ -21,10 +21,10 @@ def recv_until(sock: socket.socket, marker: bytes) -> bytes:
 
 
 def http_request(port: int, host: str | None, method: str = "GET", path: str = "/",
-                 body: bytes = b"", headers: dict[str, str] | None = None
-                 ) -> tuple[int, dict[str, str], bytes]:
+                 body: bytes = b"", headers: dict[str, str] | None = None,
+                 version: str = "HTTP/1.1") -> tuple[int, dict[str, str], bytes]:
     """Send one request with ``Connection: close`` and read the whole response."""
-    lines = [f"{method} {path} HTTP/1.1"]
+    lines = [f"{method} {path} {version}"]
     if host is not None:
         lines.append(f"Host: {host}")
     for name, value in (headers or {}).items():

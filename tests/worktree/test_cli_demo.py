@@ -38,7 +38,7 @@ def test_new_ls_gate_rm(repo: Repo) -> None:
     Path(out["cwd"], "dirt.txt").write_text("x")
     refused = tavernlab("worktree", "rm", out["cwd"], cwd=repo.path)
     assert refused.returncode == 1
-    assert refused.stderr.startswith("error: internal: worktree at ")
+    assert refused.stderr.startswith("error: worktree.not_removable: worktree at ")
     assert "Traceback" not in refused.stderr and refused.stderr.count("\n") == 1
     removed = tavernlab("worktree", "rm", out["cwd"], "--discard-untracked", "--delete-branch",
                         cwd=repo.path)
@@ -50,8 +50,14 @@ def test_new_ls_gate_rm(repo: Repo) -> None:
     (["worktree", "new", "Bad"], "error: input_invalid: slug: slug must be lowercase kebab-case"),
     (["worktree", "new", "a/b"], "error: input_invalid: slug: slug must be lowercase kebab-case"),
     (["worktree", "new", "esc", "--clone-glob", "../x"],
-     "error: execution_failed: cloneGlobs failed: glob pattern '../x' escapes the repo root "
-     "(path traversal)"),
+     "error: input_invalid: cloneGlobs.0: '../x' escapes the repo root (path traversal): "
+     "absolute paths and '..' segments are not allowed"),
+    (["worktree", "new", "pwn", "--base=--output=/tmp/pwn"],
+     "error: input_invalid: base: not a valid ref name (must not start with '-'): "
+     "'--output=/tmp/pwn'"),
+    (["worktree", "new", "nobase", "--base", "nope"],
+     'error: worktree.base_not_found: base ref `nope` not found; pass base (for example '
+     '"main")'),
     (["worktree", "rm", "/no/such/worktree"], "error: not_found: not a linked worktree of "),
 ])
 def test_bad_input_is_one_line(repo: Repo, args: list[str], message: str) -> None:
@@ -66,6 +72,10 @@ def test_bad_usage_prints_the_usage_line_and_exits_2(repo: Repo) -> None:
     assert done.stderr.startswith("usage: tavernlab ")
     assert "tavernlab: error: --write-file value is not valid JSON: {bad" in done.stderr
     assert "Traceback" not in done.stderr
+    done = tavernlab("worktree", "new", "wf", "--write-file", '{"path": 1}', cwd=repo.path)
+    assert done.returncode == 2
+    assert ('tavernlab: error: --write-file requires {"path": string, "content": string, '
+            '"mode"?: "create"|"append"}: {"path": 1}') in done.stderr
 
 
 def test_outside_a_repository(tmp_path: Path) -> None:
@@ -121,3 +131,18 @@ def test_demo_section_is_last_and_plays(tmp_path: Path, monkeypatch: pytest.Monk
     assert "through the proxy: 200 '# shop'" in text
     assert "GC class reclaim" in text
     assert "cleanup: {'removed': True}; worktree gone: True" in text
+
+
+def test_gc_asks_github_when_origin_is_github_and_says_so_when_not(repo: Repo) -> None:
+    from tavernlab.cli.worktree import _gc_forge
+    from tavernlab.worktree.forge import GitHubForge, UnreachableForge
+
+    done = tavernlab("worktree", "gc", "--json", cwd=repo.path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ("worktree gc: origin is not a GitHub remote, so pull requests "
+                           "cannot be checked; worktrees whose branch is not in the base are "
+                           "held\n")
+    assert isinstance(_gc_forge(repo.root), UnreachableForge)
+    repo.git("remote", "set-url", "origin", "git@github.com:tavern/app.git")
+    forge = _gc_forge(repo.root)
+    assert isinstance(forge, GitHubForge) and (forge.owner, forge.repo) == ("tavern", "app")

@@ -222,8 +222,10 @@ def test_dep_bumps(repo: Repo) -> None:
     assert only(plan, opened)["integration"]["state"] == "open"
     for held in (sneaky, feat, dirty, opened, plain):
         assert only(plan, held)["class"] == "hold", held
-    records = {r["path"]: r["result"] for r in apply_gc(repo.root, plan, opts)}
-    assert records[str(simple)] == records[str(two)] == "reclaimed"
+    records = {r["path"]: r for r in apply_gc(repo.root, plan, opts)}
+    assert records[str(simple)] == {"path": str(simple), "branch": "wt/bump-simple",
+                                    "result": "reclaimed", "reclaimReason": "dep-bump"}
+    assert records[str(two)]["reclaimReason"] == "dep-bump"
     assert all(force is False for _, force in remover.calls)
 
 
@@ -263,10 +265,12 @@ def test_orphans(repo: Repo, tmp_path: Path) -> None:
                      "reclaimReason": "orphan", "orphan": True}
     assert {e["path"] for e in plan}.isdisjoint({str(pool / "plain-dir"), str(foreign)})
     assert orphan.exists()  # the dry run keeps it
-    records = {r["path"]: r["result"] for r in apply_gc(repo.root, plan, opts)}
-    assert records[str(orphan)] == "reclaimed" and records[str(dirty)] == "held"
+    records = {r["path"]: r for r in apply_gc(repo.root, plan, opts)}
+    assert records[str(orphan)] == {"path": str(orphan), "branch": None,
+                                    "result": "reclaimed", "reclaimReason": "orphan"}
+    assert records[str(dirty)]["result"] == "held"
     assert not orphan.exists() and foreign.exists() and (pool / "plain-dir").exists()
-    assert apply_gc(repo.root, [entry], opts)[0]["result"] == "reclaimed"
+    assert apply_gc(repo.root, [entry], opts)[0] == records[str(orphan)]
 
 
 def test_prunable_entries(repo: Repo) -> None:
@@ -276,7 +280,9 @@ def test_prunable_entries(repo: Repo) -> None:
     entry = only(plan, cwd)
     assert entry == {"path": str(cwd), "branch": "wt/prunable", "head": entry["head"],
                      "class": "reclaim", "reclaimReason": "prunable", "prunable": True}
-    assert apply_gc(repo.root, plan, options())[0]["result"] == "reclaimed"
+    assert apply_gc(repo.root, plan, options())[0] == {
+        "path": str(cwd), "branch": "wt/prunable", "result": "reclaimed",
+        "reclaimReason": "prunable"}
     assert str(cwd) not in repo.worktree_list()
     assert repo.branches("wt/prunable") != ""  # the branch is never deleted
 
@@ -310,7 +316,28 @@ def test_protected_paths(repo: Repo) -> None:
     plan = plan_gc(repo.root, options(), paths=[str(late)])
     assert plan[0]["class"] == "reclaim"
     records = apply_gc(repo.root, plan, options(protected_paths=[str(late)]))
-    assert records[0]["result"] == "aborted-reclassified" and records[0]["to"] == "hold"
+    assert records == [{"path": str(late), "branch": "wt/late",
+                        "result": "aborted-reclassified", "from": "reclaim", "to": "hold",
+                        "holdReason": "live-session-cwd"}]
     assert late.exists()
+    held = plan_gc(repo.root, options(protected_paths=[str(late)]), paths=[str(late)])
+    assert apply_gc(repo.root, held, options(protected_paths=[str(late)])) == [
+        {"path": str(late), "branch": "wt/late", "result": "held",
+         "holdReason": "live-session-cwd"}]
 
 
+
+
+def test_git_refusing_at_the_last_moment_is_failed_with_a_message(repo: Repo) -> None:
+    cwd = worktree(repo, "last-moment")
+
+    def dirtying_remover(repo_root: str, path: str, force: bool) -> None:
+        Path(path, "appeared.txt").write_text("written just before removal")
+        fast_remover(repo_root, path, force)
+
+    opts = options(remover=dirtying_remover)
+    records = apply_gc(repo.root, plan_gc(repo.root, opts), opts)
+    assert [sorted(r) for r in records] == [["branch", "message", "path", "result"]]
+    assert records[0]["result"] == "failed"
+    assert records[0]["message"].startswith(f"worktree at {cwd} is not clean; git refused")
+    assert (cwd / "appeared.txt").exists() and repo.branches("wt/last-moment") != ""

@@ -82,10 +82,20 @@ def test_without_log_path(ctx: HookContext) -> None:
 def test_retry_once_and_log_label(ctx: HookContext, tmp_path: Path) -> None:
     log = tmp_path / "retry.log"
     flag = tmp_path / "second-time"
-    runs = run_setup([f"test -e {flag} || {{ touch {flag}; exit 1; }}"], ctx,
-                     log_path=str(log), retry_on_failure=True)
-    assert runs[0].result.exit_code == 0
-    assert "(retry 1/1)" in log.read_text()
+    command = f"test -e {flag} || {{ touch {flag}; exit 1; }}"
+    runs = run_setup([command], ctx, log_path=str(log), retry_on_failure=True)
+    assert [(run.command, run.result.exit_code) for run in runs] == [
+        (command, 1), (f"{command} (retry 1/1)", 0)]  # both attempts, as upstream returns
+    assert f"$ {command} (retry 1/1)\n(exit 0)" in log.read_text()
+
+
+def test_retry_that_fails_again_raises_with_the_last_attempt(ctx: HookContext) -> None:
+    with pytest.raises(HookError) as caught:
+        run_setup(["echo attempt; exit 6"], ctx, retry_on_failure=True)
+    assert caught.value.command == "echo attempt; exit 6"
+    assert caught.value.result.exit_code == 6
+    assert caught.value.message == ("worktree setup hook failed (exit 6): echo attempt; exit 6"
+                                    "\nattempt")
 
 
 def test_failing_teardown_returns_run_and_logs(ctx: HookContext, tmp_path: Path) -> None:

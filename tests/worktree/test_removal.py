@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from tavernlab.clock import FixedClock
 from tavernlab.worktree import call_tool
 from tavernlab.worktree.errors import GitError
 from tavernlab.worktree.removal import (
@@ -147,7 +149,8 @@ def test_blocked_rename_falls_back_to_git(repo: Repo) -> None:
     blocker.mkdir(parents=True)
     (blocker / "occupied").write_text("x")
     handed: list[str] = []
-    remove_worktree_fast(repo.root, cwd, now=lambda: 1234567890, spawn_removal=handed.append)
+    pinned = FixedClock(datetime.fromtimestamp(1234567.890, UTC), step=timedelta(0))
+    remove_worktree_fast(repo.root, cwd, clock=pinned, spawn_removal=handed.append)
     assert handed == []
     assert not cwd.exists() and not listed(repo, cwd)
     assert sorted(p.name for p in (cwd.parent / ".trash").iterdir()) == ["fallback-1234567890"]
@@ -183,7 +186,7 @@ def test_trash_deleter_drains_and_leaves_no_pid_file(tmp_path: Path) -> None:
         (trash / f"entry-{index}" / "deep").mkdir(parents=True)
         (trash / f"entry-{index}" / "deep" / "f").write_text("x")
     (trash / ".hidden-1").mkdir()
-    assert ensure_trash_deleter(tmp_path) is True
+    assert ensure_trash_deleter(trash) is True  # upstream's argument: the .trash dir itself
     time.sleep(0.75)  # the parent stalls; the detached drainer keeps going
     wait_until(lambda: list(trash.iterdir()) == [], "trash drained")
     assert not (trash / ".deleting").exists()
@@ -193,12 +196,12 @@ def test_trash_deleter_is_serialized(tmp_path: Path) -> None:
     trash = tmp_path / ".trash"
     trash.mkdir()
     (trash / ".deleting").write_text(str(os.getpid()))
-    assert ensure_trash_deleter(tmp_path) is False
+    assert ensure_trash_deleter(trash) is False
     (trash / ".deleting").write_text("999999999")
     (trash / "x").mkdir()
-    assert ensure_trash_deleter(tmp_path) is True
+    assert ensure_trash_deleter(trash) is True
     wait_until(lambda: list(trash.iterdir()) == [], "stale pid replaced and drained")
-    assert ensure_trash_deleter(tmp_path / "none") is False
+    assert ensure_trash_deleter(tmp_path / "none" / ".trash") is False
 
 
 # -- routine --------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from tavernlab.worktree.hostnames import (
     slugify,
 )
 from tavernlab.worktree.ports import allocate_port, ephemeral_port, is_port_free
-from tavernlab.worktree.proxy import ProxyServer, ProxyTable, strip_port
-from tavernlab.worktree.services import get_supervisor, stop_service
+from tavernlab.worktree.proxy import ProxyServer
+from tavernlab.worktree.proxy_table import ProxyTable, strip_port
+from tavernlab.worktree.services import default_registry, stop_service
 
 from .conftest import Repo
 from .netclient import get_json, http_request, wait_listening, websocket_echo
@@ -111,7 +112,7 @@ def test_proxy_routes_http_and_websocket(repo: Repo, proxy: ProxyServer, tmp_pat
         "proxyPort": proxy.port})
     assert status["hostname"] == "web--app.localhost"
     for name in ("web", "api"):
-        wait_listening(get_supervisor(repo.root).status(name)["port"])
+        wait_listening(default_registry().get(repo.root).status(name)["port"])
     seen = get_json(proxy.port, "web--app.localhost")
     assert seen["host"] == "web--app.localhost"
     seen = get_json(proxy.port, f"api--app.localhost:{proxy.port}")
@@ -119,7 +120,7 @@ def test_proxy_routes_http_and_websocket(repo: Repo, proxy: ProxyServer, tmp_pat
     code, headers, body = http_request(proxy.port, "nobody.localhost")
     assert code == 502 and headers["content-type"].startswith("text/plain")
     assert body.decode() == ('worktree-proxy: no service for host "nobody.localhost"\n'
-                             "known hosts: api--app.localhost, web--app.localhost\n")
+                             "known hosts:\n  web--app.localhost\n  api--app.localhost\n")
     code, _, body = http_request(proxy.port, "web--app.localhost", "POST", "/p", b"payload")
     assert (code, body) == (200, b"echo:payload")
     status_line, echoed = websocket_echo(proxy.port, "web--app.localhost", "ping")
@@ -129,10 +130,12 @@ def test_proxy_routes_http_and_websocket(repo: Repo, proxy: ProxyServer, tmp_pat
 
 
 def test_proxy_without_routes_and_without_host(proxy: ProxyServer) -> None:
-    code, _, body = http_request(proxy.port, None)
+    code, _, body = http_request(proxy.port, None, version="HTTP/1.0")
     assert code == 502
     assert body.decode() == ('worktree-proxy: no service for host "(none)"\n'
                              "no services registered\n")
+    code, _, body = http_request(proxy.port, None)  # HTTP/1.1 requires Host (as node does)
+    assert code == 400 and body.startswith(b"worktree-proxy: bad request: ")
 
 
 def test_proxy_upstream_error(proxy: ProxyServer) -> None:
@@ -149,7 +152,7 @@ def test_keep_alive_requests_are_routed_one_by_one(repo: Repo, proxy: ProxyServe
     for name in ("web", "api"):
         call_tool("worktree.start-service", {"repoRoot": repo.root, "worktreePath": repo.root,
                                              "branch": "main", "script": name})
-        wait_listening(get_supervisor(repo.root).status(name)["port"])
+        wait_listening(default_registry().get(repo.root).status(name)["port"])
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as sock:
         answers = []
         for host in ("web--app.localhost", "api--app.localhost"):
@@ -163,7 +166,7 @@ def test_keep_alive_requests_are_routed_one_by_one(repo: Repo, proxy: ProxyServe
             while len(body) < length:
                 body += sock.recv(65536)
             answers.append(json.loads(body)["env"]["AGENTPROTO_PORT"])
-    web, api = (get_supervisor(repo.root).status(n)["port"] for n in ("web", "api"))
+    web, api = (default_registry().get(repo.root).status(n)["port"] for n in ("web", "api"))
     assert answers == [str(web), str(api)]
 
 
@@ -171,7 +174,7 @@ def test_close_destroys_upgraded_sockets(repo: Repo) -> None:
     repo.commit_config({"scripts": {"web": {"command": ECHO_COMMAND, "type": "service"}}})
     call_tool("worktree.start-service", {"repoRoot": repo.root, "worktreePath": repo.root,
                                          "branch": "main", "script": "web"})
-    wait_listening(get_supervisor(repo.root).status("web")["port"])
+    wait_listening(default_registry().get(repo.root).status("web")["port"])
     server = start_proxy()
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     sock.sendall(b"GET / HTTP/1.1\r\nHost: web--app.localhost\r\nUpgrade: websocket\r\n"
@@ -231,8 +234,9 @@ def test_services_end_to_end(repo: Repo, proxy: ProxyServer) -> None:
     assert proxy_table.get(web["hostname"]) is None
     code, _, _ = http_request(proxy.port, web["hostname"])
     assert code == 502
-    stopped = get_supervisor(cwd).status("web")
-    assert stopped["status"] == "exited" and stopped["exitCode"] == -1
+    stopped = default_registry().get(cwd).status("web")
+    assert (stopped["status"], stopped["exitCode"], stopped["signal"]) == (
+        "exited", None, "SIGTERM")
     assert call_tool("worktree.stop-service", {"worktreePath": cwd, "script": "web"}) == {
         "stopped": False}
 
@@ -242,7 +246,7 @@ def test_services_end_to_end(repo: Repo, proxy: ProxyServer) -> None:
     assert (repo.path / "teardown-ran.txt").read_text() == "ok"
     assert not Path(cwd).exists()
     assert proxy_table.get(api["hostname"]) is None
-    assert get_supervisor(cwd) is None
+    assert default_registry().get(cwd) is None
 
 
 def test_list_services_before_start(repo: Repo) -> None:
@@ -254,7 +258,7 @@ def test_list_services_before_start(repo: Repo) -> None:
     assert listed == {"services": [{
         "name": "web", "hostname": "web--app.localhost", "port": listed["services"][0]["port"],
         "url": "http://web--app.localhost:18780", "pid": None, "status": "exited",
-        "exitCode": None, "startedAt": None}]}
+        "exitCode": None, "signal": None, "startedAt": None}]}
 
 
 def test_undeclared_services(repo: Repo) -> None:
@@ -274,7 +278,7 @@ def test_crashed_service_reports_exit_code(repo: Repo) -> None:
     repo.commit_config({"scripts": {"flaky": {"command": "exit 9", "type": "service"}}})
     common = {"repoRoot": repo.root, "worktreePath": repo.root, "branch": "main"}
     call_tool("worktree.start-service", {**common, "script": "flaky"})
-    supervisor = get_supervisor(repo.root)
+    supervisor = default_registry().get(repo.root)
     assert supervisor is not None
     supervisor._services["flaky"].process.wait()  # type: ignore[union-attr]
     from .test_scheduler_git import wait_until

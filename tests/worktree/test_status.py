@@ -6,12 +6,14 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tavernlab.clock import FixedClock
 from tavernlab.worktree import ForgeUnavailableError, call_tool
 from tavernlab.worktree.errors import GitError
 from tavernlab.worktree.forge import GitHubForge, VerdictMemo, parse_github_remote
@@ -30,7 +32,8 @@ from tavernlab.worktree.tree import tree_status
 from .conftest import Repo
 from .forges import ListForge, pull
 
-CLOCK = lambda: 1_700_000_000_000.0  # noqa: E731
+#: A stopped clock at 2023-11-14T22:13:20.000Z (every reading is the same instant).
+CLOCK = FixedClock(datetime.fromtimestamp(1_700_000_000, UTC), step=timedelta(0))
 HOUR = 3_600_000
 
 
@@ -132,14 +135,24 @@ def test_paths_select_one_worktree_with_one_forge_lookup(repo: Repo) -> None:
     assert forge.branch_calls == ["wt/first"]
 
 
+def test_statuses_include_the_main_checkout_first(repo: Repo) -> None:
+    cwd = worktree(repo, "beside-main")
+    statuses = list_worktree_statuses(repo.root, sessions=[], clock=CLOCK)
+    assert [(s["path"], s["branch"]) for s in statuses] == [(repo.root, "main"),
+                                                            (str(cwd), "wt/beside-main")]
+    assert statuses[0]["integration"] == {"state": "fresh",
+                                          "checkedAt": "2023-11-14T22:13:20.000Z"}
+    assert statuses[0]["provenance"]["confidence"] == "best-effort"
+
+
 def test_prunable_is_carried_through(repo: Repo) -> None:
     cwd = worktree(repo, "prune-me")
     import shutil
 
     shutil.rmtree(cwd)
     statuses = list_worktree_statuses(repo.root, sessions=[], clock=CLOCK)
-    assert statuses[0]["prunable"].startswith("gitdir file points to non-existent location")
-    assert "tree" not in statuses[0]
+    assert statuses[1]["prunable"].startswith("gitdir file points to non-existent location")
+    assert "tree" not in statuses[1]
 
 
 def test_statuses_are_deterministic(repo: Repo) -> None:
@@ -212,13 +225,46 @@ def test_forge_verdicts_and_memo(repo: Repo) -> None:
     other = repo.git("rev-parse", "HEAD").strip()
     side = repo.git("commit-tree", "-p", other, "-m", "side", f"{other}^{{tree}}").strip()
     diverged = integration(repo, "wt/pr", tip, ListForge([pull(5, "wt/pr", side)]))
-    assert (diverged["state"], diverged["pr"]) == ("diverged", 5)
+    assert diverged == {"state": "diverged", "offline": False,
+                        "checkedAt": "2023-11-14T22:13:20.000Z"}  # no "pr", as upstream
     offline = integration(repo, "wt/pr", tip, ListForge(down=True), VerdictMemo())
     assert {k: offline[k] for k in ("state", "pr", "offline")} == {
         "state": "merged", "pr": 7, "offline": True}
     stored = json.loads((Path(os.environ["HOME"]) / ".agentproto/worktree-verdicts.json")
                         .read_text())
-    assert stored["entries"][0]["tip"] == tip
+    assert stored == {"entries": [{
+        "repo": "app", "branch": "wt/pr", "tipSha": tip,
+        "verdict": {"state": "merged", "via": "squash", "pr": 7, "offline": False,
+                    "checkedAt": "2023-11-14T22:13:20.000Z"},
+        "checkedAt": "2023-11-14T22:13:20.000Z"}]}
+
+
+def test_memo_reads_upstream_and_legacy_entries(repo: Repo) -> None:
+    cwd = worktree(repo, "memo")
+    tip = commit_in(repo, cwd, "m.txt", "m", "m")
+    memo_file = Path(os.environ["HOME"]) / ".agentproto" / "worktree-verdicts.json"
+    memo_file.parent.mkdir(parents=True)
+    upstream = {"repo": "app", "branch": "wt/memo", "tipSha": tip, "checkedAt": "t0",
+                "verdict": {"state": "open", "pr": 4, "offline": False, "checkedAt": "t0"}}
+    legacy = {"repo": "app", "branch": "wt/old", "tip": tip,
+              "verdict": {"state": "partial", "pr": 3, "aheadBy": 2, "offline": False}}
+    memo_file.write_text(json.dumps({"entries": [upstream, legacy]}))
+    down = ListForge(down=True)
+    assert integration(repo, "wt/memo", tip, down, VerdictMemo()) == {
+        "state": "open", "pr": 4, "offline": True, "checkedAt": "2023-11-14T22:13:20.000Z"}
+    assert integration(repo, "wt/old", tip, down, VerdictMemo()) == {
+        "state": "partial", "pr": 3, "aheadBy": 2, "offline": True,
+        "checkedAt": "2023-11-14T22:13:20.000Z"}
+    memo = VerdictMemo(clock=CLOCK)
+    memo.put("app", "wt/new", tip, {"state": "merged", "via": "squash", "pr": 9,
+                                    "offline": False, "checkedAt": "t1"})
+    entries = json.loads(memo_file.read_text())["entries"]
+    assert [sorted(entry) for entry in entries] == [
+        ["branch", "checkedAt", "repo", "tipSha", "verdict"]] * 3
+    assert entries[1] == {"repo": "app", "branch": "wt/old", "tipSha": tip,
+                          "checkedAt": "2023-11-14T22:13:20.000Z",
+                          "verdict": {**legacy["verdict"],
+                                      "checkedAt": "2023-11-14T22:13:20.000Z"}}
 
 
 def test_offline_without_memo_and_corrupt_memo(repo: Repo) -> None:
@@ -246,13 +292,17 @@ def write_sessions(path: Path, rows: Any) -> None:
     path.write_text(json.dumps(rows))
 
 
+def row(session_id: str, status: str, cwd: str = "/w", **extra: Any) -> dict[str, Any]:
+    return {"id": session_id, "cwd": cwd, "status": status,
+            "startedAt": "2024-01-01T00:00:00Z", **extra}
+
+
 def test_session_registry_merging() -> None:
     home = Path(os.environ["HOME"]) / ".agentproto"
     assert load_sessions() == []
-    write_sessions(home / "sessions.json", [{"id": "a", "cwd": "/w", "status": "idle"},
-                                            {"id": "b", "cwd": "/w", "status": "idle"}])
+    write_sessions(home / "sessions.json", [row("a", "idle"), row("b", "idle")])
     write_sessions(home / "workspaces/one/sessions.json",
-                   {"sessions": [{"id": "a", "cwd": "/w", "status": "running"}]})
+                   {"sessions": [row("a", "running")]})
     (home / "workspaces/two").mkdir(parents=True)
     (home / "workspaces/two/sessions.json").write_text("{corrupt")
     sessions = load_sessions()
@@ -260,18 +310,33 @@ def test_session_registry_merging() -> None:
     assert sorted((s["id"], s["status"]) for s in sessions) == [("a", "running"),
                                                                 ("b", "idle")]
     only = load_sessions(home / "workspaces/one/sessions.json")
-    assert [s["id"] for s in only or []] == ["a"]
+    assert only == [row("a", "running")]
     (home / "sessions.json").write_text("nope")
     (home / "workspaces/one/sessions.json").write_text("nope")
     assert load_sessions() is None
 
 
+def test_malformed_registry_rows_are_dropped() -> None:
+    path = Path(os.environ["HOME"]) / "sessions.json"
+    write_sessions(path, {"sessions": [
+        row("good", "running", auth={"mode": "subscription"}, costUsd=1, extra="x"),
+        {"id": "no-start", "cwd": "/w", "status": "running"},
+        {"id": 7, "cwd": "/w", "status": "running", "startedAt": "2024-01-01T00:00:00Z"},
+        row("bad-cwd", "running", cwd=None) | {"cwd": 5},
+        row("bad-cost", "running", costUsd="lots"),
+        "not a row"]})
+    assert load_sessions(path) == [
+        {"id": "good", "startedAt": "2024-01-01T00:00:00Z", "status": "running", "cwd": "/w",
+         "authMode": "subscription", "costUsd": 1}]
+
+
 def test_liveness_states() -> None:
-    sessions = [{"id": "s1", "cwd": "/wt/app/packages/x", "status": "running"},
-                {"id": "s2", "cwd": "/wt/app-other", "status": "starting"},
-                {"id": "s3", "cwd": "/wt/app", "status": "exited"}]
-    assert liveness("/wt/app", sessions) == {"state": "sessions", "sessions": ["s1"],
-                                             "services": []}
+    sessions = [row("s1", "running", "/wt/app/packages/x"),
+                row("s2", "starting", "/wt/app-other"),
+                row("s3", "exited", "/wt/app")]
+    assert liveness("/wt/app", sessions) == {"state": "sessions", "sessions": [
+        {"id": "s1", "startedAt": "2024-01-01T00:00:00Z", "status": "running",
+         "cwd": "/wt/app/packages/x"}], "services": []}
     assert liveness("/wt/elsewhere", sessions)["state"] == "idle"
     assert liveness("/wt/app", None)["state"] == "daemon-unreachable"
 
@@ -286,9 +351,9 @@ def test_provenance() -> None:
     ]
     exact = provenance("/wt", sessions, "2024-01-15T00:00:00.000Z")
     assert exact == {"confidence": "exact", "sessions": [{
-        "id": "late", "startedAt": "2024-02-02T00:00:00Z", "status": "exited",
-        "adapterSlug": "claude-code", "model": "m", "costUsd": 0.5, "tokensIn": 1,
-        "tokensOut": 2, "authMode": "key"}]}
+        "id": "late", "startedAt": "2024-02-02T00:00:00Z", "status": "exited", "cwd": "/wt",
+        "adapterSlug": "claude-code", "model": "m", "authMode": "key", "costUsd": 0.5,
+        "tokensIn": 1, "tokensOut": 2}]}
     best = provenance("/wt", sessions, None)
     assert best["confidence"] == "best-effort"
     assert [s["id"] for s in best["sessions"]] == ["early", "late"]

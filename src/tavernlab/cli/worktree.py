@@ -3,12 +3,17 @@
 ``new`` provisions (with a live progress display on stderr; Ctrl-C cancels and cleans up),
 ``ls`` lists, ``gate``/``run`` run one-shot commands, ``start``/``stop``/``services`` manage
 services, ``rm`` cleans up, ``archive`` salvages then removes, ``gc`` plans or applies garbage
-collection. Every command takes ``--json``. Bad input prints one ``error: …`` line and exits
-non-zero.
+collection. Every command takes ``--json``. Bad input prints one ``error: <code>: <message>``
+line (the error's own code, for example ``worktree.not_removable``) and exits non-zero.
+
+Ctrl-C follows the rule of :mod:`tavernlab.cli`: ``new`` takes the cancellation path (the
+slot is released, the running install's process group killed, the half-made worktree and
+branch removed) and then exits 130 with ``cancelled``, without a traceback.
 
 Services live in the process that started them (one supervisor per process, as upstream's
 CLI has its own): ``start`` therefore serves in the foreground behind the proxy until
-Ctrl-C (or ``--seconds``), and ``stop`` in a fresh process finds no supervisor.
+Ctrl-C (or ``--seconds``) and stops them, process groups and all, when it ends; ``stop`` in a
+fresh process finds no supervisor.
 """
 
 from __future__ import annotations
@@ -18,23 +23,21 @@ import functools
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from tavernlab.cancel import CancelToken
-from tavernlab.errors import TavernlabError
+from tavernlab.clock import SYSTEM_CLOCK
+from tavernlab.errors import TavernlabError, ToolError, UsageError
 from tavernlab.views import describe_event
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
-from tavernlab.worktree.errors import ToolError, UsageError
+from tavernlab.worktree.errors import ProvisionCancelledError
+from tavernlab.worktree.forge import Forge, UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
-from tavernlab.worktree.listing import list_worktrees, main_repo_root, real
-from tavernlab.worktree.proxy import start_proxy
+from tavernlab.worktree.listing import find_worktree, list_worktrees, main_repo_root, real
+from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
 from tavernlab.worktree.salvage import salvage_worktree
-from tavernlab.worktree.services import dispose_supervisor
 from tavernlab.worktree.tools import call_tool
-from tavernlab.worktree.workflow import _write_file
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -63,13 +66,30 @@ def _repo(args: argparse.Namespace) -> str:
 
 
 def _record_for(repo_root: str, path: str) -> dict[str, Any]:
-    for record in list_worktrees(repo_root)[1:]:
-        if real(record["path"]) == real(path):
-            return dict(record)
-    raise ToolError("not_found", f"not a linked worktree of {repo_root}: {path}")
+    record = find_worktree(repo_root, path)
+    if record is None or real(record["path"]) == real(repo_root):  # the main checkout
+        raise ToolError("not_found", f"not a linked worktree of {repo_root}: {path}")
+    return dict(record)
 
 
-def _new(args: argparse.Namespace) -> int:
+def write_file_spec(raw: str) -> dict[str, Any]:
+    """``--write-file`` JSON ``{path, content, mode?}``; a bad value is a usage error with
+    upstream's ``worktree-agent`` wording."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise UsageError(f"--write-file value is not valid JSON: {raw}") from exc
+    ok = (isinstance(value, dict) and isinstance(value.get("path"), str)
+          and isinstance(value.get("content"), str)
+          and value.get("mode", "create") in ("create", "append")
+          and set(value) <= {"path", "content", "mode"})
+    if not ok:
+        raise UsageError('--write-file requires {"path": string, "content": string, '
+                         f'"mode"?: "create"|"append"}}: {raw}')
+    return dict(value)
+
+
+def _new_input(args: argparse.Namespace) -> dict[str, Any]:
     repo = _repo(args)
     tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": args.base}
     for key, value in (("branch", args.branch), ("dir", args.dir and os.path.abspath(args.dir)),
@@ -79,40 +99,33 @@ def _new(args: argparse.Namespace) -> int:
         if value is not None:
             tool_input[key] = value
     if args.write_file is not None:
-        tool_input["writeFiles"] = [_write_file(raw) for raw in args.write_file]
+        tool_input["writeFiles"] = [write_file_spec(raw) for raw in args.write_file]
     if args.no_setup:
         tool_input["runSetup"] = False
     if args.retry_setup:
         tool_input["retrySetupOnFailure"] = True
-    signal = CancelToken()
-    started = time.monotonic()
+    return tool_input
+
+
+def _new(args: argparse.Namespace) -> int:
+    """Provision in this (the main) thread, so Ctrl-C reaches the provision itself and takes
+    its cancellation path; an interrupted provision then becomes the CLI's ``cancelled``."""
+    tool_input = _new_input(args)
+    clock = SYSTEM_CLOCK
+    started = clock.monotonic()
 
     def progress(event: ProgressEvent) -> None:
-        print(f"[{time.monotonic() - started:6.2f}s] {describe_event(event)}", file=sys.stderr,
-              flush=True)
+        print(f"[{clock.monotonic() - started:6.2f}s] {describe_event(event)}",
+              file=sys.stderr, flush=True)
 
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["result"] = run_with_provision_context(
-                ProvisionContext(caller_key="cli", signal=signal, on_progress=progress),
-                lambda: call_tool("worktree.provision", tool_input))
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
     try:
-        while worker.is_alive():
-            worker.join(0.1)
-    except KeyboardInterrupt:
-        print("cancelling…", file=sys.stderr, flush=True)
-        signal.cancel()
-        worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    result = outcome["result"]
+        result = run_with_provision_context(
+            ProvisionContext(caller_key="cli", on_progress=progress),
+            lambda: call_tool("worktree.provision", tool_input))
+    except ProvisionCancelledError as exc:
+        if exc.interrupted:
+            raise KeyboardInterrupt from exc
+        raise
     _emit(args, result, f"{result['cwd']}  ({result['branch']})")
     return 0
 
@@ -149,8 +162,7 @@ def _service_target(args: argparse.Namespace) -> dict[str, Any]:
     repo = main_repo_root(worktree)
     branch = args.branch
     if branch is None:
-        record = next((r for r in list_worktrees(repo) if real(r["path"]) == real(worktree)),
-                      None)
+        record = find_worktree(repo, worktree)
         if record is None:
             raise ToolError("not_found", f"not a worktree of {repo}: {worktree}")
         branch = record.get("branch") or ""
@@ -165,24 +177,25 @@ def _run(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace) -> int:
     target = _service_target(args)
-    proxy = start_proxy(port=args.proxy_port)
+    runtime = WorktreeRuntime()
+    proxy = runtime.start_proxy(port=args.proxy_port)
     try:
         statuses = [call_tool("worktree.start-service", {**target, "script": name,
-                                                         "proxyPort": proxy.port})
+                                                         "proxyPort": proxy.port}, runtime)
                     for name in args.scripts]
         _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
             f"{s['name']}: {s['status']} pid {s['pid']} port {s['port']} → {s['url']}"
             for s in statuses))
         sys.stdout.flush()
-        deadline = None if args.seconds is None else time.monotonic() + args.seconds
+        clock = SYSTEM_CLOCK
+        deadline = None if args.seconds is None else clock.monotonic() + args.seconds
         try:
-            while deadline is None or time.monotonic() < deadline:
+            while deadline is None or clock.monotonic() < deadline:
                 time.sleep(0.2)
         except KeyboardInterrupt:
             pass
     finally:
-        dispose_supervisor(target["worktreePath"])
-        proxy.close()
+        runtime.close()
     return 0
 
 
@@ -222,7 +235,7 @@ def _archive(args: argparse.Namespace) -> int:
     path = os.path.abspath(args.path)
     repo = main_repo_root(path)
     record = _record_for(repo, path)
-    dispose_supervisor(record["path"])
+    default_runtime().services.dispose(record["path"])
     branch = record.get("branch")
     salvaged = salvage_worktree(repo, record["path"],
                                 slug=branch or os.path.basename(record["path"]),
@@ -236,9 +249,22 @@ def _archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gc_forge(repo: str) -> Forge:
+    """GitHub when ``origin`` is a GitHub remote; otherwise a forge that can never be asked,
+    said on stderr, so branches not yet in the base read ``unknown`` (offline) and are
+    held rather than guessed about (tavernlab choice)."""
+    forge = forge_for_repo(repo)
+    if forge is not None:
+        return forge
+    print("worktree gc: origin is not a GitHub remote, so pull requests cannot be checked; "
+          "worktrees whose branch is not in the base are held", file=sys.stderr)
+    return UnreachableForge()
+
+
 def _gc(args: argparse.Namespace) -> int:
     repo = _repo(args)
-    options = GcOptions(protected_paths=[os.path.abspath(p) for p in args.protect or []],
+    options = GcOptions(forge=_gc_forge(repo),
+                        protected_paths=[os.path.abspath(p) for p in args.protect or []],
                         include_detached=args.include_detached,
                         worktrees_root=args.worktrees_root and os.path.abspath(args.worktrees_root),
                         salvage_dirty=args.salvage_dirty, salvage_root=args.salvage_root)
@@ -257,19 +283,10 @@ def _gc(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``tavernlab worktree new|ls|gate|run|start|stop|services|rm|archive|gc``."""
-    parser = subparsers.add_parser("worktree", help="git worktrees for agents",
-                                   description="Provision, gate, serve and clean up git "
-                                   "worktrees (agentproto's worktree package).")
-    commands = parser.add_subparsers(dest="worktree_command", metavar="COMMAND", required=True)
+Command = Callable[[str, Handler, str], argparse.ArgumentParser]
 
-    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--json", action="store_true", help="print JSON")
-        sub.set_defaults(func=_guard(handler))
-        return sub
 
+def _register_new(command: Command) -> None:
     new = command("new", _new, "provision a worktree (progress on stderr; Ctrl-C cancels)")
     new.add_argument("slug", help="lowercase kebab-case name, e.g. fix-login")
     new.add_argument("--repo", default=".", help="repository (default: current directory)")
@@ -285,14 +302,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     new.add_argument("--no-setup", action="store_true", help="skip both config files and hooks")
     new.add_argument("--setup-log", help="append full hook output to this file")
     new.add_argument("--retry-setup", action="store_true", help="retry a failing setup once")
-
     ls = command("ls", _ls, "list the repository's worktrees")
     ls.add_argument("--repo", default=".")
-
     gate = command("gate", _gate, "run a check command in a worktree")
     gate.add_argument("cwd")
     gate.add_argument("cmd")
 
+
+def _register_services(command: Command) -> None:
     for name, handler, text in (("run", _run, "run a committed script once"),
                                 ("services", _services, "list declared services")):
         sub = command(name, handler, text)
@@ -303,7 +320,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("--base", default="origin/main")
         if name == "services":
             sub.add_argument("--proxy-port", type=int, default=None)
-
     start = command("start", _start,
                     "serve services behind the proxy in the foreground until Ctrl-C")
     start.add_argument("scripts", nargs="+", metavar="script")
@@ -312,11 +328,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     start.add_argument("--base", default="origin/main")
     start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
     start.add_argument("--seconds", type=float, help="stop after this many seconds")
-
     stop = command("stop", _stop, "stop a service started by this process")
     stop.add_argument("script")
     stop.add_argument("--worktree", default=".")
 
+
+def _register_removal(command: Command) -> None:
     rm = command("rm", _rm, "stop services, run teardown and remove a worktree")
     rm.add_argument("path")
     rm.add_argument("--repo", default=".")
@@ -325,13 +342,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rm.add_argument("--no-teardown", action="store_true")
     rm.add_argument("--discard-untracked", action="store_true")
     rm.add_argument("--discard-modified", action="store_true")
-
     archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
     archive.add_argument("path")
     archive.add_argument("--base", default="origin/main")
     archive.add_argument("--keep-branch", action="store_true")
     archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
-
     gc = command("gc", _gc, "plan (or --apply) garbage collection of worktrees")
     gc.add_argument("--repo", default=".")
     gc.add_argument("--apply", action="store_true")
@@ -342,4 +357,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gc.add_argument("--salvage-root")
 
 
-__all__ = ["UsageError", "register"]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``tavernlab worktree new|ls|gate|run|start|stop|services|rm|archive|gc``."""
+    parser = subparsers.add_parser("worktree", help="git worktrees for agents",
+                                   description="Provision, gate, serve and clean up git "
+                                   "worktrees (agentproto's worktree package).")
+    commands = parser.add_subparsers(dest="worktree_command", metavar="COMMAND", required=True)
+
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(func=_guard(handler))
+        return sub
+
+    _register_new(command)
+    _register_services(command)
+    _register_removal(command)
+
+
+__all__ = ["register", "write_file_spec"]

@@ -105,7 +105,7 @@ def run(root: Path, out: TextIO) -> None:
     print("worktrees:", file=out)
     for record in list_worktrees(str(repo)):
         print(f"  {record['path']}  {record.get('branch')}", file=out)
-    for status in list_worktree_statuses(str(repo), sessions=[]):
+    for status in list_worktree_statuses(str(repo), sessions=[])[1:]:  # after the main checkout
         print(f"  status {Path(status['path']).name}: tree {status['tree']['state']}, "
               f"integration {status['integration']['state']}, GC class {status['class']}",
               file=out)

@@ -1,7 +1,9 @@
 """``worktree.cleanup`` (spec section 2.3): stop services, tear down, remove, delete branch.
 
 Removal never discards work silently: without a discard flag git's own cleanliness check
-decides; with flags, every kind of change must be authorized by its own flag.
+decides; with flags, every kind of change must be authorized by its own flag. The worktree's
+services are stopped first, process group and all, so nothing keeps running in a deleted
+directory.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from typing import Any
 from tavernlab.worktree.config import load_committed_config
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.errors import WorktreeNotRemovableError
-from tavernlab.worktree.git import git
+from tavernlab.worktree.git import END_OF_OPTIONS, git
 from tavernlab.worktree.hooks import run_teardown
 from tavernlab.worktree.removal import remove_worktree_fast
-from tavernlab.worktree.services import dispose_supervisor
+from tavernlab.worktree.services import ServiceRegistry, default_registry
 from tavernlab.worktree.tree import tree_status
 
 PREFIX = "worktree.cleanup"
@@ -27,6 +29,7 @@ Remover = Callable[[str, str, bool], None]
 
 
 def fast_remover(repo_root: str, path: str, force: bool) -> None:
+    """The default remover: :func:`remove_worktree_fast`."""
     remove_worktree_fast(repo_root, path, force=force)
 
 
@@ -80,19 +83,21 @@ def cleanup_worktree(repo_root: str, cwd: str, *, branch: str | None = None,
                      delete_branch: bool = False, base: str = "origin/main",
                      run_teardown_hooks: bool = True, discard_untracked: bool = False,
                      discard_modified: bool = False,
-                     remover: Remover = fast_remover) -> dict[str, Any]:
+                     remover: Remover = fast_remover,
+                     services: ServiceRegistry | None = None) -> dict[str, Any]:
     """Stop services, run teardown, remove the worktree and optionally delete its branch.
 
     Returns ``{removed: true}``; a refusal raises :class:`WorktreeNotRemovableError`. A
     branch deletion error propagates even though the worktree is already gone. ``remover``
-    replaces fast removal (GC wraps it to record every removal it asks for).
+    replaces fast removal (GC wraps it to record every removal it asks for); ``services``
+    is the registry whose supervisor of ``cwd`` is stopped (default: the process-wide one).
     """
     root = os.path.abspath(repo_root)
-    dispose_supervisor(cwd)
+    (services or default_registry()).dispose(cwd)
     if run_teardown_hooks:
         teardown_worktree(root, cwd, branch, base)
     remove_checked(root, cwd, discard_untracked=discard_untracked,
                    discard_modified=discard_modified, remover=remover)
     if delete_branch and branch:
-        git(root, ["branch", "-D", branch])
+        git(root, ["branch", "-D", END_OF_OPTIONS, branch])
     return {"removed": True}

@@ -7,7 +7,9 @@
   straight from disk in the source checkout (never from the new worktree).
 
 Both are pydantic models with upstream's camelCase aliases. Unknown keys are accepted and
-dropped; a type or range violation raises :class:`ConfigError` with upstream's message.
+dropped; a type or range violation raises :class:`ConfigError` with upstream's message. Paths
+and globs must stay inside their root (:func:`tavernlab.worktree.names.check_relative_path`,
+tavernlab's addition), so a configuration can never write or link outside the worktree.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
-from tavernlab.worktree.errors import ConfigError, GitError
-from tavernlab.worktree.git import git_run
+from tavernlab.cancel import CancelToken
+from tavernlab.worktree.errors import ConfigError, SpawnError
+from tavernlab.worktree.git import END_OF_OPTIONS, git_run
+from tavernlab.worktree.names import check_relative_path
 
 COMMITTED_CONFIG_FILE = "agentproto.json"
 LOCAL_CONFIG_FILE = ".agentproto/worktree.json"
@@ -44,6 +55,10 @@ class _Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+#: A path or glob that stays inside its root: relative, no ``..`` segment.
+RelativePath = Annotated[str, AfterValidator(check_relative_path)]
+
+
 def _hook_value(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value
@@ -58,7 +73,7 @@ class WorktreeSection(_Model):
     setup: Any = None
     teardown: Any = None
     deps_cmd: str | None = Field(default=None, alias="depsCmd")
-    link_paths: list[str] | None = Field(default=None, alias="linkPaths")
+    link_paths: list[RelativePath] | None = Field(default=None, alias="linkPaths")
 
     _check_setup = field_validator("setup", "teardown", mode="before")(_hook_value)
 
@@ -114,7 +129,7 @@ class AgentprotoConfig(_Model):
 class WriteFileSpec(_Model):
     """One ``writeFiles`` entry: ``{path, content, mode?: "create"|"append"}``."""
 
-    path: str = Field(min_length=1)
+    path: RelativePath = Field(min_length=1)
     content: str
     mode: Literal["create", "append"] = "create"
 
@@ -122,11 +137,11 @@ class WriteFileSpec(_Model):
 class LocalWorktreeConfig(_Model):
     """The local ``.agentproto/worktree.json``."""
 
-    copy_globs: list[str] | None = Field(default=None, alias="copyGlobs")
-    clone_globs: list[str] | None = Field(default=None, alias="cloneGlobs")
+    copy_globs: list[RelativePath] | None = Field(default=None, alias="copyGlobs")
+    clone_globs: list[RelativePath] | None = Field(default=None, alias="cloneGlobs")
     write_files: list[WriteFileSpec] | None = Field(default=None, alias="writeFiles")
     deps_cmd: str | None = Field(default=None, alias="depsCmd")
-    link_paths: list[str] | None = Field(default=None, alias="linkPaths")
+    link_paths: list[RelativePath] | None = Field(default=None, alias="linkPaths")
 
 
 def normalize_hooks(value: str | list[str] | None) -> list[str]:
@@ -170,8 +185,8 @@ def parse_local_config(text: str) -> LocalWorktreeConfig:
     return config
 
 
-def load_committed_config(repo_root: str | os.PathLike[str],
-                          base: str = "origin/main") -> AgentprotoConfig | None:
+def load_committed_config(repo_root: str | os.PathLike[str], base: str = "origin/main", *,
+                          signal: CancelToken | None = None) -> AgentprotoConfig | None:
     """Read ``agentproto.json`` from the committed ``base`` ref, never from a working tree.
 
     Returns ``None`` when the ref or the file does not exist (the repository has not opted
@@ -180,8 +195,8 @@ def load_committed_config(repo_root: str | os.PathLike[str],
     """
     spec = f"{base}:{COMMITTED_CONFIG_FILE}"
     try:
-        result = git_run(repo_root, ["show", spec])
-    except Exception as exc:
+        result = git_run(repo_root, ["show", END_OF_OPTIONS, spec], signal=signal)
+    except SpawnError as exc:
         raise ConfigError(f"could not read agentproto.json from '{spec}': {exc}") from exc
     if result.exit_code == 0:
         return parse_committed_config(result.stdout)
@@ -219,7 +234,6 @@ def substitute_slug(write_files: list[WriteFileSpec] | None, slug: str) -> list[
 __all__ = [
     "AgentprotoConfig",
     "ConfigError",
-    "GitError",
     "LocalWorktreeConfig",
     "ScriptSpec",
     "WorktreeSection",

@@ -1,31 +1,44 @@
-"""The worktree error family (spec/worktree.md section 1.2).
+"""The worktree error family (spec/worktree.md section 1.2), below ``tavernlab.errors``.
 
-Tool bodies raise :class:`ToolError` with an upstream code (``execution_failed``,
-``not_found``, or ``input_invalid`` from input validation). The typed errors below pass
-through the tool host unchanged; their ``code`` is the envelope code the host reports for
-them (``internal``, except ``cancelled`` for :class:`ProvisionCancelledError`).
+Tool bodies raise the one :class:`tavernlab.errors.ToolError` with an upstream envelope code
+(``execution_failed``, ``not_found``, or ``input_invalid`` from input validation). The typed
+errors below subclass :class:`tavernlab.errors.WorktreeError` and carry their own
+``worktree.*`` code, which the command line prints. The tool host's envelope keeps upstream's
+codes: :func:`envelope_code` is the one mapping from a raised error to the envelope code
+(``cancelled`` for a cancelled provision, ``not_found`` for a missing base ref, ``internal``
+for every other typed error, as upstream's host reports unmapped typed errors).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tavernlab.errors import TavernlabError
-from tavernlab.errors import UsageError as UsageError  # the one UsageError, re-exported
+from tavernlab.errors import ToolError, WorktreeError
+
+__all__ = [
+    "BaseRefNotFoundError",
+    "CloneError",
+    "ConfigError",
+    "ForgeUnavailableError",
+    "GitError",
+    "GlobPatternError",
+    "GlobTraversalError",
+    "HookError",
+    "PortAllocationError",
+    "ProvisionCancelledError",
+    "ServiceError",
+    "SpawnError",
+    "ToolError",
+    "WorktreeError",
+    "WorktreeNotRemovableError",
+    "envelope_code",
+]
 
 
-class ToolError(TavernlabError):
-    """A tool body's failure with an upstream code: ``execution_failed``, ``not_found`` or
-    ``input_invalid``."""
-
-    def __init__(self, code: str, message: str, **details: Any) -> None:
-        super().__init__(message, code=code, **details)
-
-
-class GitError(TavernlabError):
+class GitError(WorktreeError):
     """``git <args> failed (exit <N>): <stderr or stdout>`` — a git command exited non-zero."""
 
-    code = "internal"
+    code = "worktree.git_failed"
 
     def __init__(self, message: str, *, args: list[str], exit_code: int, stderr: str,
                  stdout: str) -> None:
@@ -36,26 +49,42 @@ class GitError(TavernlabError):
         self.stdout = stdout
 
 
-class SpawnError(TavernlabError):
+class BaseRefNotFoundError(GitError):
+    """``base ref `<base>` not found; pass base (for example "main")`` — ``git worktree add``
+    failed because the base does not resolve to a commit (a repository without ``origin``
+    and the default ``origin/main``). Upstream keeps the default and shows git's raw error;
+    tavernlab says it in one line (tavernlab choice)."""
+
+    code = "worktree.base_not_found"
+
+    def __init__(self, base: str, *, args: list[str], exit_code: int, stderr: str,
+                 stdout: str) -> None:
+        super().__init__(f'base ref `{base}` not found; pass base (for example "main")',
+                         args=args, exit_code=exit_code, stderr=stderr, stdout=stdout)
+        self.base = base
+
+
+class SpawnError(WorktreeError):
     """A child process could not be started at all (missing program or working directory)."""
 
-    code = "internal"
+    code = "worktree.spawn_failed"
 
 
-class ConfigError(TavernlabError):
+class ConfigError(WorktreeError):
     """``agentproto.json`` or ``.agentproto/worktree.json`` could not be read or is invalid."""
 
-    code = "internal"
+    code = "worktree.config_invalid"
 
 
-class HookError(TavernlabError):
-    """A setup or teardown hook exited non-zero; carries the last attempt's ``result``.
+class HookError(WorktreeError):
+    """A setup hook exited non-zero; carries the last attempt's ``result``.
 
     The message is built by :func:`tavernlab.worktree.hooks.hook_error_message`: the failing
     command, the filtered 60-line output tail and, with a log, where the full output is.
     """
 
-    code = "internal"
+    code = "worktree.hook_failed"
+    log_path: str | None = None
 
     def __init__(self, message: str, *, phase: str, command: str, result: Any,
                  log_path: str | None = None) -> None:
@@ -66,42 +95,52 @@ class HookError(TavernlabError):
         if log_path is not None:
             self.log_path = log_path
 
-    log_path: str | None = None
 
-
-class GlobTraversalError(TavernlabError):
+class GlobTraversalError(WorktreeError):
     """A ``cloneGlobs`` pattern would leave the repository root (absolute or ``..``)."""
 
-    code = "internal"
+    code = "worktree.glob_traversal"
 
     def __init__(self, pattern: str) -> None:
         super().__init__(f"glob pattern '{pattern}' escapes the repo root (path traversal)")
         self.pattern = pattern
 
 
-class GlobPatternError(TavernlabError):
+class GlobPatternError(WorktreeError):
     """A ``cloneGlobs`` pattern uses ``**``, which whole-entry cloning does not support."""
 
-    code = "internal"
+    code = "worktree.glob_unsupported"
 
 
-class ProvisionCancelledError(TavernlabError):
-    """Provisioning was cancelled (while queued, before start, or while a phase ran)."""
+class CloneError(WorktreeError):
+    """``clone of '<src>' into '<dest>' failed: …`` — both copy attempts failed."""
 
-    code = "cancelled"
+    code = "worktree.clone_failed"
 
-    def __init__(self, message: str = "worktree provisioning cancelled") -> None:
+
+class ProvisionCancelledError(WorktreeError):
+    """Provisioning was cancelled (while queued, before start, or while a phase ran).
+
+    ``interrupted`` is true when the cancellation came from a ``KeyboardInterrupt`` (a
+    Jupyter interrupt or Ctrl-C), so a command line can exit 130 for it.
+    """
+
+    code = "worktree.provision_cancelled"
+
+    def __init__(self, message: str = "worktree provisioning cancelled", *,
+                 interrupted: bool = False) -> None:
         super().__init__(message)
+        self.interrupted = interrupted
 
 
-class WorktreeNotRemovableError(TavernlabError):
+class WorktreeNotRemovableError(WorktreeError):
     """Cleanup refused to remove a worktree with changes that no discard flag authorizes.
 
     ``blocked`` lists ``"untracked"`` and/or ``"modified"``; it is empty when git itself
     refused the non-forced removal, in which case ``detail`` holds git's reason.
     """
 
-    code = "internal"
+    code = "worktree.not_removable"
 
     def __init__(self, cwd: str, blocked: list[str], detail: str | None = None) -> None:
         if not blocked:
@@ -127,21 +166,40 @@ class WorktreeNotRemovableError(TavernlabError):
         self.detail = detail
 
 
-class ForgeUnavailableError(TavernlabError):
+class ForgeUnavailableError(WorktreeError):
     """The code forge (GitHub) could not be asked; status falls back to the offline path."""
 
-    code = "internal"
+    code = "worktree.forge_unavailable"
 
 
-class PortAllocationError(TavernlabError):
+class PortAllocationError(WorktreeError):
     """No free TCP port could be found for a service."""
 
-    code = "internal"
+    code = "worktree.port_unavailable"
 
 
-class ServiceError(TavernlabError):
+class ServiceError(WorktreeError):
     """A service request named a script that the worktree does not declare."""
 
-    code = "internal"
+    code = "worktree.service_not_declared"
 
 
+#: Envelope codes of the typed errors the host maps; every other typed error is ``internal``.
+_ENVELOPE_CODES: dict[type[BaseException], str] = {
+    ProvisionCancelledError: "cancelled",
+    BaseRefNotFoundError: "not_found",
+}
+
+
+def envelope_code(error: BaseException) -> str:
+    """The upstream envelope code the tool host reports for ``error``.
+
+    A :class:`ToolError` keeps its own code; the typed errors map through one table
+    (most specific class first); anything else is ``internal``.
+    """
+    if isinstance(error, ToolError):
+        return error.code
+    for kind in type(error).__mro__:
+        if kind in _ENVELOPE_CODES:
+            return _ENVELOPE_CODES[kind]
+    return "internal"

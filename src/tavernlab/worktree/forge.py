@@ -9,18 +9,19 @@ answers it over the REST API (``GITHUB_TOKEN``). Any failure raises
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
+from tavernlab.clock import SYSTEM_CLOCK, Clock, rfc3339_millis
 from tavernlab.worktree.errors import ForgeUnavailableError
-from tavernlab.worktree.git import git_run
+from tavernlab.worktree.git import END_OF_OPTIONS, git_run
 
 
 class PullRequest(TypedDict):
@@ -118,9 +119,9 @@ class UnreachableForge:
         raise ForgeUnavailableError("forge unreachable")
 
 
-def forge_for_repo(repo_root: str) -> Forge | None:
-    """A :class:`GitHubForge` for ``origin`` when it is a GitHub URL, else ``None``."""
-    result = git_run(repo_root, ["remote", "get-url", "origin"])
+def forge_for_repo(repo_root: str, remote: str = "origin") -> Forge | None:
+    """A :class:`GitHubForge` for ``remote`` when it is a GitHub URL, else ``None``."""
+    result = git_run(repo_root, ["remote", "get-url", END_OF_OPTIONS, remote])
     parsed = parse_github_remote(result.stdout) if result.exit_code == 0 else None
     return GitHubForge(*parsed) if parsed else None
 
@@ -128,40 +129,62 @@ def forge_for_repo(repo_root: str) -> Forge | None:
 class VerdictMemo:
     """Forge verdicts keyed by (repo, branch, tip), persisted as ``{entries: [...]}``.
 
-    A corrupt or missing file is an empty memo.
+    Entries have upstream's shape ``{repo, branch, tipSha, verdict, checkedAt}`` (the verdict
+    carries its own ``checkedAt`` too), so upstream and tavernlab share one file. Entries
+    that earlier tavernlab versions wrote as ``{repo, branch, tip, verdict}`` are read as
+    well and rewritten in upstream's shape on the next save, stamped with the time of that
+    rewrite (their check time was never recorded). A corrupt or missing file is an empty
+    memo; saving is best effort.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.path = Path(path) if path is not None else \
             Path.home() / ".agentproto" / "worktree-verdicts.json"
+        self.clock = clock
         self._entries: list[dict[str, Any]] = []
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            entries = data.get("entries") if isinstance(data, dict) else None
-            if isinstance(entries, list):
-                self._entries = [e for e in entries if isinstance(e, dict)]
         except (OSError, ValueError):
-            pass
+            return
+        entries = data.get("entries") if isinstance(data, dict) else None
+        if isinstance(entries, list):
+            self._entries = [entry for raw in entries if (entry := self._read(raw)) is not None]
+
+    def _read(self, raw: Any) -> dict[str, Any] | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("verdict"), dict):
+            return None
+        tip = raw.get("tipSha", raw.get("tip"))
+        if not all(isinstance(v, str) for v in (raw.get("repo"), raw.get("branch"), tip)):
+            return None
+        verdict = dict(raw["verdict"])
+        checked = raw.get("checkedAt")
+        if not isinstance(checked, str):
+            checked = verdict.get("checkedAt")
+        if not isinstance(checked, str):
+            checked = rfc3339_millis(self.clock.now())
+        verdict.setdefault("checkedAt", checked)
+        return {"repo": raw["repo"], "branch": raw["branch"], "tipSha": tip,
+                "verdict": verdict, "checkedAt": checked}
 
     def get(self, repo: str, branch: str, tip: str) -> dict[str, Any] | None:
         """The remembered verdict, or ``None``."""
         for entry in self._entries:
-            if (entry.get("repo"), entry.get("branch"), entry.get("tip")) == (repo, branch, tip):
-                verdict = entry.get("verdict")
-                return dict(verdict) if isinstance(verdict, dict) else None
+            if (entry["repo"], entry["branch"], entry["tipSha"]) == (repo, branch, tip):
+                return dict(entry["verdict"])
         return None
 
     def put(self, repo: str, branch: str, tip: str, verdict: dict[str, Any]) -> None:
-        """Remember a verdict and save the file (best effort)."""
+        """Remember a verdict (it carries its ``checkedAt``) and save the file."""
+        checked = verdict.get("checkedAt")
+        if not isinstance(checked, str):
+            checked = rfc3339_millis(self.clock.now())
         self._entries = [e for e in self._entries
-                         if (e.get("repo"), e.get("branch"), e.get("tip")) != (repo, branch, tip)]
-        self._entries.append({"repo": repo, "branch": branch, "tip": tip, "verdict": verdict})
-        try:
+                         if (e["repo"], e["branch"], e["tipSha"]) != (repo, branch, tip)]
+        self._entries.append({"repo": repo, "branch": branch, "tipSha": tip,
+                              "verdict": {**verdict, "checkedAt": checked},
+                              "checkedAt": checked})
+        with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps({"entries": self._entries}, indent=2) + "\n",
                                  encoding="utf-8")
-        except OSError:
-            pass
-
-
-Clock = Callable[[], float]

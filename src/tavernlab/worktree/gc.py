@@ -5,6 +5,11 @@ entry first, because minutes may pass between the two and an agent may have star
 again. Safety rules: an open PR or a live session always holds; a dirty merged worktree is
 only ever salvaged (never discarded) and only with ``salvage_dirty``; reclaiming never passes
 a discard flag, so git's own cleanliness check is the last line of defence.
+
+Apply records follow upstream: ``{path, branch, result, …}`` with ``reclaimReason`` on a
+reclaim that has one (``dep-bump``, ``orphan``, ``prunable``, a ladder rung, …),
+``holdReason: "live-session-cwd"`` on a protected entry, ``{from, to}`` on
+``aborted-reclassified``, ``salvageDir`` on a salvage and ``message`` on ``failed``.
 """
 
 from __future__ import annotations
@@ -13,23 +18,22 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tavernlab.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from tavernlab.worktree.cleanup import Remover, cleanup_worktree, fast_remover
 from tavernlab.worktree.forge import Forge, VerdictMemo
-from tavernlab.worktree.git import git, git_run
+from tavernlab.worktree.git import END_OF_OPTIONS, git, git_run
+from tavernlab.worktree.integration import DEFAULT_REF
 from tavernlab.worktree.ladder import classify_tip
-from tavernlab.worktree.listing import is_within, list_worktrees, real
+from tavernlab.worktree.listing import find_worktree, is_within, list_worktrees, real
+from tavernlab.worktree.orphans import admin_dir, orphan_entry, orphan_paths, points_into
 from tavernlab.worktree.salvage import salvage_worktree
-from tavernlab.worktree.status import (
-    DEFAULT_REF,
-    Clock,
-    load_sessions,
-    now_ms,
-    worktree_status,
-)
+from tavernlab.worktree.services import ServiceRegistry
+from tavernlab.worktree.sessions import load_sessions
+from tavernlab.worktree.status import worktree_status
 
 DEFAULT_NOISE_PATHS = (".opencode/package-lock.json",)
 DEP_BUMP_SUBJECT = re.compile(r"^(chore|fix)\(deps[\w-]*\):\s")
@@ -44,8 +48,11 @@ class GcOptions:
     """Every knob of :func:`plan_gc` / :func:`apply_gc`.
 
     ``sessions`` defaults to the session registry (``load_sessions()``); pass ``None``
-    explicitly for "daemon unreachable". ``remover`` wraps fast removal (tests record the
-    ``force`` flag through it).
+    explicitly for "daemon unreachable". ``clock`` stamps ``checkedAt``; ``recent_clock``
+    (read once per plan or apply) is the instant the 15-minute recent-write window is
+    measured from — two clocks, as upstream's ``now`` and ``nowMs``. ``remover`` wraps fast
+    removal (tests record the ``force`` flag through it); ``services`` is the registry whose
+    services a reclaim stops (default: the process-wide one).
     """
 
     forge: Forge | None = None
@@ -59,8 +66,10 @@ class GcOptions:
     default_ref: str = DEFAULT_REF
     salvage_dirty: bool = False
     salvage_root: str | None = None
-    clock: Clock = now_ms
-    remover: Remover = field(default=fast_remover)
+    clock: Clock = SYSTEM_CLOCK
+    recent_clock: Clock = SYSTEM_CLOCK
+    remover: Remover = fast_remover
+    services: ServiceRegistry | None = None
 
     def resolved_sessions(self) -> Sequence[dict[str, Any]] | None:
         """The sessions to use, loading the registry when none were given."""
@@ -76,89 +85,63 @@ def is_dep_bump(repo_root: str, tip: str, base: str) -> bool:
     """Whether ``base..tip`` is a mechanical dependency bump: at least one commit, every
     subject ``chore(deps…):``/``fix(deps…):``, and a diff touching only lockfiles and
     ``package.json``."""
-    subjects = git_run(repo_root, ["log", "--format=%s", f"{base}..{tip}"])
+    subjects = git_run(repo_root, ["log", "--format=%s", END_OF_OPTIONS, f"{base}..{tip}"])
     lines = [line for line in subjects.stdout.splitlines() if line]
     if subjects.exit_code != 0 or not lines:
         return False
     if not all(DEP_BUMP_SUBJECT.match(line) for line in lines):
         return False
-    diff = git_run(repo_root, ["diff", "--name-only", f"{base}...{tip}"])
+    diff = git_run(repo_root, ["diff", "--name-only", END_OF_OPTIONS, f"{base}...{tip}"])
     files = [line for line in diff.stdout.splitlines() if line]
     return diff.exit_code == 0 and bool(files) and all(
         os.path.basename(f) in DEP_BUMP_FILES for f in files)
-
-
-def _plan_entry(repo_root: str, record: dict[str, Any], options: GcOptions,
-                sessions: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
-    path = record["path"]
-    if record.get("prunable") is not None:
-        return {"path": path, "branch": record.get("branch"), "head": record.get("head", ""),
-                "class": "reclaim", "reclaimReason": "prunable", "prunable": True}
-    status = worktree_status(repo_root, record, forge=options.forge, memo=options.memo,
-                             sessions=sessions, noise_paths=options.noise_paths,
-                             default_ref=options.default_ref, clock=options.clock)
-    entry = dict(status)
-    reason = entry.pop("reason")
-    state = entry["integration"]["state"]
-    clean = entry["tree"]["state"] == "clean"
-    idleish = entry["liveness"]["state"] in ("idle", "daemon-unreachable")
-    if _protected(path, options.protected_paths):
-        entry.update({"class": "hold", "holdReason": "live-session-cwd"})
-    elif entry["class"] != "hold":
-        entry["reclaimReason" if entry["class"] == "reclaim" else "salvageReason"] = reason
-    elif options.include_detached and state == "detached" and clean and idleish:
-        entry.update({"class": "reclaim", "reclaimReason": "detached"})
-    elif state == "unpushed" and clean and idleish and \
-            is_dep_bump(repo_root, entry["head"], options.default_ref):
-        entry.update({"class": "reclaim", "reclaimReason": "dep-bump"})
-    elif options.in_base_check and state in _IN_BASE_STATES and clean and idleish and \
-            (verdict := _ladder(repo_root, entry["head"], options.default_ref)) is not None:
-        entry.update({"class": "reclaim", "reclaimReason": verdict})
-    else:
-        entry["holdReason"] = reason
-    return entry
 
 
 def _ladder(repo_root: str, tip: str, base: str) -> str | None:
     try:
         verdict = classify_tip(repo_root, tip, base)
     except Exception:
-        return None
+        return None  # an unresolvable base or a git error proves nothing
     return verdict if verdict in ("squash-merged", "patch-merged", "content-merged") else None
 
 
-def _orphans(repo_root: str, worktrees_root: str, registered: set[str],
-             protected: Sequence[str]) -> list[dict[str, Any]]:
-    common = git(repo_root, ["rev-parse", "--path-format=absolute", "--git-common-dir"]).strip()
-    admin = real(os.path.join(common, "worktrees"))
-    entries = []
-    try:
-        children = sorted(Path(worktrees_root).iterdir())
-    except OSError:
-        return []
-    for child in children:
-        if not child.is_dir() or child.is_symlink() or real(child) in registered:
-            continue
-        if not _points_into(child, admin):
-            continue
-        entry: dict[str, Any] = {"path": str(child), "branch": None, "head": "",
-                                 "class": "reclaim", "reclaimReason": "orphan", "orphan": True}
-        if _protected(str(child), protected):
-            entry.update({"class": "hold", "holdReason": "live-session-cwd"})
-            entry.pop("reclaimReason")
-        entries.append(entry)
-    return entries
+def _promotion(repo_root: str, entry: dict[str, Any], opts: GcOptions) -> str | None:
+    """The reclaim reason that promotes a clean, idle-ish hold, if any."""
+    state = entry["integration"]["state"]
+    if entry["tree"]["state"] != "clean" or \
+            entry["liveness"]["state"] not in ("idle", "daemon-unreachable"):
+        return None
+    if opts.include_detached and state == "detached":
+        return "detached"
+    if state == "unpushed" and is_dep_bump(repo_root, entry["head"], opts.default_ref):
+        return "dep-bump"
+    if opts.in_base_check and state in _IN_BASE_STATES:
+        return _ladder(repo_root, entry["head"], opts.default_ref)
+    return None
 
 
-def _points_into(directory: Path, admin: str) -> bool:
-    try:
-        text = (directory / ".git").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    if not text.startswith("gitdir:"):
-        return False
-    gitdir = text[len("gitdir:"):].strip()
-    return is_within(real(os.path.join(directory, gitdir)), admin)
+def _plan_entry(repo_root: str, record: dict[str, Any], opts: GcOptions,
+                sessions: Sequence[dict[str, Any]] | None, now_ms: int) -> dict[str, Any]:
+    path = record["path"]
+    if record.get("prunable") is not None:
+        if _protected(path, opts.protected_paths):
+            return {"path": path, "branch": record.get("branch"), "head": record.get("head", ""),
+                    "class": "hold", "holdReason": "live-session-cwd"}
+        return {"path": path, "branch": record.get("branch"), "head": record.get("head", ""),
+                "class": "reclaim", "reclaimReason": "prunable", "prunable": True}
+    entry = worktree_status(repo_root, record, forge=opts.forge, memo=opts.memo,
+                            sessions=sessions, noise_paths=opts.noise_paths,
+                            default_ref=opts.default_ref, clock=opts.clock, now_ms=now_ms)
+    reason = entry.pop("reason")
+    if _protected(path, opts.protected_paths):
+        entry.update({"class": "hold", "holdReason": "live-session-cwd"})
+    elif entry["class"] != "hold":
+        entry["reclaimReason" if entry["class"] == "reclaim" else "salvageReason"] = reason
+    elif (promoted := _promotion(repo_root, entry, opts)) is not None:
+        entry.update({"class": "reclaim", "reclaimReason": promoted})
+    else:
+        entry["holdReason"] = reason
+    return entry
 
 
 def plan_gc(repo_root: str, options: GcOptions | None = None,
@@ -173,17 +156,15 @@ def plan_gc(repo_root: str, options: GcOptions | None = None,
     if opts.worktrees_root is not None:
         git_run(root, ["worktree", "prune"])
     sessions = opts.resolved_sessions()
+    now_ms = epoch_ms(opts.recent_clock.now())  # one instant for the whole plan
     wanted = {real(p) for p in paths} if paths is not None else None
     records = list_worktrees(root)[1:]
-    plan = [
-        _plan_entry(root, dict(record), opts, sessions) for record in records
-        if wanted is None or real(record["path"]) in wanted
-    ]
+    plan = [_plan_entry(root, dict(record), opts, sessions, now_ms) for record in records
+            if wanted is None or real(record["path"]) in wanted]
     if opts.worktrees_root is not None:
-        registered = {real(record["path"]) for record in records}
-        plan += [entry for entry in _orphans(root, opts.worktrees_root, registered,
-                                             opts.protected_paths)
-                 if wanted is None or real(entry["path"]) in wanted]
+        for path in orphan_paths(root, opts.worktrees_root, [r["path"] for r in records]):
+            if wanted is None or real(path) in wanted:
+                plan.append(orphan_entry(path, _protected(path, opts.protected_paths)))
     return plan
 
 
@@ -191,8 +172,12 @@ def _record(entry: dict[str, Any], result: str, **extra: Any) -> dict[str, Any]:
     return {"path": entry["path"], "branch": entry.get("branch"), "result": result, **extra}
 
 
-def _restore_noise(repo_root: str, entry: dict[str, Any], noise: Sequence[str]) -> None:
-    path = entry["path"]
+def _reclaimed(entry: dict[str, Any]) -> dict[str, Any]:
+    reason = entry.get("reclaimReason")
+    return _record(entry, "reclaimed", **({"reclaimReason": reason} if reason else {}))
+
+
+def _restore_noise(repo_root: str, path: str, noise: Sequence[str]) -> None:
     for rel in noise:
         tracked = git_run(repo_root, ["ls-files", "--error-unmatch", "--", rel], target=path)
         if tracked.exit_code == 0:
@@ -205,63 +190,83 @@ def _restore_noise(repo_root: str, entry: dict[str, Any], noise: Sequence[str]) 
                 target.unlink()
 
 
-def _apply_one(repo_root: str, entry: dict[str, Any], opts: GcOptions) -> dict[str, Any]:
+def _apply_orphan(repo_root: str, entry: dict[str, Any]) -> dict[str, Any]:
     path = entry["path"]
-    if _protected(path, opts.protected_paths):
-        if entry["class"] == "hold":
-            return _record(entry, "held")
-        return _record(entry, "aborted-reclassified", **{"from": entry["class"], "to": "hold"})
-    records = list_worktrees(repo_root)[1:]
-    current = next((r for r in records if real(r["path"]) == real(path)), None)
-    if entry.get("orphan"):
-        if not os.path.lexists(path):
-            return _record(entry, "reclaimed")
-        admin = real(os.path.join(git(repo_root, ["rev-parse", "--path-format=absolute",
-                                                  "--git-common-dir"]).strip(), "worktrees"))
-        if current is None and _points_into(Path(path), admin):
+    if not os.path.lexists(path):
+        return _reclaimed(entry)
+    git_run(repo_root, ["worktree", "prune"])
+    if find_worktree(repo_root, path) is None and points_into(Path(path), admin_dir(repo_root)):
+        try:
             shutil.rmtree(path)
-            return _record(entry, "reclaimed")
+        except OSError as exc:
+            return _record(entry, "failed", message=str(exc))
+        return _reclaimed(entry)
+    return _record(entry, "aborted-reclassified", **{"from": "reclaim", "to": "hold"})
+
+
+def _apply_prunable(repo_root: str, entry: dict[str, Any]) -> dict[str, Any]:
+    current = find_worktree(repo_root, entry["path"])
+    if current is not None and current.get("prunable") is None:
         return _record(entry, "aborted-reclassified", **{"from": "reclaim", "to": "hold"})
-    if entry.get("prunable"):
-        if current is None:
-            return _record(entry, "reclaimed")
-        if current.get("prunable") is None:
-            return _record(entry, "aborted-reclassified", **{"from": "reclaim", "to": "hold"})
-        git(repo_root, ["worktree", "prune"])
-        return _record(entry, "reclaimed")
-    if entry["class"] == "hold":
-        return _record(entry, "held")
-    if entry["class"] == "salvage" and not opts.salvage_dirty:
-        return _record(entry, "skipped-dirty")
-    if current is None:
-        return _record(entry, "aborted-vanished")
-    fresh = _plan_entry(repo_root, dict(current), opts, opts.resolved_sessions())
-    if fresh["class"] != entry["class"]:
-        return _record(entry, "aborted-reclassified",
-                       **{"from": entry["class"], "to": fresh["class"]})
-    branch = fresh.get("branch")
-    if fresh["class"] == "reclaim":
-        _restore_noise(repo_root, fresh, opts.noise_paths)
+    if current is not None:
+        try:
+            git(repo_root, ["worktree", "prune"])
+        except Exception as exc:
+            return _record(entry, "failed", message=str(exc))
+    return _reclaimed(entry)  # the branch is never deleted: nothing is left to inspect
+
+
+def _remove(repo_root: str, entry: dict[str, Any], opts: GcOptions) -> dict[str, Any]:
+    """Reclaim (no discard flags) or salvage-then-remove a re-verified entry."""
+    path, branch = entry["path"], entry.get("branch")
+    if entry["class"] == "reclaim":
+        _restore_noise(repo_root, path, opts.noise_paths)
         try:
             cleanup_worktree(repo_root, path, branch=branch, delete_branch=True,
-                             remover=opts.remover)
+                             remover=opts.remover, services=opts.services)
         except Exception as exc:
-            return _record(entry, "failed", error=str(exc))
-        return _record(entry, "reclaimed")
+            return _record(entry, "failed", message=str(exc))
+        return _reclaimed(entry)
     try:
         salvaged = salvage_worktree(repo_root, path,
                                     slug=branch or os.path.basename(path.rstrip("/")),
                                     salvage_root=opts.salvage_root,
-                                    provenance=fresh.get("provenance"))
+                                    provenance=entry.get("provenance"), clock=opts.clock)
     except Exception as exc:
-        return _record(entry, "failed", error=f"salvage failed, nothing removed: {exc}")
+        return _record(entry, "failed", message=f"salvage failed, nothing removed: {exc}")
     try:
         cleanup_worktree(repo_root, path, branch=branch, delete_branch=True,
-                         discard_untracked=True, discard_modified=True, remover=opts.remover)
+                         discard_untracked=True, discard_modified=True, remover=opts.remover,
+                         services=opts.services)
     except Exception as exc:
         return _record(entry, "failed", salvageDir=salvaged["dir"],
-                       error=f"salvaged to {salvaged['dir']}, but removal failed: {exc}")
+                       message=f"salvaged to {salvaged['dir']}, but removal failed: {exc}")
     return _record(entry, "salvaged", salvageDir=salvaged["dir"])
+
+
+def _apply_one(repo_root: str, entry: dict[str, Any], opts: GcOptions,
+               now_ms: int) -> dict[str, Any]:
+    if _protected(entry["path"], opts.protected_paths):
+        if entry["class"] == "hold":
+            return _record(entry, "held", holdReason="live-session-cwd")
+        return _record(entry, "aborted-reclassified", holdReason="live-session-cwd",
+                       **{"from": entry["class"], "to": "hold"})
+    if entry.get("orphan"):
+        return _apply_orphan(repo_root, entry)
+    if entry.get("prunable"):
+        return _apply_prunable(repo_root, entry)
+    if entry["class"] == "hold":
+        return _record(entry, "held")
+    if entry["class"] == "salvage" and not opts.salvage_dirty:
+        return _record(entry, "skipped-dirty")
+    current = find_worktree(repo_root, entry["path"])
+    if current is None:
+        return _record(entry, "aborted-vanished")
+    fresh = _plan_entry(repo_root, dict(current), opts, opts.resolved_sessions(), now_ms)
+    if fresh["class"] != entry["class"]:
+        return _record(fresh, "aborted-reclassified",
+                       **{"from": entry["class"], "to": fresh["class"]})
+    return _remove(repo_root, fresh, opts)
 
 
 def apply_gc(repo_root: str, plan: Sequence[dict[str, Any]],
@@ -271,7 +276,8 @@ def apply_gc(repo_root: str, plan: Sequence[dict[str, Any]],
     ``held``, ``skipped-dirty``, ``aborted-vanished``, ``aborted-reclassified``, ``failed``."""
     opts = options or GcOptions()
     root = os.path.abspath(repo_root)
-    return [_apply_one(root, entry, opts) for entry in plan]
+    now_ms = epoch_ms(opts.recent_clock.now())
+    return [_apply_one(root, entry, opts, now_ms) for entry in plan]
 
 
 def reclaim_one_worktree(repo_root: str, path: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -18,24 +19,19 @@ from functools import lru_cache
 from pathlib import Path
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import TavernlabError
 from tavernlab.worktree.errors import (
+    CloneError,
     GlobPatternError,
     GlobTraversalError,
     ProvisionCancelledError,
 )
+from tavernlab.worktree.names import relative_path_problem
 from tavernlab.worktree.process import RunResult, run_argv
 
 #: Directory names the file-glob walk never enters.
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 
 ArgvRunner = Callable[..., RunResult]
-
-
-class CloneError(TavernlabError):
-    """``clone of '<src>' into '<dest>' failed: …`` — both copy attempts failed."""
-
-    code = "internal"
 
 
 def _has_wildcard(segment: str) -> bool:
@@ -69,11 +65,6 @@ def _match_parts(patterns: Sequence[str], parts: Sequence[str]) -> bool:
     return bool(parts) and match_segment(head, parts[0]) and _match_parts(rest, parts[1:])
 
 
-def match_path(pattern: str, rel_path: str) -> bool:
-    """Whether a root-relative POSIX path matches a file glob as a whole."""
-    return _match_parts([s for s in pattern.split("/") if s], rel_path.split("/"))
-
-
 def _walk_files(root: str, start: str, max_depth: int | None) -> Iterator[str]:
     stack = [(start, 0)]
     while stack:
@@ -99,8 +90,11 @@ def expand_file_glob(root: str | os.PathLike[str], pattern: str) -> list[str]:
 
     The walk starts at the longest literal directory prefix, skips ``.git`` and
     ``node_modules``, never follows symlinked directories, and yields nothing for missing
-    or unreadable directories. There is no traversal guard (upstream behaviour).
+    or unreadable directories. A pattern that is absolute or has a ``..`` segment raises
+    :class:`GlobTraversalError` (tavernlab's addition; upstream copies from anywhere).
     """
+    if relative_path_problem(pattern) is not None:
+        raise GlobTraversalError(pattern)
     segments = [s for s in pattern.split("/") if s]
     if not segments:
         return []
@@ -121,10 +115,9 @@ def expand_file_glob(root: str | os.PathLike[str], pattern: str) -> list[str]:
 
 def check_clone_pattern(pattern: str) -> list[str]:
     """Reject traversal and ``**`` before any filesystem access; return the segments."""
-    raw = pattern.split("/")
-    if pattern.startswith("/") or ".." in raw:
+    if relative_path_problem(pattern) is not None:
         raise GlobTraversalError(pattern)
-    segments = [s for s in raw if s]
+    segments = [s for s in pattern.split("/") if s]
     if "**" in segments:
         raise GlobPatternError(
             f"cloneGlobs pattern '{pattern}': '**' is not supported; "
@@ -226,8 +219,6 @@ def clone_entries(
 
 
 def _remove_entry(path: str) -> None:
-    import shutil
-
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -243,8 +234,6 @@ def copy_files(
     signal: CancelToken | None = None,
 ) -> list[str]:
     """Copy every file matching ``copyGlobs`` to the same relative path, overwriting."""
-    import shutil
-
     copied = []
     for pattern in patterns:
         for rel in expand_file_glob(source_root, pattern):

@@ -3,12 +3,16 @@
 Setup hooks run in order through the shell in the worktree; a failure raises
 :class:`HookError` with a filtered tail of the output. Teardown hooks never raise. Every run
 can be appended to a log file, so a long install's full output survives the error message.
+The log is best effort and never blocks: only a regular file (or a missing one, created) is
+written, opened non-blocking, so a FIFO or a device given as the log path is skipped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,13 +72,32 @@ def append_hook_log(log_path: str | os.PathLike[str] | None, run: HookRun) -> No
     parts = [f"$ {run.command}", run.result.stdout.rstrip("\n"),
              run.result.stderr.rstrip("\n"), f"(exit {run.result.exit_code})"]
     record = "\n".join(part for part in parts if part) + "\n\n"
-    try:
+    with contextlib.suppress(OSError):
         path = Path(log_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(record)
-    except OSError:
-        pass
+        append_to_regular_file(path, record.encode("utf-8"))
+
+
+def append_to_regular_file(path: Path, data: bytes) -> bool:
+    """Append ``data`` to ``path`` if it is (or can be created as) a regular file.
+
+    Never blocks: a FIFO, socket or device is refused before and after a non-blocking
+    open (returns ``False``). ``OSError`` propagates for the caller to swallow.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return True
 
 
 def setup_environment(ctx: HookContext) -> dict[str, str]:
@@ -102,9 +125,11 @@ def run_setup(
 ) -> list[HookRun]:
     """Run the setup hooks in the worktree; raise :class:`HookError` on a final failure.
 
-    With ``retry_on_failure`` a failing command runs once more, logged as
-    ``<cmd> (retry 1/1)``. Upstream detail unknown for cancellation: tavernlab kills the
-    running hook's process group and raises :class:`ProvisionCancelledError`.
+    With ``retry_on_failure`` a failing command runs once more, logged and returned as
+    ``<cmd> (retry 1/1)``: the returned runs hold both attempts, as upstream's do. The error
+    names the command and carries the last attempt. Upstream detail unknown for
+    cancellation: tavernlab kills the running hook's process group and raises
+    :class:`ProvisionCancelledError`.
     """
     env = setup_environment(ctx)
     runs: list[HookRun] = []
@@ -114,13 +139,13 @@ def run_setup(
             result = run_shell(command, cwd=ctx.worktree, env=env, signal=signal)
             run = HookRun(command=label, result=result)
             append_hook_log(log_path, run)
+            runs.append(run)
             if signal is not None and signal.cancelled:
                 raise ProvisionCancelledError()
             if result.exit_code == 0:
                 break
-        final = HookRun(command=command, result=result)
-        runs.append(final)
         if result.exit_code != 0:
+            final = HookRun(command=command, result=result)
             raise HookError(hook_error_message("setup", final, log_path), phase="setup",
                             command=command, result=result, log_path=log_path)
     return runs

@@ -83,16 +83,3 @@ def main_repo_root(path: str | os.PathLike[str]) -> str:
     """The main checkout of the repository that ``path`` (a checkout or worktree) belongs to."""
     common = git(path, ["rev-parse", "--path-format=absolute", "--git-common-dir"]).strip()
     return str(Path(common).parent)
-
-
-def worktree_git_dir(worktree: str | os.PathLike[str]) -> Path | None:
-    """A linked worktree's private git dir, read from its ``.git`` file (no git call)."""
-    dot_git = Path(worktree) / ".git"
-    try:
-        text = dot_git.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    gitdir = Path(text[len("gitdir:"):].strip())
-    return gitdir if gitdir.is_absolute() else (Path(worktree) / gitdir).resolve()

@@ -1,10 +1,15 @@
-"""Subprocess execution (spec section 1.3): argv and shell runs with group cancellation.
+"""Subprocess execution (spec section 1.3): argv and shell runs that never outlive their owner.
 
 Both runners capture stdout and stderr as UTF-8 text and return a :class:`RunResult`; a
 child killed by a signal reports exit code -1. They never raise on a non-zero exit, only
-when the spawn fails or the cancel signal is already set before the spawn. With a signal the
-child leads a new process group; on cancel the whole group gets SIGTERM, then SIGKILL after
-5 s. That timer stays armed when the leader exits first, so stubborn grandchildren die too.
+when the spawn fails or the cancel signal is already set before the spawn.
+
+Every child leads its own process group (:class:`ProcessGroup`). Upstream does this only
+when a cancel signal is given; tavernlab always does (tavernlab choice), so that a
+``KeyboardInterrupt`` in the waiting thread can kill the whole group: it cancels the signal
+(or, without one, the group directly), waits for the child within the grace period and
+re-raises. Cancelling sends SIGTERM to the group, then SIGKILL after 5 s; that timer stays
+armed when the leader exits first, so stubborn grandchildren die too.
 """
 
 from __future__ import annotations
@@ -14,23 +19,33 @@ import os
 import signal as signals
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import SYSTEM_CLOCK, Clock
 from tavernlab.worktree.errors import ProvisionCancelledError, SpawnError
 
-#: Grace period between SIGTERM and SIGKILL for a cancelled process group (upstream: 5000 ms).
+#: Grace period between SIGTERM and SIGKILL for a process group (upstream: 5000 ms).
 KILL_GRACE_SECONDS = 5.0
+#: How often a blocking stop looks at the group again.
+POLL_SECONDS = 0.02
+_PROC = Path("/proc")
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a finished child left behind: ``{exitCode, stdout, stderr}``."""
+    """What a finished child left behind: ``{exitCode, stdout, stderr}``.
+
+    ``raw_stdout`` keeps the exact bytes (a patch must survive non-UTF-8 content).
+    """
 
     exit_code: int
     stdout: str
     stderr: str
+    raw_stdout: bytes = field(default=b"", repr=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
         """The upstream ``{exitCode, stdout, stderr}`` shape."""
@@ -45,9 +60,124 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        text = (_PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (not zombie) process.
+
+    Reads ``/proc`` where there is one, so an exited child nobody has reaped yet counts as
+    gone; elsewhere ``kill(pid, 0)`` decides.
+    """
+    if _PROC.is_dir():
+        fields = _stat_fields(pid)
+        return fields is not None and fields[0] not in ("Z", "X")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid``."""
+    if not _PROC.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            return [pgid]
+        return [pgid]
+    members = []
+    for entry in _PROC.iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and fields[0] not in ("Z", "X") and fields[2] == str(pgid):
+                members.append(int(entry.name))
+    return members
+
+
+class ProcessGroup:
+    """The process group a child leads (its pgid is the child's pid)."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+
+    def send(self, sig: int) -> None:
+        """Signal every member; a group that is already gone is fine."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def alive(self) -> bool:
+        """Whether any member still runs."""
+        return bool(group_members(self.pgid))
+
+    def cancel(self, grace: float = KILL_GRACE_SECONDS) -> threading.Timer:
+        """SIGTERM now and SIGKILL after ``grace`` seconds, without waiting (the timer is a
+        daemon thread and fires even when the leader has already exited)."""
+        self.send(signals.SIGTERM)
+        timer = threading.Timer(grace, self.send, (signals.SIGKILL,))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def terminate(self, leader: subprocess.Popen[bytes] | None = None,
+                  grace: float = KILL_GRACE_SECONDS) -> None:
+        """SIGTERM, wait until no member is left (at most ``grace``), then SIGKILL (see
+        :func:`terminate_groups`)."""
+        terminate_groups([(self, leader)], grace)
+
+
+def terminate_groups(groups: Sequence[tuple[ProcessGroup, subprocess.Popen[bytes] | None]],
+                     grace: float = KILL_GRACE_SECONDS, clock: Clock = SYSTEM_CLOCK) -> None:
+    """Stop several process groups together: SIGTERM to all, wait until none has a member
+    left (at most ``grace``), SIGKILL to the rest.
+
+    Blocks at most ``grace`` plus one poll (and the leaders' reaping); uses no threads, so
+    it works at interpreter exit. Each leader (when given) is reaped on the way, so it does
+    not linger as a zombie.
+    """
+    for group, _ in groups:
+        group.send(signals.SIGTERM)
+    deadline = clock.monotonic() + grace
+    remaining = list(groups)
+    while remaining:
+        for _, leader in remaining:
+            if leader is not None:
+                leader.poll()
+        remaining = [(group, leader) for group, leader in remaining if group.alive()]
+        if not remaining or clock.monotonic() >= deadline:
+            break
+        time.sleep(POLL_SECONDS)
+    for group, _ in remaining:
+        group.send(signals.SIGKILL)
+    for _, leader in groups:
+        if leader is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                leader.wait(timeout=grace)
+    killed_by = clock.monotonic() + grace  # SIGKILLed members finish dying (bounded)
+    while any(group.alive() for group, _ in remaining) and clock.monotonic() < killed_by:
+        time.sleep(POLL_SECONDS)
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def _reap_after_interrupt(child: subprocess.Popen[bytes], group: ProcessGroup) -> None:
+    try:
+        child.communicate(timeout=KILL_GRACE_SECONDS + 1)
+    except subprocess.TimeoutExpired:
+        group.send(signals.SIGKILL)
+        child.communicate()
 
 
 def run_argv(
@@ -56,48 +186,44 @@ def run_argv(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
     signal: CancelToken | None = None,
+    stdin: bytes | None = None,
 ) -> RunResult:
     """Run ``argv`` without a shell in ``cwd``; ``env`` is laid over the inherited environment.
 
     Raises :class:`ProvisionCancelledError` if ``signal`` is already set (nothing is spawned)
-    and :class:`SpawnError` if the program or directory cannot be used.
+    and :class:`SpawnError` if the program or directory cannot be used. ``stdin`` is fed to
+    the child (otherwise it reads ``/dev/null``).
     """
     if signal is not None and signal.cancelled:
         raise ProvisionCancelledError()
     try:
         child = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=child_environment(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=signal is not None,
-        )
+            list(argv), cwd=cwd, env=child_environment(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
         raise SpawnError(f"could not spawn {argv[0]!r} in {os.fspath(cwd)}: {exc}") from exc
-    unsubscribe = None
-    if signal is not None:
-        pgid = child.pid
+    group = ProcessGroup(child.pid)
 
-        def on_cancel() -> None:
-            _kill_group(pgid, signals.SIGTERM)
-            timer = threading.Timer(KILL_GRACE_SECONDS, _kill_group, (pgid, signals.SIGKILL))
-            timer.daemon = True
-            timer.start()
+    def on_cancel() -> None:
+        group.cancel()
 
-        unsubscribe = signal.on_cancel(on_cancel)
+    unsubscribe = signal.on_cancel(on_cancel) if signal is not None else None
     try:
-        out, err = child.communicate()
+        out, err = child.communicate(stdin)
+    except KeyboardInterrupt:
+        if signal is not None:
+            signal.cancel("interrupted")
+        else:
+            group.cancel()
+        _reap_after_interrupt(child, group)
+        raise
     finally:
         if unsubscribe is not None:
             unsubscribe()
     code = child.returncode
-    return RunResult(
-        exit_code=-1 if code < 0 else code,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
-    )
+    return RunResult(exit_code=-1 if code < 0 else code, stdout=_decode(out),
+                     stderr=_decode(err), raw_stdout=out or b"")
 
 
 def run_shell(

@@ -1,14 +1,23 @@
-"""The ``*.localhost`` reverse proxy (spec section 5.5).
+"""The ``*.localhost`` reverse proxy (spec section 5.5), framed by h11.
 
-One process-wide :class:`ProxyTable` maps hostnames to local service ports. A proxy started
-with :func:`start_proxy` listens on 127.0.0.1, routes each request by its ``Host`` header to
-``127.0.0.1:<port>`` and forwards method, path and **all headers unchanged** (``Host``
-included). WebSocket (any ``Upgrade``) requests are replayed on a raw TCP connection and then
-piped both ways. Unknown hosts get a 502 that lists the hosts the proxy does know.
+A proxy started with :func:`start_proxy` listens on 127.0.0.1, routes each request by its
+``Host`` header (through a :class:`~tavernlab.worktree.proxy_table.ProxyTable`) to
+``127.0.0.1:<port>`` and forwards method, target and **all headers unchanged** (``Host`` and
+header-name casing included), then relays the status, headers and body back. Unknown hosts
+get a 502 that lists the hosts the proxy does know, one per indented line (upstream's body).
 
-The server is thread-per-connection over plain sockets: HTTP/1.1 framing (Content-Length,
-chunked, read-until-close) is parsed only as far as needed to find where a message ends, so
-bytes pass through untouched and keep-alive connections are re-routed per request.
+HTTP/1.1 framing on both sides is h11's: conflicting ``Content-Length`` headers and other
+malformed requests are answered ``400`` and the connection is closed; chunked bodies,
+pipelined requests and keep-alive work as the protocol says, and every request of a
+keep-alive connection is routed on its own. A request with an ``Upgrade`` header (a
+WebSocket) is replayed on a raw TCP connection to the service — request line, every raw
+header line, a blank line, any body and buffered bytes — and then piped both ways until
+either side closes.
+
+Every socket has a timeout (tavernlab's addition): a client that stalls longer than
+``timeout`` seconds mid-request gets ``408`` and is closed, an idle keep-alive connection is
+closed, and a service that stalls longer than ``upstream_timeout`` gets the request a
+``502``. Tunnels have no timeout: a quiet WebSocket is not a stalled one.
 """
 
 from __future__ import annotations
@@ -16,196 +25,84 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from dataclasses import dataclass, field
+from http import HTTPStatus
 
-#: Longest request or response head accepted.
+import h11
+
+from tavernlab.worktree.proxy_table import ProxyTable, proxy_table
+
+#: Most bytes h11 buffers while a head is incomplete (beyond: 431 for a request head).
 MAX_HEAD_BYTES = 64 * 1024
-_CHUNK = 65536
+#: Seconds a client may stall (mid-request or idle between requests).
+DEFAULT_TIMEOUT = 60.0
+#: Seconds the service may stall before the request gets a 502.
+DEFAULT_UPSTREAM_TIMEOUT = 300.0
+_CHUNK = 262144
+_TARGET = "127.0.0.1"
 
 
-def strip_port(host: str) -> str:
-    """``host:8080`` → ``host``; ``[::1]:8080`` → ``[::1]``; a bare host is unchanged."""
-    if host.startswith("["):
-        end = host.find("]")
-        return host[: end + 1] if end != -1 else host
-    if host.count(":") == 1:
-        return host.split(":", 1)[0]
-    return host
+class _Failed(Exception):
+    """The exchange cannot go on; ``response`` is sent if the client may still get one."""
+
+    def __init__(self, status: int, reason: str, body: str) -> None:
+        super().__init__(body)
+        self.status, self.reason, self.body = status, reason, body
 
 
-class ProxyTable:
-    """Hostname → port routes; keys are lowercased on set, get and delete. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._routes: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def set(self, hostname: str, port: int) -> None:
-        """Route ``hostname`` to ``127.0.0.1:<port>``."""
-        with self._lock:
-            self._routes[hostname.lower()] = port
-
-    def get(self, hostname: str) -> int | None:
-        """The port for ``hostname`` (exact, case-insensitive), or ``None``."""
-        with self._lock:
-            return self._routes.get(hostname.lower())
-
-    def delete(self, hostname: str) -> bool:
-        """Drop a route; ``True`` if it existed."""
-        with self._lock:
-            return self._routes.pop(hostname.lower(), None) is not None
-
-    def resolve(self, host_header: str | None) -> int | None:
-        """The port for a raw ``Host`` header (port stripped, lowercased), or ``None``."""
-        if not host_header:
-            return None
-        return self.get(strip_port(host_header.strip()))
-
-    def hosts(self) -> list[str]:
-        """Every routed hostname, sorted."""
-        with self._lock:
-            return sorted(self._routes)
-
-    def clear(self) -> None:
-        """Drop every route."""
-        with self._lock:
-            self._routes.clear()
+def _next_event(conn: h11.Connection, sock: socket.socket) -> object:
+    """The next h11 event, reading from ``sock`` as needed (EOF becomes ConnectionClosed)."""
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        conn.receive_data(sock.recv(_CHUNK))
 
 
-#: The process-wide table shared by every supervisor and proxy in this process.
-proxy_table = ProxyTable()
+def _header(event: h11.Request, name: bytes) -> str | None:
+    for key, value in event.headers:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
-class _Stream:
-    """A socket with a read buffer, for parsing just enough HTTP to find message ends."""
-
-    def __init__(self, sock: socket.socket, initial: bytes = b"") -> None:
-        self.sock = sock
-        self.buffer = bytearray(initial)
-
-    def fill(self) -> bool:
-        data = self.sock.recv(_CHUNK)
-        if not data:
-            return False
-        self.buffer += data
-        return True
-
-    def read_head(self) -> bytes | None:
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end != -1:
-                head = bytes(self.buffer[: end + 4])
-                del self.buffer[: end + 4]
-                return head
-            if len(self.buffer) > MAX_HEAD_BYTES or not self.fill():
-                return None
-
-    def take(self, limit: int | None = None) -> bytes:
-        if not self.buffer and not self.fill():
-            return b""
-        size = len(self.buffer) if limit is None else min(limit, len(self.buffer))
-        data = bytes(self.buffer[:size])
-        del self.buffer[:size]
-        return data
-
-    def read_line(self) -> bytes:
-        while True:
-            end = self.buffer.find(b"\r\n")
-            if end != -1:
-                line = bytes(self.buffer[: end + 2])
-                del self.buffer[: end + 2]
-                return line
-            if not self.fill():
-                raise ConnectionError("connection closed inside a chunked body")
+def _no_delay(sock: socket.socket) -> socket.socket:
+    """Send small writes at once: a head and its body go out as separate writes, and Nagle's
+    algorithm against the peer's delayed ACK would add ~40 ms to every small response."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
-@dataclass
-class _Head:
-    raw: bytes
-    start_line: str
-    headers: list[tuple[str, str]] = field(default_factory=list)
-
-    @classmethod
-    def parse(cls, raw: bytes) -> _Head:
-        lines = raw.decode("latin-1").split("\r\n")
-        head = cls(raw=raw, start_line=lines[0])
-        for line in lines[1:]:
-            if line:
-                name, _, value = line.partition(":")
-                head.headers.append((name.strip().lower(), value.strip()))
-        return head
-
-    def get(self, name: str) -> str | None:
-        return next((value for key, value in self.headers if key == name), None)
-
-    def tokens(self, name: str) -> set[str]:
-        return {token.strip().lower() for key, value in self.headers if key == name
-                for token in value.split(",")}
-
-    @property
-    def chunked(self) -> bool:
-        return "chunked" in self.tokens("transfer-encoding")
-
-    @property
-    def content_length(self) -> int | None:
-        value = self.get("content-length")
-        return int(value) if value is not None and value.isdigit() else None
+def _destroy(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()
 
 
-def _send_all(sock: socket.socket, data: bytes) -> None:
-    if data:
-        sock.sendall(data)
-
-
-def _relay_body(source: _Stream, dest: socket.socket, head: _Head, *,
-                until_close: bool) -> bool:
-    """Copy one message body; returns False when the body ran until the source closed."""
-    if head.chunked:
-        while True:
-            size_line = source.read_line()
-            _send_all(dest, size_line)
-            size = int(size_line.split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                while True:  # trailers, then the final blank line
-                    line = source.read_line()
-                    _send_all(dest, line)
-                    if line == b"\r\n":
-                        return True
-            remaining = size + 2
-            while remaining:
-                data = source.take(remaining)
-                if not data:
-                    raise ConnectionError("connection closed inside a chunk")
-                _send_all(dest, data)
-                remaining -= len(data)
-    length = head.content_length
-    if length is not None:
-        while length:
-            data = source.take(length)
-            if not data:
-                raise ConnectionError("connection closed inside a body")
-            _send_all(dest, data)
-            length -= len(data)
-        return True
-    if until_close:
-        while True:
-            data = source.take()
-            if not data:
-                return False
-            _send_all(dest, data)
-    return True
-
-
-def _no_body(method: str, status: int) -> bool:
-    return method == "HEAD" or 100 <= status < 200 or status in (204, 304)
+def _pipe(source: socket.socket, dest: socket.socket) -> None:
+    """Copy bytes until either side closes or fails, then close both."""
+    try:
+        while data := source.recv(_CHUNK):
+            dest.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, dest):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class ProxyServer:
-    """A running proxy: ``port``, ``close()``; routes come from its :class:`ProxyTable`."""
+    """A running proxy: ``port``, ``server``, ``close()``; routes come from its table."""
 
-    def __init__(self, table: ProxyTable, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, table: ProxyTable, port: int = 0, host: str = "127.0.0.1", *,
+                 timeout: float = DEFAULT_TIMEOUT,
+                 upstream_timeout: float = DEFAULT_UPSTREAM_TIMEOUT) -> None:
         self.table = table
-        self._listener = socket.create_server((host, port), backlog=128)
+        self.timeout = timeout
+        self.upstream_timeout = upstream_timeout
+        self._listener = socket.create_server((host, port), backlog=1024)
         self.port: int = self._listener.getsockname()[1]
         self.host = host
         self._sockets: set[socket.socket] = set()
@@ -241,8 +138,6 @@ class ProxyServer:
         self._listener.close()
         self._thread.join(timeout=5)
 
-    # -- connection handling ---------------------------------------------------------------
-
     def _track(self, sock: socket.socket) -> bool:
         with self._lock:
             if self._closed:
@@ -266,145 +161,200 @@ class ProxyServer:
                 return
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
+    # -- one client connection -------------------------------------------------------------
+
     def _serve(self, client: socket.socket) -> None:
-        stream = _Stream(client)
+        _no_delay(client).settimeout(self.timeout)
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
         try:
             while True:
-                raw = stream.read_head()
-                if raw is None:
+                event = _next_event(conn, client)
+                if not isinstance(event, h11.Request):
+                    return  # ConnectionClosed (or a stray event): the client is done
+                if _header(event, b"upgrade") is not None:
+                    self._tunnel(client, conn, event)
                     return
-                head = _Head.parse(raw)
-                if head.get("upgrade") is not None:
-                    self._tunnel(client, stream, head)
+                self._exchange(client, conn, event)
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     return
-                if not self._forward(client, stream, head):
-                    return
-        except (OSError, ValueError, ConnectionError):
-            return
+                conn.start_next_cycle()
+        except h11.RemoteProtocolError as exc:
+            status = exc.error_status_hint
+            self._refuse(client, conn, status, HTTPStatus(status).phrase,
+                         f"worktree-proxy: bad request: {exc}\n")
+        except TimeoutError:
+            if conn.their_state is not h11.IDLE or conn.trailing_data[0]:
+                self._refuse(client, conn, 408, "Request Timeout",
+                             "worktree-proxy: request timed out\n")
+        except (OSError, h11.LocalProtocolError):
+            pass
         finally:
             self._untrack(client)
 
-    def _unknown_host(self, head: _Head) -> bytes:
-        host = head.get("host")
-        known = self.table.hosts()
-        listing = "known hosts: " + ", ".join(known) if known else "no services registered"
-        body = (f'worktree-proxy: no service for host "{host or "(none)"}"\n{listing}\n'
-                ).encode()
-        return _plain_response(502, "Bad Gateway", body)
+    def _respond(self, client: socket.socket, conn: h11.Connection, status: int,
+                 reason: str, body: str) -> None:
+        data = body.encode("utf-8")
+        client.sendall(conn.send(h11.Response(
+            status_code=status, reason=reason.encode(),
+            headers=[("Content-Type", "text/plain"), ("Content-Length", str(len(data)))])))
+        client.sendall(conn.send(h11.Data(data=data)))
+        client.sendall(conn.send(h11.EndOfMessage()))
 
-    def _forward(self, client: socket.socket, stream: _Stream, head: _Head) -> bool:
-        """Forward one request and its response; returns whether to keep the connection."""
-        method = head.start_line.split(" ", 1)[0]
-        port = self.table.resolve(head.get("host"))
+    def _refuse(self, client: socket.socket, conn: h11.Connection, status: int,
+                reason: str, body: str) -> None:
+        """Best effort: answer with an error if the protocol still allows one."""
+        if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        with contextlib.suppress(OSError, h11.LocalProtocolError):
+            self._respond(client, conn, status, reason, body)
+
+    def _unknown_host(self, host: str | None) -> str:
+        known = self.table.hosts()
+        listing = ("known hosts:\n" + "".join(f"  {name}\n" for name in known)
+                   if known else "no services registered\n")
+        return f'worktree-proxy: no service for host "{host or "(none)"}"\n{listing}'
+
+    def _answer_locally(self, client: socket.socket, conn: h11.Connection, body: str) -> None:
+        """A 502 from the proxy itself. The request body is read first, unless the client
+        waits for ``100 Continue`` (then the connection closes after the answer)."""
+        if not conn.client_is_waiting_for_100_continue:
+            while not isinstance(_next_event(conn, client), h11.EndOfMessage):
+                pass
+        self._respond(client, conn, 502, "Bad Gateway", body)
+
+    def _exchange(self, client: socket.socket, conn: h11.Connection,
+                  request: h11.Request) -> None:
+        """Forward one request and relay its response (errors become a 502 if possible)."""
+        host = _header(request, b"host")
+        port = self.table.resolve(host)
         if port is None:
-            _relay_request_body_discard(stream, head)
-            _send_all(client, self._unknown_host(head))
-            return "close" not in head.tokens("connection")
+            self._answer_locally(client, conn, self._unknown_host(host))
+            return
         try:
-            upstream = socket.create_connection(("127.0.0.1", port))
+            upstream = _no_delay(socket.create_connection((_TARGET, port),
+                                                          timeout=self.upstream_timeout))
         except OSError as exc:
-            _send_all(client, _plain_response(
-                502, "Bad Gateway", f"worktree-proxy: upstream error: {exc}\n".encode()))
-            return False
+            self._answer_locally(client, conn, f"worktree-proxy: upstream error: {exc}\n")
+            return
         if not self._track(upstream):
             _destroy(upstream)
-            return False
+            return
         try:
-            _send_all(upstream, head.raw)
-            _relay_body(stream, upstream, head, until_close=False)
-            reply = _Stream(upstream)
-            while True:
-                raw = reply.read_head()
-                if raw is None:
-                    _send_all(client, _plain_response(
-                        502, "Bad Gateway",
-                        b"worktree-proxy: upstream error: connection closed\n"))
-                    return False
-                response = _Head.parse(raw)
-                status = int(response.start_line.split(" ")[1])
-                _send_all(client, raw)
-                if 100 <= status < 200:
-                    continue  # interim response: the final one follows
-                break
-            if _no_body(method, status):
-                complete = True
-            else:
-                complete = _relay_body(reply, client, response, until_close=True)
-            keep = complete and "close" not in head.tokens("connection") \
-                and "close" not in response.tokens("connection") \
-                and not head.start_line.endswith("HTTP/1.0")
-            return keep
+            _Exchange(client, conn, upstream).run(request)
+        except _Failed as failure:
+            self._refuse(client, conn, failure.status, failure.reason, failure.body)
+            if conn.their_state is not h11.DONE:
+                raise ConnectionAbortedError from failure
         finally:
             self._untrack(upstream)
 
-    def _tunnel(self, client: socket.socket, stream: _Stream, head: _Head) -> None:
+    def _tunnel(self, client: socket.socket, conn: h11.Connection,
+                request: h11.Request) -> None:
         """Replay an upgrade request on a raw connection and pipe both ways until one side
         closes or fails; unknown hosts get ``HTTP/1.1 502 Bad Gateway``."""
-        port = self.table.resolve(head.get("host"))
-        if port is None:
-            _send_all(client, b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n")
-            return
+        body = bytearray()
+        while isinstance(event := _next_event(conn, client), h11.Data):
+            body += event.data
+        port = self.table.resolve(_header(request, b"host"))
         try:
-            upstream = socket.create_connection(("127.0.0.1", port))
+            upstream = None if port is None else socket.create_connection(
+                (_TARGET, port), timeout=self.upstream_timeout)
         except OSError:
-            _send_all(client, b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n")
+            upstream = None
+        if upstream is None:
+            client.sendall(b"HTTP/1.1 502 Bad Gateway\r\n\r\n")
             return
         if not self._track(upstream):
             _destroy(upstream)
             return
+        head = [f"{request.method.decode('latin-1')} {request.target.decode('latin-1')} "
+                "HTTP/1.1"]
+        head += [f"{name.decode('latin-1')}: {value.decode('latin-1')}"
+                 for name, value in request.headers.raw_items()]
         try:
-            _send_all(upstream, head.raw + bytes(stream.buffer))
-            stream.buffer.clear()
-            done = threading.Event()
-            pump = threading.Thread(target=_pipe, args=(upstream, client, done), daemon=True)
+            upstream.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + bytes(body)
+                             + conn.trailing_data[0])
+            client.settimeout(None)
+            upstream.settimeout(None)
+            pump = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
             pump.start()
-            _pipe(client, upstream, done)
+            _pipe(client, upstream)
             pump.join()
         finally:
             self._untrack(upstream)
 
 
-def _relay_request_body_discard(stream: _Stream, head: _Head) -> None:
-    class _Sink:
-        def sendall(self, data: bytes) -> None:
-            pass
+class _Exchange:
+    """One request forwarded to a service and its response relayed back, over h11.
 
-    _relay_body(stream, _Sink(), head, until_close=False)  # type: ignore[arg-type]
+    Failures talking to the client propagate as they are; failures talking to the service
+    become a 502 (:class:`_Failed`) while no response has started, else abort the connection.
+    """
+
+    def __init__(self, client: socket.socket, conn: h11.Connection,
+                 upstream: socket.socket) -> None:
+        self.client, self.conn, self.upstream = client, conn, upstream
+        self.up = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.responded = False
+
+    def _to_client(self, event: h11.InformationalResponse | h11.Response | h11.Data
+                   | h11.EndOfMessage) -> None:
+        self.client.sendall(self.conn.send(event))
+
+    def _to_upstream(self, event: h11.Request | h11.Data | h11.EndOfMessage) -> None:
+        try:
+            self.upstream.sendall(self.up.send(event))
+        except (OSError, h11.ProtocolError) as exc:
+            raise self._upstream_failed(exc) from exc
+
+    def _from_upstream(self) -> object:
+        try:
+            event = _next_event(self.up, self.upstream)
+        except (OSError, h11.ProtocolError) as exc:
+            raise self._upstream_failed(exc) from exc
+        if isinstance(event, h11.ConnectionClosed):
+            raise self._upstream_failed(ConnectionError("connection closed"))
+        return event
+
+    def _upstream_failed(self, exc: BaseException) -> Exception:
+        if self.responded:
+            return ConnectionAbortedError(f"upstream failed mid-response: {exc}")
+        detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+        return _Failed(502, "Bad Gateway", f"worktree-proxy: upstream error: {detail}\n")
+
+    def run(self, request: h11.Request) -> None:
+        self._to_upstream(h11.Request(method=request.method, target=request.target,
+                                      headers=request.headers.raw_items()))
+        if self.conn.client_is_waiting_for_100_continue:
+            self._to_client(h11.InformationalResponse(status_code=100, headers=[]))
+        while not isinstance(event := _next_event(self.conn, self.client), h11.EndOfMessage):
+            if isinstance(event, h11.Data):
+                self._to_upstream(event)
+        self._to_upstream(h11.EndOfMessage(headers=event.headers.raw_items()))
+        while True:
+            reply = self._from_upstream()
+            if isinstance(reply, h11.InformationalResponse):
+                self._to_client(h11.InformationalResponse(
+                    status_code=reply.status_code, reason=reply.reason,
+                    headers=reply.headers.raw_items()))
+            elif isinstance(reply, h11.Response):
+                self.responded = True
+                self._to_client(h11.Response(status_code=reply.status_code,
+                                             reason=reply.reason,
+                                             headers=reply.headers.raw_items()))
+            elif isinstance(reply, h11.Data):
+                self._to_client(h11.Data(data=reply.data))
+            elif isinstance(reply, h11.EndOfMessage):
+                self._to_client(h11.EndOfMessage(headers=reply.headers.raw_items()))
+                return
 
 
-def _pipe(source: socket.socket, dest: socket.socket, done: threading.Event) -> None:
-    try:
-        while not done.is_set():
-            data = source.recv(_CHUNK)
-            if not data:
-                break
-            dest.sendall(data)
-    except OSError:
-        pass
-    finally:
-        done.set()
-        for sock in (source, dest):  # a close or error on either side closes both
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-
-def _plain_response(status: int, reason: str, body: bytes) -> bytes:
-    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
-    return head + body
-
-
-def _destroy(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    with contextlib.suppress(OSError):
-        sock.close()
-
-
-def start_proxy(port: int = 0, table: ProxyTable | None = None,
-                host: str = "127.0.0.1") -> ProxyServer:
+def start_proxy(port: int = 0, table: ProxyTable | None = None, host: str = "127.0.0.1", *,
+                timeout: float = DEFAULT_TIMEOUT,
+                upstream_timeout: float = DEFAULT_UPSTREAM_TIMEOUT) -> ProxyServer:
     """Start a proxy over ``table`` (default: the process-wide :data:`proxy_table`).
 
     ``port=0`` lets the OS pick; read it from ``.port``. Call ``.close()`` when done.
     """
-    return ProxyServer(table if table is not None else proxy_table, port=port, host=host)
+    return ProxyServer(table if table is not None else proxy_table, port=port, host=host,
+                       timeout=timeout, upstream_timeout=upstream_timeout)

@@ -11,13 +11,13 @@ import json
 import os
 import re
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tavernlab.worktree.git import git
+from tavernlab.clock import SYSTEM_CLOCK, Clock, rfc3339_millis
+from tavernlab.worktree.git import git, git_failure, git_run
 from tavernlab.worktree.hostnames import repo_name
-from tavernlab.worktree.provision import read_creation_marker
+from tavernlab.worktree.marker import read_creation_marker
 
 
 def sanitize(name: str) -> str:
@@ -51,26 +51,31 @@ def _fsync_dir(path: Path) -> None:
 
 def salvage_worktree(repo_root: str, path: str, *, slug: str | None = None,
                      salvage_root: str | os.PathLike[str] | None = None,
-                     provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+                     provenance: dict[str, Any] | None = None,
+                     clock: Clock = SYSTEM_CLOCK) -> dict[str, Any]:
     """Copy a worktree's uncommitted work to
     ``<salvageRoot>/<repo>/<slug>-<tip[:7]>-<YYYY-MM-DD of createdAt>/`` → ``{dir, manifest}``.
 
     ``slug`` defaults to the worktree's basename; ``createdAt`` comes from the creation marker
-    (today's date names the directory when there is none, and the manifest says ``null``).
+    (``clock``'s date names the directory when there is none, and the manifest says ``null``).
+    The patch is written byte for byte as git produced it.
     """
     tip = git(repo_root, ["rev-parse", "HEAD"], target=path).strip()
     branch_out = git(repo_root, ["branch", "--show-current"], target=path).strip()
     marker = read_creation_marker(path)
     created_at = marker.get("createdAt") if marker else None
-    day = (created_at or datetime.now(UTC).isoformat())[:10]
+    day = (created_at or rfc3339_millis(clock.now()))[:10]
     root = Path(salvage_root) if salvage_root is not None else default_salvage_root()
     name = f"{sanitize(slug or os.path.basename(path.rstrip('/')))}-{tip[:7]}-{day}"
     target = root / sanitize(repo_name(repo_root)) / name
     target.mkdir(parents=True, exist_ok=True)
 
-    patch = git(repo_root, ["diff", "HEAD", "--binary"], target=path)
+    diff = git_run(repo_root, ["diff", "HEAD", "--binary"], target=path)
+    if diff.exit_code != 0:
+        raise git_failure(["diff", "HEAD", "--binary"], diff)
+    patch = diff.raw_stdout
     if patch:
-        _fsync_write(target / "changes.patch", patch.encode("utf-8"))
+        _fsync_write(target / "changes.patch", patch)
     listed = git(repo_root, ["ls-files", "--others", "--exclude-standard", "-z"], target=path)
     untracked = sorted(rel for rel in listed.split("\0") if rel)
     for rel in untracked:

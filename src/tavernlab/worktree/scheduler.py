@@ -9,113 +9,26 @@ The core is non-blocking: :meth:`ProvisionScheduler.request` returns a
 :class:`concurrent.futures.Future` that resolves to a :class:`Lease` when a slot is granted;
 :meth:`ProvisionScheduler.acquire` waits for it. Grants happen synchronously inside
 ``request``/``release``/``configure``/cancel, so their order is deterministic.
+
+The cap is process-wide, as upstream's: :func:`provision_scheduler` is the one default
+instance every provision of the process shares (two labs in one kernel still start at most
+``concurrency`` installs together). A separately constructed scheduler has its own queue and
+:meth:`ProvisionScheduler.close` rejects what still waits in it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import math
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 from tavernlab.cancel import CancelToken
 from tavernlab.worktree.errors import ProvisionCancelledError
-
-#: A cap with no limit.
-UNLIMITED = math.inf
-DEFAULT_CONCURRENCY = 2
-CONCURRENCY_ENV = "AGENTPROTO_WORKTREES_PROVISION_CONCURRENCY"
-
-
-@dataclass(frozen=True)
-class ProvisionLimits:
-    """``{concurrency, perRepo, loadFactor}``; ``math.inf`` means no cap, 0 disables the guard."""
-
-    concurrency: float = DEFAULT_CONCURRENCY
-    per_repo: Mapping[str, float] = field(default_factory=dict)
-    load_factor: float = 0.0
-
-
-def parse_cap(value: Any) -> float | None:
-    """A cap: an integer >= 0 (or a non-blank numeric string); 0 → unlimited; else ``None``."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    if value < 0 or value != int(value):
-        return None
-    return UNLIMITED if value == 0 else float(int(value))
-
-
-def _repo_key(raw: str, home: str) -> str:
-    key = raw.strip()
-    if key == "~" or key.startswith("~/"):
-        key = home + key[1:]
-    if "/" in key or "\\" in key:
-        key = os.path.abspath(key)
-    return key
-
-
-def parse_provision_limits(section: Any, env: Mapping[str, str] | None = None) -> ProvisionLimits:
-    """Limits from the ``worktrees`` object of ``~/.agentproto/config.json``; never raises.
-
-    ``AGENTPROTO_WORKTREES_PROVISION_CONCURRENCY`` (if valid) wins over
-    ``provisionConcurrency``; ``provisionConcurrencyByRepo`` gives per-repo caps keyed by an
-    absolute path (``~`` expanded) or a bare directory name; ``provisionLoadFactor`` is a
-    finite number > 0, else 0 (guard off).
-    """
-    data = section if isinstance(section, dict) else {}
-    environ = os.environ if env is None else env
-    concurrency = parse_cap(environ.get(CONCURRENCY_ENV))
-    if concurrency is None:
-        concurrency = parse_cap(data.get("provisionConcurrency"))
-    if concurrency is None:
-        concurrency = DEFAULT_CONCURRENCY
-    per_repo: dict[str, float] = {}
-    raw_repos = data.get("provisionConcurrencyByRepo")
-    if isinstance(raw_repos, dict):
-        home = str(Path.home())
-        for raw_key, raw_value in raw_repos.items():
-            if not isinstance(raw_key, str) or not raw_key.strip():
-                continue
-            cap = parse_cap(raw_value)
-            if cap is not None:
-                per_repo[_repo_key(raw_key, home)] = cap
-    factor = data.get("provisionLoadFactor")
-    load_factor = (
-        float(factor)
-        if isinstance(factor, int | float) and not isinstance(factor, bool)
-        and math.isfinite(factor) and factor > 0
-        else 0.0
-    )
-    return ProvisionLimits(concurrency=concurrency, per_repo=per_repo, load_factor=load_factor)
-
-
-def load_provision_limits(env: Mapping[str, str] | None = None) -> ProvisionLimits:
-    """Limits from ``~/.agentproto/config.json`` (``worktrees``) plus the environment.
-
-    A missing or unreadable file counts as no configuration.
-    """
-    try:
-        config = json.loads((Path.home() / ".agentproto" / "config.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        config = {}
-    section = config.get("worktrees") if isinstance(config, dict) else None
-    return parse_provision_limits(section, env)
+from tavernlab.worktree.limits import UNLIMITED, ProvisionLimits, load_provision_limits
 
 
 class Lease:
@@ -147,6 +60,7 @@ class _Waiter:
     on_queued: Callable[[int], None] | None
     reported: int = 0
     unsubscribe: Callable[[], None] | None = None
+    lease: Lease | None = None
 
 
 class ProvisionScheduler:
@@ -197,33 +111,79 @@ class ProvisionScheduler:
                 on_queued: Callable[[int], None] | None = None) -> Future[Lease]:
         """Queue for a slot; the future resolves to a :class:`Lease` or fails with
         :class:`ProvisionCancelledError`. An already-cancelled signal never queues."""
-        future: Future[Lease] = Future()
+        waiter = self._waiter(repo_key, caller_key, on_queued)
+        self._enqueue(waiter, signal)
+        return waiter.future
+
+    def acquire(self, repo_key: str, caller_key: str = "anonymous",
+                signal: CancelToken | None = None,
+                on_queued: Callable[[int], None] | None = None) -> Lease:
+        """Wait for a slot (see :meth:`request`).
+
+        A ``KeyboardInterrupt`` while queueing or waiting takes the waiter out of the queue
+        (or, if the slot was granted in the same instant, gives the slot back) before it
+        propagates, so an interrupted provision never holds or later receives a slot nobody
+        releases.
+        """
+        waiter = self._waiter(repo_key, caller_key, on_queued)
+        try:
+            self._enqueue(waiter, signal)
+            return waiter.future.result()
+        except KeyboardInterrupt:
+            self._abandon(waiter)
+            raise
+
+    def close(self) -> None:
+        """Reject every waiter still queued (``ProvisionCancelledError``) and stop the
+        load-guard timer; leases already granted stay valid until released."""
+        with self._lock:
+            waiters, self._queue = list(self._queue), []
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        for waiter in waiters:
+            if waiter.unsubscribe is not None:
+                waiter.unsubscribe()
+            with contextlib.suppress(Exception):  # already resolved
+                waiter.future.set_exception(
+                    ProvisionCancelledError("worktree provisioning scheduler closed"))
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _waiter(self, repo_key: str, caller_key: str,
+                on_queued: Callable[[int], None] | None) -> _Waiter:
+        return _Waiter(repo_key, caller_key, next(self._seq), Future(), on_queued)
+
+    def _enqueue(self, waiter: _Waiter, signal: CancelToken | None) -> None:
         if signal is not None and signal.cancelled:
-            future.set_exception(ProvisionCancelledError())
-            return future
-        waiter = _Waiter(repo_key, caller_key, next(self._seq), future, on_queued)
+            waiter.future.set_exception(ProvisionCancelledError())
+            return
         with self._lock:
             self._queue.append(waiter)
         if signal is not None:
             waiter.unsubscribe = signal.on_cancel(lambda: self._cancel(waiter))
         self._dispatch()
-        return future
 
-    def acquire(self, repo_key: str, caller_key: str = "anonymous",
-                signal: CancelToken | None = None,
-                on_queued: Callable[[int], None] | None = None) -> Lease:
-        """Wait for a slot (see :meth:`request`)."""
-        return self.request(repo_key, caller_key, signal, on_queued).result()
-
-    # -- internals -------------------------------------------------------------------------
+    def _abandon(self, waiter: _Waiter) -> None:
+        """Undo an interrupted :meth:`acquire`: dequeue the waiter or release its slot."""
+        with self._lock:
+            queued = waiter in self._queue
+            lease = waiter.lease
+        if queued:
+            self._cancel(waiter)
+        elif lease is not None:
+            lease.release()
 
     def _cancel(self, waiter: _Waiter) -> None:
         with self._lock:
             if waiter not in self._queue:
                 return  # granted already: cancelling after the grant does nothing
             self._queue.remove(waiter)
-        waiter.future.set_exception(
-            ProvisionCancelledError("worktree provisioning cancelled while queued"))
+        if waiter.unsubscribe is not None:
+            waiter.unsubscribe()
+        with contextlib.suppress(Exception):  # an interrupted grant may have settled it
+            waiter.future.set_exception(
+                ProvisionCancelledError("worktree provisioning cancelled while queued"))
         self._dispatch()
 
     def _release(self, lease: Lease) -> None:
@@ -231,7 +191,8 @@ class ProvisionScheduler:
             if lease._released:
                 return
             lease._released = True
-            self._running.remove(lease)
+            if lease in self._running:
+                self._running.remove(lease)
         self._dispatch()
 
     def _projected_order(self) -> list[_Waiter]:
@@ -278,7 +239,10 @@ class ProvisionScheduler:
         self._dispatch()
 
     def _dispatch(self) -> None:
-        granted: list[tuple[_Waiter, Lease]] = []
+        """Grant what the limits allow, then report queue positions. Each grant is settled
+        inside the lock (lease recorded on the waiter, future resolved), so an interrupt
+        landing in a dispatch never strands a granted slot without an owner to release it."""
+        granted: list[_Waiter] = []
         notices: list[tuple[Callable[[int], None], int]] = []
         with self._lock:
             while self._queue and len(self._running) < self._limits.concurrency:
@@ -294,10 +258,12 @@ class ProvisionScheduler:
                         break
                 if pick is None:
                     break
-                self._queue.remove(pick)
                 lease = Lease(self, pick.repo_key, pick.caller_key)
+                pick.lease = lease
+                self._queue.remove(pick)
                 self._running.append(lease)
-                granted.append((pick, lease))
+                pick.future.set_result(lease)
+                granted.append(pick)
             if not self._queue and self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -305,10 +271,9 @@ class ProvisionScheduler:
                 if waiter.on_queued is not None and waiter.reported != index:
                     waiter.reported = index
                     notices.append((waiter.on_queued, index))
-        for waiter, lease in granted:
+        for waiter in granted:
             if waiter.unsubscribe is not None:
                 waiter.unsubscribe()
-            waiter.future.set_result(lease)
         for callback, position in notices:
             with contextlib.suppress(Exception):  # observers never break the queue
                 callback(position)
@@ -326,3 +291,13 @@ def provision_scheduler() -> ProvisionScheduler:
         if _scheduler is None:
             _scheduler = ProvisionScheduler(load_provision_limits())
         return _scheduler
+
+
+def reset_provision_scheduler(scheduler: ProvisionScheduler | None = None) -> None:
+    """Close the process-wide scheduler and replace it (``None``: build a fresh one from the
+    configuration on next use). For tests and for re-reading a changed configuration."""
+    global _scheduler
+    with _scheduler_lock:
+        old, _scheduler = _scheduler, scheduler
+    if old is not None and old is not scheduler:
+        old.close()

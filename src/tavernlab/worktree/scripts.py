@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tavernlab.errors import ToolError
 from tavernlab.worktree.config import load_committed_config
 from tavernlab.worktree.environment import HookContext, hook_environment
-from tavernlab.worktree.errors import ToolError
 from tavernlab.worktree.process import run_shell
 
 

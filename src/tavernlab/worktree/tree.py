@@ -2,7 +2,9 @@
 
 Counts untracked, staged and modified paths from ``git status --porcelain=v2``; gitignored
 files never count, so a worktree whose only dirt is ``node_modules`` reads clean. Configured
-noise paths (lockfiles a tool rewrites on every run) are reported but not counted.
+noise paths (lockfiles a tool rewrites on every run) are reported but not counted. The
+untracked mode is always explicit (``normal``, or ``all`` with noise paths), as newer upstream
+passes it, so ``status.showUntrackedFiles=no`` can never make a dirty tree read clean.
 """
 
 from __future__ import annotations
@@ -59,9 +61,8 @@ def tree_status(worktree: str | os.PathLike[str],
     in <wt> (exit <N>): …``.
     """
     path = os.fspath(worktree)
-    args = ["status", "--porcelain=v2", "-z"]
-    if noise_paths:
-        args.append("--untracked-files=all")
+    args = ["status", "--porcelain=v2", "-z",
+            "--untracked-files=all" if noise_paths else "--untracked-files=normal"]
     cwd = os.fspath(repo_root) if repo_root is not None else os.path.dirname(path) or "/"
     if not os.path.isdir(cwd):
         cwd = "/"

@@ -1,4 +1,4 @@
-"""The ``worktree-agent`` workflow (spec section 7.1) and its command line (section 7.2).
+"""The ``worktree-agent`` workflow (spec section 7.1).
 
 provision → agent step (any Python callable, handed the worktree) → gate → approval →
 cleanup. A failed gate keeps the worktree for inspection; a rejected approval keeps it too.
@@ -7,27 +7,23 @@ Cleanup passes no discard flags, so files the agent left uncommitted make it fai
 
 Upstream detail unknown for ``writeFiles`` and ``workspaceSlug``: tavernlab accepts both and
 passes them to provision and to ``spawn`` respectively.
+
+Upstream's ``worktree-agent`` command line (spec 7.2) exists to run this workflow against an
+agentproto daemon session over MCP. tavernlab has no daemon and no MCP client, so it ships no
+such command (tavernlab choice): a notebook or script runs the workflow with a
+:class:`CallableAgentHost` and an ``approve`` callable instead.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
-from tavernlab.worktree.errors import UsageError
+from tavernlab.worktree.runtime import WorktreeRuntime
 from tavernlab.worktree.tools import call_tool
 
-WORKFLOW_ID = "worktree-agent"
 APPROVAL_PROMPT = "Gate passed. Approve worktree cleanup?"
-
-USAGE = """usage: worktree-agent run --repo <path> --slug <id> --task "<prompt>" --gate "<cmd>"
-  [--base <ref>] [--adapter <slug>] [--deps-cmd "<cmd>"] [--copy-glob <glob>]...
-  [--link <path>]... [--write-file <json>]... [--no-cleanup] [--yes]"""
 
 
 class AgentHost(Protocol):
@@ -65,118 +61,25 @@ class CallableAgentHost:
 
 
 def run_worktree_agent(inputs: dict[str, Any], host: AgentHost,
-                       approve: Callable[[str], bool]) -> dict[str, Any]:
+                       approve: Callable[[str], bool],
+                       runtime: WorktreeRuntime | None = None) -> dict[str, Any]:
     """Run the workflow; returns ``{cwd, branch, gate, cleanup}``."""
     provision_input = {key: inputs[key] for key in
                        ("repoRoot", "slug", "base", "depsCmd", "copyGlobs", "linkPaths",
                         "writeFiles") if inputs.get(key) is not None}
-    out = call_tool("worktree.provision", provision_input)
+    out = call_tool("worktree.provision", provision_input, runtime)
     cwd, branch = out["cwd"], out["branch"]
     handle = host.spawn(inputs.get("adapter") or "claude-code",
                         {"cwd": cwd, "workspaceSlug": inputs.get("workspaceSlug"),
                          "stepId": "code"})
     host.send_and_wait(handle, inputs["task"])
-    gate = call_tool("worktree.run-gate", {"cwd": cwd, "cmd": inputs["gateCmd"]})
+    gate = call_tool("worktree.run-gate", {"cwd": cwd, "cmd": inputs["gateCmd"]}, runtime)
     if not gate["passed"]:
         cleanup: dict[str, Any] = {"removed": False, "reason": "gate_failed"}
     elif approve(APPROVAL_PROMPT):
         cleanup = call_tool("worktree.cleanup", {
             "repoRoot": inputs["repoRoot"], "cwd": cwd, "branch": branch,
-            "deleteBranch": inputs.get("deleteBranch", True)})
+            "deleteBranch": inputs.get("deleteBranch", True)}, runtime)
     else:
         cleanup = {"removed": False, "reason": "cleanup_rejected"}
     return {"cwd": cwd, "branch": branch, "gate": gate, "cleanup": cleanup}
-
-
-# -- command line -------------------------------------------------------------------------
-
-_VALUE_FLAGS = {"--repo": "repoRoot", "--slug": "slug", "--task": "task", "--gate": "gateCmd",
-                "--base": "base", "--adapter": "adapter", "--deps-cmd": "depsCmd"}
-_LIST_FLAGS = {"--copy-glob": "copyGlobs", "--link": "linkPaths", "--write-file": "writeFiles"}
-_REQUIRED = ("--repo", "--slug", "--task", "--gate")
-
-
-def _write_file(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise UsageError(f"--write-file value is not valid JSON: {raw}") from exc
-    ok = (isinstance(value, dict) and isinstance(value.get("path"), str)
-          and isinstance(value.get("content"), str)
-          and value.get("mode", "create") in ("create", "append")
-          and set(value) <= {"path", "content", "mode"})
-    if not ok:
-        raise UsageError('--write-file requires {"path": string, "content": string, '
-                         f'"mode"?: "create"|"append"}}: {raw}')
-    return dict(value)
-
-
-def parse_agent_args(argv: Sequence[str]) -> tuple[dict[str, Any], bool]:
-    """Parse ``worktree-agent`` arguments → (workflow input, ``yes``).
-
-    Raises :class:`UsageError` with upstream's messages (the full usage is appended for a
-    missing or unknown command).
-    """
-    if not argv:
-        raise UsageError(USAGE)
-    if argv[0] != "run":
-        raise UsageError(f"unknown command '{argv[0]}'\n{USAGE}")
-    inputs: dict[str, Any] = {}
-    yes = False
-    args = list(argv[1:])
-    index = 0
-    while index < len(args):
-        flag = args[index]
-        if flag in _VALUE_FLAGS or flag in _LIST_FLAGS:
-            if index + 1 >= len(args):
-                raise UsageError(f"flag '{flag}' requires a value")
-            value = args[index + 1]
-            index += 2
-            if flag in _VALUE_FLAGS:
-                inputs[_VALUE_FLAGS[flag]] = value
-            else:
-                item: Any = _write_file(value) if flag == "--write-file" else value
-                inputs.setdefault(_LIST_FLAGS[flag], []).append(item)
-        elif flag == "--no-cleanup":
-            inputs["deleteBranch"] = False
-            index += 1
-        elif flag == "--yes":
-            yes = True
-            index += 1
-        else:
-            raise UsageError(f"unrecognized flag '{flag}'")
-    missing = [flag for flag in _REQUIRED if _VALUE_FLAGS[flag] not in inputs]
-    if missing:
-        raise UsageError(f"missing required flag(s): {', '.join(missing)}")
-    inputs["repoRoot"] = os.path.abspath(inputs["repoRoot"])
-    inputs.setdefault("deleteBranch", True)
-    return inputs, yes
-
-
-def approve_cleanup(prompt: str, *, yes: bool, tty_path: str = "/dev/tty",
-                    stderr: TextIO | None = None) -> bool:
-    """The approval step: ``--yes`` approves, no TTY rejects, else ask ``[y/N]`` on the TTY.
-
-    Only a trimmed answer matching ``^y(es)?$`` (any case) approves.
-    """
-    err = stderr if stderr is not None else sys.stderr
-    if yes:
-        print(f"{prompt} — auto-approved (--yes)", file=err)
-        return True
-    try:
-        fd = os.open(tty_path, os.O_RDWR | os.O_NOCTTY)
-    except OSError:
-        print(f"{prompt} — no TTY attached, not approving (worktree left in place)", file=err)
-        return False
-    try:
-        os.write(fd, f"{prompt} [y/N] ".encode())
-        answer = b""
-        while not answer.endswith(b"\n"):
-            chunk = os.read(fd, 1024)
-            if not chunk:
-                break
-            answer += chunk
-    finally:
-        os.close(fd)
-    text = answer.decode("utf-8", errors="replace").strip()
-    return re.match(r"^y(es)?$", text, re.IGNORECASE) is not None
