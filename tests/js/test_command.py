@@ -182,7 +182,7 @@ def test_help_text_covers_section_5() -> None:
                    "process.argv", "@tauritavern/runtime", "workspace.readText/writeText/exists/"
                    "listFiles", "context.worldInfo, context.variables, context.macro",
                    "macros.render(text)", "128 KiB per stream", "process.exitCode (integer 0-255",
-                   "Bundle other libraries into the", "No Node/Deno APIs"):
+                   "Bundle other\n  libraries into the skill", "No Node/Deno APIs"):
         assert needle in HELP_TEXT
 
 

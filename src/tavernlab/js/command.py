@@ -35,6 +35,7 @@ tavernlab choices where upstream is unknown:
 
 from __future__ import annotations
 
+import textwrap
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -89,11 +90,10 @@ Context: context.worldInfo, context.variables, context.macro are frozen at
 Output: console.log/info/debug -> stdout, console.warn/error and log.* ->
   stderr; 128 KiB per stream. Print results with JSON.stringify.
 Exit: process.exitCode (integer 0-255, default 0); an uncaught error exits 1.
-Built-in modules: @tauritavern/runtime and the kit: @tauritavern/kit/dayjs,
-  es-toolkit, fast-xml-parser, marked, papaparse, slugify. Bundle other
-  libraries into the skill (scripts/vendor/). No Node/Deno APIs, npm,
-  TypeScript, network, timers or processes.
-"""
+""" + textwrap.fill(
+    f"Built-in modules: {COMMAND_BUILTINS.summary()}. Bundle other libraries into the skill "
+    "(scripts/vendor/). No Node/Deno APIs, npm, TypeScript, network, timers or processes.",
+    width=78, subsequent_indent="  ") + "\n"
 
 NO_SOURCE = "Provide a script file, -e SOURCE, or - for stdin. See js --help."
 EVAL_NEEDS_VALUE = "-e requires a value. See js --help."

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.js.errors import KitBuildFailed
 from tavernlab.js.kit.build import build_module
-from tavernlab.js.kit.errors import KitBuildFailed
 from tavernlab.js.kit.pins import PINS_BY_MODULE, CommonJsBuild, EsmBuild, KitPin
 
 from ..conftest import JsRunner, write

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.js.errors import KitBuildFailed
 from tavernlab.js.kit.bundle import bundle_esm, export_name
-from tavernlab.js.kit.errors import KitBuildFailed
 
 from ..conftest import JsRunner, write
 

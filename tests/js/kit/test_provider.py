@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.js.errors import KitDownloadFailed, KitIntegrityMismatch, KitUnavailable
 from tavernlab.js.kit.cache import KitCache
-from tavernlab.js.kit.errors import KitDownloadFailed, KitIntegrityMismatch, KitUnavailable
 from tavernlab.js.kit.pins import PINS, PINS_BY_MODULE, kit_key
 from tavernlab.js.kit.provider import (
     KitProgress,

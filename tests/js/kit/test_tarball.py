@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from tavernlab.js.kit.errors import KitBuildFailed, KitIntegrityMismatch
+from tavernlab.js.errors import KitBuildFailed, KitIntegrityMismatch
 from tavernlab.js.kit.pins import PINS_BY_MODULE, KitPin
 from tavernlab.js.kit.tarball import (
     MAX_UNPACKED_BYTES,

@@ -3,7 +3,7 @@
 No library code lives in this repository. :mod:`.pins` names each exact npm tarball and its
 SHA-512; :mod:`.provider` downloads, verifies, builds (:mod:`.build`, :mod:`.bundle`) and
 caches (:mod:`.cache`) one ES module per library, ahead of time (``tavernlab kit fetch``) or
-on the first import. The module loaders of :mod:`tavernlab.js.modules` ask
+on the first import. The built-in module set of :mod:`tavernlab.js.builtins` asks
 :func:`kit_module_source` for the source of an exact kit name.
 """
 

@@ -18,8 +18,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tavernlab.js.errors import KitBuildFailed
 from tavernlab.js.kit.bundle import bundle_esm, export_name
-from tavernlab.js.kit.errors import KitBuildFailed
 from tavernlab.js.kit.esm_graph import module_export_names
 from tavernlab.js.kit.pins import CommonJsBuild, EsmBuild, KitPin
 

@@ -15,7 +15,7 @@ offsets; this module links the records and emits:
 
 A graph that is one module without imports is returned unchanged (marked's ``marked.esm.js``).
 
-Refused with :class:`~tavernlab.js.kit.errors.KitBuildFailed` rather than bundled wrongly
+Refused with :class:`~tavernlab.js.errors.KitBuildFailed` rather than bundled wrongly
 (tavernlab choices; none occurs in the pinned packages): a bare or missing import, a cycle
 (exports are read when the importer starts, so a cycle would see unfinished modules), an
 exported ``let``/``var`` binding that the module assigns again (importers read its value

@@ -1,23 +1,24 @@
 """ES module graphs of a package, parsed for the kit bundler (:mod:`tavernlab.js.kit.bundle`).
 
 :func:`load_graph` parses the entry and every module it imports (relative specifiers only;
-values come from :func:`tavernlab.js.modules.scan_module`, the one place that reads them) into
+values come from :func:`tavernlab.js.scan.scan_module`, the one place that reads them) into
 :class:`EsmModule` records: what each module requests, binds, exports and re-exports, plus the
 byte-offset edits that remove its ``import``/``export`` syntax. :func:`check_wrappable`
 refuses what a function wrapper would change. Failures are
-:class:`~tavernlab.js.kit.errors.KitBuildFailed` naming the package file.
+:class:`~tavernlab.js.errors.KitBuildFailed` naming the package file.
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import tree_sitter_javascript
 from tree_sitter import Language, Node, Parser
 
-from tavernlab.js.kit.errors import KitBuildFailed
-from tavernlab.js.modules import SpecifierSite, dirname, join_relative, scan_module
+from tavernlab.js.errors import KitBuildFailed
+from tavernlab.js.scan import SpecifierSite, scan_module
 
 _LANGUAGE = Language(tree_sitter_javascript.language())
 _Sites = Mapping[int, SpecifierSite]
@@ -93,13 +94,22 @@ def _target(module: EsmModule, node: Node, sites: _Sites, package: str) -> str:
     if site is None or site.attributes:
         raise refused(package, module.path, "an import has attributes or no literal source")
     value = site.value
-    target = (join_relative(dirname(module.path), value)
-              if value.startswith(("./", "../")) else None)
+    target = _package_path(module.path, value)
     if target is None:
         raise refused(package, module.path, f"it imports `{value}`, outside the package")
     if target not in module.requests:
         module.requests.append(target)
     return target
+
+
+def _package_path(importer: str, specifier: str) -> str | None:
+    """The package file a relative ``specifier`` of ``importer`` names; ``None`` for a bare
+    name, an absolute path or one that climbs out of the package. (Package paths, not
+    workspace module names: the sandbox's loaders have their own rules.)"""
+    if not specifier.startswith(("./", "../")):
+        return None
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(importer), specifier))
+    return None if joined == ".." or joined.startswith("../") else joined
 
 
 def _import(module: EsmModule, node: Node, sites: _Sites, package: str) -> None:

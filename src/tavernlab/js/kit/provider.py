@@ -1,11 +1,12 @@
 """Where kit modules come from: the cache, else the npm registry (spec/js-and-skills.md 3.10).
 
-:func:`kit_module_source` is what the module loaders call for an ``@tauritavern/kit/*`` name:
-it returns the built module from the per-user cache, fetching and building it on demand the
-first time (only that library). :func:`fetch_kit` is ``tavernlab kit fetch``: every library
-(or the named ones), with progress events. Both read their settings from the environment at
-call time (:meth:`KitSettings.from_environment`), so a test or a user can point
-``TAVERNLAB_KIT_CACHE`` / ``TAVERNLAB_NPM_REGISTRY`` elsewhere without restarting anything.
+:func:`kit_module_source` is what :mod:`tavernlab.js.builtins` calls for an
+``@tauritavern/kit/*`` name: it returns the built module from the per-user cache, fetching
+and building it on demand the first time (only that library). :func:`fetch_kit` is
+``tavernlab kit fetch``: every library (or the named ones), with progress events. Both read
+their settings from the environment at call time (:meth:`KitSettings.from_environment`), so
+a test or a user can point ``TAVERNLAB_KIT_CACHE`` / ``TAVERNLAB_NPM_REGISTRY`` elsewhere
+without restarting anything.
 
 Fetching one library: download (bounded, timed out) -> check the SHA-512 against the pin ->
 read the tarball in memory -> build -> write atomically. Any failure before the write leaves
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from tavernlab.js.errors import KitDownloadFailed, KitUnavailable, UnknownKitModule
 from tavernlab.js.kit.build import build_module
 from tavernlab.js.kit.cache import CACHE_ENV, CachedModule, KitCache, cache_root
-from tavernlab.js.kit.errors import KitDownloadFailed, KitUnavailable, UnknownKitModule
 from tavernlab.js.kit.pins import PINS, PINS_BY_MODULE, KitPin
 from tavernlab.js.kit.registry import download_tarball, registry_url
 from tavernlab.js.kit.tarball import read_package, verify_integrity

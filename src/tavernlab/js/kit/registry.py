@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 
-from tavernlab.js.kit.errors import KitDownloadFailed
+from tavernlab.js.errors import KitDownloadFailed
 from tavernlab.js.kit.pins import DEFAULT_REGISTRY, KitPin
 
 #: Environment variable naming the registry base URL (wins over npm's own variables).

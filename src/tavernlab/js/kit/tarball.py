@@ -16,7 +16,7 @@ import hmac
 import io
 import tarfile
 
-from tavernlab.js.kit.errors import KitBuildFailed, KitIntegrityMismatch
+from tavernlab.js.errors import KitBuildFailed, KitIntegrityMismatch
 from tavernlab.js.kit.pins import KitPin
 
 #: Most members a kit tarball may hold (es-toolkit 1.50.0 has about 4000).
