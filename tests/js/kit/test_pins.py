@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from tavernlab.js.kit.cache import cache_root
-from tavernlab.js.kit.pins import DEFAULT_REGISTRY, KIT_MODULES, PINS, find_pin, kit_key
+from tavernlab.js.kit.pins import (
+    DEFAULT_REGISTRY,
+    KIT_MODULES,
+    PINS,
+    PINS_BY_MODULE,
+    kit_key,
+)
 from tavernlab.js.kit.registry import registry_url
 
 
@@ -35,10 +41,10 @@ def test_tarballs_and_integrities_have_the_registry_shape() -> None:
 
 
 def test_names_are_exact() -> None:
-    assert find_pin("@tauritavern/kit/marked") is PINS[3]
+    assert PINS_BY_MODULE.get("@tauritavern/kit/marked") is PINS[3]
     for other in ("@tauritavern/kit/marked/lib.js", "@tauritavern/Kit/marked", "marked",
                   "@tauritavern/kit/lodash"):
-        assert find_pin(other) is None
+        assert PINS_BY_MODULE.get(other) is None
 
 
 def test_a_mirror_serves_the_same_path() -> None:

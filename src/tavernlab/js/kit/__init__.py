@@ -11,10 +11,9 @@ from tavernlab.js.kit.pins import KIT_MODULES
 from tavernlab.js.kit.provider import (
     KitSettings,
     fetch_kit,
-    is_kit_module,
     kit_module_source,
     kit_status,
 )
 
-__all__ = ["KIT_MODULES", "KitSettings", "fetch_kit", "is_kit_module", "kit_module_source",
+__all__ = ["KIT_MODULES", "KitSettings", "fetch_kit", "kit_module_source",
            "kit_status"]

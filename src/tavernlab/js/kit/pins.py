@@ -157,7 +157,3 @@ def kit_key(pins: tuple[KitPin, ...] = PINS) -> str:
     payload = json.dumps([BUILD_FORMAT, [repr(pin) for pin in pins]]).encode("utf-8")
     return f"{BUILD_FORMAT}-{hashlib.sha256(payload).hexdigest()[:16]}"
 
-
-def find_pin(module: str) -> KitPin | None:
-    """The pin of the exact kit module name ``module``, or ``None``."""
-    return PINS_BY_MODULE.get(module)

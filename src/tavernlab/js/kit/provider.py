@@ -139,11 +139,6 @@ def kit_status(settings: KitSettings | None = None) -> list[tuple[KitPin, Cached
     return [(pin, cache.read(pin)) for pin in PINS]
 
 
-def is_kit_module(name: str) -> bool:
-    """Whether ``name`` is exactly one of the six kit module names."""
-    return name in PINS_BY_MODULE
-
-
 def kit_module_source(module: str, settings: KitSettings | None = None) -> str:
     """The source of the kit module ``module`` (an exact kit name), fetched on demand.
 
