@@ -31,7 +31,9 @@ their module when they live beside their engine)::
     │   ├── ModuleLoadError             js.module_load_failed
     │   ├── SkillScriptError            skill.run_script_*
     │   ├── SkillScriptValidationError  skill.run_script_invalid_request
-    │   └── SkillScriptContextError     agent.invalid_skill_script_context
+    │   ├── SkillScriptContextError     agent.invalid_skill_script_context
+    │   └── KitError                    js.kit_*         the script kit: download, integrity,
+    │                                                    build, unavailable, unknown name
     ├── SkillError                      skill.*          skill packages (skills/errors.py)
     ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
     │   ├── GitError                    worktree.git_failed

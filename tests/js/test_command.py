@@ -192,11 +192,14 @@ def test_help_text_covers_section_5() -> None:
                    "process.argv", "@tauritavern/runtime", "workspace.readText/writeText/exists/"
                    "listFiles", "context.worldInfo, context.variables, context.macro",
                    "macros.render(text)", "128 KiB per stream", "process.exitCode (integer 0-255",
-                   "Bundle other libraries into the", "(scripts/vendor/)", "No Node/Deno APIs"):
+                   "Bundle other\n  libraries into the skill", "(scripts/vendor/)",
+                   "No Node/Deno APIs"):
         assert needle in HELP_TEXT
-    assert HELP_TEXT.endswith("Built-in modules: @tauritavern/runtime. Bundle other libraries "
-                              "into the skill\n  (scripts/vendor/). No Node/Deno APIs, npm, "
-                              "TypeScript, network, timers or\n  processes.\n")
+    assert HELP_TEXT.endswith(
+        "Built-in modules: @tauritavern/runtime and the kit: @tauritavern/kit/dayjs,\n"
+        "  es-toolkit, fast-xml-parser, marked, papaparse, slugify. Bundle other\n"
+        "  libraries into the skill (scripts/vendor/). No Node/Deno APIs, npm,\n"
+        "  TypeScript, network, timers or processes.\n")
     assert help_text(COMMAND_BUILTINS) == HELP_TEXT
 
 

@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "tavernlab.cli.workspace",
     "tavernlab.cli.shell",
     "tavernlab.cli.skills",
+    "tavernlab.cli.kit",
     "tavernlab.cli.worktree",
 )
 

@@ -18,16 +18,19 @@ the loader's own path rules:
   failure located at the import.
 
 Where the kit plugs in: ``tavernlab.js.kit`` (kept free of imports from this module) exposes
-the kit's module names and a function that returns a module's source; the two sets below add
-one ``BuiltinModule(name, source=..., group="kit")`` per kit module. ``js --help`` lists
-whatever the command's set holds (:meth:`BuiltinModules.summary`), so the help and the
-resolver can never disagree.
+the kit's module names and a function that returns a module's source; the two sets below
+hold one ``BuiltinModule(name, source=..., group="kit")`` per kit module
+(:func:`kit_builtin`). ``js --help`` lists whatever the command's set holds
+(:meth:`BuiltinModules.summary`), so the help and the resolver can never disagree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from tavernlab.js.errors import KitError, ModuleLoadError
+from tavernlab.js.kit import KIT_MODULES, kit_module_source
 
 #: The V5 runtime API module.
 RUNTIME_MODULE = "@tauritavern/runtime"
@@ -81,8 +84,25 @@ class BuiltinModules:
         return " and ".join(parts)
 
 
+def kit_builtin(name: str) -> BuiltinModule:
+    """The kit module ``name`` as a built-in: its source comes from the per-user kit cache,
+    fetched on demand (:func:`tavernlab.js.kit.kit_module_source`); a kit failure (offline
+    without a cache, a tarball that fails its integrity check) becomes the import's
+    :class:`ModuleLoadError` with the kit's message."""
+
+    def source() -> str:
+        try:
+            return kit_module_source(name)
+        except KitError as exc:
+            raise ModuleLoadError(exc.message) from None
+
+    return BuiltinModule(name, source=source, group="kit")
+
+
+#: The six kit modules (section 3.10), shared by both modes.
+KIT_BUILTINS = tuple(kit_builtin(name) for name in KIT_MODULES)
 #: The V5 command's built-in modules (section 3.8).
-COMMAND_BUILTINS = BuiltinModules([BuiltinModule(RUNTIME_MODULE)])
-#: The legacy engine's built-in modules (7.3, 7.4): the V2 name and the V3 name.
+COMMAND_BUILTINS = BuiltinModules([BuiltinModule(RUNTIME_MODULE), *KIT_BUILTINS])
+#: The legacy engine's built-in modules (7.3, 7.4): the V2 name, the V3 name and the kit.
 LEGACY_BUILTINS = BuiltinModules([BuiltinModule(LEGACY_RUNTIME_MODULE),
-                                  BuiltinModule(RUNTIME_MODULE)])
+                                  BuiltinModule(RUNTIME_MODULE), *KIT_BUILTINS])

@@ -11,7 +11,13 @@
     ├── ModuleLoadError                 js.module_load_failed     an import cannot load
     ├── SkillScriptError                skill.run_script_*        a recoverable legacy failure
     ├── SkillScriptValidationError      skill.run_script_invalid_request   aborts the call
-    └── SkillScriptContextError         agent.invalid_skill_script_context
+    ├── SkillScriptContextError         agent.invalid_skill_script_context
+    └── KitError                        js.kit_error              a kit module cannot be provided
+        ├── KitDownloadFailed           js.kit_download_failed    registry unreachable or refusing
+        ├── KitIntegrityMismatch        js.kit_integrity_mismatch a tarball with another sha512
+        ├── KitBuildFailed              js.kit_build_failed       a tarball the kit cannot build
+        ├── KitUnavailable              js.kit_unavailable        not cached and not fetchable
+        └── UnknownKitModule            js.kit_unknown_module     not one of the six kit names
 
 :class:`CapabilityError` never reaches a caller: a capability server raises it and the guest
 sees ``new <kind>(message)``. The others are what the sandbox's entry points raise or turn
@@ -113,3 +119,44 @@ class SkillScriptContextError(SandboxError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(f"agent.invalid_skill_script_context: {detail}")
+
+
+# --- the script kit (spec 3.10; tavernlab's own wording: upstream ships the kit in its binary)
+
+
+class KitError(SandboxError):
+    """Base of the kit failures (a kit module could not be provided)."""
+
+    code = "js.kit_error"
+
+
+class KitDownloadFailed(KitError):
+    """The registry could not be reached, answered with an error or sent too many bytes."""
+
+    code = "js.kit_download_failed"
+
+
+class KitIntegrityMismatch(KitError):
+    """A tarball whose ``sha512`` differs from the pinned integrity; nothing was extracted."""
+
+    code = "js.kit_integrity_mismatch"
+
+
+class KitBuildFailed(KitError):
+    """A verified tarball that cannot become a kit module (a missing or unsafe member, an
+    import form the kit bundler refuses, exports that differ from the pins)."""
+
+    code = "js.kit_build_failed"
+
+
+class KitUnavailable(KitError):
+    """A kit module that is neither cached nor obtainable now; the message names the module,
+    ``tavernlab kit fetch`` and the cache directory."""
+
+    code = "js.kit_unavailable"
+
+
+class UnknownKitModule(KitError):
+    """A name that is not one of the six kit modules (``tavernlab kit fetch NAME``)."""
+
+    code = "js.kit_unknown_module"
