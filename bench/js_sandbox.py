@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import statistics
 import tempfile
 import threading
@@ -73,6 +74,20 @@ def samples_ms(action: Callable[[], object], runs: int, warmup: int = 5) -> list
     return out
 
 
+def warm_samples_ms(action: Callable[[], object], runs: int, idle_ms: float) -> list[float]:
+    """Like :func:`samples_ms`, but each sample first leaves the workers ``idle_ms`` idle."""
+
+    def one() -> float:
+        time.sleep(idle_ms / 1000)
+        start = time.perf_counter()
+        action()
+        return (time.perf_counter() - start) * 1000
+
+    for _ in range(5):
+        one()
+    return [one() for _ in range(runs)]
+
+
 def p90(values: list[float]) -> float:
     """The 90th percentile."""
     return statistics.quantiles(values, n=10)[-1]
@@ -97,20 +112,46 @@ def bare_jsbox(modules: dict[str, str], entry: str) -> object:
     return lines
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of the processes ``pids`` (from ``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+class CpuMeter:
+    """CPU time spent by this process and the given workers between start and stop."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.start = time.process_time() + cpu_seconds(pids)
+
+    def per_job_ms(self, jobs: int) -> float:
+        """CPU milliseconds per job since the meter started."""
+        return (time.process_time() + cpu_seconds(self.pids) - self.start) / jobs * 1000
+
+
 def baseline_task(_: int) -> int:
     """One job of the baseline pool: a fresh Runtime runs ``console.log(1)``."""
     return len(bare_jsbox({"/<eval>": "console.log(1)"}, "/<eval>"))  # type: ignore[arg-type]
 
 
-def baseline_throughput(jobs: int) -> float:
-    """Jobs per second of jsbox in a 2-process ``multiprocessing`` pool."""
+def baseline_throughput(jobs: int) -> tuple[float, float]:
+    """Jobs per second, and CPU ms per job, of jsbox in a 2-process ``multiprocessing``
+    pool."""
     with multiprocessing.get_context("spawn").Pool(2) as workers:
         list(workers.imap_unordered(baseline_task, range(200), chunksize=1))  # warm up
+        meter = CpuMeter([p.pid for p in workers._pool])  # type: ignore[attr-defined]
         start = time.perf_counter()
         done = sum(workers.imap_unordered(baseline_task, range(jobs), chunksize=1))
         elapsed = time.perf_counter() - start
+        cpu = meter.per_job_ms(jobs)
     assert done == jobs
-    return jobs / elapsed
+    return jobs / elapsed, cpu
 
 
 def pool_throughput(js: Callable[..., object], jobs: int, threads: int) -> float:
@@ -163,15 +204,7 @@ def main() -> None:
     bare = samples_ms(lambda: bare_jsbox({"/<eval>": "console.log(1)"}, "/<eval>"),
                       options.runs)
 
-    def idle_then_js() -> float:
-        time.sleep(options.idle / 1000)
-        start = time.perf_counter()
-        js("-e", "console.log(1)")
-        return (time.perf_counter() - start) * 1000
-
-    for _ in range(5):
-        idle_then_js()
-    warm = [idle_then_js() for _ in range(options.runs)]
+    warm = warm_samples_ms(lambda: js("-e", "console.log(1)"), options.runs, options.idle)
     back_to_back = samples_ms(lambda: js("-e", "console.log(1)"), options.runs)
     report("fresh jsbox Runtime in-process (baseline)", bare)
     report(f"warm pool (worker idle {options.idle:g} ms)", warm, bare)
@@ -185,24 +218,31 @@ def main() -> None:
         "{ listFiles: () => [] };\n").replace("process.argv.slice(2)", "['A Title Here']"),
         "/scratch/lib/slug.js": SLUG, "/scratch/lib/count.js": COUNT}
     bare3 = samples_ms(lambda: bare_jsbox(bare_modules, "/scratch/main.js"), options.runs)
-    v5 = samples_ms(lambda: js("/scratch/main.js", "A Title Here"), options.runs)
+    v5 = warm_samples_ms(lambda: js("/scratch/main.js", "A Title Here"), options.runs,
+                         options.idle)
     request = SkillScriptRequest(
         skill="bench", entry="scripts/main.js", args={"title": "A Title Here"},
         modules={"scripts/main.js": LEGACY_MAIN, "scripts/lib/slug.js": SLUG,
                  "scripts/lib/count.js": COUNT},
         visible_roots=("output", "scratch"), writable_roots=("output", "scratch"))
-    legacy = samples_ms(lambda: run_skill_script(request, pool=pool), options.runs)
+    legacy = warm_samples_ms(lambda: run_skill_script(request, pool=pool), options.runs,
+                             options.idle)
     report("bare jsbox in-process (baseline)", bare3)
-    report("js /scratch/main.js (V5 command)", v5, bare3)
-    report("run_skill_script (legacy engine)", legacy, bare3)
+    report("js /scratch/main.js (V5 command, warm)", v5, bare3)
+    report("run_skill_script (legacy engine, warm)", legacy, bare3)
 
-    print("3. throughput with 2 workers")
-    baseline_rate = baseline_throughput(options.jobs)
-    print(f"  jsbox in a 2-process multiprocessing pool (baseline): {baseline_rate:7.0f} jobs/s")
+    print("3. throughput with 2 workers (CPU ms per job: parent + workers, load-independent)")
+    baseline_rate, baseline_cpu = baseline_throughput(options.jobs)
+    print(f"  jsbox, 2-process multiprocessing pool (baseline): {baseline_rate:6.0f} jobs/s"
+          f"   {baseline_cpu:.3f} CPU ms/job")
     for threads in (1, 2, 4):
+        meter = CpuMeter(pool.worker_pids())
         rate = pool_throughput(js, options.jobs, threads)
-        print(f"  run_js_command, {threads} submitting thread(s):          {rate:7.0f} jobs/s"
-              f"   x{rate / baseline_rate:.2f} of baseline (target >= 3000 jobs/s)")
+        cpu = meter.per_job_ms(options.jobs // threads * threads)
+        print(f"  run_js_command, {threads} submitting thread(s):      {rate:6.0f} jobs/s"
+              f"   {cpu:.3f} CPU ms/job   x{rate / baseline_rate:.2f} of baseline rate")
+    print("  target: >= 3000 jobs/s; 2 threads per worker never slower than 1")
+    print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     print("4. workers")
     print(f"  cold pool start (2 workers, spawn to ready): {cold_pool_ms:.1f} ms")

@@ -36,8 +36,10 @@ from tavernlab.js.limits import EXIT_CODE_INVALID, LINE_EXCEEDED, OUTPUT_EXCEEDE
 CORE_MODULE = "<tavernlab:core>"
 MAIN_MODULE = "<tavernlab:main>"
 
-# Compiling costs about 3-5 us per function literal here (more than its statements), so the
-# script builds repeated functions from small factories instead of writing each one out.
+# Compiling costs about 3-5 us per function literal here (more than its statements), and the
+# core is compiled for every job: repeated functions come from small factories, and parts
+# most jobs never need (describing a failure, the deterministic clock) are kept as source
+# and compiled on first use with the Function constructor captured before any script ran.
 _CORE_TEMPLATE = r"""(() => {
 "use strict";
 const host = globalThis.__tavernlab_host;
@@ -55,6 +57,7 @@ const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
 const construct = Reflect.construct;
 const imul = Math.imul;
+const compile = Function;
 const NativeDate = Date;
 const ERRORS = { Error, TypeError, RangeError };
 const OUTPUT_ERRORS = [null, @@OUTPUT_EXCEEDED@@, @@LINE_EXCEEDED@@];
@@ -80,43 +83,6 @@ function write(stream, args) {
 function str(value, what) {
   if (typeof value !== "string") throw new TypeError(what + " must be a string");
   return wellFormed(value);
-}
-
-// Deterministic time: reading k (from 0) of Date.now(), new Date(), Date() and
-// performance.now() is origin + k ms (performance.now() returns k: ms since timeOrigin).
-function installClock(origin) {
-  let ticks = 0;
-  const read = () => origin + ticks++;
-  const DeterministicDate = function Date(...args) {
-    if (new.target === undefined) return new NativeDate(read()).toString();
-    return construct(NativeDate, args.length === 0 ? [read()] : args, new.target);
-  };
-  defineProperty(DeterministicDate, "length", { value: 7 });
-  DeterministicDate.prototype = NativeDate.prototype;
-  defineProperty(NativeDate.prototype, "constructor", hidden(DeterministicDate));
-  defineProperty(DeterministicDate, "now", hidden(read));
-  defineProperty(DeterministicDate, "parse", hidden(NativeDate.parse));
-  defineProperty(DeterministicDate, "UTC", hidden(NativeDate.UTC));
-  defineProperty(globalThis, "Date", hidden(DeterministicDate));
-  const performance = freeze({ timeOrigin: origin, now: () => read() - origin });
-  defineProperty(globalThis, "performance",
-                 { value: performance, writable: true, configurable: true, enumerable: true });
-}
-
-// Seeded Math.random: xoshiro128** over the four 32-bit words of the job's state; each
-// value takes two outputs, 27 + 26 bits: (a >>> 5) * 2^26 + (b >>> 6), divided by 2^53.
-function installRandom(state) {
-  let s0 = state[0] | 0, s1 = state[1] | 0, s2 = state[2] | 0, s3 = state[3] | 0;
-  const next = () => {
-    const m = imul(s1, 5);
-    const result = imul((m << 7) | (m >>> 25), 9) >>> 0;
-    const t = s1 << 9;
-    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = (s3 << 11) | (s3 >>> 21);
-    return result;
-  };
-  defineProperty(Math, "random", hidden(function random() {
-    return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
-  }));
 }
 
 let exitCode = 0;
@@ -172,30 +138,22 @@ function runtimeLog(legacy) {
   return freeze(log);
 }
 
-function describe(error) {
-  let text = "";
-  let stack = "";
-  let name = null;
-  let message = null;
-  try { text = S(error); } catch (_) { text = "[exception could not be converted to a string]"; }
-  try {
-    if ((typeof error === "object" && error !== null) || typeof error === "function") {
-      const s = error.stack;
-      if (typeof s === "string") stack = s;
-      const n = error.name;
-      if (typeof n === "string") name = wellFormed(n);
-      const m = error.message;
-      if (typeof m === "string") message = wellFormed(m);
-    }
-  } catch (_) {}
-  return { ok: false, text: wellFormed(text), stack: wellFormed(stack), name, message };
+// Rarely needed parts are compiled on first use, with the intrinsics captured above.
+let describe = (error) => {
+  describe = compile("return " + @@DESCRIBE@@)()(S, wellFormed);
+  return describe(error);
+};
+function installDeterminism(config) {
+  const install = compile("return " + @@DETERMINISM@@)()(
+    { NativeDate, construct, defineProperty, freeze, hidden, imul });
+  if (config.timeOrigin !== null) install.clock(config.timeOrigin);
+  if (config.randomState !== null) install.random(config.randomState);
 }
 
 function start() {
   const config = globalThis.__tavernlab_config;
   delete globalThis.__tavernlab_config;
-  if (config.timeOrigin !== null) installClock(config.timeOrigin);
-  if (config.randomState !== null) installRandom(config.randomState);
+  if (config.timeOrigin !== null || config.randomState !== null) installDeterminism(config);
   workspace = freeze({
     readText(path) { return call("readText", str(path, "path")); },
     writeText(path, text) { call("writeText", str(path, "path"), str(text, "text")); },
@@ -215,7 +173,7 @@ function start() {
     api: { workspace, context, macros, log },
     entry: config.entry,
     exitCode: () => exitCode,
-    describe,
+    describe: (error) => describe(error),
     stringify,
     args: config.mode === "legacy" ? parse(config.args) : undefined,
   };
@@ -224,8 +182,75 @@ defineProperty(globalThis, "__tavernlab_core", hidden(start));
 })();
 """
 
-#: The core script (see the module docstring), with the fixed messages filled in.
+#: The failure description of the bootstraps (``String(error)``, ``stack``, ``name``,
+#: ``message``, all well-formed), compiled by the core on the first failure.
+DESCRIBE_SOURCE = r"""(S, wellFormed) => function describe(error) {
+  let text = "";
+  let stack = "";
+  let name = null;
+  let message = null;
+  try { text = S(error); } catch (_) { text = "[exception could not be converted to a string]"; }
+  try {
+    if ((typeof error === "object" && error !== null) || typeof error === "function") {
+      const s = error.stack;
+      if (typeof s === "string") stack = s;
+      const n = error.name;
+      if (typeof n === "string") name = wellFormed(n);
+      const m = error.message;
+      if (typeof m === "string") message = wellFormed(m);
+    }
+  } catch (_) {}
+  return { ok: false, text: wellFormed(text), stack: wellFormed(stack), name, message };
+}
+"""
+
+#: The deterministic clock and random generator of :mod:`tavernlab.js.determinism`,
+#: compiled by the core only for a job that carries a time origin or a random state.
+DETERMINISM_SOURCE = r"""({ NativeDate, construct, defineProperty, freeze, hidden, imul }) => ({
+// Deterministic time: reading k (from 0) of Date.now(), new Date(), Date() and
+// performance.now() is origin + k ms (performance.now() returns k: ms since timeOrigin).
+clock(origin) {
+  let ticks = 0;
+  const read = () => origin + ticks++;
+  const DeterministicDate = function Date(...args) {
+    if (new.target === undefined) return new NativeDate(read()).toString();
+    return construct(NativeDate, args.length === 0 ? [read()] : args, new.target);
+  };
+  defineProperty(DeterministicDate, "length", { value: 7 });
+  DeterministicDate.prototype = NativeDate.prototype;
+  defineProperty(NativeDate.prototype, "constructor", hidden(DeterministicDate));
+  defineProperty(DeterministicDate, "now", hidden(read));
+  defineProperty(DeterministicDate, "parse", hidden(NativeDate.parse));
+  defineProperty(DeterministicDate, "UTC", hidden(NativeDate.UTC));
+  defineProperty(globalThis, "Date", hidden(DeterministicDate));
+  const performance = freeze({ timeOrigin: origin, now: () => read() - origin });
+  defineProperty(globalThis, "performance",
+                 { value: performance, writable: true, configurable: true, enumerable: true });
+},
+
+// Seeded Math.random: xoshiro128** over the four 32-bit words of the job's state; each
+// value takes two outputs, 27 + 26 bits: (a >>> 5) * 2^26 + (b >>> 6), divided by 2^53.
+random(state) {
+  let s0 = state[0] | 0, s1 = state[1] | 0, s2 = state[2] | 0, s3 = state[3] | 0;
+  const next = () => {
+    const m = imul(s1, 5);
+    const result = imul((m << 7) | (m >>> 25), 9) >>> 0;
+    const t = s1 << 9;
+    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = (s3 << 11) | (s3 >>> 21);
+    return result;
+  };
+  defineProperty(Math, "random", hidden(function random() {
+    return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+  }));
+}
+})
+"""
+
+#: The core script (see the module docstring), with the fixed messages and the lazily
+#: compiled parts filled in.
 CORE_SCRIPT = (_CORE_TEMPLATE.replace("@@OUTPUT_EXCEEDED@@", json.dumps(OUTPUT_EXCEEDED))
+               .replace("@@DESCRIBE@@", json.dumps(DESCRIBE_SOURCE))
+               .replace("@@DETERMINISM@@", json.dumps(DETERMINISM_SOURCE))
                .replace("@@LINE_EXCEEDED@@", json.dumps(LINE_EXCEEDED))
                .replace("@@EXIT_CODE_INVALID@@", json.dumps(EXIT_CODE_INVALID)))
 
