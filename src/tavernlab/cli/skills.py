@@ -3,8 +3,17 @@
 ``install`` and ``list`` work on a lab directory given with ``--lab`` (default
 ``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``, the lab ``tavernlab demo`` creates; the
 shared rule of :func:`tavernlab.cli.common.lab_path`), whose skills live under
-``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab. Bad input prints one
-line, ``error: <code>: <message>``, and exits 1 (the shared handler in :mod:`tavernlab.cli`);
+``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab.
+
+``validate`` and ``install`` print one line per package found in the source, in the order of
+the package folders: ``ok <name>: ...`` / ``installed: <name> in <scope> ...`` for a valid
+package (its warnings follow on indented ``  warning: ...`` lines) and ``invalid <folder>:
+<message>`` (``invalid: <folder>: <message>`` for ``install``) for one that failed validation
+(``.`` is the source's top). The valid packages are
+installed all the same; the command exits 1 when any package was invalid (tavernlab's way of
+surfacing spec 8.7's report). A bad source as a whole (missing, unreadable, no ``SKILL.md``
+anywhere, a refused archive) or a conflict without ``--replace``/``--skip`` prints one line,
+``error: <code>: <message>``, and exits 1 (the shared handler in :mod:`tavernlab.cli`);
 nothing is installed or written then.
 """
 
@@ -19,9 +28,10 @@ from typing import Any
 
 from tavernlab.cli.common import add_lab_argument, lab_path
 from tavernlab.skills.archive import write_archive
+from tavernlab.skills.collection import InvalidPackage
 from tavernlab.skills.errors import InvalidSkillPackage, SkillError, SkillStorageError
 from tavernlab.skills.package import SkillPackage
-from tavernlab.skills.repository import ConflictChoice, SkillRepository
+from tavernlab.skills.repository import ConflictChoice, SkillInstallResult, SkillRepository
 from tavernlab.skills.source import load_directory, load_source
 
 
@@ -84,37 +94,51 @@ def _describe(package: SkillPackage) -> str:
             f"installed hash {package.installed_hash}")
 
 
+def _invalid_line(invalid: InvalidPackage, word: str) -> str:
+    return f"{word} {invalid.location}: {invalid.message}"
+
+
+def _print_in_origin_order(lines: list[tuple[str, list[str]]]) -> None:
+    """Print ``(origin, lines)`` groups sorted by origin."""
+    for _, group in sorted(lines, key=lambda item: item[0]):
+        for line in group:
+            print(line)
+
+
 def _validate(args: argparse.Namespace) -> int:
-    packages = load_source(args.path)
+    scan = load_source(args.path)
     if args.json:
-        _print_json([p.summary() for p in packages])
-        return 0
-    for package in packages:
-        print(f"ok {_describe(package)}")
-        for warning in package.warnings:
-            print(f"  warning: {warning}")
-    return 0
+        _print_json({"packages": [p.summary() for p in scan.packages],
+                     "invalid": [i.to_json() for i in scan.invalid]})
+        return 0 if scan.ok else 1
+    groups = [(p.origin, [f"ok {_describe(p)}"] + [f"  warning: {w}" for w in p.warnings])
+              for p in scan.packages]
+    groups += [(i.origin, [_invalid_line(i, "invalid")]) for i in scan.invalid]
+    _print_in_origin_order(groups)
+    return 0 if scan.ok else 1
 
 
 _ACTION_WORDS = {"installed": "installed", "replaced": "replaced",
                  "already_installed": "already installed", "skipped": "skipped (kept installed)"}
 
 
+def _result_lines(result: SkillInstallResult) -> list[str]:
+    digest = result.skill.installed_hash if result.skill else ""
+    return ([f"{_ACTION_WORDS[result.action]}: {result.name} in {result.scope.key} "
+             f"(installed hash {digest})"] + [f"  warning: {w}" for w in result.warnings])
+
+
 def _install(args: argparse.Namespace) -> int:
     on_conflict: ConflictChoice | None = args.on_conflict
-    results = SkillRepository(lab_path(args)).install(args.path, scope=args.scope,
-                                                on_conflict=on_conflict)
+    report = SkillRepository(lab_path(args)).install(args.path, scope=args.scope,
+                                                     on_conflict=on_conflict)
     if args.json:
-        _print_json([r.model_dump(by_alias=True, exclude_none=True, mode="json")
-                     for r in results])
-        return 0
-    for result in results:
-        digest = result.skill.installed_hash if result.skill else ""
-        print(f"{_ACTION_WORDS[result.action]}: {result.name} in {result.scope.key} "
-              f"(installed hash {digest})")
-        for warning in result.warnings:
-            print(f"  warning: {warning}")
-    return 0
+        _print_json(report.to_json())
+        return 0 if report.ok else 1
+    groups = [(r.origin, _result_lines(r)) for r in report.results]
+    groups += [(i.origin, [_invalid_line(i, "invalid:")]) for i in report.invalid]
+    _print_in_origin_order(groups)
+    return 0 if report.ok else 1
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -140,7 +164,7 @@ def _pack(args: argparse.Namespace) -> int:
     folder: Path = args.dir
     if not folder.is_dir() or folder.is_symlink():
         raise InvalidSkillPackage(f"pack needs a skill directory: {folder}")
-    packages = load_directory(folder)
+    packages = load_directory(folder).require_valid()
     files = {(f"{p.origin}/{path}" if p.origin else path): data
              for p in packages for path, data in p.contents.items()}
     name = packages[0].name if len(packages) == 1 else folder.resolve().name

@@ -13,6 +13,7 @@ from tavernlab.skills.binding import (
     resolve_effective_skills,
     skill_list,
 )
+from tavernlab.skills.collection import InvalidPackage, SourceScan
 from tavernlab.skills.errors import (
     InvalidSkillIndex,
     InvalidSkillPackage,
@@ -25,10 +26,16 @@ from tavernlab.skills.errors import (
 from tavernlab.skills.index import SkillIndexEntry, SkillScope, SkillSourceRef
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.package import SkillFileRef, SkillPackage
-from tavernlab.skills.repository import SkillInstallResult, SkillRepository, SkillSource
+from tavernlab.skills.repository import (
+    SkillInstallReport,
+    SkillInstallResult,
+    SkillRepository,
+    SkillSource,
+)
 
 __all__ = [
     "BoundSkillsMount",
+    "InvalidPackage",
     "InvalidSkillIndex",
     "InvalidSkillPackage",
     "InvalidSkillScope",
@@ -37,6 +44,7 @@ __all__ = [
     "SkillError",
     "SkillFileRef",
     "SkillIndexEntry",
+    "SkillInstallReport",
     "SkillInstallResult",
     "SkillNotFound",
     "SkillPackage",
@@ -46,6 +54,7 @@ __all__ = [
     "SkillSource",
     "SkillSourceRef",
     "SkillStorageError",
+    "SourceScan",
     "bind_skills",
     "render_skill_prompt",
     "resolve_effective_skills",

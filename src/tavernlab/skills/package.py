@@ -8,13 +8,17 @@ list, installed hash and warnings. Reading sources (directories, ZIPs) lives in
 tavernlab choices where upstream detail is unknown:
 
 * ``SKILL.md`` that is not UTF-8 fails with ``SKILL.md must be UTF-8 text``.
-* A missing ``name`` (or a non-string one) fails with ``SKILL.md frontmatter must include
-  name``; a blank ``description`` fails with ``description cannot be empty`` (the spec's
-  literal), a missing or non-string one with ``SKILL.md frontmatter must include description``.
+* A ``name`` or ``description`` that is missing, not a string, empty or only whitespace fails
+  with ``SKILL.md frontmatter must include name`` / ``... must include description`` (upstream's
+  front-matter reader drops blank values, so they count as missing).
 * Optional front matter fields of the wrong type (``license``, ``metadata.author``,
   ``metadata.version`` not strings, ``metadata.tags`` not a list) are ignored like upstream
   does, but each produces a warning instead of vanishing silently.
-* Path-rule messages name the offending path: ``Skill file path cannot contain .. (`../x`)``.
+* Path-rule messages name the offending path: ``Skill file path cannot contain .. (`../x`)``;
+  control characters in it are written as escapes (:func:`printable`), and a path holding one
+  (U+0000-U+001F, U+007F-U+009F) is refused like a NUL.
+* Warnings follow upstream: only a package with files under ``scripts/`` or with binary files
+  gets one (the wording is tavernlab's); a missing optional field gives none.
 * Media types come from the fixed table :data:`MEDIA_TYPES` (``application/octet-stream``
   otherwise), so they do not depend on the host's ``mime.types``.
 """
@@ -22,6 +26,7 @@ tavernlab choices where upstream detail is unknown:
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,6 +47,12 @@ SKILL_MD = "SKILL.md"
 SIDECAR_PATH = "agents/tauritavern.json"
 SIDECAR_VERSION = 1
 FORBIDDEN_SEGMENTS = frozenset({".git", ".ssh", ".env"})
+#: The warning of a package with files under ``scripts/`` (wording: tavernlab's choice).
+SCRIPTS_WARNING = ("Skill contains scripts; review them before use: an agent can run them "
+                   "with the js command (and skill.run_script in compatibility mode).")
+#: The warning of a package with binary files (wording: tavernlab's choice).
+BINARY_WARNING = ("Skill contains binary files; they are served raw, without macro "
+                  "projection, and cannot be read as text.")
 
 #: Media type by lower-cased extension.
 MEDIA_TYPES: dict[str, str] = {
@@ -82,19 +93,35 @@ def validate_skill_name(raw: str) -> str:
     return value
 
 
+def has_control_character(text: str) -> bool:
+    """Whether ``text`` holds a C0 or C1 control character (NUL, newline, U+007F...)."""
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x00``, ``\\n``), so a
+    hostile file name prints on one line and shows what it holds."""
+    if not has_control_character(text):
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(c) == "Cc" else c for c in text)
+
+
 def normalize_skill_path(raw: str) -> str:
     """A package-relative path with upstream's rules: relative, no NUL, no drive prefix, no
     ``..``, no ``.git``/``.ssh``/``.env`` segment; ``\\`` becomes ``/``, empty and ``.``
-    segments are dropped."""
+    segments are dropped. tavernlab also refuses other control characters."""
     value = raw.strip()
 
     def bad(rule: str) -> InvalidSkillPackage:
-        return InvalidSkillPackage(f"{rule} (`{raw}`)")
+        return InvalidSkillPackage(f"{rule} (`{printable(raw)}`)")
 
     if not value:
         raise InvalidSkillPackage("Skill file path cannot be empty")
     if "\0" in value:
         raise bad("Skill file path cannot contain NUL")
+    if has_control_character(value):
+        raise bad("Skill file path cannot contain control characters")
     if value[0] in "/\\":
         raise bad("Skill file path must be relative")
     if len(value) >= 2 and value[1] == ":" and value[0].isascii() and value[0].isalpha():
@@ -181,10 +208,8 @@ def parse_frontmatter(text: str) -> tuple[SkillFrontmatter, list[str]]:
     if not isinstance(name, str) or not name.strip():
         raise InvalidSkillPackage("SKILL.md frontmatter must include name")
     description = mapping.get("description")
-    if not isinstance(description, str):
+    if not isinstance(description, str) or not description.strip():
         raise InvalidSkillPackage("SKILL.md frontmatter must include description")
-    if not description.strip():
-        raise InvalidSkillPackage("description cannot be empty")
     raw_metadata = mapping.get("metadata")
     metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     if raw_metadata is not None and not isinstance(raw_metadata, dict):
@@ -419,10 +444,9 @@ def validate_package(files: Mapping[str, bytes], *, origin: str = "") -> SkillPa
     sidecar = parse_sidecar(files[SIDECAR_PATH]) if SIDECAR_PATH in files else None
     check_file_limits((path, len(data)) for path, data in files.items())
     refs = tuple(describe_file(path, files[path]) for path in sorted(files))
+    if any(ref.path.startswith("scripts/") for ref in refs):
+        warnings.append(SCRIPTS_WARNING)
     if any(ref.kind == "binary" for ref in refs):
-        warnings.append("Skill contains binary files; they are served raw, without macro "
-                        "projection, and cannot be read as text.")
-    if frontmatter.license is None:
-        warnings.append("Skill has no license field.")
+        warnings.append(BINARY_WARNING)
     return SkillPackage(frontmatter, sidecar, refs, installed_hash(files), tuple(warnings),
                         dict(files), origin)

@@ -7,16 +7,20 @@ spec/js-and-skills.md section 8.7. Layout under ``<data_root>/_tauritavern/skill
     .staging/                          install work area (emptied after every install)
     .lock                              the repository lock (flock, so it holds across kernels)
 
-Install flow: read and validate the source in memory (nothing is written when that fails) ->
-compare with the index -> write new packages into ``.staging/`` -> move them into place
-(replaced packages are moved aside first) -> save the index. If anything after the first move
-fails, including saving the index, every move is undone and the index keeps its old content.
+Install flow: read and validate the source in memory, each package on its own (an invalid
+package is reported in the :class:`SkillInstallReport` and never stops the others) ->
+compare the valid packages with the index -> write new packages into ``.staging/`` -> move
+them into place (replaced packages are moved aside first) -> save the index. If anything after
+the first move fails, including saving the index, every move is undone and the index keeps its
+old content. A source without any valid package writes nothing at all.
 
 tavernlab choices where upstream detail is unknown:
 
 * ``on_conflict=None`` (the default) refuses a changed package of an installed name with
-  ``skill.conflict``; ``"skip"`` keeps the installed one and ``"replace"`` swaps the content
-  (the entry is rewritten with the new package's source reference, like upstream).
+  ``skill.conflict`` and upstream's ``conflict_strategy is required`` message, and then installs
+  none of the call's packages (the caller's choice is missing, not a package's validity);
+  ``"skip"`` keeps the installed one and ``"replace"`` swaps the content (the entry is
+  rewritten with the new package's source reference, like upstream).
 * Installing from a path records a source reference ``{kind: "directory"|"archive",
   id: <absolute path>, label: <file name>}`` unless ``source=`` says otherwise; inline files
   record one only when ``source=`` is given.
@@ -39,11 +43,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from tavernlab.skills.archive import write_archive
+from tavernlab.skills.collection import InvalidPackage, SourceScan
 from tavernlab.skills.errors import (
     InvalidSkillIndex,
     InvalidSkillPackage,
@@ -90,13 +95,80 @@ class SkillSource:
 
 class SkillInstallResult(IndexModel):
     """What happened to one package: ``installed``, ``replaced``, ``already_installed`` or
-    ``skipped``; ``skill`` is the index entry now in effect, plus the package's warnings."""
+    ``skipped``; ``skill`` is the index entry now in effect, plus the package's warnings and
+    its ``origin`` (its folder in the source, ``""`` for the top)."""
 
     scope: SkillScope
     name: str
     action: InstallAction
+    origin: str = ""
     skill: SkillIndexEntry | None = None
     warnings: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillInstallReport:
+    """The outcome of installing one source: a result per valid package and, kept apart, the
+    packages that failed validation (each with its origin and message; spec 8.7).
+
+    Invalid packages never stop the valid ones, and installing does not raise for them:
+    check :attr:`ok` or call :meth:`check`. ``tavernlab skill install`` prints one line per
+    package and exits 1 when any package was invalid (tavernlab's way of surfacing them).
+    """
+
+    scope: SkillScope
+    results: tuple[SkillInstallResult, ...]
+    invalid: tuple[InvalidPackage, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether every package of the source was valid."""
+        return not self.invalid
+
+    def names(self, action: InstallAction) -> list[str]:
+        """The names of the packages that had ``action``."""
+        return [r.name for r in self.results if r.action == action]
+
+    @property
+    def installed(self) -> list[str]:
+        """Names installed for the first time."""
+        return self.names("installed")
+
+    @property
+    def replaced(self) -> list[str]:
+        """Names whose changed content replaced the installed one."""
+        return self.names("replaced")
+
+    @property
+    def skipped(self) -> list[str]:
+        """Names kept as installed although the source's content differs."""
+        return self.names("skipped")
+
+    @property
+    def already_installed(self) -> list[str]:
+        """Names already installed with the same content (source references merged)."""
+        return self.names("already_installed")
+
+    def check(self) -> SkillInstallReport:
+        """``self`` when every package was valid; otherwise raise :class:`InvalidSkillPackage`
+        naming each invalid package (the valid ones are installed all the same)."""
+        if self.invalid:
+            raise InvalidSkillPackage("; ".join(f"{i.location}: {i.message}"
+                                                for i in self.invalid))
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        """``{scope, results, invalid}`` as ``tavernlab skill install --json`` prints it."""
+        return {"scope": self.scope.model_dump(by_alias=True, exclude_none=True),
+                "results": [r.model_dump(by_alias=True, exclude_none=True, mode="json")
+                            for r in self.results],
+                "invalid": [i.to_json() for i in self.invalid]}
+
+
+def conflict_message(name: str, scope: SkillScope) -> str:
+    """Upstream's message for a changed package without a choice, plus the scope."""
+    return (f"Skill '{name}' already exists with different content; conflict_strategy is "
+            f"required (scope {scope.key})")
 
 
 def _entry(package: SkillPackage, scope: SkillScope, now: datetime,
@@ -141,39 +213,46 @@ class SkillRepository:
 
     # -- sources --------------------------------------------------------------------------
 
-    def validate(self, path: Path | str) -> list[SkillPackage]:
-        """Check a directory or ZIP without installing it: its packages, files, hashes and
-        warnings. Raises the package's error (``skill.invalid_package``) on bad input."""
+    def validate(self, path: Path | str) -> SourceScan:
+        """Check a directory or ZIP without installing it: its valid packages (files, hashes,
+        warnings) and its invalid ones. Raises only when the source itself is bad."""
         return load_source(path)
 
     def install(self, path: Path | str, *, scope: SkillScope | str = GLOBAL_SCOPE,
                 on_conflict: ConflictChoice | None = None,
-                source: SkillSource | None = None) -> list[SkillInstallResult]:
-        """Install every skill found in a directory or ZIP (``.ttskill`` too) into ``scope``
-        (``global``, ``preset:<id>``, ``profile:<id>``, ``character:<id>``)."""
-        packages = load_source(path)
+                source: SkillSource | None = None) -> SkillInstallReport:
+        """Install every valid skill found in a directory or ZIP (``.ttskill`` too) into
+        ``scope`` (``global``, ``preset:<id>``, ``profile:<id>``, ``character:<id>``); the
+        invalid ones are reported in the result (:class:`SkillInstallReport`)."""
+        scan = load_source(path)
         if source is None:
             origin = Path(path)
             source = SkillSource("archive" if is_archive(origin) else "directory",
                                  str(origin.resolve()), origin.name)
-        return self.install_packages(packages, scope=scope, on_conflict=on_conflict,
-                                     source=source)
+        return self._install_scan(scan, scope, on_conflict, source)
 
     def install_files(self, files: Mapping[str, bytes | str], *,
                       scope: SkillScope | str = GLOBAL_SCOPE,
                       on_conflict: ConflictChoice | None = None,
-                      source: SkillSource | None = None) -> list[SkillInstallResult]:
+                      source: SkillSource | None = None) -> SkillInstallReport:
         """Install inline files (path -> content), as embedded in a preset or character."""
-        return self.install_packages(load_inline(files), scope=scope, on_conflict=on_conflict,
-                                     source=source)
+        return self._install_scan(load_inline(files), scope, on_conflict, source)
+
+    def _install_scan(self, scan: SourceScan, scope: SkillScope | str,
+                      on_conflict: ConflictChoice | None,
+                      source: SkillSource | None) -> SkillInstallReport:
+        report = self.install_packages(scan.packages, scope=scope, on_conflict=on_conflict,
+                                       source=source)
+        return SkillInstallReport(report.scope, report.results, scan.invalid)
 
     def install_packages(self, packages: Iterable[SkillPackage], *,
                          scope: SkillScope | str = GLOBAL_SCOPE,
                          on_conflict: ConflictChoice | None = None,
-                         source: SkillSource | None = None) -> list[SkillInstallResult]:
+                         source: SkillSource | None = None) -> SkillInstallReport:
         """Install validated packages: new names install, the same hash merges source
-        references ("already installed"), a different hash needs ``skip`` or ``replace``.
-        All packages of one call are saved with one index write and rolled back together."""
+        references ("already installed"), a different hash needs ``skip`` or ``replace``
+        (without one, :class:`SkillConflict` and nothing is installed). All packages of one
+        call are saved with one index write and rolled back together."""
         if on_conflict not in (None, "skip", "replace"):
             raise ValueError("on_conflict must be None, 'skip' or 'replace'")
         target = SkillScope.parse(scope)
@@ -181,6 +260,8 @@ class SkillRepository:
         names = [p.name for p in chosen]
         if len(set(names)) != len(names):
             raise InvalidSkillPackage("Skill packages to install must have distinct names")
+        if not chosen:
+            return SkillInstallReport(target, ())
         now = datetime.now(UTC)
         self._ensure_layout()
         with self._lock.exclusive():
@@ -195,13 +276,11 @@ class SkillRepository:
                 elif existing.installed_hash == package.installed_hash:
                     action = "already_installed"
                 elif on_conflict is None:
-                    raise SkillConflict(
-                        f"Skill '{package.name}' already exists in scope {target.key} with "
-                        "different content; choose skip or replace")
+                    raise SkillConflict(conflict_message(package.name, target))
                 else:
                     action = "skipped" if on_conflict == "skip" else "replaced"
                 plans.append((package, entry, action))
-            return self._apply(index, target, plans)
+            return SkillInstallReport(target, tuple(self._apply(index, target, plans)))
 
     # -- installing ----------------------------------------------------------------------------
 
@@ -225,7 +304,8 @@ class SkillRepository:
                 index_changed = True
                 writes.append((package, action))
             results.append(SkillInstallResult(scope=scope, name=package.name, action=action,
-                                              skill=entry, warnings=list(package.warnings)))
+                                              origin=package.origin, skill=entry,
+                                              warnings=list(package.warnings)))
         if index_changed:
             self._commit(index, scope, writes)
         return results
@@ -419,7 +499,7 @@ class SkillRepository:
         if not _is_real_dir(folder):
             raise SkillNotFound(f"Skill directory not found: {SkillScope.parse(scope).key}/"
                                 f"{name}")
-        (package,) = load_directory(folder)
+        (package,) = load_directory(folder).require_valid()
         return write_archive(package.contents)
 
     def list(self, scope: SkillScope | str | None = None) -> list[SkillIndexEntry]:
