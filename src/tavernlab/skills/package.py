@@ -2,18 +2,13 @@
 
 spec/js-and-skills.md sections 8.1-8.5. A package is a mapping of normalized relative paths to
 bytes; :func:`validate_package` checks it and returns a :class:`SkillPackage` with its file
-list, installed hash and warnings. Reading sources (directories, ZIPs) lives in
+list, installed hash and warnings. The front matter of ``SKILL.md`` is read by
+:mod:`tavernlab.skills.frontmatter`; reading sources (directories, ZIPs) lives in
 :mod:`tavernlab.skills.source`; storing packages in :mod:`tavernlab.skills.repository`.
 
 tavernlab choices where upstream detail is unknown:
 
 * ``SKILL.md`` that is not UTF-8 fails with ``SKILL.md must be UTF-8 text``.
-* A ``name`` or ``description`` that is missing, not a string, empty or only whitespace fails
-  with ``SKILL.md frontmatter must include name`` / ``... must include description`` (upstream's
-  front-matter reader drops blank values, so they count as missing).
-* Optional front matter fields of the wrong type (``license``, ``metadata.author``,
-  ``metadata.version`` not strings, ``metadata.tags`` not a list) are ignored like upstream
-  does, but each produces a warning instead of vanishing silently.
 * Path-rule messages name the offending path: ``Skill file path cannot contain .. (`../x`)``;
   control characters in it are written as escapes (:func:`printable`), and a path holding one
   (U+0000-U+001F, U+007F-U+009F) is refused like a NUL.
@@ -31,11 +26,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from tavernlab.skills.errors import InvalidSkillPackage
+from tavernlab.skills.frontmatter import SkillFrontmatter, parse_frontmatter
 
 MAX_FILES = 1000
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -158,84 +153,6 @@ def installed_hash(files: Mapping[str, bytes]) -> str:
         digest.update(files[path])
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-# --- SKILL.md ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SkillFrontmatter:
-    """The YAML front matter of ``SKILL.md`` (section 8.2)."""
-
-    name: str
-    description: str
-    license: str | None = None
-    author: str | None = None
-    version: str | None = None
-    tags: tuple[str, ...] = ()
-
-
-def parse_frontmatter(text: str) -> tuple[SkillFrontmatter, list[str]]:
-    """Parse ``SKILL.md`` (CRLF normalized); returns the front matter and warnings.
-
-    The name is returned as written; :func:`validate_skill_name` checks it.
-    """
-    normalized = text.replace("\r\n", "\n")
-    if not normalized.startswith("---\n"):
-        raise InvalidSkillPackage("SKILL.md must start with YAML frontmatter")
-    rest = normalized[4:]
-    end = rest.find("\n---")
-    if end < 0:
-        raise InvalidSkillPackage("SKILL.md frontmatter is not closed")
-    try:
-        data = yaml.safe_load(rest[:end])
-    except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())
-        raise InvalidSkillPackage(f"Invalid SKILL.md frontmatter: {reason}") from None
-    mapping: Mapping[str, Any] = data if isinstance(data, dict) else {}
-    warnings: list[str] = []
-
-    def optional(source: Mapping[str, Any], key: str, label: str) -> str | None:
-        value = source.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            warnings.append(f"SKILL.md {label} is not a string and was ignored.")
-            return None
-        return value.strip() or None
-
-    name = mapping.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidSkillPackage("SKILL.md frontmatter must include name")
-    description = mapping.get("description")
-    if not isinstance(description, str) or not description.strip():
-        raise InvalidSkillPackage("SKILL.md frontmatter must include description")
-    raw_metadata = mapping.get("metadata")
-    metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
-    if raw_metadata is not None and not isinstance(raw_metadata, dict):
-        warnings.append("SKILL.md metadata is not a mapping and was ignored.")
-    license_ = optional(mapping, "license", "license")
-    author = optional(metadata, "author", "metadata.author")
-    version = optional(metadata, "version", "metadata.version")
-    tags: list[str] = []
-    raw_tags = metadata.get("tags")
-    if isinstance(raw_tags, list):
-        for tag in raw_tags:
-            if isinstance(tag, str):
-                if tag.strip():
-                    tags.append(tag.strip())
-            else:
-                warnings.append("SKILL.md metadata.tags has a non-string entry; it was ignored.")
-    elif raw_tags is not None:
-        warnings.append("SKILL.md metadata.tags is not a list and was ignored.")
-    return SkillFrontmatter(
-        name=name.strip(),
-        description=description.strip(),
-        license=license_,
-        author=author,
-        version=version,
-        tags=tuple(tags),
-    ), warnings
 
 
 # --- the sidecar ------------------------------------------------------------------------------
