@@ -54,7 +54,9 @@ def test_install_and_list_in_the_default_lab(capsys, make_skill, tmp_path) -> No
     status, out, err = _run(capsys, "install", str(folder))
     assert (status, out) == (1, "")
     assert err == ("error: skill.conflict: Skill 'demo' already exists with different "
-                   "content; conflict_strategy is required (scope global)\n")
+                   "content; conflict_strategy is required: install again with "
+                   "on_conflict=\"replace\" to replace it or on_conflict=\"skip\" to keep the "
+                   "installed one (command line: --replace or --skip; scope global)\n")
     status, out, _ = _run(capsys, "install", str(folder), "--skip")
     assert out.startswith("skipped (kept installed): demo in global")
     status, out, _ = _run(capsys, "install", str(folder), "--replace", "--json")

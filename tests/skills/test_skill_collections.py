@@ -150,5 +150,27 @@ def test_acceptance_3_conflict_without_a_choice(repo: SkillRepository, make_skil
     assert "Skill 'notes' already exists with different content; conflict_strategy is " \
            "required" in caught.value.message
     assert caught.value.code == "skill.conflict"
+    assert 'on_conflict="replace"' in caught.value.message
     assert snapshot(repo.root) == before  # the new `fresh` package was not installed either
     assert repo.install(folder, on_conflict="replace").replaced == ["notes"]
+
+
+def test_reinstalling_a_changed_skill_names_the_choice(repo: SkillRepository, make_skill,
+                                                      capsys, tmp_path: Path) -> None:
+    """Issue 11 item 4: the message says how to choose, in Python and on the command line."""
+    folder = make_skill("notes", files={"references/a.md": "one\n"})
+    repo.install(folder, scope="profile:writer")
+    (folder / "references" / "a.md").write_text("two\n")
+    message = ("Skill 'notes' already exists with different content; conflict_strategy is "
+               "required: install again with on_conflict=\"replace\" to replace it or "
+               "on_conflict=\"skip\" to keep the installed one (command line: --replace or "
+               "--skip; scope profile:writer)")
+    with pytest.raises(SkillConflict) as caught:
+        repo.install(folder, scope="profile:writer")
+    assert caught.value.message == message
+    argv = ["skill", "install", str(folder), "--lab", str(repo.data_root), "--scope",
+            "profile:writer"]
+    assert main(argv) == 1
+    assert capsys.readouterr() == ("", f"error: skill.conflict: {message}\n")
+    assert main([*argv, "--replace"]) == 0
+    assert capsys.readouterr().out.startswith("replaced: notes in profile:writer ")

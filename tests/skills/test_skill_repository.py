@@ -76,8 +76,10 @@ def test_acceptance_3_already_installed_merges_refs_and_conflicts(repo, make_ski
     (folder / "scripts" / "a.js").write_text("console.log(2)\n")
     with pytest.raises(SkillConflict) as caught:
         repo.install(folder)
-    assert caught.value.message == ("Skill 'demo' already exists with different content; "
-                                    "conflict_strategy is required (scope global)")
+    assert caught.value.message == (
+        "Skill 'demo' already exists with different content; conflict_strategy is required: "
+        "install again with on_conflict=\"replace\" to replace it or on_conflict=\"skip\" to "
+        "keep the installed one (command line: --replace or --skip; scope global)")
     assert caught.value.code == "skill.conflict"
     skipped = repo.install(folder, on_conflict="skip").results[0]
     assert skipped.action == "skipped"

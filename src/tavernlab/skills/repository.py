@@ -166,9 +166,13 @@ class SkillInstallReport:
 
 
 def conflict_message(name: str, scope: SkillScope) -> str:
-    """Upstream's message for a changed package without a choice, plus the scope."""
+    """Upstream's message for a changed package without a choice, then how to choose (the
+    keyword and the command-line flags, so reinstalling while developing needs no
+    traceback-reading; tavernlab's wording) and the scope."""
     return (f"Skill '{name}' already exists with different content; conflict_strategy is "
-            f"required (scope {scope.key})")
+            f"required: install again with on_conflict=\"replace\" to replace it or "
+            f"on_conflict=\"skip\" to keep the installed one (command line: --replace or "
+            f"--skip; scope {scope.key})")
 
 
 def _entry(package: SkillPackage, scope: SkillScope, now: datetime,
