@@ -23,6 +23,13 @@ their module when they live beside their engine)::
     │   └── PersistStateError           agent.persistent_state_*
     ├── SandboxError                    js.*             the JavaScript sandbox (js/errors.py)
     ├── SkillError                      skill.*          skill packages (skills/errors.py)
+    │   ├── InvalidSkillPackage         skill.invalid_package
+    │   ├── InvalidSkillScope           skill.invalid_scope
+    │   ├── SkillNotFound               skill.not_found
+    │   ├── SkillConflict               skill.conflict
+    │   ├── InvalidSkillIndex           skill.invalid_index
+    │   ├── SkillStorageError           skill.storage_failed
+    │   └── SkillOutputExists           skill.output_exists
     ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
     └── UsageError                      usage            a malformed command line or magic line
 

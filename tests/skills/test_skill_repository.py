@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tavernlab.clock import SYSTEM_CLOCK, FixedClock, SequentialIds
 from tavernlab.skills import (
     InvalidPackage,
     InvalidSkillIndex,
@@ -241,3 +243,24 @@ def test_reads_on_a_fresh_lab_write_nothing(tmp_path: Path) -> None:
     with pytest.raises(SkillNotFound):
         repo.get("demo")
     assert not (tmp_path / "fresh").exists()
+
+
+def test_clock_and_ids_are_injectable(tmp_path: Path, make_skill) -> None:
+    """A fixed clock and sequential ids make two labs install byte-identical indexes; a work
+    folder left by a dead process is never reused (it may hold the only copy of a package)."""
+    folder = make_skill(files={"scripts/a.js": "console.log(1)\n"})
+    source = SkillSource("preset", "p")
+    indexes = []
+    for name in ("one", "two"):
+        repo = SkillRepository(tmp_path / name, clock=FixedClock(), ids=SequentialIds())
+        stale = repo.staging_root / "import_00000000000000000000000000000001"
+        (stale / "old" / "demo").mkdir(parents=True)
+        (stale / "old" / "demo" / "SKILL.md").write_text("the only copy\n")
+        (result,) = repo.install(folder, source=source).results
+        assert result.skill.installed_at == datetime(2026, 1, 1, tzinfo=UTC)
+        assert (stale / "old" / "demo" / "SKILL.md").read_text() == "the only copy\n"
+        assert sorted(p.name for p in repo.staging_root.iterdir()) == [stale.name]
+        indexes.append(repo.index_path.read_bytes())
+    assert indexes[0] == indexes[1]
+    assert json.loads(indexes[0])["skills"][0]["installedAt"] == "2026-01-01T00:00:00Z"
+    assert SkillRepository(tmp_path / "default").clock is SYSTEM_CLOCK

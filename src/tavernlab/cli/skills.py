@@ -29,9 +29,10 @@ from typing import Any
 from tavernlab.cli.common import add_lab_argument, lab_path
 from tavernlab.skills.archive import write_archive
 from tavernlab.skills.collection import InvalidPackage
-from tavernlab.skills.errors import InvalidSkillPackage, SkillError, SkillStorageError
+from tavernlab.skills.errors import InvalidSkillPackage, SkillOutputExists, SkillStorageError
 from tavernlab.skills.package import SkillPackage
-from tavernlab.skills.repository import ConflictChoice, SkillInstallResult, SkillRepository
+from tavernlab.skills.report import ConflictChoice, SkillInstallResult
+from tavernlab.skills.repository import SkillRepository
 from tavernlab.skills.source import load_directory, load_source
 
 
@@ -173,8 +174,7 @@ def _pack(args: argparse.Namespace) -> int:
     try:
         fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        raise SkillError(f"Output file already exists: {output}",
-                         code="skill.output_exists") from None
+        raise SkillOutputExists(f"Output file already exists: {output}") from None
     except OSError as exc:
         raise SkillStorageError(f"Failed to write {output}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "wb") as handle:

@@ -21,17 +21,14 @@ from tavernlab.skills.errors import (
     SkillConflict,
     SkillError,
     SkillNotFound,
+    SkillOutputExists,
     SkillStorageError,
 )
 from tavernlab.skills.index import SkillIndexEntry, SkillScope, SkillSourceRef
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.package import SkillFileRef, SkillPackage
-from tavernlab.skills.repository import (
-    SkillInstallReport,
-    SkillInstallResult,
-    SkillRepository,
-    SkillSource,
-)
+from tavernlab.skills.report import SkillInstallReport, SkillInstallResult, SkillSource
+from tavernlab.skills.repository import SkillRepository
 
 __all__ = [
     "BoundSkillsMount",
@@ -47,6 +44,7 @@ __all__ = [
     "SkillInstallReport",
     "SkillInstallResult",
     "SkillNotFound",
+    "SkillOutputExists",
     "SkillPackage",
     "SkillRepository",
     "SkillScope",

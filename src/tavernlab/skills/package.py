@@ -3,7 +3,8 @@
 spec/js-and-skills.md sections 8.1-8.5. A package is a mapping of normalized relative paths to
 bytes; :func:`validate_package` checks it and returns a :class:`SkillPackage` with its file
 list, installed hash and warnings. The front matter of ``SKILL.md`` is read by
-:mod:`tavernlab.skills.frontmatter`; reading sources (directories, ZIPs) lives in
+:mod:`tavernlab.skills.frontmatter`, the sidecar by :mod:`tavernlab.skills.sidecar`; reading
+sources (directories, ZIPs) lives in
 :mod:`tavernlab.skills.source`; storing packages in :mod:`tavernlab.skills.repository`.
 
 tavernlab choices where upstream detail is unknown:
@@ -26,11 +27,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from tavernlab.skills.errors import InvalidSkillPackage
 from tavernlab.skills.frontmatter import SkillFrontmatter, parse_frontmatter
+from tavernlab.skills.sidecar import SIDECAR_PATH, Sidecar, parse_sidecar
 
 MAX_FILES = 1000
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -39,8 +41,6 @@ MAX_SKILL_MD_BYTES = 1024 * 1024
 MAX_COMPRESSION_RATIO = 100
 MAX_NAME_LENGTH = 128
 SKILL_MD = "SKILL.md"
-SIDECAR_PATH = "agents/tauritavern.json"
-SIDECAR_VERSION = 1
 FORBIDDEN_SEGMENTS = frozenset({".git", ".ssh", ".env"})
 #: The warning of a package with files under ``scripts/`` (wording: tavernlab's choice).
 SCRIPTS_WARNING = ("Skill contains scripts; review them before use: an agent can run them "
@@ -153,59 +153,6 @@ def installed_hash(files: Mapping[str, bytes]) -> str:
         digest.update(files[path])
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-# --- the sidecar ------------------------------------------------------------------------------
-
-
-class _SidecarModel(BaseModel):
-    """camelCase only, strict types, unknown fields rejected (upstream ``deny_unknown_fields``)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", strict=True,
-                              frozen=True)
-
-
-class RecommendedContext(_SidecarModel):
-    """``recommendedContext`` of the sidecar."""
-
-    default_budget_tokens: int | None = Field(default=None, ge=0)
-    preferred_mode: str | None = None
-
-
-class Sidecar(_SidecarModel):
-    """``agents/tauritavern.json`` (section 8.3); ``version`` must be ``1``."""
-
-    version: int
-    display_name: str | None = None
-    source_kind: str | None = None
-    allow_implicit_invocation: bool | None = None
-    recommended_tools: list[str] = Field(default_factory=list)
-    recommended_context: RecommendedContext | None = None
-    tags: list[str] = Field(default_factory=list)
-    notes: str | None = None
-
-
-def parse_sidecar(data: bytes) -> Sidecar:
-    """Validate the sidecar; any problem fails the whole package."""
-    try:
-        sidecar = Sidecar.model_validate_json(data)
-    except ValidationError as exc:
-        raise InvalidSkillPackage(
-            f"Invalid {SIDECAR_PATH}: {_describe_validation(exc)}") from None
-    if sidecar.version != SIDECAR_VERSION:
-        raise InvalidSkillPackage(f"Unsupported {SIDECAR_PATH} version {sidecar.version}")
-    return sidecar
-
-
-def _describe_validation(exc: ValidationError) -> str:
-    """The first pydantic error as one short line (``unknown field `x``` for extras)."""
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in error["loc"])
-    if error["type"] == "extra_forbidden":
-        return f"unknown field `{where}`"
-    if error["type"] == "json_invalid":
-        return f"not valid JSON ({error['msg']})"
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 # --- files and the package -----------------------------------------------------------------------
