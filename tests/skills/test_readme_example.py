@@ -1,42 +1,20 @@
 """The README's "Skill packages" example is real: built from the README and run as documented.
 
-Each fenced block of that section whose info string names a file (```` ```js greet/x.js ````)
-is written to disk; the package is validated, installed and run the way the README's Python
+The ``readme_greet`` fixture writes each fenced block of that section whose info string names
+a file; the package is validated, installed and run the way the README's Python
 snippet says, and the documented outputs are pinned.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-
-import pytest
 
 from tavernlab.lab import Lab
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = re.compile(r'<!-- BEGIN: "Skill packages" section.*?-->(.*?)<!-- END: "Skill '
-                     r'packages" section -->', re.S)
-FILE_BLOCK = re.compile(r"^```\w+ (greet/\S+)\n(.*?)^```$", re.S | re.M)
 
-
-@pytest.fixture
-def greet(tmp_path: Path) -> Path:
-    """The example package, written from the README's blocks."""
-    match = SECTION.search(README.read_text(encoding="utf-8"))
-    assert match is not None, "README has no delimited Skill packages section"
-    blocks = FILE_BLOCK.findall(match.group(1))
-    assert sorted(name for name, _ in blocks) == [
-        "greet/SKILL.md", "greet/agents/tauritavern.json", "greet/references/style.md",
-        "greet/scripts/greet-legacy.js", "greet/scripts/greet.js", "greet/scripts/lib/card.js"]
-    for name, text in blocks:
-        target = tmp_path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return tmp_path / "greet"
-
-
-def test_the_readme_example_validates_installs_and_runs(greet: Path, tmp_path: Path) -> None:
+def test_the_readme_example_validates_installs_and_runs(readme_greet: Path,
+                                                         tmp_path: Path) -> None:
+    greet = readme_greet
     lab = Lab(tmp_path / "my-lab")
     (package,) = lab.skills.validate(greet).packages
     assert package.warnings == (

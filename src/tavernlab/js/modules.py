@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import tree_sitter_javascript
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Tree
 
 from tavernlab.errors import (
     AccessDenied,
@@ -144,7 +144,7 @@ def scan_module(source: bytes) -> ModuleScan:
         if cached is not None:
             _CACHE.move_to_end(key)
             return cached
-    tree = _parser().parse(source)
+    tree = parse_module(source)
     scan = ModuleScan(tuple(_sites(tree.root_node, source)))
     with _CACHE_LOCK:
         _CACHE[key] = scan
@@ -153,7 +153,14 @@ def scan_module(source: bytes) -> ModuleScan:
     return scan
 
 
-def _walk(node: Node) -> Iterator[Node]:
+def parse_module(source: bytes) -> Tree:
+    """The tree-sitter syntax tree of ``source``, from the parser :func:`scan_module` uses (for
+    tools that need more of a module than its specifiers, such as ``tavernlab skill lint``)."""
+    return _parser().parse(source)
+
+
+def walk_nodes(node: Node) -> Iterator[Node]:
+    """Every node below ``node`` (itself included), in source order."""
     cursor = node.walk()
     while True:
         current = cursor.node
@@ -169,7 +176,7 @@ def _walk(node: Node) -> Iterator[Node]:
 
 
 def _sites(root: Node, source: bytes) -> Iterator[SpecifierSite]:
-    for node in _walk(root):
+    for node in walk_nodes(root):
         if node.type == "string":
             parent = node.parent
             if parent is not None and _field_of(parent, node) == "source":
