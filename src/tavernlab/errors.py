@@ -35,6 +35,13 @@ their module when they live beside their engine)::
     │   └── KitError                    js.kit_*         the script kit: download, integrity,
     │                                                    build, unavailable, unknown name
     ├── SkillError                      skill.*          skill packages (skills/errors.py)
+    │   ├── InvalidSkillPackage         skill.invalid_package
+    │   ├── InvalidSkillScope           skill.invalid_scope
+    │   ├── SkillNotFound               skill.not_found
+    │   ├── SkillConflict               skill.conflict
+    │   ├── InvalidSkillIndex           skill.invalid_index
+    │   ├── SkillStorageError           skill.storage_failed
+    │   └── SkillOutputExists           skill.output_exists
     ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
     │   ├── GitError                    worktree.git_failed
     │   │   └── BaseRefNotFoundError    worktree.base_not_found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -65,3 +66,25 @@ def snapshot() -> Callable[[Path], dict[str, bytes | None]]:
 def write_files() -> Callable[[Path, Mapping[str, str | bytes]], Path]:
     """``write_files(root, {path: content})``."""
     return write_tree
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+_SECTION = re.compile(r'<!-- BEGIN: "Skill packages" section.*?-->(.*?)<!-- END: "Skill '
+                      r'packages" section -->', re.S)
+_FILE_BLOCK = re.compile(r"^```\w+ (greet/\S+)\n(.*?)^```$", re.S | re.M)
+
+
+@pytest.fixture
+def readme_greet(tmp_path: Path) -> Path:
+    """The README's "Skill packages" example, written from each fenced block whose info
+    string names a file (```` ```js greet/x.js ````) below ``tmp_path/readme``; returns its
+    ``greet`` folder."""
+    root = tmp_path / "readme"
+    match = _SECTION.search(README.read_text(encoding="utf-8"))
+    assert match is not None, "README has no delimited Skill packages section"
+    blocks = _FILE_BLOCK.findall(match.group(1))
+    assert sorted(name for name, _ in blocks) == [
+        "greet/SKILL.md", "greet/agents/tauritavern.json", "greet/references/style.md",
+        "greet/scripts/greet-legacy.js", "greet/scripts/greet.js", "greet/scripts/lib/card.js"]
+    write_tree(root, dict(blocks))
+    return root / "greet"

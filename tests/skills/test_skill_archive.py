@@ -1,4 +1,8 @@
-"""Skill archives: every entry checked before anything is read or written (8.4, 8.7)."""
+"""Skill archives: every entry checked before anything is read or written (8.4, 8.7).
+
+A package that breaks a rule is reported invalid (the others of the archive still install);
+an archive that cannot be opened at all is refused as a whole.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tavernlab.skills import InvalidSkillPackage, SkillRepository
-from tavernlab.skills.archive import read_archive, write_archive
+from tavernlab.skills.archive import write_archive
+from tavernlab.skills.collection import InvalidPackage
 from tavernlab.skills.source import load_source
 
 SKILL_MD = "---\nname: demo\ndescription: Demo.\n---\n"
@@ -24,7 +29,23 @@ def _zip(path: Path, entries: dict[str, bytes | str], *,
 
 
 def _rejects(repo: SkillRepository, archive: Path, message: str, snapshot) -> None:
-    """The archive fails validation and installation with ``message``; the lab is untouched."""
+    """The archive's only package is reported invalid with ``message`` by validation and by
+    installation, which installs nothing; the lab is untouched."""
+    before = snapshot(repo.data_root)
+    invalid = (InvalidPackage("", "skill.invalid_package", message),)
+    scan = repo.validate(archive)
+    assert (scan.packages, scan.invalid) == ((), invalid)
+    report = repo.install(archive)
+    assert (report.results, report.invalid, report.ok) == ((), invalid, False)
+    with pytest.raises(InvalidSkillPackage) as caught:
+        report.check()
+    assert caught.value.message == f".: {message}"
+    assert snapshot(repo.data_root) == before
+    assert not (repo.data_root / "_tauritavern").exists()
+
+
+def _refuses(repo: SkillRepository, archive: Path, message: str, snapshot) -> None:
+    """The whole archive is refused with ``message``; the lab is untouched."""
     before = snapshot(repo.data_root)
     for attempt in (repo.validate, repo.install):
         with pytest.raises(InvalidSkillPackage) as caught:
@@ -72,11 +93,11 @@ def test_too_many_files_and_a_big_file(repo, tmp_path: Path, snapshot) -> None:
     entries: dict[str, bytes | str] = {"SKILL.md": SKILL_MD}
     entries.update({f"refs/{i:04}.md": "x" for i in range(1000)})
     _rejects(repo, _zip(tmp_path / "many.zip", entries, compression=zipfile.ZIP_STORED),
-             "Skill archive must contain <= 1000 files", snapshot)
+             "Skill package must contain <= 1000 files", snapshot)
     big = _zip(tmp_path / "big.zip",
                {"SKILL.md": SKILL_MD, "big.bin": b"\0" * (16 * 1024 * 1024 + 1)},
                compression=zipfile.ZIP_STORED)
-    _rejects(repo, big, "Skill archive entry 'big.bin' exceeds 16777216 bytes", snapshot)
+    _rejects(repo, big, "Skill file 'big.bin' exceeds 16777216 bytes", snapshot)
 
 
 def test_total_size_is_checked_from_the_central_directory(repo, tmp_path: Path,
@@ -89,13 +110,13 @@ def test_total_size_is_checked_from_the_central_directory(repo, tmp_path: Path,
             out.writestr(f"part{i}.bin", b"x")
         for info in out.infolist()[1:]:
             info.file_size = info.compress_size = 16 * 1024 * 1024
-    _rejects(repo, archive, "Skill archive exceeds 268435456 bytes", snapshot)
+    _rejects(repo, archive, "Skill package exceeds 268435456 bytes", snapshot)
 
 
 def test_not_a_zip(repo, tmp_path: Path, snapshot) -> None:
     archive = tmp_path / "broken.ttskill"
     archive.write_bytes(b"this is not a zip")
-    _rejects(repo, archive, "Failed to read Skill archive 'broken.ttskill': File is not a zip "
+    _refuses(repo, archive, "Failed to read Skill archive 'broken.ttskill': File is not a zip "
              "file", snapshot)
 
 
@@ -103,7 +124,7 @@ def test_ttskill_and_folder_inside_archives(tmp_path: Path) -> None:
     archive = _zip(tmp_path / "legacy.ttskill", {
         "demo/SKILL.md": SKILL_MD, "demo/scripts/a.js": "console.log(1)\n",
         "demo/": b"", "__MACOSX/demo/._SKILL.md": b"\0\1", "demo/.DS_Store": b"\0"})
-    (package,) = load_source(archive)
+    (package,) = load_source(archive).packages
     assert package.origin == "demo"
     assert [f.path for f in package.files] == ["SKILL.md", "scripts/a.js"]
     assert package.installed_hash == (
@@ -116,7 +137,8 @@ def test_written_archives_are_deterministic_and_readable_again(tmp_path: Path) -
     data = write_archive(files)
     assert write_archive(dict(reversed(list(files.items())))) == data
     (tmp_path / "out.zip").write_bytes(data)
-    assert read_archive(tmp_path / "out.zip") == files
+    (package,) = load_source(tmp_path / "out.zip").packages
+    assert package.contents == files
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         kinds = {i.filename: i.compress_type for i in archive.infolist()}
     assert kinds["assets/zeros.bin"] == zipfile.ZIP_STORED  # deflating would exceed 100:1

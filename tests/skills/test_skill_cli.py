@@ -33,9 +33,12 @@ def test_validate(capsys, make_skill) -> None:
     assert (status, err) == (0, "")
     assert out == ("ok demo: 2 files, 53 bytes, installed hash "
                    "4c0b6cd70c030555acef709cfc70d4a0c5b44fa0056ff3eb9a33089ddb03a015\n"
-                   "  warning: Skill has no license field.\n")
+                   "  warning: Skill contains scripts; review them before use: an agent can run "
+                   "them with the js command (and skill.run_script in compatibility mode).\n")
     status, out, _ = _run(capsys, "validate", str(folder), "--json")
-    (summary,) = json.loads(out)
+    assert status == 0
+    (summary,) = json.loads(out)["packages"]
+    assert json.loads(out)["invalid"] == []
     assert summary["name"] == "demo" and summary["fileCount"] == 2
     assert [f["path"] for f in summary["files"]] == ["SKILL.md", "scripts/a.js"]
 
@@ -50,12 +53,14 @@ def test_install_and_list_in_the_default_lab(capsys, make_skill, tmp_path) -> No
     (folder / "SKILL.md").write_text("---\nname: demo\ndescription: Changed.\n---\n")
     status, out, err = _run(capsys, "install", str(folder))
     assert (status, out) == (1, "")
-    assert err == ("error: skill.conflict: Skill 'demo' already exists in scope global with "
-                   "different content; choose skip or replace\n")
+    assert err == ("error: skill.conflict: Skill 'demo' already exists with different "
+                   "content; conflict_strategy is required: install again with "
+                   "on_conflict=\"replace\" to replace it or on_conflict=\"skip\" to keep the "
+                   "installed one (command line: --replace or --skip; scope global)\n")
     status, out, _ = _run(capsys, "install", str(folder), "--skip")
     assert out.startswith("skipped (kept installed): demo in global")
     status, out, _ = _run(capsys, "install", str(folder), "--replace", "--json")
-    assert json.loads(out)[0]["action"] == "replaced"
+    assert json.loads(out)["results"][0]["action"] == "replaced"
     _run(capsys, "install", str(folder), "--scope", "profile:writer")
     status, out, _ = _run(capsys, "list")
     assert out.splitlines() == [
@@ -78,15 +83,21 @@ def test_bad_input_is_one_error_line_and_installs_nothing(capsys, make_skill, tm
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("SKILL.md", "---\nname: bomb\ndescription: B\n---\n")
         archive.writestr("zeros.bin", b"\0" * 1_000_000)
-    cases = [
+    invalid_packages = [
         (["install", str(make_skill("x", skill_md="no front matter"))],
-         "error: skill.invalid_package: SKILL.md must start with YAML frontmatter\n"),
+         "invalid: .: SKILL.md must start with YAML frontmatter\n"),
+        (["validate", str(make_skill("x", skill_md="no front matter"))],
+         "invalid .: SKILL.md must start with YAML frontmatter\n"),
         (["install", str(make_skill("y", skill_md="---\nname: Bad_Name!\ndescription: D\n---\n"))],
-         "error: skill.invalid_package: Skill name must use lowercase ASCII letters, digits, "
-         "'-' or '_'\n"),
+         "invalid: .: Skill name must use lowercase ASCII letters, digits, '-' or '_'\n"),
         (["install", str(bomb)],
-         "error: skill.invalid_package: Skill archive entry 'zeros.bin' has an excessive "
-         "compression ratio (over 100:1)\n"),
+         "invalid: .: Skill archive entry 'zeros.bin' has an excessive compression ratio "
+         "(over 100:1)\n"),
+    ]
+    for argv, expected in invalid_packages:
+        status, out, err = _run(capsys, *argv)
+        assert (status, out, err) == (1, expected, "")
+    cases = [
         (["validate", str(tmp_path / "missing")],
          f"error: skill.not_found: Skill source not found: {tmp_path / 'missing'}\n"),
         (["install", str(make_skill()), "--scope", "team:x"],
@@ -112,9 +123,9 @@ def test_pack_then_install(capsys, make_skill, tmp_path) -> None:
     status, out, _ = _run(capsys, "validate", "demo.ttskill")
     assert out.startswith("ok demo: 2 files, ")
     status, out, _ = _run(capsys, "install", "demo.zip", "--json")
-    (result,) = json.loads(out)
+    (result,) = json.loads(out)["results"]
     status, direct, _ = _run(capsys, "validate", str(folder), "--json")
-    assert result["skill"]["installedHash"] == json.loads(direct)[0]["installedHash"]
+    assert result["skill"]["installedHash"] == json.loads(direct)["packages"][0]["installedHash"]
     status, out, err = _run(capsys, "pack", str(tmp_path / "demo.zip"))
     assert err.startswith("error: skill.invalid_package: pack needs a skill directory: ")
 

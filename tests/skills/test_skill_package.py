@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.skills import InvalidSkillPackage, SkillNotFound
+from tavernlab.skills import InvalidPackage, InvalidSkillPackage, SkillNotFound
+from tavernlab.skills.collection import find_skill_roots
 from tavernlab.skills.package import (
     MAX_FILE_BYTES,
     MAX_TOTAL_BYTES,
@@ -19,25 +20,42 @@ from tavernlab.skills.package import (
     parse_frontmatter,
     validate_skill_name,
 )
-from tavernlab.skills.source import find_skill_roots, load_inline, load_source
+from tavernlab.skills.source import load_inline, load_source
 
 HASH_OF_ACCEPTANCE_1 = "4c0b6cd70c030555acef709cfc70d4a0c5b44fa0056ff3eb9a33089ddb03a015"
 
 
 def _fails(message: str, files: dict[str, str | bytes]) -> None:
+    """The only package of ``files`` is reported invalid with ``message``."""
+    scan = load_inline(files)
+    assert scan.packages == ()
+    assert scan.invalid == (InvalidPackage("", "skill.invalid_package", message),)
+
+
+def _refused(message: str, files: dict[str, str | bytes]) -> None:
+    """Inline ``files`` fail as a whole with ``message`` (a bad path or a path clash)."""
     with pytest.raises(InvalidSkillPackage) as caught:
         load_inline(files)
     assert caught.value.message == message
     assert caught.value.code == "skill.invalid_package"
 
 
+def _invalid_message(source: Path) -> str:
+    """The message of the only (invalid) package of ``source``."""
+    scan = load_source(source)
+    assert scan.packages == ()
+    (invalid,) = scan.invalid
+    assert (invalid.origin, invalid.code) == ("", "skill.invalid_package")
+    return invalid.message
+
+
 def test_acceptance_1_installed_hash(make_skill) -> None:
     files = {"SKILL.md": "---\nname: demo\ndescription: Demo.\n---\n",
              "scripts/a.js": "console.log(1)\n"}
-    (package,) = load_inline(files)
+    (package,) = load_inline(files).packages
     assert package.installed_hash == HASH_OF_ACCEPTANCE_1
     folder = make_skill(skill_md=files["SKILL.md"], files={"scripts/a.js": "console.log(1)\n"})
-    (from_disk,) = load_source(folder)
+    (from_disk,) = load_source(folder).packages
     assert from_disk.installed_hash == HASH_OF_ACCEPTANCE_1
     assert installed_hash({k: v.encode() for k, v in files.items()}) == HASH_OF_ACCEPTANCE_1
 
@@ -55,7 +73,7 @@ def test_package_description() -> None:
         "scripts/run.js": "console.log(1)\n",
         "assets/logo.png": b"\x89PNG\r\n\x1a\n\xff\x00",
         "references/guide.md": "# Guide\n",
-    })
+    }).packages
     assert package.name == "style"
     assert package.description == "Writes in style."
     assert package.frontmatter.license == "MIT"
@@ -73,8 +91,11 @@ def test_package_description() -> None:
         "scripts/run.js": ("text", "text/javascript"),
     }
     assert [f.path for f in package.files] == sorted(kinds)
-    assert package.warnings == ("Skill contains binary files; they are served raw, without "
-                                "macro projection, and cannot be read as text.",)
+    assert package.warnings == (
+        "Skill contains scripts; review them before use: an agent can run them with the js "
+        "command (and skill.run_script in compatibility mode).",
+        "Skill contains binary files; they are served raw, without macro projection, and "
+        "cannot be read as text.")
 
 
 def test_skill_md_errors() -> None:
@@ -86,14 +107,18 @@ def test_skill_md_errors() -> None:
            {"SKILL.md": "---\nname: 12\ndescription: Demo.\n---\n"})
     _fails("SKILL.md frontmatter must include description",
            {"SKILL.md": "---\nname: demo\n---\n"})
-    _fails("description cannot be empty",
+    # Revision 2 (8.2): a blank value counts as missing (it was `description cannot be empty`).
+    _fails("SKILL.md frontmatter must include description",
            {"SKILL.md": "---\nname: demo\ndescription: '  '\n---\n"})
+    _fails("SKILL.md frontmatter must include name",
+           {"SKILL.md": "---\nname: ' '\ndescription: Demo.\n---\n"})
     _fails("SKILL.md must be UTF-8 text", {"SKILL.md": b"---\nname: d\xff\n---\n"})
     _fails("SKILL.md must be <= 1048576 bytes",
            {"SKILL.md": "---\nname: demo\ndescription: D\n---\n" + "x" * 1024 * 1024})
-    _fails("Skill package must contain SKILL.md", {"README.md": "hi"})
-    with pytest.raises(InvalidSkillPackage, match=r"^Invalid SKILL\.md frontmatter: "):
-        load_inline({"SKILL.md": "---\nname: [unclosed\n---\n"})
+    with pytest.raises(InvalidSkillPackage, match=r"^Skill package must contain SKILL\.md$"):
+        load_inline({"README.md": "hi"})  # no SKILL.md anywhere: the source itself fails
+    (invalid,) = load_inline({"SKILL.md": "---\nname: [unclosed\n---\n"}).invalid
+    assert invalid.message.startswith("Invalid SKILL.md frontmatter: ")
 
 
 def test_skill_names() -> None:
@@ -115,13 +140,13 @@ def test_skill_names() -> None:
 
 def test_optional_fields_of_the_wrong_type_warn() -> None:
     (package,) = load_inline({"SKILL.md": "---\nname: demo\ndescription: D\nlicense: 3\n"
-                                          "metadata:\n  version: 1.0\n  tags: x\n---\n"})
+                                          "metadata:\n  version: 1.0\n  tags: x\n---\n"}
+                             ).packages
     assert package.frontmatter.license is None and package.frontmatter.version is None
     assert package.warnings == (
         "SKILL.md license is not a string and was ignored.",
         "SKILL.md metadata.version is not a string and was ignored.",
         "SKILL.md metadata.tags is not a list and was ignored.",
-        "Skill has no license field.",
     )
 
 
@@ -140,17 +165,15 @@ def test_acceptance_6_sidecar_unknown_field_and_version_2() -> None:
            {**base, "agents/tauritavern.json": '{"displayName": "x"}'})
     _fails("Invalid agents/tauritavern.json: version: Input should be a valid integer",
            {**base, "agents/tauritavern.json": '{"version": "1"}'})
-    with pytest.raises(InvalidSkillPackage, match=r"^Invalid agents/tauritavern\.json: not "):
-        load_inline({**base, "agents/tauritavern.json": "{not json"})
+    (invalid,) = load_inline({**base, "agents/tauritavern.json": "{not json"}).invalid
+    assert invalid.message.startswith("Invalid agents/tauritavern.json: not ")
 
 
 def test_acceptance_6_symlink_and_dotdot_are_rejected(make_skill, tmp_path: Path) -> None:
     folder = make_skill(files={"scripts/real.js": "x"})
     os.symlink("real.js", folder / "scripts" / "link.js")
-    with pytest.raises(InvalidSkillPackage) as caught:
-        load_source(folder)
-    assert caught.value.message == "Skill package cannot contain symlink: scripts/link.js"
-    _fails("Skill file path cannot contain .. (`../evil.txt`)",
+    assert _invalid_message(folder) == "Skill package cannot contain symlink: scripts/link.js"
+    _refused("Skill file path cannot contain .. (`../evil.txt`)",
            {"SKILL.md": "---\nname: demo\ndescription: D\n---\n", "../evil.txt": "x"})
 
 
@@ -164,35 +187,33 @@ def test_path_rules() -> None:
                       ("x/.git/config", "Skill file path contains forbidden segment: .git"),
                       (".env", "Skill file path contains forbidden segment: .env"),
                       (".ssh/id", "Skill file path contains forbidden segment: .ssh"),
+                      ("a\nb", "Skill file path cannot contain control characters"),
+                      ("a\x7fb", "Skill file path cannot contain control characters"),
                       ("./.", "Skill file path cannot be empty")]:
         with pytest.raises(InvalidSkillPackage) as caught:
             normalize_skill_path(raw)
-        assert caught.value.message == f"{rule} (`{raw}`)"
+        shown = raw.replace("\0", "\\x00").replace("\n", "\\n").replace("\x7f", "\\x7f")
+        assert caught.value.message == f"{rule} (`{shown}`)"
 
 
 def test_forbidden_segment_in_a_folder(make_skill) -> None:
     folder = make_skill(files={".git/HEAD": "ref"})
-    with pytest.raises(InvalidSkillPackage,
-                       match=r"^Skill file path contains forbidden segment: \.git"):
-        load_source(folder)
+    assert _invalid_message(folder) == (
+        "Skill file path contains forbidden segment: .git (`.git/HEAD`)")
 
 
 def test_file_limits(make_skill) -> None:
     folder = make_skill(files={"assets/big.bin": b""})
     os.truncate(folder / "assets" / "big.bin", MAX_FILE_BYTES + 1)  # sparse: cheap on disk
-    with pytest.raises(InvalidSkillPackage) as caught:
-        load_source(folder)
-    assert caught.value.message == "Skill file 'assets/big.bin' exceeds 16777216 bytes"
+    assert _invalid_message(folder) == "Skill file 'assets/big.bin' exceeds 16777216 bytes"
     os.truncate(folder / "assets" / "big.bin", MAX_FILE_BYTES)
-    (package,) = load_source(folder)
+    (package,) = load_source(folder).packages
     assert package.total_bytes > MAX_FILE_BYTES
 
     many = make_skill("many", files={f"refs/{i:04}.md": "x" for i in range(1000)})
-    with pytest.raises(InvalidSkillPackage) as caught:
-        load_source(many)
-    assert caught.value.message == "Skill package must contain <= 1000 files"
+    assert _invalid_message(many) == "Skill package must contain <= 1000 files"
     (many / "refs" / "0000.md").unlink()
-    assert len(load_source(many)[0].files) == 1000
+    assert len(load_source(many).packages[0].files) == 1000
 
     with pytest.raises(InvalidSkillPackage) as caught:
         check_file_limits([(f"f{i}", MAX_FILE_BYTES) for i in range(17)])
@@ -204,9 +225,7 @@ def test_file_limits(make_skill) -> None:
 def test_special_files_and_missing_sources(make_skill, tmp_path: Path) -> None:
     folder = make_skill()
     os.mkfifo(folder / "pipe")
-    with pytest.raises(InvalidSkillPackage, match=r"^Skill package cannot contain special "
-                                                  r"file: pipe$"):
-        load_source(folder)
+    assert _invalid_message(folder) == "Skill package cannot contain special file: pipe"
     with pytest.raises(SkillNotFound, match=r"^Skill source not found: "):
         load_source(tmp_path / "nowhere")
     (tmp_path / "notes.txt").write_text("x")
@@ -225,22 +244,23 @@ def test_sources_are_searched_recursively(make_skill, write_files, tmp_path: Pat
         "one/examples/inner/SKILL.md": "---\nname: inner\ndescription: Example.\n---\n",
         "group/two/SKILL.md": "---\nname: two\ndescription: Second.\n---\n",
     })
-    packages = load_source(root)
+    packages = load_source(root).packages
     assert [(p.origin, p.name) for p in packages] == [("group/two", "two"), ("one", "one")]
     assert [f.path for f in packages[1].files] == ["SKILL.md", "examples/inner/SKILL.md"]
     assert find_skill_roots(["SKILL.md", "a/SKILL.md"]) == [""]
     write_files(root, {"copy/SKILL.md": "---\nname: one\ndescription: Again.\n---\n"})
-    with pytest.raises(InvalidSkillPackage) as caught:
-        load_source(root)
-    assert caught.value.message == (
-        "Skill source contains more than one skill named 'one' ('copy' and 'one')")
+    scan = load_source(root)
+    assert [p.name for p in scan.packages] == ["two"]
+    message = "Skill source contains more than one skill named 'one' ('copy' and 'one')"
+    assert scan.invalid == (InvalidPackage("copy", "skill.invalid_package", message),
+                            InvalidPackage("one", "skill.invalid_package", message))
 
 
 def test_inline_file_clashes() -> None:
     skill_md = "---\nname: demo\ndescription: D\n---\n"
-    _fails("Skill package contains 'a/b' more than once",
+    _refused("Skill package contains 'a/b' more than once",
            {"SKILL.md": skill_md, "a/b": "1", "a\\b": "2"})
-    _fails("Skill package path 'a' is both a file and a folder",
+    _refused("Skill package path 'a' is both a file and a folder",
            {"SKILL.md": skill_md, "a": "1", "a/b": "2"})
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tavernlab.clock import SYSTEM_CLOCK, FixedClock, SequentialIds
 from tavernlab.skills import (
+    InvalidPackage,
     InvalidSkillIndex,
     InvalidSkillPackage,
     SkillConflict,
@@ -28,7 +31,7 @@ def _installed(repo: SkillRepository) -> list[str]:
 
 def test_layout_and_index_v2(repo: SkillRepository, make_skill) -> None:
     folder = make_skill(files={"scripts/a.js": "console.log(1)\n"})
-    (result,) = repo.install(folder)
+    (result,) = repo.install(folder).results
     assert (result.action, result.name, result.scope.key) == ("installed", "demo", "global")
     assert _installed(repo) == ["global/demo"]
     assert (repo.installed_root / "global" / "demo" / "scripts" / "a.js").read_text() == (
@@ -61,12 +64,12 @@ def test_scope_directories() -> None:
 
 def test_acceptance_3_already_installed_merges_refs_and_conflicts(repo, make_skill) -> None:
     folder = make_skill(files={"scripts/a.js": "console.log(1)\n"})
-    first = repo.install(folder)[0].skill
+    first = repo.install(folder).results[0].skill
     again = repo.install_files(
         {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
          if p.is_file()},
         source=SkillSource("preset", "My Preset", "My preset"))
-    assert again[0].action == "already_installed"
+    assert again.already_installed == ["demo"]
     entry = repo.get("demo")
     assert [(r.kind, r.id, r.label) for r in entry.source_refs] == [
         ("directory", str(folder.resolve()), "demo"), ("preset", "My Preset", "My preset")]
@@ -75,30 +78,32 @@ def test_acceptance_3_already_installed_merges_refs_and_conflicts(repo, make_ski
     (folder / "scripts" / "a.js").write_text("console.log(2)\n")
     with pytest.raises(SkillConflict) as caught:
         repo.install(folder)
-    assert caught.value.message == ("Skill 'demo' already exists in scope global with "
-                                    "different content; choose skip or replace")
+    assert caught.value.message == (
+        "Skill 'demo' already exists with different content; conflict_strategy is required: "
+        "install again with on_conflict=\"replace\" to replace it or on_conflict=\"skip\" to "
+        "keep the installed one (command line: --replace or --skip; scope global)")
     assert caught.value.code == "skill.conflict"
-    skipped = repo.install(folder, on_conflict="skip")[0]
+    skipped = repo.install(folder, on_conflict="skip").results[0]
     assert skipped.action == "skipped"
     assert skipped.skill.installed_hash == first.installed_hash
     installed = repo.installed_root / "global" / "demo" / "scripts" / "a.js"
     assert installed.read_text() == "console.log(1)\n"
 
-    replaced = repo.install(folder, on_conflict="replace")[0]
+    replaced = repo.install(folder, on_conflict="replace").results[0]
     assert replaced.action == "replaced"
     assert installed.read_text() == "console.log(2)\n"
-    assert repo.get("demo").installed_hash == load_source(folder)[0].installed_hash
+    assert repo.get("demo").installed_hash == load_source(folder).packages[0].installed_hash
     assert list(repo.staging_root.iterdir()) == []
 
 
 def test_acceptance_2_export_then_import_keeps_the_hash(repo, make_skill, tmp_path) -> None:
     folder = make_skill(files={"assets/logo.bin": bytes(range(256)),
                                "scripts/lib/util.js": "export const x = 1;\n"})
-    original = repo.install(folder)[0].skill.installed_hash
+    original = repo.install(folder).results[0].skill.installed_hash
     exported = tmp_path / "demo.ttskill"
     exported.write_bytes(repo.export("demo"))
     other = SkillRepository(tmp_path / "other-lab")
-    (result,) = other.install(exported, scope="character:alice")
+    (result,) = other.install(exported, scope="character:alice").results
     assert result.skill.installed_hash == original
     assert result.skill.source_refs[0].kind == "archive"
     assert repo.export("demo") == exported.read_bytes()
@@ -160,9 +165,9 @@ def test_bad_input_installs_nothing(repo, make_skill, snapshot, tmp_path) -> Non
     os.symlink("a.md", linked / "b.md")
     cases.append((linked, "Skill package cannot contain symlink: b.md"))
     for source, message in cases:
-        with pytest.raises(InvalidSkillPackage) as caught:
-            repo.install(source)
-        assert caught.value.message == message
+        report = repo.install(source)
+        assert report.results == ()
+        assert report.invalid == (InvalidPackage("", "skill.invalid_package", message),)
         assert snapshot(repo.data_root) == before
     with pytest.raises(InvalidSkillPackage):
         repo.install_files({"SKILL.md": "---\nname: x\ndescription: D\n---\n", "../a": "x"})
@@ -173,15 +178,15 @@ def test_one_source_with_several_skills_installs_together(repo, write_files, tmp
     root = write_files(tmp_path / "bundle", {
         "a/SKILL.md": "---\nname: alpha\ndescription: A.\n---\n",
         "b/SKILL.md": "---\nname: beta\ndescription: B.\n---\n"})
-    results = repo.install(root, scope="character:alice")
+    results = repo.install(root, scope="character:alice").results
     assert [(r.name, r.action) for r in results] == [("alpha", "installed"),
                                                      ("beta", "installed")]
     assert [e.name for e in repo.list("character:alice")] == ["alpha", "beta"]
 
 
 def test_version_1_index_is_migrated_on_read(repo, make_skill, write_files) -> None:
-    (package,) = load_source(make_skill())
-    (named_global,) = load_source(make_skill("global"))
+    (package,) = load_source(make_skill()).packages
+    (named_global,) = load_source(make_skill("global")).packages
     legacy = repo.installed_root
     for pkg in (package, named_global):
         write_files(legacy / pkg.name, {p: d for p, d in pkg.contents.items()})
@@ -198,12 +203,12 @@ def test_version_1_index_is_migrated_on_read(repo, make_skill, write_files) -> N
     assert _installed(repo) == ["global/demo", "global/global"]
     assert (legacy / "global" / "global" / "SKILL.md").is_file()
     assert json.loads(repo.index_path.read_text())["version"] == 2
-    assert repo.install(make_skill())[0].action == "already_installed"
+    assert repo.install(make_skill()).already_installed == ["demo"]
 
 
 def test_version_1_migration_failure_moves_nothing(repo, make_skill, write_files,
                                                    snapshot) -> None:
-    (package,) = load_source(make_skill())
+    (package,) = load_source(make_skill()).packages
     write_files(repo.installed_root / "demo", dict(package.contents))
     repo.index_path.parent.mkdir(parents=True)
     repo.index_path.write_text(json.dumps({"version": 1, "skills": [
@@ -238,3 +243,24 @@ def test_reads_on_a_fresh_lab_write_nothing(tmp_path: Path) -> None:
     with pytest.raises(SkillNotFound):
         repo.get("demo")
     assert not (tmp_path / "fresh").exists()
+
+
+def test_clock_and_ids_are_injectable(tmp_path: Path, make_skill) -> None:
+    """A fixed clock and sequential ids make two labs install byte-identical indexes; a work
+    folder left by a dead process is never reused (it may hold the only copy of a package)."""
+    folder = make_skill(files={"scripts/a.js": "console.log(1)\n"})
+    source = SkillSource("preset", "p")
+    indexes = []
+    for name in ("one", "two"):
+        repo = SkillRepository(tmp_path / name, clock=FixedClock(), ids=SequentialIds())
+        stale = repo.staging_root / "import_00000000000000000000000000000001"
+        (stale / "old" / "demo").mkdir(parents=True)
+        (stale / "old" / "demo" / "SKILL.md").write_text("the only copy\n")
+        (result,) = repo.install(folder, source=source).results
+        assert result.skill.installed_at == datetime(2026, 1, 1, tzinfo=UTC)
+        assert (stale / "old" / "demo" / "SKILL.md").read_text() == "the only copy\n"
+        assert sorted(p.name for p in repo.staging_root.iterdir()) == [stale.name]
+        indexes.append(repo.index_path.read_bytes())
+    assert indexes[0] == indexes[1]
+    assert json.loads(indexes[0])["skills"][0]["installedAt"] == "2026-01-01T00:00:00Z"
+    assert SkillRepository(tmp_path / "default").clock is SYSTEM_CLOCK

@@ -125,10 +125,10 @@ def run(root: Path, out: TextIO) -> None:
     lab = Lab(root / "lab")
     source = write_skill(root / "skill-src" / "wordcount")
     _heading(out, "Skills: validate and install a package")
-    for package in lab.skills.validate(source):
+    for package in lab.skills.validate(source).packages:
         print(f"valid: {package.name} — {package.description} ({len(package.files)} files)",
               file=out)
-    for result in lab.skills.install(source, scope="global", on_conflict="replace"):
+    for result in lab.skills.install(source, scope="global", on_conflict="replace").results:
         digest = result.skill.installed_hash[:16] if result.skill else "-"
         print(f"install: {result.name} -> {result.action} (installed hash {digest}…)",
               file=out)

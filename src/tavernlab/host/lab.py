@@ -142,7 +142,7 @@ class Lab:
     def skills(self) -> SkillRepository:
         """The skill repository of this lab (install, list, validate, export)."""
         if self._skills is None:
-            self._skills = SkillRepository(self.root)
+            self._skills = SkillRepository(self.root, clock=self.clock, ids=self.ids)
         return self._skills
 
     def _installed_skills(self) -> SkillRepository | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import tree_sitter_javascript
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Tree
 
 _LANGUAGE = Language(tree_sitter_javascript.language())
 _PARSERS = threading.local()
@@ -77,7 +77,14 @@ def scan_module(source: bytes) -> ModuleScan:
     return scan
 
 
-def _walk(node: Node) -> Iterator[Node]:
+def parse_module(source: bytes) -> Tree:
+    """The tree-sitter syntax tree of ``source``, from the parser :func:`scan_module` uses (for
+    tools that need more of a module than its specifiers, such as ``tavernlab skill lint``)."""
+    return _parser().parse(source)
+
+
+def walk_nodes(node: Node) -> Iterator[Node]:
+    """Every node below ``node`` (itself included), in source order."""
     cursor = node.walk()
     while True:
         current = cursor.node
@@ -93,7 +100,7 @@ def _walk(node: Node) -> Iterator[Node]:
 
 
 def _sites(root: Node, source: bytes) -> Iterator[SpecifierSite]:
-    for node in _walk(root):
+    for node in walk_nodes(root):
         if node.type == "string":
             parent = node.parent
             if parent is not None and _field_of(parent, node) == "source":

@@ -1,6 +1,8 @@
 """Skill packages, the installed-skill repository and the read-only ``skills/`` mount.
 
-spec/js-and-skills.md sections 8 and 9. ``lab.skills`` is a :class:`SkillRepository`;
+spec/js-and-skills.md sections 8 and 9 (``lint`` and ``migrate`` check and rewrite a skill's
+scripts for the V5 ``js`` runner: :mod:`tavernlab.skills.lint`,
+:mod:`tavernlab.skills.migrate`). ``lab.skills`` is a :class:`SkillRepository`;
 :func:`bind_skills` (over :func:`resolve_effective_skills`) binds an Invocation's skills and
 :class:`BoundSkillsMount` serves them, macro-projected, under ``skills/``.
 """
@@ -13,6 +15,7 @@ from tavernlab.skills.binding import (
     resolve_effective_skills,
     skill_list,
 )
+from tavernlab.skills.collection import InvalidPackage, SourceScan
 from tavernlab.skills.errors import (
     InvalidSkillIndex,
     InvalidSkillPackage,
@@ -20,15 +23,18 @@ from tavernlab.skills.errors import (
     SkillConflict,
     SkillError,
     SkillNotFound,
+    SkillOutputExists,
     SkillStorageError,
 )
 from tavernlab.skills.index import SkillIndexEntry, SkillScope, SkillSourceRef
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.package import SkillFileRef, SkillPackage
-from tavernlab.skills.repository import SkillInstallResult, SkillRepository, SkillSource
+from tavernlab.skills.report import SkillInstallReport, SkillInstallResult, SkillSource
+from tavernlab.skills.repository import SkillRepository
 
 __all__ = [
     "BoundSkillsMount",
+    "InvalidPackage",
     "InvalidSkillIndex",
     "InvalidSkillPackage",
     "InvalidSkillScope",
@@ -37,8 +43,10 @@ __all__ = [
     "SkillError",
     "SkillFileRef",
     "SkillIndexEntry",
+    "SkillInstallReport",
     "SkillInstallResult",
     "SkillNotFound",
+    "SkillOutputExists",
     "SkillPackage",
     "SkillRepository",
     "SkillScope",
@@ -46,6 +54,7 @@ __all__ = [
     "SkillSource",
     "SkillSourceRef",
     "SkillStorageError",
+    "SourceScan",
     "bind_skills",
     "render_skill_prompt",
     "resolve_effective_skills",

@@ -1,10 +1,17 @@
 """ZIP archives of skills: read (``.zip`` and the legacy ``.ttskill``) and write.
 
-spec/js-and-skills.md sections 8.4 and 8.7. Reading checks **every** entry before any entry is
-decompressed: symlink entries, encrypted entries, more than 1000 files, a file over 16 MiB,
-more than 256 MiB in total, a compression ratio over 100, and the package path rules
-(``../``, absolute, drive prefixes, forbidden segments). Nothing is extracted to disk at all:
-the checked entries are read into memory and handed to package validation.
+spec/js-and-skills.md sections 8.4 and 8.7. An archive may hold several packages (each folder
+with a ``SKILL.md``, :mod:`tavernlab.skills.collection`). Reading checks **every** entry of a
+package before any of its entries is decompressed: symlink entries, encrypted entries, the
+package path rules (``../``, absolute, drive prefixes, forbidden segments), the file limits
+(1000 files, 16 MiB per file, 256 MiB per package, from the central directory) and a
+compression ratio over 100. A package that breaks a rule is reported invalid; the others are
+still read. Nothing is extracted to disk at all: checked entries are read into memory.
+
+The whole archive is refused when it cannot be opened, or when **any** entry name holds a
+control character (a NUL, a newline, U+0000-U+001F, U+007F-U+009F). Python's ``zipfile``
+cuts a name at its first NUL, so ``scripts/a.js\x00/../../../evil.js`` would otherwise pass
+as ``scripts/a.js``; the check reads the name as stored in the archive.
 
 tavernlab choices where upstream detail is unknown:
 
@@ -12,6 +19,8 @@ tavernlab choices where upstream detail is unknown:
   are skipped; directory entries only imply folders.
 * The ratio rule is ``uncompressed size > 100 x compressed size`` (so exactly 100:1 passes);
   an entry that claims data but has no compressed bytes fails too.
+* An entry that cannot be decompressed (bad CRC, unsupported method) makes its package
+  invalid with ``Failed to read Skill archive '<file>': <reason>``.
 * Written archives are deterministic: entries sorted by path, timestamp 1980-01-01, mode 0644,
   deflated unless deflating would exceed the 100:1 ratio that reading enforces (then stored),
   so an exported skill can always be imported again.
@@ -26,20 +35,33 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from tavernlab.skills.collection import (
+    SourceScan,
+    below,
+    find_skill_roots,
+    no_skill_found,
+    scan_roots,
+)
 from tavernlab.skills.errors import InvalidSkillPackage
 from tavernlab.skills.package import (
     MAX_COMPRESSION_RATIO,
-    MAX_FILE_BYTES,
-    MAX_FILES,
-    MAX_TOTAL_BYTES,
     FileTree,
+    SkillPackage,
+    check_file_limits,
+    has_control_character,
     normalize_skill_path,
+    printable,
+    validate_package,
 )
 
 #: File name extensions read as skill archives (compared case-insensitively).
 ARCHIVE_SUFFIXES = (".zip", ".ttskill")
 
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+#: What ``zipfile`` raises for an archive or entry it cannot read (``NotImplementedError`` for
+#: a compression method it cannot decode, ``RuntimeError`` for encryption): bad input.
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+               OSError)
 
 
 def is_ignored_entry(name: str) -> bool:
@@ -53,15 +75,33 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
-def _check_entries(archive: zipfile.ZipFile) -> list[tuple[zipfile.ZipInfo, str]]:
-    """Every rule that can be decided from the central directory; returns the file entries to
-    read with their normalized paths."""
-    selected: list[tuple[zipfile.ZipInfo, str]] = []
-    total = 0
+def _grouping_path(name: str) -> str:
+    """An entry name as :func:`normalize_skill_path` would write it (trimmed, ``\\`` as ``/``,
+    empty and ``.`` segments dropped) but without its checks: enough to tell which package
+    folder the entry lies in; the package path rules are checked when that package is read."""
+    parts = name.strip().replace("\\", "/").split("/")
+    return "/".join(s for s in parts if s not in ("", "."))
+
+
+def _members(archive: zipfile.ZipFile) -> list[tuple[zipfile.ZipInfo, str]]:
+    """The entries that are not macOS litter, with their grouping paths; refuses the whole
+    archive when an entry name holds a control character."""
+    members = []
     for info in archive.infolist():
+        if has_control_character(info.orig_filename):
+            raise InvalidSkillPackage("Skill archive entry name contains a control character: "
+                                      f"{printable(info.orig_filename)}")
+        if not is_ignored_entry(info.filename):
+            members.append((info, _grouping_path(info.filename)))
+    return members
+
+
+def _check_entries(entries: list[zipfile.ZipInfo]) -> list[tuple[zipfile.ZipInfo, str]]:
+    """Every rule of one package that the central directory decides; returns its file entries
+    with their normalized package paths."""
+    selected: list[tuple[zipfile.ZipInfo, str]] = []
+    for info in entries:
         name = info.filename
-        if is_ignored_entry(name):
-            continue
         if _is_symlink(info):
             raise InvalidSkillPackage(f"Skill archive entry cannot be a symlink: {name}")
         path = normalize_skill_path(name)
@@ -69,41 +109,52 @@ def _check_entries(archive: zipfile.ZipFile) -> list[tuple[zipfile.ZipInfo, str]
             continue
         if info.flag_bits & 0x1:
             raise InvalidSkillPackage(f"Skill archive entry '{name}' is encrypted")
-        if len(selected) >= MAX_FILES:
-            raise InvalidSkillPackage(f"Skill archive must contain <= {MAX_FILES} files")
-        if info.file_size > MAX_FILE_BYTES:
-            raise InvalidSkillPackage(
-                f"Skill archive entry '{name}' exceeds {MAX_FILE_BYTES} bytes")
         if info.file_size > MAX_COMPRESSION_RATIO * info.compress_size:
             raise InvalidSkillPackage(
                 f"Skill archive entry '{name}' has an excessive compression ratio "
                 f"(over {MAX_COMPRESSION_RATIO}:1)")
-        total += info.file_size
-        if total > MAX_TOTAL_BYTES:
-            raise InvalidSkillPackage(f"Skill archive exceeds {MAX_TOTAL_BYTES} bytes")
         selected.append((info, path))
+    check_file_limits((path, info.file_size) for info, path in selected)
     return selected
 
 
-def read_archive(path: Path) -> dict[str, bytes]:
-    """All files of a skill archive, keyed by normalized path, after checking every entry."""
+def _read_package(archive: zipfile.ZipFile, label: str, entries: list[zipfile.ZipInfo],
+                  root: str) -> SkillPackage:
+    """Check, then read and validate, the entries of the package at ``root``."""
+    prefix = len(root) + 1 if root else 0
+    tree = FileTree()
+    for info, path in _check_entries(entries):
+        relative = path[prefix:]  # the grouping path that chose the entry is this path
+        try:
+            data = archive.read(info)
+        except _UNREADABLE as exc:
+            raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
+        if len(data) != info.file_size:
+            raise InvalidSkillPackage(
+                f"Skill archive entry '{info.filename}' does not match its size")
+        tree.add(relative, data)
+    return validate_package(tree.files, origin=root)
+
+
+def scan_archive(path: Path) -> SourceScan:
+    """Every package of a skill archive, each checked and read on its own."""
     label = path.name
     try:
         with zipfile.ZipFile(path) as archive:
-            entries = _check_entries(archive)
-            tree = FileTree()
-            for info, normalized in entries:
-                data = archive.read(info)
-                if len(data) != info.file_size:
-                    raise InvalidSkillPackage(
-                        f"Skill archive entry '{info.filename}' does not match its size")
-                tree.add(normalized, data)
-    # zipfile raises NotImplementedError for a compression method it cannot decode (and
-    # RuntimeError for encrypted entries): both are unreadable archives, i.e. bad input.
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
-            OSError) as exc:
+            members = _members(archive)
+            roots = find_skill_roots(grouping for info, grouping in members
+                                     if not info.is_dir())
+            if not roots:
+                raise no_skill_found()
+
+            def load(root: str) -> SkillPackage:
+                own = [info for info, grouping in members
+                       if below(root, grouping) is not None]
+                return _read_package(archive, label, own, root)
+
+            return scan_roots(roots, load)
+    except _UNREADABLE as exc:
         raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
-    return tree.files
 
 
 def write_archive(files: Mapping[str, bytes]) -> bytes:

@@ -11,8 +11,7 @@ repository), one per kind of failure so a caller can branch on them:
 * ``skill.conflict`` - the same name with different content and no ``skip``/``replace`` choice.
 * ``skill.invalid_index`` - ``index/skills.json`` is unreadable or inconsistent.
 * ``skill.storage_failed`` - an OS error while installing; the install was rolled back.
-* ``skill.output_exists`` - ``tavernlab skill pack`` refuses to overwrite its output file
-  (raised as a plain :class:`SkillError` with that code).
+* ``skill.output_exists`` - ``tavernlab skill pack`` refuses to overwrite its output file.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 from tavernlab.errors import SkillError
 
 __all__ = ["InvalidSkillIndex", "InvalidSkillPackage", "InvalidSkillScope", "SkillConflict",
-           "SkillError", "SkillNotFound", "SkillStorageError"]
+           "SkillError", "SkillNotFound", "SkillOutputExists", "SkillStorageError"]
 
 
 class InvalidSkillPackage(SkillError):
@@ -57,3 +56,9 @@ class SkillStorageError(SkillError):
     """An OS error while changing the repository; the change was rolled back."""
 
     code = "skill.storage_failed"
+
+
+class SkillOutputExists(SkillError):
+    """An output file (``tavernlab skill pack -o``) already exists; it is never overwritten."""
+
+    code = "skill.output_exists"

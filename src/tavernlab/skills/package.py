@@ -2,19 +2,19 @@
 
 spec/js-and-skills.md sections 8.1-8.5. A package is a mapping of normalized relative paths to
 bytes; :func:`validate_package` checks it and returns a :class:`SkillPackage` with its file
-list, installed hash and warnings. Reading sources (directories, ZIPs) lives in
+list, installed hash and warnings. The front matter of ``SKILL.md`` is read by
+:mod:`tavernlab.skills.frontmatter`, the sidecar by :mod:`tavernlab.skills.sidecar`; reading
+sources (directories, ZIPs) lives in
 :mod:`tavernlab.skills.source`; storing packages in :mod:`tavernlab.skills.repository`.
 
 tavernlab choices where upstream detail is unknown:
 
 * ``SKILL.md`` that is not UTF-8 fails with ``SKILL.md must be UTF-8 text``.
-* A missing ``name`` (or a non-string one) fails with ``SKILL.md frontmatter must include
-  name``; a blank ``description`` fails with ``description cannot be empty`` (the spec's
-  literal), a missing or non-string one with ``SKILL.md frontmatter must include description``.
-* Optional front matter fields of the wrong type (``license``, ``metadata.author``,
-  ``metadata.version`` not strings, ``metadata.tags`` not a list) are ignored like upstream
-  does, but each produces a warning instead of vanishing silently.
-* Path-rule messages name the offending path: ``Skill file path cannot contain .. (`../x`)``.
+* Path-rule messages name the offending path: ``Skill file path cannot contain .. (`../x`)``;
+  control characters in it are written as escapes (:func:`printable`), and a path holding one
+  (U+0000-U+001F, U+007F-U+009F) is refused like a NUL.
+* Warnings follow upstream: only a package with files under ``scripts/`` or with binary files
+  gets one (the wording is tavernlab's); a missing optional field gives none.
 * Media types come from the fixed table :data:`MEDIA_TYPES` (``application/octet-stream``
   otherwise), so they do not depend on the host's ``mime.types``.
 """
@@ -22,15 +22,17 @@ tavernlab choices where upstream detail is unknown:
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from tavernlab.skills.errors import InvalidSkillPackage
+from tavernlab.skills.frontmatter import SkillFrontmatter, parse_frontmatter
+from tavernlab.skills.sidecar import SIDECAR_PATH, Sidecar, parse_sidecar
 
 MAX_FILES = 1000
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -39,9 +41,13 @@ MAX_SKILL_MD_BYTES = 1024 * 1024
 MAX_COMPRESSION_RATIO = 100
 MAX_NAME_LENGTH = 128
 SKILL_MD = "SKILL.md"
-SIDECAR_PATH = "agents/tauritavern.json"
-SIDECAR_VERSION = 1
 FORBIDDEN_SEGMENTS = frozenset({".git", ".ssh", ".env"})
+#: The warning of a package with files under ``scripts/`` (wording: tavernlab's choice).
+SCRIPTS_WARNING = ("Skill contains scripts; review them before use: an agent can run them "
+                   "with the js command (and skill.run_script in compatibility mode).")
+#: The warning of a package with binary files (wording: tavernlab's choice).
+BINARY_WARNING = ("Skill contains binary files; they are served raw, without macro "
+                  "projection, and cannot be read as text.")
 
 #: Media type by lower-cased extension.
 MEDIA_TYPES: dict[str, str] = {
@@ -82,19 +88,35 @@ def validate_skill_name(raw: str) -> str:
     return value
 
 
+def has_control_character(text: str) -> bool:
+    """Whether ``text`` holds a C0 or C1 control character (NUL, newline, U+007F...)."""
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x00``, ``\\n``), so a
+    hostile file name prints on one line and shows what it holds."""
+    if not has_control_character(text):
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(c) == "Cc" else c for c in text)
+
+
 def normalize_skill_path(raw: str) -> str:
     """A package-relative path with upstream's rules: relative, no NUL, no drive prefix, no
     ``..``, no ``.git``/``.ssh``/``.env`` segment; ``\\`` becomes ``/``, empty and ``.``
-    segments are dropped."""
+    segments are dropped. tavernlab also refuses other control characters."""
     value = raw.strip()
 
     def bad(rule: str) -> InvalidSkillPackage:
-        return InvalidSkillPackage(f"{rule} (`{raw}`)")
+        return InvalidSkillPackage(f"{rule} (`{printable(raw)}`)")
 
     if not value:
         raise InvalidSkillPackage("Skill file path cannot be empty")
     if "\0" in value:
         raise bad("Skill file path cannot contain NUL")
+    if has_control_character(value):
+        raise bad("Skill file path cannot contain control characters")
     if value[0] in "/\\":
         raise bad("Skill file path must be relative")
     if len(value) >= 2 and value[1] == ":" and value[0].isascii() and value[0].isalpha():
@@ -131,139 +153,6 @@ def installed_hash(files: Mapping[str, bytes]) -> str:
         digest.update(files[path])
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-# --- SKILL.md ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SkillFrontmatter:
-    """The YAML front matter of ``SKILL.md`` (section 8.2)."""
-
-    name: str
-    description: str
-    license: str | None = None
-    author: str | None = None
-    version: str | None = None
-    tags: tuple[str, ...] = ()
-
-
-def parse_frontmatter(text: str) -> tuple[SkillFrontmatter, list[str]]:
-    """Parse ``SKILL.md`` (CRLF normalized); returns the front matter and warnings.
-
-    The name is returned as written; :func:`validate_skill_name` checks it.
-    """
-    normalized = text.replace("\r\n", "\n")
-    if not normalized.startswith("---\n"):
-        raise InvalidSkillPackage("SKILL.md must start with YAML frontmatter")
-    rest = normalized[4:]
-    end = rest.find("\n---")
-    if end < 0:
-        raise InvalidSkillPackage("SKILL.md frontmatter is not closed")
-    try:
-        data = yaml.safe_load(rest[:end])
-    except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())
-        raise InvalidSkillPackage(f"Invalid SKILL.md frontmatter: {reason}") from None
-    mapping: Mapping[str, Any] = data if isinstance(data, dict) else {}
-    warnings: list[str] = []
-
-    def optional(source: Mapping[str, Any], key: str, label: str) -> str | None:
-        value = source.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            warnings.append(f"SKILL.md {label} is not a string and was ignored.")
-            return None
-        return value.strip() or None
-
-    name = mapping.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidSkillPackage("SKILL.md frontmatter must include name")
-    description = mapping.get("description")
-    if not isinstance(description, str):
-        raise InvalidSkillPackage("SKILL.md frontmatter must include description")
-    if not description.strip():
-        raise InvalidSkillPackage("description cannot be empty")
-    raw_metadata = mapping.get("metadata")
-    metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
-    if raw_metadata is not None and not isinstance(raw_metadata, dict):
-        warnings.append("SKILL.md metadata is not a mapping and was ignored.")
-    license_ = optional(mapping, "license", "license")
-    author = optional(metadata, "author", "metadata.author")
-    version = optional(metadata, "version", "metadata.version")
-    tags: list[str] = []
-    raw_tags = metadata.get("tags")
-    if isinstance(raw_tags, list):
-        for tag in raw_tags:
-            if isinstance(tag, str):
-                if tag.strip():
-                    tags.append(tag.strip())
-            else:
-                warnings.append("SKILL.md metadata.tags has a non-string entry; it was ignored.")
-    elif raw_tags is not None:
-        warnings.append("SKILL.md metadata.tags is not a list and was ignored.")
-    return SkillFrontmatter(
-        name=name.strip(),
-        description=description.strip(),
-        license=license_,
-        author=author,
-        version=version,
-        tags=tuple(tags),
-    ), warnings
-
-
-# --- the sidecar ------------------------------------------------------------------------------
-
-
-class _SidecarModel(BaseModel):
-    """camelCase only, strict types, unknown fields rejected (upstream ``deny_unknown_fields``)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", strict=True,
-                              frozen=True)
-
-
-class RecommendedContext(_SidecarModel):
-    """``recommendedContext`` of the sidecar."""
-
-    default_budget_tokens: int | None = Field(default=None, ge=0)
-    preferred_mode: str | None = None
-
-
-class Sidecar(_SidecarModel):
-    """``agents/tauritavern.json`` (section 8.3); ``version`` must be ``1``."""
-
-    version: int
-    display_name: str | None = None
-    source_kind: str | None = None
-    allow_implicit_invocation: bool | None = None
-    recommended_tools: list[str] = Field(default_factory=list)
-    recommended_context: RecommendedContext | None = None
-    tags: list[str] = Field(default_factory=list)
-    notes: str | None = None
-
-
-def parse_sidecar(data: bytes) -> Sidecar:
-    """Validate the sidecar; any problem fails the whole package."""
-    try:
-        sidecar = Sidecar.model_validate_json(data)
-    except ValidationError as exc:
-        raise InvalidSkillPackage(
-            f"Invalid {SIDECAR_PATH}: {_describe_validation(exc)}") from None
-    if sidecar.version != SIDECAR_VERSION:
-        raise InvalidSkillPackage(f"Unsupported {SIDECAR_PATH} version {sidecar.version}")
-    return sidecar
-
-
-def _describe_validation(exc: ValidationError) -> str:
-    """The first pydantic error as one short line (``unknown field `x``` for extras)."""
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in error["loc"])
-    if error["type"] == "extra_forbidden":
-        return f"unknown field `{where}`"
-    if error["type"] == "json_invalid":
-        return f"not valid JSON ({error['msg']})"
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 # --- files and the package -----------------------------------------------------------------------
@@ -419,10 +308,9 @@ def validate_package(files: Mapping[str, bytes], *, origin: str = "") -> SkillPa
     sidecar = parse_sidecar(files[SIDECAR_PATH]) if SIDECAR_PATH in files else None
     check_file_limits((path, len(data)) for path, data in files.items())
     refs = tuple(describe_file(path, files[path]) for path in sorted(files))
+    if any(ref.path.startswith("scripts/") for ref in refs):
+        warnings.append(SCRIPTS_WARNING)
     if any(ref.kind == "binary" for ref in refs):
-        warnings.append("Skill contains binary files; they are served raw, without macro "
-                        "projection, and cannot be read as text.")
-    if frontmatter.license is None:
-        warnings.append("Skill has no license field.")
+        warnings.append(BINARY_WARNING)
     return SkillPackage(frontmatter, sidecar, refs, installed_hash(files), tuple(warnings),
                         dict(files), origin)

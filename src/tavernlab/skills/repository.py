@@ -7,21 +7,29 @@ spec/js-and-skills.md section 8.7. Layout under ``<data_root>/_tauritavern/skill
     .staging/                          install work area (emptied after every install)
     .lock                              the repository lock (flock, so it holds across kernels)
 
-Install flow: read and validate the source in memory (nothing is written when that fails) ->
-compare with the index -> write new packages into ``.staging/`` -> move them into place
-(replaced packages are moved aside first) -> save the index. If anything after the first move
-fails, including saving the index, every move is undone and the index keeps its old content.
+Install flow: read and validate the source in memory, each package on its own (an invalid
+package is reported in the :class:`SkillInstallReport` and never stops the others) ->
+compare the valid packages with the index -> write new packages into ``.staging/`` -> move
+them into place (replaced packages are moved aside first) -> save the index. If anything after
+the first move fails, including saving the index, every move is undone and the index keeps its
+old content. A source without any valid package writes nothing at all.
+
+Time (``installedAt``) and the names of work folders come from the ``clock`` and ``ids`` the
+repository is given (:mod:`tavernlab.clock`; the system ones by default), so a lab with a fixed
+clock and sequential ids installs byte-identical indexes. The index itself is kept by
+:class:`~tavernlab.skills.storage.SkillIndexStore`; outcomes are the types of
+:mod:`tavernlab.skills.report`.
 
 tavernlab choices where upstream detail is unknown:
 
 * ``on_conflict=None`` (the default) refuses a changed package of an installed name with
-  ``skill.conflict``; ``"skip"`` keeps the installed one and ``"replace"`` swaps the content
-  (the entry is rewritten with the new package's source reference, like upstream).
+  ``skill.conflict`` and upstream's ``conflict_strategy is required`` message, and then installs
+  none of the call's packages (the caller's choice is missing, not a package's validity);
+  ``"skip"`` keeps the installed one and ``"replace"`` swaps the content (the entry is
+  rewritten with the new package's source reference, like upstream).
 * Installing from a path records a source reference ``{kind: "directory"|"archive",
   id: <absolute path>, label: <file name>}`` unless ``source=`` says otherwise; inline files
   record one only when ``source=`` is given.
-* The index is written to ``index/skills.json.tmp`` and renamed over the index; the fixed
-  temporary name is safe because writers hold the repository lock.
 * A package folder that exists without an index entry is refused (``skill.invalid_index``)
   rather than overwritten.
 """
@@ -29,74 +37,43 @@ tavernlab choices where upstream detail is unknown:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
-import stat
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field, ValidationError
-
+from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.locks import ReadWriteLock
 from tavernlab.skills.archive import write_archive
+from tavernlab.skills.collection import SourceScan
 from tavernlab.skills.errors import (
     InvalidSkillIndex,
     InvalidSkillPackage,
     SkillConflict,
-    SkillError,
     SkillNotFound,
-    SkillStorageError,
 )
 from tavernlab.skills.index import (
     GLOBAL_SCOPE,
-    INDEX_VERSION,
-    IndexModel,
     SkillIndexEntry,
     SkillIndexFile,
     SkillScope,
     SkillSourceRef,
 )
 from tavernlab.skills.package import SkillPackage, validate_skill_name
+from tavernlab.skills.report import (
+    ConflictChoice,
+    InstallAction,
+    SkillInstallReport,
+    SkillInstallResult,
+    SkillSource,
+    conflict_message,
+)
 from tavernlab.skills.source import is_archive, load_directory, load_inline, load_source
+from tavernlab.skills.storage import SkillIndexStore, fresh_dir, is_real_dir, storage_error
 
-ConflictChoice = Literal["skip", "replace"]
-InstallAction = Literal["installed", "replaced", "already_installed", "skipped"]
-
-
-@dataclass(frozen=True, slots=True)
-class SkillSource:
-    """Who asks for an install (a preset, a character, a directory...), recorded as a source
-    reference on the index entry. ``label`` defaults to ``id``."""
-
-    kind: str
-    id: str
-    label: str | None = None
-
-    def ref(self, installed_hash: str) -> SkillSourceRef:
-        """The index form, tied to the hash that this source installed."""
-        kind, ident = self.kind.strip(), self.id.strip()
-        for value, what in ((kind, "kind"), (ident, "id")):
-            if not value or "\0" in value:
-                raise InvalidSkillPackage(f"Skill source {what} must be non-empty without NUL")
-        label = (self.label or "").strip() or ident
-        return SkillSourceRef(kind=kind, id=ident, label=label, installed_hash=installed_hash)
-
-
-class SkillInstallResult(IndexModel):
-    """What happened to one package: ``installed``, ``replaced``, ``already_installed`` or
-    ``skipped``; ``skill`` is the index entry now in effect, plus the package's warnings."""
-
-    scope: SkillScope
-    name: str
-    action: InstallAction
-    skill: SkillIndexEntry | None = None
-    warnings: list[str] = Field(default_factory=list)
+Plan = tuple[SkillPackage, SkillIndexEntry, InstallAction]
 
 
 def _entry(package: SkillPackage, scope: SkillScope, now: datetime,
@@ -117,63 +94,65 @@ def _entry(package: SkillPackage, scope: SkillScope, now: datetime,
         has_binary=package.has_binary, installed_at=now, source_refs=refs)
 
 
-def _is_real_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
-
-
-def _storage_error(what: str, exc: OSError) -> SkillStorageError:
-    return SkillStorageError(f"{what}: {exc.strerror or exc}")
-
-
 class SkillRepository:
     """The skills installed in one lab (``lab.skills``), stored under ``data_root``."""
 
-    def __init__(self, data_root: Path | str) -> None:
+    def __init__(self, data_root: Path | str, *, clock: Clock = SYSTEM_CLOCK,
+                 ids: IdFactory = RANDOM_IDS) -> None:
         self.data_root = Path(data_root)
         self.root = self.data_root / "_tauritavern" / "skills"
         self.installed_root = self.root / "installed"
         self.index_path = self.root / "index" / "skills.json"
         self.staging_root = self.root / ".staging"
         self._lock = ReadWriteLock(self.root / ".lock")
+        self.clock = clock
+        self.store = SkillIndexStore(self.root, ids, self._lock)
+        self.installed_root = self.store.installed_root
+        self.index_path = self.store.index_path
+        self.staging_root = self.store.staging_root
 
     # -- sources --------------------------------------------------------------------------
 
-    def validate(self, path: Path | str) -> list[SkillPackage]:
-        """Check a directory or ZIP without installing it: its packages, files, hashes and
-        warnings. Raises the package's error (``skill.invalid_package``) on bad input."""
+    def validate(self, path: Path | str) -> SourceScan:
+        """Check a directory or ZIP without installing it: its valid packages (files, hashes,
+        warnings) and its invalid ones. Raises only when the source itself is bad."""
         return load_source(path)
 
     def install(self, path: Path | str, *, scope: SkillScope | str = GLOBAL_SCOPE,
                 on_conflict: ConflictChoice | None = None,
-                source: SkillSource | None = None) -> list[SkillInstallResult]:
-        """Install every skill found in a directory or ZIP (``.ttskill`` too) into ``scope``
-        (``global``, ``preset:<id>``, ``profile:<id>``, ``character:<id>``)."""
-        packages = load_source(path)
+                source: SkillSource | None = None) -> SkillInstallReport:
+        """Install every valid skill found in a directory or ZIP (``.ttskill`` too) into
+        ``scope`` (``global``, ``preset:<id>``, ``profile:<id>``, ``character:<id>``); the
+        invalid ones are reported in the result (:class:`SkillInstallReport`)."""
+        scan = load_source(path)
         if source is None:
             origin = Path(path)
             source = SkillSource("archive" if is_archive(origin) else "directory",
                                  str(origin.resolve()), origin.name)
-        return self.install_packages(packages, scope=scope, on_conflict=on_conflict,
-                                     source=source)
+        return self._install_scan(scan, scope, on_conflict, source)
 
     def install_files(self, files: Mapping[str, bytes | str], *,
                       scope: SkillScope | str = GLOBAL_SCOPE,
                       on_conflict: ConflictChoice | None = None,
-                      source: SkillSource | None = None) -> list[SkillInstallResult]:
+                      source: SkillSource | None = None) -> SkillInstallReport:
         """Install inline files (path -> content), as embedded in a preset or character."""
-        return self.install_packages(load_inline(files), scope=scope, on_conflict=on_conflict,
-                                     source=source)
+        return self._install_scan(load_inline(files), scope, on_conflict, source)
+
+    def _install_scan(self, scan: SourceScan, scope: SkillScope | str,
+                      on_conflict: ConflictChoice | None,
+                      source: SkillSource | None) -> SkillInstallReport:
+        report = self.install_packages(scan.packages, scope=scope, on_conflict=on_conflict,
+                                       source=source)
+        return SkillInstallReport(report.scope, report.results, scan.invalid)
 
     def install_packages(self, packages: Iterable[SkillPackage], *,
                          scope: SkillScope | str = GLOBAL_SCOPE,
                          on_conflict: ConflictChoice | None = None,
-                         source: SkillSource | None = None) -> list[SkillInstallResult]:
+                         source: SkillSource | None = None) -> SkillInstallReport:
         """Install validated packages: new names install, the same hash merges source
-        references ("already installed"), a different hash needs ``skip`` or ``replace``.
-        All packages of one call are saved with one index write and rolled back together."""
+        references ("already installed"), a different hash needs ``skip`` or ``replace``
+        (without one, :class:`SkillConflict` and nothing is installed). All packages of one
+        call are saved with one index write and rolled back together."""
         if on_conflict not in (None, "skip", "replace"):
             raise ValueError("on_conflict must be None, 'skip' or 'replace'")
         target = SkillScope.parse(scope)
@@ -181,11 +160,13 @@ class SkillRepository:
         names = [p.name for p in chosen]
         if len(set(names)) != len(names):
             raise InvalidSkillPackage("Skill packages to install must have distinct names")
-        now = datetime.now(UTC)
-        self._ensure_layout()
+        if not chosen:
+            return SkillInstallReport(target, ())
+        now = self.clock.now()
+        self.store.ensure_layout()
         with self._lock.exclusive():
-            index = self._load_index()
-            plans: list[tuple[SkillPackage, SkillIndexEntry, InstallAction]] = []
+            index = self.store.load()
+            plans: list[Plan] = []
             for package in chosen:
                 refs = [source.ref(package.installed_hash)] if source is not None else []
                 entry = _entry(package, target, now, refs)
@@ -195,19 +176,16 @@ class SkillRepository:
                 elif existing.installed_hash == package.installed_hash:
                     action = "already_installed"
                 elif on_conflict is None:
-                    raise SkillConflict(
-                        f"Skill '{package.name}' already exists in scope {target.key} with "
-                        "different content; choose skip or replace")
+                    raise SkillConflict(conflict_message(package.name, target))
                 else:
                     action = "skipped" if on_conflict == "skip" else "replaced"
                 plans.append((package, entry, action))
-            return self._apply(index, target, plans)
+            return SkillInstallReport(target, tuple(self._apply(index, target, plans)))
 
     # -- installing ----------------------------------------------------------------------------
 
     def _apply(self, index: SkillIndexFile, scope: SkillScope,
-               plans: list[tuple[SkillPackage, SkillIndexEntry, InstallAction]]
-               ) -> list[SkillInstallResult]:
+               plans: list[Plan]) -> list[SkillInstallResult]:
         results: list[SkillInstallResult] = []
         index_changed = False
         writes: list[tuple[SkillPackage, InstallAction]] = []
@@ -225,7 +203,8 @@ class SkillRepository:
                 index_changed = True
                 writes.append((package, action))
             results.append(SkillInstallResult(scope=scope, name=package.name, action=action,
-                                              skill=entry, warnings=list(package.warnings)))
+                                              origin=package.origin, skill=entry,
+                                              warnings=list(package.warnings)))
         if index_changed:
             self._commit(index, scope, writes)
         return results
@@ -233,18 +212,19 @@ class SkillRepository:
     def _commit(self, index: SkillIndexFile, scope: SkillScope,
                 writes: list[tuple[SkillPackage, InstallAction]]) -> None:
         """Stage, move into place, save the index; undo every move if any step fails."""
-        staging = self.staging_root / f"import-{uuid.uuid4().hex}"
+        staging: Path | None = None
         undo: list[Callable[[], None]] = []
         try:
+            staging = fresh_dir(self.staging_root, "import", self.store.ids)
             scope_dir = self.installed_root / scope.dir_name
             for package, _ in writes:
                 self._stage(staging / "new" / package.name, package.contents)
-            if writes and not _is_real_dir(scope_dir):
+            if writes and not is_real_dir(scope_dir):
                 scope_dir.mkdir()
                 undo.append(scope_dir.rmdir)
             for package, action in writes:
                 target = scope_dir / package.name
-                if action == "replaced" and _is_real_dir(target):
+                if action == "replaced" and is_real_dir(target):
                     backup = staging / "old" / package.name
                     backup.parent.mkdir(parents=True, exist_ok=True)
                     os.rename(target, backup)
@@ -255,16 +235,17 @@ class SkillRepository:
                         f"{scope.key}/{package.name}")
                 os.rename(staging / "new" / package.name, target)
                 undo.append(partial(shutil.rmtree, target))
-            self._save_index(index)
+            self.store.save(index)
         except BaseException as exc:
             for step in reversed(undo):
                 with contextlib.suppress(OSError):
                     step()
             if isinstance(exc, OSError):
-                raise _storage_error("Failed to install Skill", exc) from None
+                raise storage_error("Failed to install Skill", exc) from None
             raise
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
 
     @staticmethod
     def _stage(folder: Path, contents: Mapping[str, bytes]) -> None:
@@ -275,135 +256,12 @@ class SkillRepository:
 
     # -- the index -------------------------------------------------------------------------------
 
-    def _ensure_layout(self) -> None:
-        try:
-            for folder in (self.installed_root, self.index_path.parent, self.staging_root):
-                folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _storage_error(f"Failed to create Skill storage in '{self.root}'", exc) \
-                from None
-
-    def _has_installed_dirs(self) -> bool:
-        try:
-            with os.scandir(self.installed_root) as entries:
-                return any(e.is_dir(follow_symlinks=False) for e in entries)
-        except FileNotFoundError:
-            return False
-
-    def _load_index(self) -> SkillIndexFile:
-        """The current index (version 2); migrates a version-1 index first. Hold the lock."""
-        try:
-            raw = self.index_path.read_bytes()
-        except FileNotFoundError:
-            if self._has_installed_dirs():
-                raise InvalidSkillIndex(
-                    "Skill index is missing while installed skills exist") from None
-            return SkillIndexFile(version=INDEX_VERSION)
-        except OSError as exc:
-            raise InvalidSkillIndex(f"Failed to read Skill index '{self.index_path}': "
-                                    f"{exc.strerror or exc}") from None
-        try:
-            index = SkillIndexFile.model_validate(json.loads(raw))
-        except (ValueError, ValidationError, SkillError) as exc:
-            reason = " ".join(str(exc).split())
-            raise InvalidSkillIndex(f"Invalid Skill index '{self.index_path}': {reason}") \
-                from None
-        if index.version == 1:
-            return self._migrate_v1(index)
-        if index.version != INDEX_VERSION:
-            raise InvalidSkillIndex(f"Unsupported Skill index version {index.version}")
-        self._check_index(index)
-        return index
-
-    @staticmethod
-    def _check_index(index: SkillIndexFile) -> None:
-        seen: set[tuple[str, str]] = set()
-        for entry in index.skills:
-            try:
-                validate_skill_name(entry.name)
-            except InvalidSkillPackage as exc:
-                raise InvalidSkillIndex(f"Invalid Skill index entry '{entry.name}': "
-                                        f"{exc.message}") from None
-            key = (entry.scope.key, entry.name)
-            if key in seen:
-                raise InvalidSkillIndex(f"Duplicate Skill index entry: {key[0]}/{key[1]}")
-            seen.add(key)
-
-    def _save_index(self, index: SkillIndexFile) -> None:
-        index.version = INDEX_VERSION
-        index.sort()
-        text = json.dumps(index.model_dump(by_alias=True, exclude_none=True, mode="json"),
-                          indent=2, ensure_ascii=False) + "\n"
-        temp = self.index_path.with_name(self.index_path.name + ".tmp")
-        try:
-            with open(temp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temp, self.index_path)
-        except OSError as exc:
-            if not _is_real_dir(temp):
-                with contextlib.suppress(OSError):
-                    temp.unlink()
-            raise _storage_error(f"Failed to save Skill index '{self.index_path}'", exc) \
-                from None
-
-    def _migrate_v1(self, index: SkillIndexFile) -> SkillIndexFile:
-        """Move every version-1 skill (``installed/<name>/``) to ``installed/global/<name>/``
-        and save the index as version 2; on failure every move is undone."""
-        for entry in index.skills:
-            entry.scope = GLOBAL_SCOPE
-        self._check_index(index)
-        for entry in index.skills:
-            if not _is_real_dir(self.installed_root / entry.name):
-                raise SkillNotFound(
-                    f"Skill directory not found during v1 migration: {entry.name}")
-        parked = self.staging_root / f"migrate-{uuid.uuid4().hex}"
-        moves: list[tuple[Path, Path]] = []
-        created: list[Path] = []
-        try:
-            parked.mkdir(parents=True)
-            for entry in index.skills:
-                os.rename(self.installed_root / entry.name, parked / entry.name)
-                moves.append((self.installed_root / entry.name, parked / entry.name))
-            global_dir = self.installed_root / GLOBAL_SCOPE.dir_name
-            if not _is_real_dir(global_dir):
-                global_dir.mkdir()
-                created.append(global_dir)
-            for entry in index.skills:
-                target = global_dir / entry.name
-                if os.path.lexists(target):
-                    raise InvalidSkillIndex(
-                        f"Skill index v1 migration target already exists for '{entry.name}'")
-                os.rename(parked / entry.name, target)
-                moves.append((parked / entry.name, target))
-            self._save_index(index)
-        except BaseException as exc:
-            for source, target in reversed(moves):
-                with contextlib.suppress(OSError):
-                    os.rename(target, source)
-            for folder in created:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-            if isinstance(exc, OSError):
-                raise _storage_error("Failed to migrate the version-1 Skill index", exc) \
-                    from None
-            raise
-        finally:
-            shutil.rmtree(parked, ignore_errors=True)
-        return index
-
-    def _read_index(self) -> SkillIndexFile:
-        """The index for a reader: empty when the repository was never used."""
-        if not self.root.exists():
-            return SkillIndexFile(version=INDEX_VERSION)
-        with self._lock.exclusive():
-            return self._load_index()
-
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, name: str, scope: SkillScope | str = GLOBAL_SCOPE) -> SkillIndexEntry:
         """The index entry of ``name`` in ``scope``; ``skill.not_found`` otherwise."""
         target = SkillScope.parse(scope)
-        entry = self._read_index().find(target, name)
+        entry = self.store.read().find(target, name)
         if entry is None:
             raise SkillNotFound(f"Skill not found: {target.key}/{name}")
         return entry
@@ -416,15 +274,15 @@ class SkillRepository:
         """A ZIP of the installed raw files: importing it again gives the same hash."""
         self.get(name, scope)
         folder = self.package_dir(name, scope)
-        if not _is_real_dir(folder):
+        if not is_real_dir(folder):
             raise SkillNotFound(f"Skill directory not found: {SkillScope.parse(scope).key}/"
                                 f"{name}")
-        (package,) = load_directory(folder)
+        (package,) = load_directory(folder).require_valid()
         return write_archive(package.contents)
 
     def list(self, scope: SkillScope | str | None = None) -> list[SkillIndexEntry]:
         """Installed skills, ordered by scope key and name (all scopes, or one)."""
-        entries = self._read_index().skills
+        entries = self.store.read().skills
         if scope is None:
             return entries
         target = SkillScope.parse(scope)

@@ -1,35 +1,47 @@
 """Skill sources: a directory, a ZIP (``.zip``/``.ttskill``) or inline files -> packages.
 
 spec/js-and-skills.md section 8.7: "Directories and ZIPs are searched recursively for skills."
-Every folder that holds a ``SKILL.md`` is a skill root, except inside another root (the
-outermost root owns everything below it, so an example ``SKILL.md`` under ``examples/`` stays
-part of its skill). Files outside every root are not part of any package and are not read.
+Each folder holding a ``SKILL.md`` is one package, validated on its own
+(:mod:`tavernlab.skills.collection`); the result is a :class:`SourceScan` of valid and invalid
+packages. Only a problem with the source itself fails the whole call: a missing source, a
+source that is neither a directory nor an archive, an unreadable folder, an archive refused as
+a whole (:mod:`tavernlab.skills.archive`), or no ``SKILL.md`` anywhere.
 
 Everything is checked before anything is written: a directory is walked with ``lstat`` (a
-symlink or special file anywhere fails), each package's file count and sizes are checked from
-``stat`` before its files are read, and archives are checked entry by entry
-(:mod:`tavernlab.skills.archive`). Sources are read into memory; nothing touches the lab.
+symlink or special file inside a package makes that package invalid), each package's file
+count and sizes are checked from ``stat`` before its files are read. Sources are read into
+memory; nothing touches the lab.
 
 tavernlab choices where upstream detail is unknown: a source path that is itself a symlink is
 refused (upstream: ``Skill import root cannot be a symlink``); a special file (FIFO, socket,
-device) fails the package instead of being skipped; a file name that is not UTF-8 fails.
+device) fails its package instead of being skipped; a file name that is not UTF-8 fails its
+package; symlinks are never followed, so a ``SKILL.md`` behind a symlinked folder is not found.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from tavernlab.skills.archive import ARCHIVE_SUFFIXES, read_archive
+from tavernlab.skills.archive import ARCHIVE_SUFFIXES, scan_archive
+from tavernlab.skills.collection import (
+    SourceScan,
+    below,
+    find_skill_roots,
+    no_skill_found,
+    scan_files,
+    scan_roots,
+)
 from tavernlab.skills.errors import InvalidSkillPackage, SkillNotFound
 from tavernlab.skills.package import (
-    SKILL_MD,
     FileTree,
     SkillPackage,
     check_file_limits,
     normalize_skill_path,
+    printable,
     validate_package,
 )
 
@@ -39,70 +51,52 @@ def is_archive(path: Path) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-def find_skill_roots(paths: Iterable[str]) -> list[str]:
-    """The outermost folders (``""`` = the top) that contain a ``SKILL.md`` file, sorted."""
-    candidates = set()
-    for path in paths:
-        head, _, name = path.rpartition("/")
-        if name == SKILL_MD:
-            candidates.add(head)
-    if "" in candidates:
-        return [""]
-    roots: list[str] = []
-    for candidate in sorted(candidates, key=lambda c: (c.count("/"), c)):
-        if not any(candidate.startswith(root + "/") for root in roots):
-            roots.append(candidate)
-    return sorted(roots)
+def load_inline(files: Mapping[str, bytes | str]) -> SourceScan:
+    """Packages from inline files (as embedded in a preset or character); ``str`` is UTF-8.
 
-
-def _below(root: str, path: str) -> str | None:
-    """``path`` relative to ``root``, or ``None`` when it is not below it."""
-    if root == "":
-        return path
-    return path[len(root) + 1:] if path.startswith(root + "/") else None
-
-
-def _no_skill_found() -> InvalidSkillPackage:
-    return InvalidSkillPackage("Skill package must contain SKILL.md")
-
-
-def _unique_names(packages: list[SkillPackage]) -> list[SkillPackage]:
-    seen: dict[str, str] = {}
-    for package in packages:
-        if package.name in seen:
-            raise InvalidSkillPackage(
-                f"Skill source contains more than one skill named '{package.name}' "
-                f"('{seen[package.name] or '.'}' and '{package.origin or '.'}')")
-        seen[package.name] = package.origin
-    return packages
-
-
-def packages_from_files(files: Mapping[str, bytes]) -> list[SkillPackage]:
-    """Split a tree of normalized paths into its skill packages and validate each."""
-    roots = find_skill_roots(files)
-    if not roots:
-        raise _no_skill_found()
-    packages = []
-    for root in roots:
-        own = {rel: data for path, data in files.items()
-               if (rel := _below(root, path)) is not None}
-        packages.append(validate_package(own, origin=root))
-    return _unique_names(packages)
-
-
-def load_inline(files: Mapping[str, bytes | str]) -> list[SkillPackage]:
-    """Packages from inline files (as embedded in a preset or character); ``str`` is UTF-8."""
+    A bad path fails the whole call: inline files come from one document, not a collection.
+    """
     tree = FileTree()
     for raw, content in files.items():
         tree.add(normalize_skill_path(raw),
                  content.encode("utf-8") if isinstance(content, str) else bytes(content))
-    return packages_from_files(tree.files)
+    return scan_files(tree.files)
 
 
-def _walk(top: Path) -> list[tuple[str, Path, int]]:
-    """Every regular file below ``top`` as ``(relative path, host path, size)``; a symlink,
-    special file or non-UTF-8 name anywhere fails."""
-    found: list[tuple[str, Path, int]] = []
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One entry below a directory source: a regular file (``problem`` empty, with its size)
+    or something no package may contain (``problem`` says what)."""
+
+    relative: str
+    host: Path
+    size: int = 0
+    problem: str = ""
+
+
+def _classify(relative: str, entry: os.DirEntry[str]) -> _Entry | Path:
+    """A file or problem entry, or the host path of a folder to descend into."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return _Entry(relative, Path(entry.path),
+                      problem=f"Skill file name is not UTF-8: {relative!r}")
+    status = entry.stat(follow_symlinks=False)
+    if stat.S_ISLNK(status.st_mode):
+        return _Entry(relative, Path(entry.path),
+                      problem=f"Skill package cannot contain symlink: {printable(relative)}")
+    if stat.S_ISDIR(status.st_mode):
+        return Path(entry.path)
+    if stat.S_ISREG(status.st_mode):
+        return _Entry(relative, Path(entry.path), status.st_size)
+    return _Entry(relative, Path(entry.path),
+                  problem=f"Skill package cannot contain special file: {printable(relative)}")
+
+
+def _walk(top: Path) -> list[_Entry]:
+    """Every entry below ``top`` that is not a folder, sorted by path; a folder that cannot be
+    read fails the whole source (it might hold packages)."""
+    found: list[_Entry] = []
     pending: list[tuple[str, Path]] = [("", top)]
     while pending:
         prefix, folder = pending.pop()
@@ -114,51 +108,50 @@ def _walk(top: Path) -> list[tuple[str, Path, int]]:
                                       f"{exc.strerror or exc}") from None
         for entry in children:
             relative = f"{prefix}/{entry.name}" if prefix else entry.name
-            try:
-                relative.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidSkillPackage(
-                    f"Skill file name is not UTF-8: {relative!r}") from None
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISLNK(mode):
-                raise InvalidSkillPackage(f"Skill package cannot contain symlink: {relative}")
-            if stat.S_ISDIR(mode):
-                pending.append((relative, Path(entry.path)))
-            elif stat.S_ISREG(mode):
-                found.append((relative, Path(entry.path),
-                              entry.stat(follow_symlinks=False).st_size))
+            classified = _classify(relative, entry)
+            if isinstance(classified, Path):
+                pending.append((relative, classified))
             else:
-                raise InvalidSkillPackage(
-                    f"Skill package cannot contain special file: {relative}")
-    return found
+                found.append(classified)
+    return sorted(found, key=lambda e: e.relative)
 
 
-def load_directory(top: Path) -> list[SkillPackage]:
+def _read_package(members: list[tuple[str, _Entry]], root: str) -> SkillPackage:
+    """Validate one package of a directory: problems, paths, limits, then read and check."""
+    for _, entry in members:
+        if entry.problem:
+            raise InvalidSkillPackage(entry.problem)
+    normalized = [(normalize_skill_path(rel), entry) for rel, entry in members]
+    check_file_limits((path, entry.size) for path, entry in normalized)
+    tree = FileTree()
+    for path, entry in normalized:
+        try:
+            data = entry.host.read_bytes()
+        except OSError as exc:
+            raise InvalidSkillPackage(
+                f"Failed to read Skill file '{path}': {exc.strerror or exc}") from None
+        if len(data) != entry.size:
+            raise InvalidSkillPackage(f"Skill file '{path}' changed while it was read")
+        tree.add(path, data)
+    return validate_package(tree.files, origin=root)
+
+
+def load_directory(top: Path) -> SourceScan:
     """Packages found in a directory tree (see the module notes)."""
     walked = _walk(top)
-    roots = find_skill_roots(relative for relative, _, _ in walked)
+    roots = find_skill_roots(entry.relative for entry in walked)
     if not roots:
-        raise _no_skill_found()
-    packages = []
-    for root in roots:
-        members = [(normalize_skill_path(rel), host, size) for relative, host, size in walked
-                   if (rel := _below(root, relative)) is not None]
-        check_file_limits((path, size) for path, _, size in members)
-        tree = FileTree()
-        for path, host, size in members:
-            try:
-                data = host.read_bytes()
-            except OSError as exc:
-                raise InvalidSkillPackage(
-                    f"Failed to read Skill file '{path}': {exc.strerror or exc}") from None
-            if len(data) != size:
-                raise InvalidSkillPackage(f"Skill file '{path}' changed while it was read")
-            tree.add(path, data)
-        packages.append(validate_package(tree.files, origin=root))
-    return _unique_names(packages)
+        raise no_skill_found()
+
+    def load(root: str) -> SkillPackage:
+        members = [(rel, entry) for entry in walked
+                   if (rel := below(root, entry.relative)) is not None]
+        return _read_package(members, root)
+
+    return scan_roots(roots, load)
 
 
-def load_source(path: Path | str) -> list[SkillPackage]:
+def load_source(path: Path | str) -> SourceScan:
     """Packages from a directory or a ``.zip``/``.ttskill`` archive."""
     source = Path(path)
     try:
@@ -173,6 +166,6 @@ def load_source(path: Path | str) -> list[SkillPackage]:
     if stat.S_ISDIR(mode):
         return load_directory(source)
     if stat.S_ISREG(mode) and is_archive(source):
-        return packages_from_files(read_archive(source))
+        return scan_archive(source)
     raise InvalidSkillPackage(
         f"Skill source must be a directory, a .zip or a .ttskill file: {source}")

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tavernlab.lab import Lab
 
 import tavernlab.skills.run_script  # noqa: F401  (registers skill.run_script)
+from tavernlab.host import Lab
 from tavernlab.js.budget import InputBudget
 from tavernlab.js.errors import SkillScriptError
 from tavernlab.js.kit.cache import CACHE_ENV
