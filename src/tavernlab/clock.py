@@ -52,6 +52,9 @@ class IdFactory(Protocol):
 class SystemClock:
     """The real clock: ``datetime.now(UTC)`` and ``time.monotonic()``."""
 
+    #: Readings vary from run to run.
+    deterministic = False
+
     def now(self) -> datetime:
         """The current UTC time (microsecond precision)."""
         return datetime.now(UTC)
@@ -74,6 +77,10 @@ class FixedClock:
     >>> clock.now().isoformat(), clock.now().isoformat()
     ('2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00.001000+00:00')
     """
+
+    #: Readings are the same on every replay: the sandbox and the shell fix their own time and
+    #: randomness too when a lab's clock says so (see :func:`is_deterministic`).
+    deterministic = True
 
     def __init__(self, start: datetime = DEFAULT_EPOCH,
                  step: timedelta = timedelta(milliseconds=1)) -> None:
@@ -146,6 +153,20 @@ class SequentialIds:
 
     def __repr__(self) -> str:
         return f"SequentialIds({self.prefix_seed!r})"
+
+
+def is_deterministic(clock: Clock) -> bool:
+    """Whether ``clock`` promises the same readings on every replay (a :class:`FixedClock`, or
+    any clock with a true ``deterministic`` attribute). The engines then fix what they can of
+    their own time and randomness: ``Date`` and ``Math.random`` in the sandbox, ``date``,
+    ``$RANDOM`` and file times in the shell."""
+    return bool(getattr(clock, "deterministic", False))
+
+
+def seed_from(ids: IdFactory) -> int:
+    """A 32-bit seed minted by ``ids`` (so :class:`SequentialIds` give the same seeds on every
+    replay)."""
+    return int(ids.new("seed", 8).rpartition("_")[2], 16)
 
 
 def rfc3339(moment: datetime) -> str:

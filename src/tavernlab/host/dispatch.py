@@ -22,6 +22,7 @@ tavernlab choices where upstream is unknown (documented here):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,6 +68,7 @@ class CallContext:
     tool_id: str
     round: int
     token: CancelToken = field(default_factory=CancelToken)
+    output: Callable[[str, str], None] | None = None
 
     @property
     def scope(self) -> ScopedWorkspaceFs:
@@ -150,14 +152,15 @@ class CallContext:
 
 
 def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id: str,
-              arguments: Any, call_id: str | None) -> ToolResult:
+              arguments: Any, call_id: str | None,
+              on_output: Callable[[str, str], None] | None = None) -> ToolResult:
     """Execute one tool call with every record the host writes; see :meth:`Run.call_tool`."""
     core.require_active()
     core.announce(invocation)
     counters = core.counters
     counters.call_seq += 1
     ctx = CallContext(core, invocation, call_id or f"call_{counters.call_seq}", tool_id,
-                      counters.round)
+                      counters.round, output=on_output)
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
     args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"

@@ -18,7 +18,7 @@ from tavernlab.host.services import LabServices
 from tavernlab.shell.engine import ShellResources
 from tavernlab.shell.tool import shell_tools as make_shell_tools
 from tavernlab.skills.compat_tools import SKILL_COMPAT_TOOLS
-from tavernlab.skills.run_script import RUN_SCRIPT_TOOLS
+from tavernlab.skills.run_script import run_script_tools
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.tooling import ToolSpec
 from tavernlab.workspace.tools import WORKSPACE_TOOLS
@@ -37,8 +37,9 @@ def shell_tools(services: LabServices) -> Iterable[ToolSpec]:
 
 
 def legacy_skill_tools(services: LabServices) -> Iterable[ToolSpec]:
-    """``skill.run_script``, ``skill.list`` and ``skill.read`` (compatibility mode only)."""
-    return (*RUN_SCRIPT_TOOLS, *SKILL_COMPAT_TOOLS)
+    """``skill.run_script`` (on the lab's worker pool), ``skill.list`` and ``skill.read``
+    (compatibility mode only)."""
+    return (*run_script_tools(services.js_pool), *SKILL_COMPAT_TOOLS)
 
 
 #: The tools of a lab built without ``tools=``.

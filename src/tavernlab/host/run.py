@@ -15,11 +15,13 @@ with no records, so the model must read files again before rewriting them.
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import RunStateError
 from tavernlab.events import (
     Event,
@@ -186,8 +188,8 @@ class Run:
     # -- model actions ------------------------------------------------------------------------
 
     def call_tool(self, tool_id: str, arguments: Any = None, *,
-                  invocation: Invocation | None = None, call_id: str | None = None
-                  ) -> ToolResult:
+                  invocation: Invocation | None = None, call_id: str | None = None,
+                  on_output: Callable[[str, str], None] | None = None) -> ToolResult:
         """Execute one tool call the way the host does and return its result.
 
         Events ``tool_call_requested``/``started``/``completed`` (or ``failed``), the
@@ -195,9 +197,12 @@ class Run:
         all written. Recoverable failures come back as results with ``is_error``; an internal
         fault fails the run and raises. Cancel a running call with :meth:`cancel` from
         another thread; a KeyboardInterrupt while waiting cancels it too and is re-raised.
+        ``on_output(stdout, stderr)`` receives a streaming tool's output (the shell's) as it
+        is produced, on the thread that produces it.
         """
         return dispatch.call_tool(self._core, self._registry, invocation or self._core.main,
-                                  tool_id, {} if arguments is None else arguments, call_id)
+                                  tool_id, {} if arguments is None else arguments, call_id,
+                                  on_output)
 
     def next_round(self) -> int:
         """End the current round (auto-committing its last modified text file when the rules
@@ -245,14 +250,20 @@ class Run:
 
     # -- shell and JavaScript -----------------------------------------------------------------
 
-    def shell(self, command: str, workdir: str = "/") -> ShellResult:
+    def shell(self, command: str, workdir: str = "/", *,
+              on_output: Callable[[str, str], None] | None = None) -> ShellResult:
         """Run ``workspace.shell`` as a tool call of the main agent and return the shell's
-        outcome, exit code, stdout and stderr (the tool result is stored as usual)."""
-        result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir})
+        outcome, exit code, stdout and stderr (the tool result is stored as usual).
+        ``on_output(stdout, stderr)`` streams the output as it is produced.
+        """
+        result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir},
+                                on_output=on_output)
         return ShellResult.from_tool_result(result)
 
     def js(self, argv: str | Iterable[str], cwd: str = "/", stdin: str | bytes | None = None,
-           command: Literal["js", "node", "deno"] = "js") -> CommandResult:
+           command: Literal["js", "node", "deno"] = "js", *,
+           on_output: Callable[[Literal["stdout", "stderr"], str], None] | None = None,
+           eval_name: str | None = None) -> CommandResult:
         """Run the sandbox's ``js``/``node``/``deno`` command directly (not as a tool call):
         same sandbox, limits and errors as inside ``workspace.shell``, over the main agent's
         view, with the shell's deadline.
@@ -261,7 +272,9 @@ class Run:
         string is split the way a shell would (``"-e 'console.log(1)'"``). :meth:`cancel`
         from another thread or a KeyboardInterrupt stops it; file writes it made stay and
         feed auto-commit (attributed to the job's own id, ``job_<32 hex>``, since it is not a
-        tool call).
+        tool call). ``on_output(stream, text)`` receives the output as it is produced;
+        ``eval_name`` names an ``-e`` module (``"<cell 4>"``) so errors point at its lines.
+        Under a deterministic lab clock the job's ``Date`` and ``Math.random`` are fixed too.
         """
         core = self._core
         core.require_active()
@@ -275,10 +288,14 @@ class Run:
         started = core.clock.monotonic()
         with (core.activities.activity("js", job_id), core.tracker.acting(job_id),
               core.inflight.track(CancelToken()) as token):
+            fixed = is_deterministic(core.clock)
             result = run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
                                     stdin=data, command=command, token=token,
-                                    deadline=core.clock.monotonic() + core.shell_deadline_s,
-                                    pool=self._services.js_pool)
+                                    deadline=time.monotonic() + core.shell_deadline_s,
+                                    pool=self._services.js_pool,
+                                    clock=core.clock if fixed else None,
+                                    seed=seed_from(core.ids) if fixed else None,
+                                    on_output=on_output, eval_name=eval_name)
         out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
         core.note(JsJobFinished, JsJobEnd(
             job_id=job_id, exit_code=result.exit_code, timed_out=result.timed_out,

@@ -116,9 +116,12 @@ class WorkspaceBridge:
     """The :class:`~tavernlab.shell.vfs_abi.VirtualFilesystem` of one shell call."""
 
     def __init__(self, scope: ScopedWorkspaceFs, budget: InputBudget, *,
-                 on_fault: Callable[[], None] | None = None) -> None:
+                 on_fault: Callable[[], None] | None = None,
+                 file_time: float | None = None) -> None:
         self.scope = scope
         self.budget = budget
+        #: Under a deterministic clock every node shows this time (``ls -l``, ``stat``).
+        self.file_time = file_time
         self.internal_fault: BaseException | None = None
         self._on_fault = on_fault
         self._mutation = threading.Lock()
@@ -140,6 +143,9 @@ class WorkspaceBridge:
             mode = 0o755 if access.creates_children else 0o555
         else:
             mode = 0o644 if access.writable else 0o444
+        if self.file_time is not None:
+            return VfsStat(metadata.is_dir, metadata.bytes, mode, self.file_time,
+                           self.file_time)
         modified = metadata.modified.timestamp() if metadata.modified else 0.0
         created = metadata.created.timestamp() if metadata.created else modified
         return VfsStat(metadata.is_dir, metadata.bytes, mode, modified, created)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import math
 import re
 import threading
@@ -34,10 +35,12 @@ from typing import Any
 import bashkit
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock
 from tavernlab.errors import InvalidData
 from tavernlab.js.command import run_js_command
 from tavernlab.js.pool import WorkerPool
 from tavernlab.shell.bridge import WorkspaceBridge, parse_shell_path, posix_error, shell_path
+from tavernlab.shell.fixed_time import fixed_date
 from tavernlab.shell.vfs import VfsError
 from tavernlab.workspace.context import FrozenContext
 
@@ -65,9 +68,14 @@ class ShellCommands:
 
     def __init__(self, bridge: WorkspaceBridge, context: FrozenContext, deadline: float,
                  cancel: CancelToken, stop: Callable[[], None], *,
-                 pool: WorkerPool | None = None) -> None:
+                 pool: WorkerPool | None = None, clock: Clock | None = None,
+                 seed: int = 0) -> None:
         self.bridge = bridge
         self.pool = pool
+        #: A deterministic clock (``None``: the host's time): ``date`` and the ``js`` jobs'
+        #: ``Date`` read it, and each job gets the next seed for ``Math.random``.
+        self.clock = clock
+        self._seeds = itertools.count(seed * 1000)
         self.context = context
         self.deadline = deadline
         self.cancel = cancel
@@ -84,6 +92,8 @@ class ShellCommands:
             name: self._guard(self.javascript) for name in JS_COMMANDS}
         table["sleep"] = self._guard_async(self.sleep)
         table["touch"] = self._guard(self.touch)
+        if self.clock is not None:
+            table["date"] = self._guard(fixed_date(self.clock))
         return table
 
     def _fault(self, ctx: Any, error: BaseException) -> bashkit.BuiltinResult:
@@ -122,7 +132,8 @@ class ShellCommands:
             result = run_js_command(
                 list(ctx.argv), scope=self.bridge.scope, context=self.context, cwd=ctx.cwd,
                 stdin=stdin, command=ctx.name, deadline=self.deadline, token=self.cancel,
-                budget=self.bridge.budget, pool=self.pool)
+                budget=self.bridge.budget, pool=self.pool, clock=self.clock,
+                seed=None if self.clock is None else next(self._seeds))
         if result.timed_out:
             self.timed_out = True
             self.stop()

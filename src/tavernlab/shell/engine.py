@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import bashkit
 
 from tavernlab.cancel import CancelToken
+from tavernlab.clock import Clock
 from tavernlab.js.budget import InputBudget
 from tavernlab.js.pool import WorkerPool
 from tavernlab.shell.bridge import WorkspaceBridge
@@ -68,8 +69,8 @@ class ShellEngine(Protocol):
     """The interpreter seam: run ``command`` in ``workdir`` until done, ``deadline`` (a
     ``time.monotonic()`` instant) or ``cancel``."""
 
-    def run(self, command: str, workdir: str, deadline: float, cancel: CancelToken
-            ) -> EngineRun:
+    def run(self, command: str, workdir: str, deadline: float, cancel: CancelToken,
+            options: ShellOptions) -> EngineRun:
         """Run one command text in a fresh shell."""
 
 
@@ -152,6 +153,21 @@ class MainThreadHelper:
 DEFAULT_HELPER = MainThreadHelper()
 
 
+#: A listener for output as it is produced: ``(stdout chunk, stderr chunk)``.
+OutputListener = Callable[[str, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ShellOptions:
+    """What one call may ask of the interpreter beyond its command: a deterministic ``clock``
+    (then ``date`` reads it, ``$RANDOM`` is seeded with ``seed`` and file times are fixed, see
+    :mod:`tavernlab.shell.fixed_time`) and a listener for output as it is produced."""
+
+    clock: Clock | None = None
+    seed: int = 0
+    on_output: OutputListener | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ShellResources:
     """The long-lived things a shell call uses: the worker pool of its ``js`` builtins
@@ -198,11 +214,18 @@ class BashkitEngine:
         self.context = context if context is not None else FrozenContext(
             None, FrozenMacros.from_snapshot(None))
 
-    def run(self, command: str, workdir: str, deadline: float, cancel: CancelToken
-            ) -> EngineRun:
+    def run(self, command: str, workdir: str, deadline: float, cancel: CancelToken,
+            options: ShellOptions) -> EngineRun:
         """Run ``command``; raise the internal storage fault, if any, after the interpreter
         stopped (the tool call aborts instead of reporting a shell error)."""
         capture = StreamCapture()
+        listener = options.on_output
+
+        def feed(stdout: str, stderr: str) -> None:
+            capture.feed(stdout, stderr)
+            if listener is not None:
+                listener(stdout, stderr)
+
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return EngineRun(ShellOutcome.TIMED_OUT, None, "", "", False)
@@ -213,9 +236,11 @@ class BashkitEngine:
                 bash.cancel()
 
         budget = InputBudget()
-        bridge = WorkspaceBridge(self.scope, budget, on_fault=stop)
+        clock = options.clock
+        bridge = WorkspaceBridge(self.scope, budget, on_fault=stop,
+                                 file_time=None if clock is None else clock.now().timestamp())
         commands = ShellCommands(bridge, self.context, deadline, cancel, stop,
-                                 pool=self.resources.pool)
+                                 pool=self.resources.pool, clock=clock, seed=options.seed)
         exported = ExportedFilesystem(bridge)
         try:
             bash = bashkit.Bash(
@@ -227,11 +252,12 @@ class BashkitEngine:
                 custom_builtins=commands.builtins(),
             )
             bash.mount("/", exported.bashkit_fs)
-            bash.execute_sync(_PRELUDE)
+            bash.execute_sync(_PRELUDE if clock is None
+                              else f"{_PRELUDE}; RANDOM={options.seed % 32768}")
             holder.append(bash)
             unregister = cancel.on_cancel(stop)
             try:
-                result = execute_interruptibly(bash, command, capture.feed, cancel,
+                result = execute_interruptibly(bash, command, feed, cancel,
                                                self.resources.helper)
             finally:
                 unregister()

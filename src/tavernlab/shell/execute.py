@@ -26,7 +26,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled, InvalidData, ToolError, WorkspaceError
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.bridge import parse_shell_path, shell_path
-from tavernlab.shell.engine import BashkitEngine, ShellEngine, ShellResources
+from tavernlab.shell.engine import BashkitEngine, ShellEngine, ShellOptions, ShellResources
 from tavernlab.shell.limits import MAX_COMMAND_BYTES
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.context import FrozenContext
@@ -65,8 +65,11 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
                   workdir: str = "/", *, deadline_s: float = DEFAULT_DEADLINE_S,
                   token: CancelToken | None = None,
                   resources: ShellResources | None = None,
+                  options: ShellOptions | None = None,
                   engine: EngineFactory = BashkitEngine) -> ShellResult:
     """Run ``command`` in a fresh shell over ``scope``; see the module docstring.
+    ``options`` may fix time and randomness or listen to the output as it is produced
+    (:class:`~tavernlab.shell.engine.ShellOptions`).
 
     Raises :class:`~tavernlab.workspace.tooling.ToolError` for an over-long command or one
     with a lone surrogate (``tool.invalid_arguments``, ``command must be valid Unicode text``
@@ -100,7 +103,7 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
     result = None
     try:
         run = engine(call_scope, context, resources or ShellResources()).run(
-            command, start_dir, deadline, token)
+            command, start_dir, deadline, token, options or ShellOptions())
         result = ShellResult(run.outcome, run.exit_code, run.stdout, run.stderr, run.truncated,
                              sorted(call_tracker.touched))
     finally:

@@ -10,8 +10,9 @@ returns the shell's tool result (a :class:`~tavernlab.shell.result.ShellToolResu
 
 from __future__ import annotations
 
+from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
-from tavernlab.shell.engine import ShellResources
+from tavernlab.shell.engine import ShellOptions, ShellResources
 from tavernlab.shell.execute import execute_shell
 from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
 
@@ -41,9 +42,12 @@ def shell_tools(resources: ShellResources | None = None) -> tuple[ToolSpec, ...]
         """Handle one ``workspace.shell`` call."""
         command = args.string("command", required=True) or ""
         workdir = args.string("workdir", default="/") or "/"
+        fixed = is_deterministic(ctx.clock)
+        options = ShellOptions(clock=ctx.clock if fixed else None,
+                               seed=seed_from(ctx.ids) if fixed else 0, on_output=ctx.output)
         result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
                                deadline_s=ctx.shell_deadline_s, token=ctx.token,
-                               resources=chosen)
+                               resources=chosen, options=options)
         return result.to_tool_result()
 
     return (ToolSpec(TOOL_ID, shell_tool, True, DESCRIPTION, ARGUMENT_NAMES),)

@@ -36,9 +36,11 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import NotFound, ToolError, WorkspaceError
 from tavernlab.js.errors import SkillScriptError, SkillScriptValidationError
 from tavernlab.js.legacy import (
@@ -49,6 +51,7 @@ from tavernlab.js.legacy import (
     run_skill_script,
 )
 from tavernlab.js.limits import LEGACY_SNAPSHOT_DEPTH, LEGACY_SNAPSHOT_ENTRIES
+from tavernlab.js.pool import WorkerPool
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.scope import SKILLS_ROOT, ScopedWorkspaceFs, is_text_file
@@ -72,11 +75,17 @@ with workspace.writeText are applied after the script succeeds, with conflict ch
 Read the skill's SKILL.md for its scripts and their arguments."""
 
 
-def handle_run_script(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """The ``skill.run_script`` handler (see the module docstring)."""
+def handle_run_script(ctx: ToolContext, args: Arguments, pool: WorkerPool | None = None
+                      ) -> ToolResult:
+    """The ``skill.run_script`` handler (see the module docstring), on ``pool`` (default:
+    the process-wide one); under a deterministic lab clock the script's ``Date`` and
+    ``Math.random`` are fixed."""
     request = build_request(ctx, args)
+    fixed = is_deterministic(ctx.clock)
     try:
-        outcome = run_skill_script(request, token=ctx.token)
+        outcome = run_skill_script(request, token=ctx.token, pool=pool,
+                                   clock=ctx.clock if fixed else None,
+                                   seed=seed_from(ctx.ids) if fixed else None)
     except SkillScriptError as exc:
         raise ToolError(exc.code, exc.message) from None
     written = write_back(ctx.scope, request.files, outcome.writes,
@@ -231,7 +240,8 @@ def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
 
 
 #: The legacy ``skill.run_script`` tool (compatibility mode only).
-RUN_SCRIPT_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("skill.run_script", handle_run_script, True, DESCRIPTION, ("skill", "script", "args"),
-             compat=True),
-)
+def run_script_tools(pool: WorkerPool | None = None) -> tuple[ToolSpec, ...]:
+    """The legacy ``skill.run_script`` tool (compatibility mode only), running its scripts
+    on ``pool``."""
+    return (ToolSpec("skill.run_script", partial(handle_run_script, pool=pool), True,
+                     DESCRIPTION, ("skill", "script", "args"), compat=True),)

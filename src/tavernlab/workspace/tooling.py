@@ -144,6 +144,11 @@ class ToolContext(Protocol):
         """The whole-call deadline of a shell call or ``js`` job, in seconds."""
 
     @property
+    def output(self) -> Callable[[str, str], None] | None:
+        """Who listens to the call's output as it is produced (``(stdout, stderr)`` chunks;
+        ``None`` when nobody does): a notebook cell that streams a shell call."""
+
+    @property
     def clock(self) -> Clock:
         """The lab's clock."""
 
