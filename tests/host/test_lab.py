@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tavernlab
-from tavernlab.errors import RunStateError
+from tavernlab.errors import RunStateError, ToolError
 from tavernlab.host import DEFAULT_TOOLS, Lab, LabServices, ToolRegistry
 from tavernlab.host.registry import workspace_tools
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
@@ -140,3 +140,15 @@ def test_version_flag() -> None:
     done = subprocess.run([sys.executable, "-m", "tavernlab.cli", "--version"],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, f"tavernlab {tavernlab.__version__}\n")
+
+
+def test_a_refused_shell_call_raises_instead_of_printing_nothing(tmp_path: Path) -> None:
+    run = Lab(tmp_path / "lab").start_run(
+        chat_id="a", profile={"tools": {"maxCallsPerRun": 1}})
+    assert run.shell("echo one").stdout == "one\n"
+    with pytest.raises(ToolError) as info:
+        run.shell("echo two")
+    assert (info.value.code, info.value.message) == (
+        "tool.budget_exceeded", "The run used all 1 tool calls of its budget.")
+    failed = run.events(types="tool_call_failed")[-1].payload
+    assert failed.error_code == "tool.budget_exceeded"

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import is_deterministic, seed_from
-from tavernlab.errors import RunStateError
+from tavernlab.errors import RunStateError, ToolError
 from tavernlab.events import (
     Event,
     JsJobEnd,
@@ -255,9 +255,16 @@ class Run:
         """Run ``workspace.shell`` as a tool call of the main agent and return the shell's
         outcome, exit code, stdout and stderr (the tool result is stored as usual).
         ``on_output(stdout, stderr)`` streams the output as it is produced.
+
+        A call the host refused before any shell ran (``tool.budget_exceeded``,
+        ``tool.round_cancelled``, ``tool.invalid_arguments``, ``tool.unknown``...) raises
+        :class:`~tavernlab.errors.ToolError` with that code, so it never looks like a shell
+        that printed nothing.
         """
         result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir},
                                 on_output=on_output)
+        if result.is_error and (result.error_code or "").startswith("tool."):
+            raise ToolError(result.error_code or "tool.error", result.content)
         return ShellResult.from_tool_result(result)
 
     def js(self, argv: str | Iterable[str], cwd: str = "/", stdin: str | bytes | None = None,
