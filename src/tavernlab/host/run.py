@@ -36,6 +36,7 @@ from tavernlab.host import commits, dispatch
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import Subscription
 from tavernlab.host.invocation import Invocation
+from tavernlab.host.presentation import present
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.services import LabServices
 from tavernlab.js.command import CommandResult, run_js_command
@@ -346,6 +347,11 @@ class Run:
         ``skills/`` projected; ``include_hidden`` adds the run's own files, marked hidden.
         Planted symlinks, FIFOs and hard links show as ``refused`` nodes."""
         return build_tree(self.scope, path, depth=depth, include_hidden=include_hidden)
+
+    def show(self, **options: Any) -> Any:
+        """Display this run's workspace tree and timeline side by side, live (in a notebook:
+        the widgets come from the notebook layer, see :mod:`tavernlab.host.presentation`)."""
+        return present("run.show", self, **options)
 
     def files(self, path: str | None = None, depth: int = 8) -> list[str]:
         """Visible file paths below ``path`` (default: everything visible)."""
