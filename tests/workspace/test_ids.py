@@ -8,13 +8,13 @@ import uuid
 
 import pytest
 
+from tavernlab.clock import RANDOM_IDS
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
 from tavernlab.workspace.ids import (
     call_stem,
     check_dir_name,
     check_stable_chat_id,
-    new_id,
     tool_record_name,
     workspace_id,
 )
@@ -49,10 +49,10 @@ def test_rejected_chat_ids_create_nothing(lab: Lab) -> None:
 
 def test_random_ids_are_uuid4_hex() -> None:
     for prefix in ("run", "inv", "evt"):
-        value = new_id(prefix)
+        value = RANDOM_IDS.new(prefix)
         assert re.fullmatch(rf"{prefix}_[0-9a-f]{{32}}", value)
         assert uuid.UUID(hex=value.split("_", 1)[1]).version == 4
-    assert new_id("run") != new_id("run")
+    assert RANDOM_IDS.new("run") != RANDOM_IDS.new("run")
 
 
 def test_run_invocation_and_event_ids(run: Run) -> None:

@@ -1,11 +1,11 @@
-"""Identifiers (spec/workspace.md section 2): workspace ids, run/invocation/event ids, names."""
+"""Identifiers (spec/workspace.md section 2): workspace ids, directory-safe names and the
+tool-record names; new ids are minted by the lab's :class:`~tavernlab.clock.IdFactory`."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-import uuid
 from typing import Literal
 
 from tavernlab.errors import InvalidData
@@ -37,12 +37,6 @@ def check_stable_chat_id(stable_chat_id: str) -> str:
     if len(stable) > MAX_STABLE_CHAT_ID:
         raise InvalidData(f"stableChatId exceeds {MAX_STABLE_CHAT_ID} characters")
     return stable
-
-
-def new_id(prefix: str) -> str:
-    """``<prefix>_`` + a random UUID v4 as 32 lowercase hex characters (``run``, ``inv``,
-    ``evt``; tavernlab also uses ``pst`` for persist states and ``ses`` for sessions)."""
-    return f"{prefix}_{uuid.uuid4().hex}"
 
 
 def check_dir_name(value: str, what: str = "id") -> str:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from tavernlab.errors import TavernlabError, ToolError
 from tavernlab.worktree.cleanup import cleanup_worktree
 from tavernlab.worktree.errors import envelope_code
@@ -183,8 +185,5 @@ def list_services(repo_root: str, worktree_path: str, branch: str, **options: An
 
 
 def _camel(options: dict[str, Any]) -> dict[str, Any]:
-    def convert(key: str) -> str:
-        head, *rest = key.split("_")
-        return head + "".join(part.title() for part in rest)
-
-    return {convert(key): value for key, value in options.items() if value is not None}
+    """snake_case options as the tools' camelCase input (the rule every model uses)."""
+    return {to_camel(key): value for key, value in options.items() if value is not None}
