@@ -15,7 +15,8 @@ their module when they live beside their engine)::
     │   ├── FileNotText                 workspace.file_not_text
     │   ├── WriteConflict               workspace.write_conflict
     │   ├── FileIo                      workspace.file_io
-    │   └── Cancelled                   workspace.cancelled
+    │   ├── Cancelled                   workspace.cancelled
+    │   └── InputBudgetExceeded         shell.input_budget_exceeded   (js/budget.py)
     ├── ToolError                       <tool code>      a recoverable model tool result
     ├── AgentError                      agent.*          the host: runs, macros, persist states
     │   ├── RunStateError               agent.run_state_invalid
@@ -32,8 +33,12 @@ their module when they live beside their engine)::
     │   ├── SkillScriptError            skill.run_script_*
     │   ├── SkillScriptValidationError  skill.run_script_invalid_request
     │   ├── SkillScriptContextError     agent.invalid_skill_script_context
-    │   └── KitError                    js.kit_*         the script kit: download, integrity,
-    │                                                    build, unavailable, unknown name
+    │   └── KitError                    js.kit_error     the script kit
+    │       ├── KitDownloadFailed       js.kit_download_failed
+    │       ├── KitIntegrityMismatch    js.kit_integrity_mismatch
+    │       ├── KitBuildFailed          js.kit_build_failed
+    │       ├── KitUnavailable          js.kit_unavailable
+    │       └── UnknownKitModule        js.kit_unknown_module
     ├── SkillError                      skill.*          skill packages (skills/errors.py)
     │   ├── InvalidSkillPackage         skill.invalid_package
     │   ├── InvalidSkillScope           skill.invalid_scope
