@@ -112,6 +112,14 @@ def test_acceptance_4_list_files(workspace: Path, js: JsRunner) -> None:
     assert json.loads(scratch) == ["a/b.txt"]
 
 
+def test_list_files_never_drops_a_planted_node(workspace: Path, js: JsRunner) -> None:
+    write(workspace, "scratch/a.txt", "x")
+    os.mkfifo(workspace / "scratch" / "pipe")
+    result = run_module(js, "try { workspace.listFiles('scratch') } catch (e) "
+                            "{ console.log(e.message) }")
+    assert result.stdout == "workspace supports regular files and directories\n"
+
+
 def test_acceptance_5_session_run_has_no_host_context(workspace: Path, js: JsRunner) -> None:
     write(workspace, "scratch/n.txt", "note")
     body = ("console.log(workspace.readText('scratch/n.txt'));\n"

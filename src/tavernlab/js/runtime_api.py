@@ -36,6 +36,7 @@ from tavernlab.errors import (
     AccessDenied,
     Cancelled,
     FileIo,
+    InvalidData,
     NotFound,
     TavernlabError,
     WorkspaceError,
@@ -46,7 +47,7 @@ from tavernlab.js.limits import INVALID_DATA_PREFIX, LIST_FILES_LIMIT, path_not_
 from tavernlab.js.output import CommandOutput
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.fs import UNSUPPORTED_NODE, WriteGuard
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 #: Depth used for the recursive ``listFiles(dir)`` walk (no practical limit).
@@ -173,5 +174,7 @@ class RuntimeCapabilities:
         if listing.truncated:
             raise CapabilityError(f"Directory listing exceeds {LIST_FILES_LIMIT} entries; "
                                   "choose a narrower directory.")
+        if listing.refused:  # never drop a node silently: the storage rule, as before
+            raise InvalidData(UNSUPPORTED_NODE)
         return sorted(entry.path[len(path.text) + 1:] for entry in listing.entries
                       if entry.kind == "file")
