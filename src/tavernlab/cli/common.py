@@ -8,8 +8,10 @@ A command that reads a lab never creates an empty one by accident.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab
@@ -37,3 +39,8 @@ def open_lab(args: argparse.Namespace) -> Lab:
     if not (path / "_tauritavern").is_dir():
         raise InvalidData(f"no lab at {path} (run `tavernlab demo` or pass --lab DIR)")
     return Lab(path)
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as the commands' ``--json`` output: indented, non-ASCII kept."""
+    print(json.dumps(value, indent=2, ensure_ascii=False))

@@ -14,10 +14,10 @@ Environment: ``TAVERNLAB_KIT_CACHE`` (cache root), ``TAVERNLAB_NPM_REGISTRY`` or
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, TextIO
 
+from tavernlab.cli.common import print_json
 from tavernlab.js.kit.cache import CachedModule
 from tavernlab.js.kit.pins import KitPin
 from tavernlab.js.kit.provider import (
@@ -79,7 +79,7 @@ def _fetch(args: argparse.Namespace) -> int:
         if display is not None:
             display.clear()
     if args.json:
-        print(json.dumps(_document(settings, rows), indent=2))
+        print_json(_document(settings, rows))
     return 0
 
 
@@ -88,7 +88,7 @@ def _status(args: argparse.Namespace) -> int:
     rows = [_row(pin, cached, "cached" if cached else "missing")
             for pin, cached in kit_status(settings)]
     if args.json:
-        print(json.dumps(_document(settings, rows), indent=2))
+        print_json(_document(settings, rows))
     else:
         print(f"cache: {settings.cache.directory}")
         for row in rows:

@@ -10,10 +10,9 @@ was cancelled and 1 when the interpreter failed (the status line is printed on s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from tavernlab.cli.common import add_lab_argument, open_lab
+from tavernlab.cli.common import add_lab_argument, open_lab, print_json
 from tavernlab.shell.result import OUTPUT_TRUNCATED, ShellOutcome, status_line
 
 #: Exit statuses for outcomes without one of their own (the usual shell conventions).
@@ -43,7 +42,7 @@ def _shell(args: argparse.Namespace) -> int:
     result = run.shell(args.shell_command, workdir=args.workdir)
     if args.json:
         stored = result.tool_result.to_json() if result.tool_result else {}
-        print(json.dumps(stored, ensure_ascii=False, indent=2))
+        print_json(stored)
     else:
         sys.stdout.write(result.stdout)
         sys.stdout.flush()

@@ -1,4 +1,6 @@
-"""``tavernlab skill validate|install|list|pack``: skill packages from the command line.
+"""``tavernlab skill validate|install|list|pack``: skill packages from the command line
+(the authoring commands ``new``, ``test``, ``lint`` and ``migrate`` are in
+:mod:`tavernlab.cli.skill_author`).
 
 ``install`` and ``list`` work on a lab directory given with ``--lab`` (default
 ``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``, the lab ``tavernlab demo`` creates; the
@@ -20,18 +22,14 @@ nothing is installed or written then.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
-from tavernlab.cli.common import add_lab_argument, lab_path
+from tavernlab.cli.common import add_lab_argument, lab_path, print_json
+from tavernlab.cli.skill_author import invalid_line, register_authoring
 from tavernlab.skills.archive import write_archive
-from tavernlab.skills.collection import InvalidPackage
 from tavernlab.skills.errors import InvalidSkillPackage, SkillOutputExists, SkillStorageError
-from tavernlab.skills.lint import lint_source
-from tavernlab.skills.migrate import MigrationPlan, located_notes, plan_migration, write_migration
 from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.report import ConflictChoice, SkillInstallResult
 from tavernlab.skills.repository import SkillRepository
@@ -85,45 +83,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pack.add_argument("-o", "--output", type=Path, default=None,
                       help="archive to write (default: ./<name>.zip)")
     pack.set_defaults(func=_pack)
-    _register_script_commands(commands)
-
-
-def _register_script_commands(
-        commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``lint`` and ``migrate``: the scripts of a skill against the V5 host."""
-    lint = commands.add_parser(
-        "lint", help="check a skill's scripts against what the V5 host runs",
-        description="Print one finding per line, FILE:LINE:COL CODE SEVERITY: MESSAGE, for "
-        "the scripts of every skill in PATH (a folder, .zip or .ttskill): legacy-only entry "
-        "points, @tauritavern/runtime/v1 imports, unavailable modules and host globals, bad "
-        "relative imports, module budgets, undocumented scripts. Exits 1 on any error.")
-    lint.add_argument("path", type=Path, metavar="PATH")
-    lint.add_argument("--json", action="store_true", help="print JSON")
-    lint.set_defaults(func=_lint)
-
-    migrate = commands.add_parser(
-        "migrate", help="rewrite legacy skill.run_script scripts as V5 js scripts",
-        description="Show, as a unified diff, how every legacy script (default/main export) "
-        "of the skills in DIR becomes a V5 script that reads its JSON arguments from "
-        "process.argv[2] and prints its result; list the SKILL.md lines to update and what "
-        "needs a hand. Writes only with --write. Exits 1 when a script could not be migrated.")
-    migrate.add_argument("dir", type=Path, metavar="DIR")
-    migrate.add_argument("--write", action="store_true", help="rewrite the files in place")
-    migrate.set_defaults(func=_migrate)
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    register_authoring(commands)
 
 
 def _describe(package: SkillPackage) -> str:
     where = f" (in {package.origin}/)" if package.origin else ""
     return (f"{package.name}{where}: {len(package.files)} files, {package.total_bytes} bytes, "
             f"installed hash {package.installed_hash}")
-
-
-def _invalid_line(invalid: InvalidPackage, word: str) -> str:
-    return f"{word} {invalid.location}: {invalid.message}"
 
 
 def _print_in_origin_order(lines: list[tuple[str, list[str]]]) -> None:
@@ -136,12 +102,12 @@ def _print_in_origin_order(lines: list[tuple[str, list[str]]]) -> None:
 def _validate(args: argparse.Namespace) -> int:
     scan = load_source(args.path)
     if args.json:
-        _print_json({"packages": [p.summary() for p in scan.packages],
+        print_json({"packages": [p.summary() for p in scan.packages],
                      "invalid": [i.to_json() for i in scan.invalid]})
         return 0 if scan.ok else 1
     groups = [(p.origin, [f"ok {_describe(p)}"] + [f"  warning: {w}" for w in p.warnings])
               for p in scan.packages]
-    groups += [(i.origin, [_invalid_line(i, "invalid")]) for i in scan.invalid]
+    groups += [(i.origin, [invalid_line(i, "invalid")]) for i in scan.invalid]
     _print_in_origin_order(groups)
     return 0 if scan.ok else 1
 
@@ -161,10 +127,10 @@ def _install(args: argparse.Namespace) -> int:
     report = SkillRepository(lab_path(args)).install(args.path, scope=args.scope,
                                                      on_conflict=on_conflict)
     if args.json:
-        _print_json(report.to_json())
+        print_json(report.to_json())
         return 0 if report.ok else 1
     groups = [(r.origin, _result_lines(r)) for r in report.results]
-    groups += [(i.origin, [_invalid_line(i, "invalid:")]) for i in report.invalid]
+    groups += [(i.origin, [invalid_line(i, "invalid:")]) for i in report.invalid]
     _print_in_origin_order(groups)
     return 0 if report.ok else 1
 
@@ -172,7 +138,7 @@ def _install(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     entries = SkillRepository(lab_path(args)).list(args.scope)
     if args.json:
-        _print_json([e.model_dump(by_alias=True, exclude_none=True, mode="json")
+        print_json([e.model_dump(by_alias=True, exclude_none=True, mode="json")
                      for e in entries])
         return 0
     if not entries:
@@ -210,63 +176,3 @@ def _pack(args: argparse.Namespace) -> int:
     print(f"packed {', '.join(p.name for p in packages)} ({count} files, {len(data)} bytes) "
           f"into {output}", file=sys.stdout)
     return 0
-
-
-def _lint(args: argparse.Namespace) -> int:
-    report = lint_source(load_source(args.path))
-    if args.json:
-        _print_json(report.to_json())
-    else:
-        for finding in report.findings:
-            print(finding)
-        errors = f"{report.errors} error{'s' * (report.errors != 1)}"
-        warnings = f"{report.warnings} warning{'s' * (report.warnings != 1)}"
-        print(f"{errors}, {warnings} in {report.scripts} script"
-              f"{'s' * (report.scripts != 1)}")
-    return 1 if report.errors else 0
-
-
-def _shown(plan: MigrationPlan, path: str) -> str:
-    return f"{plan.package.origin}/{path}" if plan.package.origin else path
-
-
-def _print_plan(plan: MigrationPlan, written: bool) -> None:
-    for script in plan.scripts:
-        if written:
-            print(f"migrated {_shown(plan, script.path)}")
-        else:
-            print(script.diff(_shown(plan, script.path)), end="")
-    if plan.usage_lines:
-        entries = [s.path for s in plan.scripts if s.calls is not None]
-        entry = entries[0] if entries else "scripts/<file>.js"
-        example = f"js /skills/{plan.package.name}/{entry} '<args JSON>'"
-        print(f"{_shown(plan, 'SKILL.md')} shows skill.run_script calls; update them to "
-              f"the V5 command line ({example}):")
-        for number, line in plan.usage_lines:
-            print(f"  {_shown(plan, 'SKILL.md')}:{number}: {line}")
-    notes = located_notes(plan)
-    if notes:
-        print("Not migrated automatically:")
-        for note in notes:
-            print(f"  {note}")
-
-
-def _migrate(args: argparse.Namespace) -> int:
-    folder: Path = args.dir
-    if not folder.is_dir() or folder.is_symlink():
-        raise InvalidSkillPackage(f"migrate needs a skill directory: {folder}")
-    scan = load_directory(folder)
-    for invalid in scan.invalid:
-        print(_invalid_line(invalid, "invalid"))
-    plans = [plan_migration(package) for package in scan.packages]
-    for plan in plans:
-        if args.write:
-            write_migration(folder, plan)
-        _print_plan(plan, args.write)
-    count = sum(len(plan.scripts) for plan in plans)
-    if count == 0:
-        print(f"nothing to migrate in {folder}")
-    elif not args.write:
-        print(f"would rewrite {count} script{'s' * (count != 1)}; run again with --write "
-              "to apply")
-    return 0 if scan.ok and all(plan.complete for plan in plans) else 1

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from tavernlab.cli.common import add_lab_argument, open_lab
+from tavernlab.cli.common import add_lab_argument, open_lab, print_json
 from tavernlab.errors import InvalidData
 from tavernlab.events import Event
 from tavernlab.views import render_events, render_tool_call
@@ -80,7 +80,7 @@ def _runs(args: argparse.Namespace) -> int:
     lab = open_lab(args)
     records = lab.runs()
     if args.json:
-        print(dump_json([r.model_dump(mode="json", by_alias=True) for r in records]))
+        print_json([r.model_dump(mode="json", by_alias=True) for r in records])
         return 0
     if not records:
         print("no runs")
@@ -121,7 +121,7 @@ def _tool(args: argparse.Namespace) -> int:
     run = open_lab(args).open_run(args.run_id)
     result = run.call_tool(args.tool_id, arguments)
     if args.json:
-        print(dump_json(result.to_json()))
+        print_json(result.to_json())
     if result.is_error:
         print(f"error: {result.error_code}: {error_message(result)}", file=sys.stderr)
         return 1
@@ -151,10 +151,10 @@ def _retention(args: argparse.Namespace) -> int:
         settings["keepRecentTerminalRuns"] = args.keep_recent
     if args.action == "plan":
         plan = lab.retention.plan(settings)
-        print(dump_json(plan.model_dump(mode="json", by_alias=True)))
+        print_json(plan.model_dump(mode="json", by_alias=True))
     else:
         result = lab.retention.apply(settings)
-        print(dump_json(result.model_dump(mode="json", by_alias=True)))
+        print_json(result.model_dump(mode="json", by_alias=True))
     return 0
 
 
@@ -170,6 +170,3 @@ def _sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-def dump_json(data: Any) -> str:
-    """Pretty JSON for the terminal."""
-    return json.dumps(data, ensure_ascii=False, indent=2)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tavernlab.cli.common import print_json
 from tavernlab.clock import SYSTEM_CLOCK
 from tavernlab.errors import TavernlabError, ToolError, UsageError
 from tavernlab.views import describe_event
@@ -43,7 +44,10 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    print(json.dumps(data, indent=2) if args.json else text)
+    if args.json:
+        print_json(data)
+    else:
+        print(text)
 
 
 def _guard(handler: Handler) -> Handler:
@@ -149,7 +153,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return
     sys.stdout.write(result["stdout"])
     sys.stderr.write(result["stderr"])

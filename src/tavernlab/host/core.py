@@ -105,7 +105,8 @@ class RunCore:
                  profile: Profile, frozen: FrozenContext, chat: Chat | None,
                  persist_snapshot: PersistSnapshot | None, skills: Mapping[str, Any],
                  skills_mount: SkillsMount | None, index: RunIndex, clock: Clock,
-                 ids: IdFactory, on_end: Callable[[], None]) -> None:
+                 ids: IdFactory, on_end: Callable[[], None],
+                 before_round: Callable[[], object] | None = None) -> None:
         self.record = record
         self.dir = run_dir
         self.workspace_dir = workspace_dir
@@ -119,6 +120,8 @@ class RunCore:
         self.clock = clock
         self.ids = ids
         self.on_end = on_end
+        self._before_round = before_round
+        self._prepared_round = 0
         self.fs = WorkspaceFs(workspace_dir)
         self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
         self.journal = JournalLog(run_dir / "journal.jsonl", self.log)
@@ -197,6 +200,13 @@ class RunCore:
             "outputMessage": list(counters.output_target) if counters.output_target else None,
             "persistStateId": counters.persist_state_id,
         }
+
+    def prepare_round(self) -> None:
+        """Once per round, before its first tool call or ``js`` job: let the lab bring its
+        development skills up to date (so a change never lands in the middle of a round)."""
+        if self._before_round is not None and self._prepared_round != self.counters.round:
+            self._prepared_round = self.counters.round
+            self._before_round()
 
     def require_active(self) -> None:
         """Refuse work on a run that has ended."""

@@ -156,6 +156,7 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
               on_output: Callable[[str, str], None] | None = None) -> ToolResult:
     """Execute one tool call with every record the host writes; see :meth:`Run.call_tool`."""
     core.require_active()
+    core.prepare_round()
     core.announce(invocation)
     counters = core.counters
     counters.call_seq += 1

@@ -286,6 +286,7 @@ class Run:
         """
         core = self._core
         core.require_active()
+        core.prepare_round()
         args = shlex.split(argv) if isinstance(argv, str) else list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         job_id = core.ids.new("job")

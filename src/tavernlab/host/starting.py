@@ -81,7 +81,13 @@ class RunFactory:
         return RunCore(record=record, run_dir=run_dir, workspace_dir=workspace_dir,
                        profile=profile, frozen=frozen, chat=chat,
                        persist_snapshot=persist_snapshot, skills=skills, skills_mount=mount,
-                       index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end)
+                       index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end,
+                       before_round=self._sync_development)
+
+    def _sync_development(self) -> None:
+        repository = self._skills()
+        if repository is not None:
+            repository.sync_development()
 
     # -- new runs -----------------------------------------------------------------------------
 

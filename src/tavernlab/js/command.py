@@ -39,8 +39,10 @@ tavernlab choices where upstream is unknown:
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock
@@ -83,6 +85,16 @@ class CommandResult:
     stderr: str
     timed_out: bool = False
     cancelled: bool = False
+
+    def json(self) -> Any:
+        """The job's stdout parsed as JSON (what a V5 script prints with
+        ``console.log(JSON.stringify(result))``); :class:`ValueError` when it is not JSON,
+        naming the exit code and the start of what was printed."""
+        try:
+            return json.loads(self.stdout)
+        except ValueError:
+            raise ValueError(f"the job's stdout is not JSON (exit {self.exit_code}): "
+                             f"{self.stdout[:200]!r}; stderr: {self.stderr[:200]!r}") from None
 
 
 def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: FrozenContext,

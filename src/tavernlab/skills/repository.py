@@ -48,6 +48,7 @@ from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.locks import ReadWriteLock
 from tavernlab.skills.archive import write_archive
 from tavernlab.skills.collection import SourceScan
+from tavernlab.skills.develop import DevelopmentSkill, SkillDevelopment
 from tavernlab.skills.errors import (
     InvalidSkillIndex,
     InvalidSkillPackage,
@@ -106,6 +107,7 @@ class SkillRepository:
         self.staging_root = self.root / ".staging"
         self._lock = ReadWriteLock(self.root / ".lock")
         self.clock = clock
+        self._development: SkillDevelopment | None = None
         self.store = SkillIndexStore(self.root, ids, self._lock)
         self.installed_root = self.store.installed_root
         self.index_path = self.store.index_path
@@ -254,7 +256,25 @@ class SkillRepository:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
 
-    # -- the index -------------------------------------------------------------------------------
+    # -- development ---------------------------------------------------------------------------
+
+    @property
+    def development(self) -> SkillDevelopment:
+        """The working directories bound as development skills (see :meth:`develop`)."""
+        if self._development is None:
+            self._development = SkillDevelopment(self)
+        return self._development
+
+    def develop(self, path: Path | str, *, scope: SkillScope | str = GLOBAL_SCOPE
+                ) -> DevelopmentSkill:
+        """Bind a working directory as a development skill: installed now (``replace``) and
+        reinstalled whenever its content changes, checked once per round of every run (see
+        :mod:`tavernlab.skills.develop`)."""
+        return self.development.develop(path, scope=scope)
+
+    def sync_development(self) -> list[str]:
+        """Reinstall the development skills that changed (nothing when none is bound)."""
+        return [] if self._development is None else self._development.sync()
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -1,0 +1,131 @@
+"""The skill author's loop: skill new, live development, the pytest plugin, skill test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tavernlab.cli import main
+from tavernlab.host import Lab
+from tavernlab.js.command import CommandResult
+from tavernlab.skills.errors import InvalidSkillPackage
+from tavernlab.skills.scaffold import scaffold_skill
+
+
+def tavernlab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tavernlab.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_scaffold_is_valid_and_its_tests_pass(tmp_path: Path, legacy: bool) -> None:
+    flags = ["--legacy"] if legacy else []
+    made = tavernlab("skill", "new", "greeter", "--dir", str(tmp_path), *flags, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == (f"created {tmp_path / 'greeter'} (4 files, valid); try: tavernlab "
+                           f"skill test {tmp_path / 'greeter'}\n")
+    assert sorted(p.relative_to(tmp_path / "greeter").as_posix()
+                  for p in (tmp_path / "greeter").rglob("*") if p.is_file()) == [
+        "SKILL.md", "references/notes.md", "scripts/main.js", "tests/test_main.py"]
+    tested = tavernlab("skill", "test", str(tmp_path / "greeter"), "-q", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "2 passed" in tested.stdout
+    linted = tavernlab("skill", "lint", str(tmp_path / "greeter"), cwd=tmp_path)
+    assert (linted.returncode == 0) is not legacy  # a legacy script is what lint flags
+
+
+def test_scaffold_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSkillPackage, match="lowercase ASCII letters"):
+        scaffold_skill("Bad Name", tmp_path)
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(InvalidSkillPackage, match="Refusing to overwrite"):
+        scaffold_skill("taken", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+    assert list((tmp_path / "taken").iterdir()) == []
+    assert main(["skill", "test", str(tmp_path / "taken")]) == 2
+
+
+def test_development_reinstalls_per_round_and_keeps_the_last_good_version(
+        tmp_path: Path) -> None:
+    package = scaffold_skill("greeter", tmp_path / "work")
+    lines: list[str] = []
+    lab = Lab(tmp_path / "lab")
+    lab.skills.development.report = lines.append
+    skill = lab.skills.develop(tmp_path / "work" / "greeter")
+    assert lines == [f"greeter: installed for development (hash {package.installed_hash[:4]}…) "
+                     f"from {tmp_path / 'work' / 'greeter'}"]
+    run = lab.start_run(chat_id="a", skills=["greeter"])
+    main_js = tmp_path / "work" / "greeter" / "scripts" / "main.js"
+    script = "/skills/greeter/scripts/main.js"
+    assert run.js([script, "x"]).json() == {"greeting": "Hello, x!"}
+    main_js.write_text(main_js.read_text().replace("Hello", "Howdy"))
+    assert run.js([script, "x"]).json() == {"greeting": "Hello, x!"}  # same round
+    run.next_round()
+    assert run.js([script, "x"]).json() == {"greeting": "Howdy, x!"}
+    new_hash = lab.skills.get("greeter").installed_hash
+    assert lines[1] == (f"greeter: reinstalled (hash {package.installed_hash[:4]}…→"
+                        f"{new_hash[:4]}…)")
+    skill_md = tmp_path / "work" / "greeter" / "SKILL.md"
+    good = skill_md.read_text()
+    skill_md.write_text("no front matter any more\n")
+    run.next_round()
+    assert run.js([script, "x"]).json() == {"greeting": "Howdy, x!"}  # last good version
+    assert lines[2].startswith(f"greeter: invalid edit, keeping the installed version (hash "
+                               f"{new_hash[:4]}…): ")
+    run.next_round()
+    run.js([script, "x"])
+    assert len(lines) == 3  # the same error is said once
+    skill_md.write_text(good.replace("Greets someone", "Greets anyone"))
+    run.next_round()
+    run.js([script, "x"])
+    assert lines[3].startswith("greeter: reinstalled (hash ")
+    assert skill.error is None and lab.skills.get("greeter").installed_hash == skill.installed_hash
+
+
+def test_develop_refuses_what_is_not_one_valid_package(tmp_path: Path) -> None:
+    lab = Lab(tmp_path / "lab")
+    with pytest.raises(InvalidSkillPackage, match="must be a directory"):
+        lab.skills.develop(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidSkillPackage):
+        lab.skills.develop(tmp_path / "empty")
+    assert lab.skills.development.skills == []
+
+
+def test_result_json_names_what_went_wrong() -> None:
+    assert CommandResult(0, '{"a": [1]}\n', "").json() == {"a": [1]}
+    with pytest.raises(ValueError, match=r"not JSON \(exit 1\): 'oops\\n'; stderr: 'bad'"):
+        CommandResult(1, "oops\n", "bad").json()
+
+
+PLUGIN_TEST = '''
+import pytest
+from tavernlab.clock import FixedClock
+
+
+def test_tavern_lab_is_deterministic(tavern_lab):
+    assert isinstance(tavern_lab.clock, FixedClock)
+    run = tavern_lab.start_run(chat_id="a")
+    assert run.id == "run_" + run.id[4:20] + "0000000000000001"
+
+
+def test_skill_run_binds_the_skills(skill_run, tmp_path):
+    from tavernlab.skills.scaffold import scaffold_skill
+    one = scaffold_skill("one", tmp_path)
+    scaffold_skill("two", tmp_path)
+    run = skill_run(tmp_path / "one", skills=[tmp_path / "two"])
+    assert sorted(run.skills) == ["one", "two"]
+    assert run.js(["/skills/two/scripts/main.js", "b"]).json() == {"greeting": "Hello, b!"}
+'''
+
+
+def test_the_plugin_fixtures_in_a_fresh_pytest(tmp_path: Path) -> None:
+    (tmp_path / "test_plugin.py").write_text(PLUGIN_TEST)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_plugin.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
