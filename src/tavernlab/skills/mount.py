@@ -26,7 +26,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tavernlab.errors import (
     FileIo,
@@ -38,6 +38,7 @@ from tavernlab.errors import (
     SkillUnavailable,
 )
 from tavernlab.paths import WorkspacePath
+from tavernlab.skills.index import SkillScope
 from tavernlab.workspace.fs import (
     UNSUPPORTED_NODE,
     WorkspaceDirectoryEntry,
@@ -46,8 +47,22 @@ from tavernlab.workspace.fs import (
 )
 from tavernlab.workspace.macros import FrozenMacros
 
-if TYPE_CHECKING:
-    from tavernlab.skills.binding import SkillBinding
+
+class MountedSkill(Protocol):
+    """What the mount needs of a bound skill (a :class:`~tavernlab.skills.binding.MountedSkill`
+    is one): its name, the installed package directory and the scope it came from."""
+
+    @property
+    def name(self) -> str:
+        """The skill name (``skills/<name>``)."""
+
+    @property
+    def package_dir(self) -> Path:
+        """The installed package directory."""
+
+    @property
+    def scope(self) -> SkillScope:
+        """The scope it is installed in."""
 
 SCRIPTS_DIR = "scripts"
 
@@ -61,10 +76,10 @@ def is_projected(relative: tuple[str, ...]) -> bool:
 class BoundSkillsMount:
     """``skills/`` for one Invocation: its bindings, projected with the run's macros."""
 
-    def __init__(self, bindings: Iterable[SkillBinding] | Mapping[str, SkillBinding],
+    def __init__(self, bindings: Iterable[MountedSkill] | Mapping[str, MountedSkill],
                  macros: FrozenMacros) -> None:
         items = list(bindings.values() if isinstance(bindings, Mapping) else bindings)
-        self.bindings: dict[str, SkillBinding] = {}
+        self.bindings: dict[str, MountedSkill] = {}
         for binding in sorted(items, key=lambda b: b.name):
             if binding.name in self.bindings:
                 raise ValueError(f"skill {binding.name} is bound twice")
@@ -73,7 +88,7 @@ class BoundSkillsMount:
 
     # -- resolution ------------------------------------------------------------------------
 
-    def _binding(self, path: WorkspacePath) -> SkillBinding:
+    def _binding(self, path: WorkspacePath) -> MountedSkill:
         name = path.parts[1]
         binding = self.bindings.get(name)
         if binding is None:
