@@ -100,6 +100,16 @@ class ShellError(NotebookError):
         self.stderr = result.stderr
 
 
+def cell_interrupted() -> KeyboardInterrupt:
+    """The ``KeyboardInterrupt`` a magic re-raises once it has cancelled its job (so "Run
+    all" stops). IPython renders it as the one line ``KeyboardInterrupt``, without the
+    tavernlab frames the interrupt passed through; the magic has already printed
+    ``cancelled after 1.2 s``."""
+    error = KeyboardInterrupt()
+    vars(error)["_render_traceback_"] = lambda: ["KeyboardInterrupt"]  # IPython's protocol
+    return error
+
+
 def parse_failure_report(stderr: str, module: str) -> tuple[str, list[StackFrame]]:
     """The message and frames of the last failure report of ``module`` in ``stderr``
     (``("", [])`` when there is none)."""

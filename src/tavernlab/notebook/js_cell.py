@@ -23,7 +23,7 @@ from typing import Literal
 from tavernlab.host import Run
 from tavernlab.js.command import CommandResult
 from tavernlab.js.command_line import shell_path
-from tavernlab.notebook.errors import CellSource, JSError
+from tavernlab.notebook.errors import CellSource, JSError, cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.paths import WorkspacePath
@@ -88,7 +88,7 @@ def run_js(session: NotebookSession, request: JsRequest,
     except KeyboardInterrupt:
         output.finish()
         output.note(watch.cancelled_line())
-        raise
+        raise cell_interrupted() from None
     output.finish()
     if keep is not None:
         keep(result)

@@ -102,33 +102,37 @@ class TavernMagics(Magics):
         assert self.shell is not None
         return self.shell.user_ns  # type: ignore[no-any-return]
 
-    def _run_from(self, name: str | None) -> Run:
+    def _run_from(self, magic: str, name: str | None) -> Run:
         """``--run VAR``: a Run from the user's namespace; else the current run."""
         if name is None:
             return self.session.run
-        if name not in self._namespace:
-            raise UsageError(f"--run {name}: no variable {name!r} in the namespace")
-        value = self._namespace[name]
+        value = self._lookup(magic, "--run", name)
         if not isinstance(value, Run):
-            raise UsageError(f"--run {name}: {name} is a {type(value).__name__}, not a Run")
+            raise UsageError(f"{magic}: --run {name}: expected a Run, got "
+                             f"{type(value).__name__}")
         return value
 
-    def _namespace_input(self, name: str | None) -> str | bytes | None:
+    def _namespace_input(self, magic: str, name: str | None) -> str | bytes | None:
+        """``--stdin VAR``: a ``str`` or ``bytes`` from the user's namespace."""
         if name is None:
             return None
-        if name not in self._namespace:
-            raise UsageError(f"--stdin {name}: no variable {name!r} in the namespace")
-        value = self._namespace[name]
+        value = self._lookup(magic, "--stdin", name)
         if not isinstance(value, str | bytes):
-            raise UsageError(f"--stdin {name}: {name} is a {type(value).__name__}, not str "
-                             "or bytes")
+            raise UsageError(f"{magic}: --stdin {name}: expected str or bytes, got "
+                             f"{type(value).__name__}")
         return value
 
-    def _keeper(self, name: str | None) -> Any:
+    def _lookup(self, magic: str, option: str, name: str) -> Any:
+        if name not in self._namespace:
+            raise UsageError(f"{magic}: {option} {name}: no variable {name!r} in the namespace")
+        return self._namespace[name]
+
+    def _keeper(self, magic: str, name: str | None) -> Any:
+        """``--out VAR``: a function storing the result under ``VAR``."""
         if name is None:
             return None
         if not name.isidentifier():
-            raise UsageError(f"--out {name}: not a Python identifier")
+            raise UsageError(f"{magic}: --out {name}: not a Python identifier")
         return lambda result: self._namespace.__setitem__(name, result)
 
     @line_magic
@@ -157,18 +161,19 @@ class TavernMagics(Magics):
         ``js -e CELL -- ARG...``, named ``<cell N>`` so stack traces point at the cell's
         lines); the line form ``%js FILE ARG...`` runs a workspace script. Output streams
         into the cell; a kernel interrupt cancels the job; a non-zero exit raises JSError."""
-        args, _ = _parse(self.js, "%%js" if cell is not None else "%js", line)
+        magic = "%%js" if cell is not None else "%js"
+        args, _ = _parse(self.js, magic, line)
         if cell is None and args.save is not None:
             raise UsageError("%js: --save needs the cell form %%js")
         if cell is None and not args.args:
             raise UsageError("%js: give a script to run (%js FILE ARG...), or use %%js")
         request = JsRequest(
-            run=self._run_from(args.run), args=_arguments(args.args), body=cell,
-            magic_line=line, cwd=args.cwd, stdin=self._namespace_input(args.stdin),
+            run=self._run_from(magic, args.run), args=_arguments(args.args), body=cell,
+            magic_line=line, cwd=args.cwd, stdin=self._namespace_input(magic, args.stdin),
             command=args.command, save=args.save,
             raise_on_error=self.raise_on_error and not args.no_raise, show=not args.quiet,
             stream=self.stream)
-        run_js(self.session, request, self._keeper(args.out))
+        run_js(self.session, request, self._keeper(magic, args.out))
 
     @no_var_expand
     @_magic_arguments()
@@ -184,8 +189,8 @@ class TavernMagics(Magics):
         appears in the run's events): ``%ws_shell CMD`` or the cell's text with
         ``%%ws_shell``. Output streams into the cell; a kernel interrupt cancels the call;
         an error result raises ShellError."""
-        args, words = _parse(self.ws_shell, "%%ws_shell" if cell is not None else "%ws_shell",
-                             line)
+        magic = "%%ws_shell" if cell is not None else "%ws_shell"
+        args, words = _parse(self.ws_shell, magic, line)
         if cell is not None and args.command:
             raise UsageError(f"%%ws_shell: the command is the cell; unexpected "
                              f"{args.command[0]!r}")
@@ -194,11 +199,11 @@ class TavernMagics(Magics):
             line, len(words) - len(args.command) + separator)
         if not command.strip():
             raise UsageError("%ws_shell: give a command (%ws_shell CMD) or use %%ws_shell")
-        request = ShellRequest(run=self._run_from(args.run), command=command,
+        request = ShellRequest(run=self._run_from(magic, args.run), command=command,
                                workdir=args.workdir,
                                raise_on_error=self.raise_on_error and not args.no_raise,
                                stream=self.stream)
-        run_shell(self.session, request, self._keeper(args.out))
+        run_shell(self.session, request, self._keeper(magic, args.out))
 
     @no_var_expand
     @line_magic

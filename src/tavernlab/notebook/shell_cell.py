@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tavernlab.host import Run
-from tavernlab.notebook.errors import ShellError
+from tavernlab.notebook.errors import ShellError, cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.shell.result import ShellResult
@@ -45,7 +45,7 @@ def run_shell(session: NotebookSession, request: ShellRequest,
     except KeyboardInterrupt:
         output.finish()
         output.note(watch.cancelled_line())
-        raise
+        raise cell_interrupted() from None
     output.finish()
     if keep is not None:
         keep(result)

@@ -21,10 +21,13 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+from IPython.core.error import UsageError
+
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
 from tavernlab.notebook.commands import CommandTable, Subcommand
 from tavernlab.notebook.display import WorktreeResult
+from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.progress import start_progress
 from tavernlab.notebook.session import NotebookSession, WorktreeRef
@@ -93,7 +96,7 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
         progress.close("cancelled")
         if exc.interrupted:
             CellOutput(session.shell).note(watch.cancelled_line())
-            raise KeyboardInterrupt from None
+            raise cell_interrupted() from None
         raise
     except BaseException:
         progress.close("failed")
@@ -123,6 +126,8 @@ def _command_line(words: list[str]) -> str:
 
 
 def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
+    if not args.cmd:
+        raise UsageError("%worktree gate: give the check command (%worktree gate CMD)")
     target = _target(session, args)
     cmd = _command_line(args.cmd)
     result = call_tool("worktree.run-gate", {"cwd": target.path, "cmd": cmd},
