@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from tavernlab.paths import WorkspacePath
     from tavernlab.workspace.tooling import ToolResult
 
-__all__ = ["Lab", "Run", "TavernlabError", "ToolResult", "WorkspacePath",
-           "load_ipython_extension", "unload_ipython_extension", "worktree"]
+__all__ = ["Lab", "Run", "TavernlabError", "ToolResult", "WorkspacePath", "worktree"]
 __version__ = "0.1.0"
 
 _HOMES = {
