@@ -169,3 +169,33 @@ def test_bad_input(nb: Notebook, repo: Repo) -> None:
     assert isinstance(unknown.error, ToolError)
     assert unknown.stdout == f"not_found: not a linked worktree of {repo.path}: nope\n"
     assert "%worktree new [-h] [--repo REPO] [--base BASE]" in nb.cell("%worktree?").stdout
+
+
+def test_options_repo_base_branch_worktree_gc_apply_and_proxy_port(
+        nb: Notebook, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # outside the repository: --repo names it
+    made = nb.cell(f"%worktree new other --repo {repo.path} --base origin/main "
+                   "--branch feature/other --no-setup").value
+    assert made.data == {"cwd": str(repo.path.parent / "_worktrees" / "other"),
+                         "branch": "feature/other"}
+    assert not (Path(made["cwd"]) / "setup-ran.txt").exists()
+    gate = nb.cell(f"%worktree gate --worktree other --repo {repo.path} pwd").value
+    assert (gate["passed"], gate["stdout"]) == (True, made["cwd"] + "\n")
+    by_path = nb.cell(f"%worktree run --worktree {made['cwd']} test").value
+    assert by_path["passed"] is False  # --no-setup: the setup hook never wrote its file
+    first = nb.cell("%worktree proxy").value["port"]
+    moved = nb.cell("%worktree proxy --port 0").value["port"]
+    assert moved != first
+    plan = nb.cell(f"%worktree gc --repo {repo.path}").value
+    assert [(e["path"], e["class"]) for e in plan.data] == [(made["cwd"], "reclaim")]
+    applied = nb.cell(f"%worktree gc --apply --repo {repo.path}").value
+    assert [(r["path"], r["result"]) for r in applied.data] == [(made["cwd"], "reclaimed")]
+    assert not Path(made["cwd"]).exists()  # no commits beyond the base: nothing to lose
+
+
+def test_a_shell_call_on_another_run(nb: Notebook) -> None:
+    nb.cell("other = %tavern run new --chat other")
+    nb.cell("%tavern run new --chat main")
+    nb.cell("%ws_shell --run other echo x > /scratch/mark.txt")
+    assert nb.ns["other"].files("scratch") == ["scratch/mark.txt"]
+    assert current_session(nb.shell).run.files("scratch") == []

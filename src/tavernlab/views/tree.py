@@ -61,9 +61,9 @@ def tree_text(root: TreeNode) -> str:
 
 
 def _node_html(node: TreeNode, depth: int, open_all: bool) -> str:
-    level, tone = _ACCESS[node.access.level]
+    tone = _ACCESS[node.access.level][1]
     name = escape((node.name or "/") + ("/" if node.kind == "directory" and node.name else ""))
-    badges = badge(level, tone)
+    badges = badge(_access(node), tone)
     if node.kind == "refused":
         badges += " " + badge(f"refused: {node.reason}", "error")
     size = f' <span style="color:#757575">{escape(_size(node.size))}</span>' if node.size \
