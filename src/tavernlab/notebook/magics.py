@@ -127,13 +127,14 @@ class TavernMagics(Magics):
             raise UsageError(f"{magic}: {option} {name}: no variable {name!r} in the namespace")
         return self._namespace[name]
 
-    def _keeper(self, magic: str, name: str | None) -> Any:
+    def _keeper(self, magic: str, name: str | None) -> Callable[[Any], None] | None:
         """``--out VAR``: a function storing the result under ``VAR``."""
         if name is None:
             return None
         if not name.isidentifier():
             raise UsageError(f"{magic}: --out {name}: not a Python identifier")
-        return lambda result: self._namespace.__setitem__(name, result)
+        namespace = self._namespace
+        return lambda result: namespace.__setitem__(name, result)
 
     @line_magic
     def tavern(self, line: str) -> Any:

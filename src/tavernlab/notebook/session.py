@@ -31,10 +31,12 @@ DEFAULT_LAB = ".tavernlab"
 
 
 class Settings(Protocol):
-    """What the session reads from the magics' configuration."""
+    """The magics' configuration (see :class:`tavernlab.notebook.TavernMagics`)."""
 
     lab_path: str
     round_per_cell: bool
+    raise_on_error: bool
+    stream: bool
 
 
 @dataclass(frozen=True)

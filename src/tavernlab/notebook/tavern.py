@@ -69,8 +69,8 @@ def _status(session: NotebookSession, args: argparse.Namespace) -> Any:
     settings = session.settings
     return status_view(str(session.lab_path), session.run if session.has_run else None,
                        [("round_per_cell", settings.round_per_cell),
-                        ("raise_on_error", getattr(settings, "raise_on_error", None)),
-                        ("stream", getattr(settings, "stream", None))])
+                        ("raise_on_error", settings.raise_on_error),
+                        ("stream", settings.stream)])
 
 
 def _skill_install(session: NotebookSession, args: argparse.Namespace) -> Any:
