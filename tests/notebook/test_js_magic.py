@@ -92,6 +92,13 @@ def test_cwd_stdin_and_command(nb: Notebook) -> None:
     nb.ns["src"] = "console.log('from stdin', process.argv.slice(1).join(','))"
     piped = nb.cell("%js --stdin src - x y")
     assert piped.stdout == "from stdin -,x,y\n"
+    nb.ns["bad"] = "throw new RangeError('from stdin')"
+    failed = nb.cell("%js --cwd /scratch --stdin bad -")
+    assert isinstance(failed.error, JSError)
+    assert failed.error.message == "exit status 1: RangeError: from stdin"
+    inline = nb.cell("%js -- -e \"throw new Error('inline')\"")
+    assert isinstance(inline.error, JSError)
+    assert inline.error.message == "exit status 1: Error: inline"
 
 
 def test_save_writes_the_cell_then_runs_the_file_with_cell_lines(nb: Notebook) -> None:

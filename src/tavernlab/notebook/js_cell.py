@@ -54,13 +54,22 @@ def cell_name(number: int) -> str:
     return f"<cell {number}>"
 
 
+def _line_module(args: list[str], cwd: str) -> str:
+    """The module name the ``js`` command gives the line form's entry (spec 3.3): a file's
+    shell path, ``<cwd>/<eval>`` for ``-e``, ``<cwd>/<stdin>`` for ``-``."""
+    first = args[0] if args else ""
+    if first in ("-e", "--eval"):
+        return shell_path(cwd, "<eval>")
+    if first == "-":
+        return shell_path(cwd, "<stdin>")
+    return shell_path(cwd, first)
+
+
 def _plan(request: JsRequest, number: int) -> tuple[list[str], str | None, CellSource]:
     """``(argv, eval_name, source)`` for the job (the cell saved to a file when asked)."""
     args = request.args
     if request.body is None:
-        entry = args[0] if args and not args[0].startswith("-") else None
-        module = shell_path(request.cwd, entry) if entry else ""
-        return list(args), None, CellSource(module)
+        return list(args), None, CellSource(_line_module(args, request.cwd))
     text = f"%%js {request.magic_line}".rstrip() + "\n" + request.body
     name = cell_name(number)
     if request.save is not None:
