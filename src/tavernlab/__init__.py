@@ -4,6 +4,9 @@ The public API is small: :class:`Lab` (runs, chats, sessions, skills, retention)
 :class:`Run` (tool calls, shell, ``js``), :class:`ToolResult`, the error root
 :class:`TavernlabError`, and the :mod:`tavernlab.worktree` package. Names are imported lazily
 so that ``import tavernlab`` stays cheap (the sandbox's worker processes import this package).
+
+``tavernlab`` is also an IPython extension: ``%load_ext tavernlab`` (the tavernlab kernel
+loads it) registers the magics of :mod:`tavernlab.notebook`, imported only then.
 """
 
 from __future__ import annotations
@@ -43,3 +46,18 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module 'tavernlab' has no attribute {name!r}")
     return getattr(importlib.import_module(home), name)
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext tavernlab``: the magics, settings and rich display
+    (:func:`tavernlab.notebook.load_ipython_extension`)."""
+    from tavernlab import notebook
+
+    notebook.load_ipython_extension(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext tavernlab``: undo the load, putting back IPython's own ``%%js``."""
+    from tavernlab import notebook
+
+    notebook.unload_ipython_extension(ip)

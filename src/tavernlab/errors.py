@@ -61,10 +61,14 @@ their module when they live beside their engine)::
     │   ├── ForgeUnavailableError       worktree.forge_unavailable
     │   ├── PortAllocationError         worktree.port_unavailable
     │   └── ServiceError                worktree.service_not_declared
+    ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
+    │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
+    │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
     └── UsageError                      usage            a malformed command line or magic line
 
-Families whose leaves live beside their engine define them in that package's ``errors``
-module, always below the family base defined here.
+Families whose leaves live beside their engine (or surface) define them in that package's
+``errors`` module, always below the family base defined here. In IPython every error of the
+tree renders as one line ``code: message`` (:meth:`TavernlabError._render_traceback_`).
 """
 
 from __future__ import annotations
@@ -91,6 +95,11 @@ class TavernlabError(Exception):
     def to_json(self) -> dict[str, Any]:
         """The ``{code, message}`` object upstream puts under ``structured.error``."""
         return {"code": self.code, "message": self.message}
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the one line ``code: message`` (these
+        are answers about the user's input, not faults to debug)."""
+        return [f"{self.code}: {self.message}"]
 
 
 # --- workspace storage (spec/workspace.md section 5.7) -------------------------------------
@@ -281,6 +290,12 @@ class WorktreeError(TavernlabError):
     """Root of the worktree errors (leaves in :mod:`tavernlab.worktree.errors`)."""
 
     code = "worktree.error"
+
+
+class NotebookError(TavernlabError):
+    """Root of the notebook surface's errors (leaves in :mod:`tavernlab.notebook.errors`)."""
+
+    code = "notebook.error"
 
 
 class UsageError(TavernlabError):

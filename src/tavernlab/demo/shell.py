@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
+from tavernlab.demo import deliberate_error
+from tavernlab.demo.skills import finish_with_commit
 from tavernlab.host import Lab, Run
 from tavernlab.views import render_message, render_tool_call
 
@@ -73,6 +75,8 @@ def run(root: Path, out: TextIO) -> None:
               f"isExplicit={payload.is_explicit} sha256={payload.sha256[:12]}…", file=out)
     if chat_run.chat is not None:
         print(render_message(chat_run.chat.messages[-1]), file=out)
+    deliberate_error(out, "the call exits 7; its write stays, but the round's auto-commit "
+                     "candidate is cleared")
     _shell(chat_run, out, "printf 'kept after failure\\n' >> /output/main.md; exit 7")
     print(f"-- candidate after the failed call: {chat_run.tracker.candidate}", file=out)
     chat_run.next_round()
@@ -80,3 +84,4 @@ def run(root: Path, out: TextIO) -> None:
     print(f"-- round 2 ended with no auto-commit (commit requests so far: {commits}); the "
           f"file keeps the line: {chat_run.read('output/main.md').splitlines()[-1]!r}",
           file=out)
+    finish_with_commit(chat_run, "output/main.md", out)

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from tavernlab.host import Lab
+from tavernlab.demo import deliberate_error
+from tavernlab.host import Lab, Run
 from tavernlab.views import render_tool_call
 
 SKILL_MD = """---
@@ -146,6 +147,7 @@ def run(root: Path, out: TextIO) -> None:
     outcome = run_v5.js(argv)
     print(f"$ js {' '.join(argv)}\nexit {outcome.exit_code}\nstdout: {outcome.stdout.rstrip()}"
           f"\nstderr: {outcome.stderr.rstrip()}", file=out)
+    deliberate_error(out, "no PATH argument, so the script prints its usage and exits 2")
     bad = run_v5.js(["/skills/wordcount/scripts/count.js"])
     print(f"$ js /skills/wordcount/scripts/count.js\nexit {bad.exit_code}\nstderr: "
           f"{bad.stderr.rstrip()}", file=out)
@@ -162,8 +164,19 @@ def run(root: Path, out: TextIO) -> None:
         {"skill": "wordcount", "script": "Count_Legacy", "args": {}},
     ]
     for args in calls:
+        if args["script"] != "count-legacy":
+            deliberate_error(out, "`Count_Legacy` is not a valid script name ([a-z0-9-])")
         print(render_tool_call("skill.run_script", args,
                                legacy.call_tool("skill.run_script", args)), file=out)
     report = json.loads(legacy.read("scratch/wordcount/story.json"))
     print(f"scratch/wordcount/story.json: words={report['words']} top={report['top']}",
           file=out)
+    for finished in (run_v5, legacy):
+        finish_with_commit(finished, "scratch/story.md", out)
+
+
+def finish_with_commit(run: Run, path: str, out: TextIO) -> None:
+    """Commit ``path`` as the run's chat message, then finish the run (no demo run is left
+    waiting for the model)."""
+    for tool, args in (("workspace.commit", {"path": path}), ("workspace.finish", {})):
+        print(render_tool_call(tool, args, run.call_tool(tool, args)), file=out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TextIO
 
+from tavernlab.demo import deliberate_error
 from tavernlab.host import Lab, Run
 from tavernlab.host.invocation import Invocation
 from tavernlab.views import render_message, render_persist_state, render_tool_call
@@ -80,6 +81,8 @@ def _first_run(lab: Lab, out: TextIO) -> Run:
     first.next_round()
     _call(first, out, "workspace.read_file",
           {"path": "summaries/critic-result.md", "start_line": 1, "line_count": 1})
+    deliberate_error(out, "the main agent read only line 1 of the result, so the patch is "
+                     "refused until it reads the whole file")
     _call(first, out, "workspace.apply_patch", {"path": "summaries/critic-result.md",
                                                 "old_string": "too dark",
                                                 "new_string": "fixed: the lamp flickers"})
@@ -96,6 +99,7 @@ def _first_run(lab: Lab, out: TextIO) -> Run:
     _call(first, out, "workspace.search_files", {"query": "lamp flickers", "limit": 2})
     _call(first, out, "workspace.list_files", {"path": "", "depth": 1})
     first.next_round()
+    deliberate_error(out, "a foreground chat run must commit its output before it finishes")
     _call(first, out, "workspace.finish", {})
     _call(first, out, "workspace.commit", {"path": "output/main.md", "reason": "scene done"})
     _call(first, out, "workspace.finish", {"reason": "scene written"})

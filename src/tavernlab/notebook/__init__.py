@@ -1,0 +1,75 @@
+"""The notebook surface: ``%load_ext tavernlab`` and its magics, rich display and errors.
+
+``%tavern`` (the current lab and run, skills, tree, events), ``%%js``/``%js`` (the sandbox),
+``%ws_shell``/``%%ws_shell`` (one ``workspace.shell`` call) and ``%worktree`` (agentproto
+worktrees); settings on :class:`TavernMagics`. Plugins (the widgets) extend it through:
+
+* :func:`register_tavern_command` / :func:`register_worktree_command` - add or replace a
+  subcommand (``Subcommand(name, help, handler, arguments)``);
+* :func:`set_progress_factory` - what ``%worktree new`` shows while provisioning;
+* :func:`current_session` - the loaded extension's :class:`NotebookSession` (current lab, run,
+  worktree);
+* :data:`tavernlab.notebook.extension.PLUGINS` - modules loaded with the extension;
+* :class:`CellRouter` - route output from a helper thread to the cell that started the work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.getipython import get_ipython
+
+from tavernlab.notebook.commands import Subcommand
+from tavernlab.notebook.errors import JSError, ShellError
+from tavernlab.notebook.extension import (
+    load_ipython_extension,
+    loaded_magics,
+    unload_ipython_extension,
+)
+from tavernlab.notebook.magics import TavernMagics
+from tavernlab.notebook.output import CellRouter
+from tavernlab.notebook.progress import ProvisionProgress, TextProgress, set_progress_factory
+from tavernlab.notebook.session import NotebookSession
+
+
+def _magics(ip: Any = None) -> TavernMagics:
+    magics = loaded_magics(ip if ip is not None else get_ipython())
+    if magics is None:
+        raise RuntimeError("the tavernlab extension is not loaded: run `%load_ext tavernlab`")
+    return magics
+
+
+def current_session(ip: Any = None) -> NotebookSession:
+    """The :class:`NotebookSession` of the extension loaded in ``ip`` (default: the running
+    shell)."""
+    return _magics(ip).session
+
+
+def register_tavern_command(command: Subcommand, *, replace: bool = False,
+                            ip: Any = None) -> None:
+    """Add a ``%tavern`` subcommand (``replace=True`` swaps an existing one)."""
+    _magics(ip).tavern_commands.register(command, replace=replace)
+
+
+def register_worktree_command(command: Subcommand, *, replace: bool = False,
+                              ip: Any = None) -> None:
+    """Add a ``%worktree`` subcommand (``replace=True`` swaps an existing one)."""
+    _magics(ip).worktree_commands.register(command, replace=replace)
+
+
+__all__ = [
+    "CellRouter",
+    "JSError",
+    "NotebookSession",
+    "ProvisionProgress",
+    "ShellError",
+    "Subcommand",
+    "TavernMagics",
+    "TextProgress",
+    "current_session",
+    "load_ipython_extension",
+    "register_tavern_command",
+    "register_worktree_command",
+    "set_progress_factory",
+    "unload_ipython_extension",
+]

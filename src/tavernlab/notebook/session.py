@@ -1,0 +1,182 @@
+"""The notebook's current lab, current run and current worktree, and which cell is which round.
+
+A :class:`NotebookSession` belongs to one loaded extension. Its lab is created on first use
+at the configured path (default ``./.tavernlab``: JupyterLab starts a kernel in the notebook's
+folder, so the lab sits beside the notebook); its run is started on first use in the chat
+:data:`DEFAULT_CHAT` (a tavernlab choice). Both can be switched (``%tavern lab PATH``,
+``%tavern run new|open``, or :meth:`NotebookSession.use_lab` / :meth:`use_run` from Python
+with a lab of your own, for example one with a fixed clock).
+
+Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round. The session
+remembers, per run, the cell and round of its last use; when a *later* cell uses the run while
+it is still in that round, :meth:`NotebookSession.enter_cell` ends the round first
+(``run.next_round()``). So an interrupted cell (its round is cancelled) never leaves the next
+cell answering ``tool.round_cancelled``, and two magics in one cell share a round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tavernlab.errors import UsageError
+from tavernlab.host import Lab, Run
+from tavernlab.worktree.proxy import ProxyServer
+
+#: The chat of the run a session starts on first use (and of ``%tavern run new``).
+DEFAULT_CHAT = "notebook"
+#: The lab directory when ``TavernMagics.lab_path`` is empty, relative to the working dir.
+DEFAULT_LAB = ".tavernlab"
+
+
+class Settings(Protocol):
+    """The magics' configuration (see :class:`tavernlab.notebook.TavernMagics`)."""
+
+    lab_path: str
+    round_per_cell: bool
+    raise_on_error: bool
+    stream: bool
+
+
+@dataclass(frozen=True)
+class WorktreeRef:
+    """The worktree the ``%worktree`` commands act on by default (the last one provisioned)."""
+
+    repo: str
+    path: str
+    branch: str
+
+
+@dataclass(frozen=True)
+class _Use:
+    cell: int
+    round: int
+
+
+class NotebookSession:
+    """Current lab, run and worktree of one notebook, plus the cell-to-round bookkeeping."""
+
+    def __init__(self, shell: Any, settings: Settings) -> None:
+        self.shell = shell
+        self.settings = settings
+        self._lab: Lab | None = None
+        self._owns_lab = False
+        self._run: Run | None = None
+        self._uses: dict[str, _Use] = {}
+        self.worktree: WorktreeRef | None = None
+        self.proxy: ProxyServer | None = None
+
+    # -- the lab --------------------------------------------------------------------------------
+
+    @property
+    def lab_path(self) -> Path:
+        """Where the current (or next) lab lives."""
+        if self._lab is not None:
+            return self._lab.root
+        return Path(self.settings.lab_path or DEFAULT_LAB).resolve()
+
+    @property
+    def lab(self) -> Lab:
+        """The current lab, created at :attr:`lab_path` on first use."""
+        if self._lab is None or self._lab.closed:
+            self._set_lab(Lab(self.lab_path), owned=True)
+        assert self._lab is not None
+        return self._lab
+
+    def use_lab(self, lab: Lab | str | Path) -> Lab:
+        """Make ``lab`` (a :class:`Lab`, or a path opened as one) current; the current run is
+        forgotten. A lab this session opened itself is closed when it is replaced."""
+        if isinstance(lab, Lab):
+            self._set_lab(lab, owned=False)
+        else:
+            self._set_lab(Lab(lab), owned=True)
+        assert self._lab is not None
+        return self._lab
+
+    def forget_lab(self) -> None:
+        """Drop the current lab (the next use opens the configured path again)."""
+        self._set_lab(None, owned=False)
+
+    def _set_lab(self, lab: Lab | None, *, owned: bool) -> None:
+        if self._lab is not None and self._owns_lab and self._lab is not lab:
+            self._lab.close()
+        self._lab, self._owns_lab = lab, owned
+        self._run = None
+
+    # -- the run --------------------------------------------------------------------------------
+
+    @property
+    def has_run(self) -> bool:
+        """Whether a current run exists (without starting one)."""
+        return self._run is not None
+
+    @property
+    def run(self) -> Run:
+        """The current run, started in :data:`DEFAULT_CHAT` on first use."""
+        if self._run is None:
+            self._run = self.lab.start_run(chat_id=DEFAULT_CHAT)
+        return self._run
+
+    def use_run(self, run: Run) -> Run:
+        """Make ``run`` the current run."""
+        self._run = run
+        return run
+
+    def new_run(self, **options: Any) -> Run:
+        """Start a run in the current lab (``lab.start_run`` options) and make it current."""
+        options.setdefault("chat_id", None if options.get("session") else DEFAULT_CHAT)
+        return self.use_run(self.lab.start_run(**options))
+
+    def open_run(self, run_id: str) -> Run:
+        """Reopen a run of the current lab by id and make it current."""
+        return self.use_run(self.lab.open_run(run_id))
+
+    # -- rounds ---------------------------------------------------------------------------------
+
+    @property
+    def cell(self) -> int:
+        """The number of the cell running now, as its ``In [N]`` prompt shows it (IPython
+        has already counted it, so this is ``displayhook.prompt_count``)."""
+        return int(getattr(getattr(self.shell, "displayhook", None), "prompt_count", 0))
+
+    def enter_cell(self, run: Run) -> None:
+        """Note that the running cell uses ``run``; with ``round_per_cell``, end the round a
+        previous cell left open first (see the module docstring)."""
+        if not self.settings.round_per_cell:
+            return
+        cell, last = self.cell, self._uses.get(run.id)
+        if (last is not None and last.cell != cell and last.round == run.round
+                and not run.record.is_terminal):
+            run.next_round()
+        self._uses[run.id] = _Use(cell, run.round)
+
+    # -- worktrees ------------------------------------------------------------------------------
+
+    def current_worktree(self) -> WorktreeRef:
+        """The worktree commands act on when none is named."""
+        if self.worktree is None:
+            raise UsageError("no current worktree: run `%worktree new SLUG` first or pass "
+                             "--worktree PATH")
+        return self.worktree
+
+    def proxy_port(self, start: bool) -> int | None:
+        """The port of this notebook's proxy, started on first need when ``start``."""
+        if self.proxy is None and start:
+            self.proxy = self.lab.services.worktree.start_proxy(port=0)
+        return None if self.proxy is None else self.proxy.port
+
+    def start_proxy(self, port: int) -> ProxyServer:
+        """Start the notebook's proxy on ``port`` (0: a free one), replacing a running one."""
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+        self.proxy = self.lab.services.worktree.start_proxy(port=port)
+        return self.proxy
+
+    def close(self) -> None:
+        """Close the proxy and the lab this session opened (unloading the extension)."""
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+        self.forget_lab()

@@ -1,0 +1,152 @@
+"""``%tavern``: the current lab and run, skills, the workspace tree and the events.
+
+Every command returns an object that displays richly (a lab with its recent runs, a run's
+card, a tool result, a tree, an event table, skill tables). Other issues add commands to the
+same table (``%tavern timeline``, ``%tavern skill dev``) with
+:func:`tavernlab.notebook.register_tavern_command`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from tavernlab.notebook.commands import CommandTable, Subcommand, natural, positive
+from tavernlab.notebook.display import EventList, SkillList, notice, status_view
+from tavernlab.notebook.session import DEFAULT_CHAT, NotebookSession
+
+SUMMARY = """%tavern COMMAND [OPTIONS]: the notebook's current lab and run.
+
+The lab defaults to ./.tavernlab beside the notebook and is created on first use; the run
+starts on first use in the chat `notebook`. Each command returns a rich object."""
+
+
+def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
+    return session.use_lab(args.path) if args.path else session.lab
+
+
+def _lab_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", metavar="PATH",
+                        help="switch to the lab at PATH (created on first use)")
+
+
+def _run_new(session: NotebookSession, args: argparse.Namespace) -> Any:
+    skills = [s.strip() for s in args.skills.split(",") if s.strip()] if args.skills else None
+    return session.new_run(chat_id=args.chat, skills=skills, legacy_run_script=args.legacy,
+                           presentation="background" if args.background else "foreground")
+
+
+def _run_new_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chat", default=DEFAULT_CHAT, metavar="ID",
+                        help=f"the chat the run works for (default: {DEFAULT_CHAT})")
+    parser.add_argument("--skills", metavar="A,B", help="bind only these skills")
+    parser.add_argument("--legacy", action="store_true",
+                        help="offer the legacy skill.run_script tool")
+    parser.add_argument("--background", action="store_true",
+                        help="a background run (no commit needed before finishing)")
+
+
+def _run_open(session: NotebookSession, args: argparse.Namespace) -> Any:
+    return session.open_run(args.run_id)
+
+
+def _run_finish(session: NotebookSession, args: argparse.Namespace) -> Any:
+    run = session.run
+    session.enter_cell(run)
+    return run.finish(args.reason)
+
+
+def _run_cancel(session: NotebookSession, args: argparse.Namespace) -> Any:
+    if not session.has_run:
+        return notice("no current run")
+    count = session.run.cancel()
+    return notice(f"cancelled {count} running call{'s' if count != 1 else ''} or job"
+                  f"{'s' if count != 1 else ''} of {session.run.id}")
+
+
+def _status(session: NotebookSession, args: argparse.Namespace) -> Any:
+    settings = session.settings
+    return status_view(str(session.lab_path), session.run if session.has_run else None,
+                       [("round_per_cell", settings.round_per_cell),
+                        ("raise_on_error", settings.raise_on_error),
+                        ("stream", settings.stream)])
+
+
+def _skill_install(session: NotebookSession, args: argparse.Namespace) -> Any:
+    return session.lab.skills.install(args.dir, scope=args.scope,
+                                      on_conflict="replace" if args.replace else None)
+
+
+def _skill_install_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", metavar="DIR", help="a skill folder, a folder of skills or a zip")
+    parser.add_argument("--replace", action="store_true",
+                        help="replace an installed skill whose content changed")
+    parser.add_argument("--scope", default="global",
+                        help="global (default), preset:ID, profile:ID or character:ID")
+
+
+def _skill_list(session: NotebookSession, args: argparse.Namespace) -> Any:
+    return SkillList(session.lab.skills.list(args.scope))
+
+
+def _skill_list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scope", default=None, help="only this scope")
+
+
+def _tree(session: NotebookSession, args: argparse.Namespace) -> Any:
+    return session.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
+
+
+def _tree_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default="", metavar="PATH",
+                        help="the folder to show (default: the whole workspace)")
+    parser.add_argument("--depth", type=natural, default=None, metavar="N",
+                        help="levels below PATH (default: all)")
+    parser.add_argument("--hidden", action="store_true", help="also the run's own files")
+
+
+def _events(session: NotebookSession, args: argparse.Namespace) -> Any:
+    records = session.run.events(types=args.type, journal=not args.no_journal)
+    if args.last is not None:
+        records = records[-args.last:]
+    return EventList(records)
+
+
+def _events_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--last", type=positive, default=None, metavar="N",
+                        help="only the last N records (default: all)")
+    parser.add_argument("--type", action="append", metavar="TYPE",
+                        help="only records of this type (repeatable)")
+    parser.add_argument("--no-journal", action="store_true", help="events.jsonl only")
+
+
+BUILTIN_COMMANDS = (
+    Subcommand("lab", "show the current lab, or switch to the lab at PATH", _lab,
+               _lab_arguments),
+    Subcommand("run new", "start a run in the current lab and make it current", _run_new,
+               _run_new_arguments),
+    Subcommand("run open", "reopen a run of the current lab by id and make it current",
+               _run_open, lambda p: p.add_argument("run_id", metavar="RUN_ID")),
+    Subcommand("run finish", "finish the current run (workspace.finish)", _run_finish,
+               lambda p: p.add_argument("--reason", default=None)),
+    Subcommand("run cancel", "cancel the current run's running calls and jobs", _run_cancel),
+    Subcommand("status", "the current lab, run and settings", _status),
+    Subcommand("skill install", "install the skills found in DIR into the current lab",
+               _skill_install, _skill_install_arguments),
+    Subcommand("skill list", "the skills installed in the current lab", _skill_list,
+               _skill_list_arguments),
+    Subcommand("tree", "the current run's workspace as the model sees it", _tree,
+               _tree_arguments),
+    Subcommand("events", "the current run's events and journal records", _events,
+               _events_arguments),
+)
+
+
+def tavern_table(on_change: Callable[[], None] | None = None) -> CommandTable:
+    """A ``%tavern`` command table holding the built-in commands (``on_change``: called
+    when commands change)."""
+    table = CommandTable("%tavern", on_change)
+    for command in BUILTIN_COMMANDS:
+        table.register(command)
+    return table

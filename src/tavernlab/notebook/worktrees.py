@@ -1,0 +1,255 @@
+"""``%worktree``: agentproto worktrees from a notebook, mirroring ``tavernlab worktree``.
+
+The repository defaults to the git repository around the notebook (the kernel's working
+directory); every tool runs against the current lab's worktree runtime
+(``lab.services.worktree``). ``new`` provisions with live progress (:mod:`.progress`) and
+makes the new worktree the *current worktree*, the default of ``gate``, ``run``, ``start``,
+``stop`` and ``services`` (``--worktree PATH|SLUG`` names another). Services started here
+live in the kernel until ``stop``, ``rm`` or the kernel's exit, behind this notebook's proxy
+(``proxy`` starts or shows it; ``start`` starts it on a free port when needed).
+
+A kernel interrupt during ``new`` takes the provision's cancellation path (slot released,
+install killed, worktree and branch removed), prints ``cancelled after 1.2 s`` and re-raises
+``KeyboardInterrupt``. Every command returns a :class:`~.display.WorktreeResult`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from tavernlab.cancel import CancelToken
+from tavernlab.errors import ToolError
+from tavernlab.notebook.commands import CommandTable, Subcommand
+from tavernlab.notebook.display import WorktreeResult
+from tavernlab.notebook.errors import cell_interrupted
+from tavernlab.notebook.output import CellOutput, Stopwatch
+from tavernlab.notebook.progress import start_progress
+from tavernlab.notebook.session import NotebookSession, WorktreeRef
+from tavernlab.worktree.context import ProvisionContext, run_with_provision_context
+from tavernlab.worktree.errors import ProvisionCancelledError
+from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
+from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
+from tavernlab.worktree.tools import call_tool
+
+SUMMARY = """%worktree COMMAND [OPTIONS]: git worktrees for agents (like `tavernlab worktree`).
+
+The repository defaults to the git repository around the notebook; `new` makes the new
+worktree the current one, which the other commands use unless given --worktree."""
+
+BASE = "origin/main"
+
+
+def _repo(args: argparse.Namespace) -> str:
+    return main_repo_root(os.path.abspath(args.repo or "."))
+
+
+def find_worktree_ref(repo: str, ref: str) -> WorktreeRecord:
+    """The linked worktree named by ``ref``: its path, or its slug (the folder name, or the
+    branch ``wt/<slug>``)."""
+    for record in list_worktrees(repo)[1:]:  # after the main checkout
+        path = record["path"]
+        if real(path) == real(os.path.abspath(ref)) or os.path.basename(path) == ref \
+                or record.get("branch") in (ref, f"wt/{ref}"):
+            return record
+    raise ToolError("not_found", f"not a linked worktree of {repo}: {ref}")
+
+
+def _target(session: NotebookSession, args: argparse.Namespace) -> WorktreeRef:
+    if args.worktree is None:
+        return session.current_worktree()
+    repo = main_repo_root(os.path.abspath(args.worktree)) if os.path.isdir(args.worktree) \
+        else _repo(args)
+    record = find_worktree_ref(repo, args.worktree)
+    return WorktreeRef(repo, record["path"], record.get("branch") or "")
+
+
+def _service_input(session: NotebookSession, args: argparse.Namespace) -> dict[str, Any]:
+    target = _target(session, args)
+    return {"repoRoot": target.repo, "worktreePath": target.path, "branch": target.branch,
+            "base": args.base}
+
+
+def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
+    repo = _repo(args)
+    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": args.base}
+    for key, value in (("branch", args.branch), ("depsCmd", args.deps_cmd)):
+        if value is not None:
+            tool_input[key] = value
+    if args.no_setup:
+        tool_input["runSetup"] = False
+    token = CancelToken()
+    progress = start_progress(args.slug, token)
+    watch = Stopwatch()
+    context = ProvisionContext(caller_key="notebook", signal=token, on_progress=progress.update)
+    runtime = session.lab.services.worktree
+    try:
+        result = run_with_provision_context(
+            context, lambda: call_tool("worktree.provision", tool_input, runtime))
+    except ProvisionCancelledError as exc:
+        progress.close("cancelled")
+        if exc.interrupted:
+            CellOutput(session.shell).note(watch.cancelled_line())
+            raise cell_interrupted() from None
+        raise
+    except BaseException:
+        progress.close("failed")
+        raise
+    progress.close("ok")
+    session.worktree = WorktreeRef(repo, result["cwd"], result["branch"])
+    return WorktreeResult(f"worktree {args.slug}", result)
+
+
+def _new_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slug", metavar="SLUG", help="lowercase kebab-case name, e.g. fix-login")
+    parser.add_argument("--repo", help="repository (default: the one around the notebook)")
+    parser.add_argument("--base", default=BASE, help=f"ref to branch from (default {BASE})")
+    parser.add_argument("--branch", help="branch name (default wt/SLUG)")
+    parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
+    parser.add_argument("--no-setup", action="store_true", help="skip config files and hooks")
+
+
+def _ls(session: NotebookSession, args: argparse.Namespace) -> Any:
+    repo = _repo(args)
+    return WorktreeResult(f"worktrees of {repo}", list_worktrees(repo))
+
+
+def _command_line(words: list[str]) -> str:
+    """One word is the command line as written; several are quoted and joined."""
+    return words[0] if len(words) == 1 else shlex.join(words)
+
+
+def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
+    if not args.cmd:
+        raise UsageError("%worktree gate: give the check command (%worktree gate CMD)")
+    target = _target(session, args)
+    cmd = _command_line(args.cmd)
+    result = call_tool("worktree.run-gate", {"cwd": target.path, "cmd": cmd},
+                       session.lab.services.worktree)
+    return WorktreeResult(f"gate {cmd!r} in {target.path}", result)
+
+
+def _run(session: NotebookSession, args: argparse.Namespace) -> Any:
+    tool_input = {**_service_input(session, args), "script": args.script}
+    result = call_tool("worktree.run-script", tool_input, session.lab.services.worktree)
+    return WorktreeResult(f"script {args.script}", result)
+
+
+def _start(session: NotebookSession, args: argparse.Namespace) -> Any:
+    tool_input = {**_service_input(session, args), "script": args.script,
+                  "proxyPort": session.proxy_port(start=True)}
+    result = call_tool("worktree.start-service", tool_input, session.lab.services.worktree)
+    return WorktreeResult(f"service {args.script}", result)
+
+
+def _stop(session: NotebookSession, args: argparse.Namespace) -> Any:
+    target = _target(session, args)
+    result = call_tool("worktree.stop-service", {"worktreePath": target.path,
+                                                 "script": args.script},
+                       session.lab.services.worktree)
+    return WorktreeResult(f"stop {args.script}", result)
+
+
+def _services(session: NotebookSession, args: argparse.Namespace) -> Any:
+    tool_input = {**_service_input(session, args), "proxyPort": session.proxy_port(start=False)}
+    result = call_tool("worktree.list-services", tool_input, session.lab.services.worktree)
+    return WorktreeResult("services", result)
+
+
+def _rm(session: NotebookSession, args: argparse.Namespace) -> Any:
+    repo = _repo(args)
+    record = find_worktree_ref(repo, args.slug)
+    result = call_tool("worktree.cleanup", {
+        "repoRoot": repo, "cwd": record["path"], "branch": record.get("branch"),
+        "deleteBranch": args.delete_branch, "base": args.base,
+        "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
+        "discardModified": args.discard_modified}, session.lab.services.worktree)
+    if session.worktree is not None and real(session.worktree.path) == real(record["path"]):
+        session.worktree = None
+    return WorktreeResult(f"removed {record['path']}", result)
+
+
+def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """Plan (or apply) GC; a repository whose ``origin`` is not on GitHub gets a forge that
+    is never asked, so branches not in the base are held (as the command line does)."""
+    repo = _repo(args)
+    options = GcOptions(forge=forge_for_repo(repo) or UnreachableForge(),
+                        services=session.lab.services.worktree.services)
+    plan = plan_gc(repo, options)
+    if not args.apply:
+        return WorktreeResult(f"gc plan for {repo}", plan)
+    return WorktreeResult(f"gc applied in {repo}", apply_gc(repo, plan, options))
+
+
+def _proxy(session: NotebookSession, args: argparse.Namespace) -> Any:
+    if args.port is not None or session.proxy is None:
+        session.start_proxy(args.port or 0)
+    port = session.proxy_port(start=False)
+    return WorktreeResult("proxy", {"port": port, "url": f"http://127.0.0.1:{port}",
+                                    "hosts": session.lab.services.worktree.table.hosts()})
+
+
+def _with_worktree(parser: argparse.ArgumentParser, *, script: bool) -> None:
+    if script:
+        parser.add_argument("script", metavar="SCRIPT", help="a script of agentproto.json")
+    parser.add_argument("--worktree", metavar="PATH|SLUG", help="default: the current worktree")
+    parser.add_argument("--repo", help="repository of a --worktree SLUG")
+    parser.add_argument("--base", default=BASE)
+
+
+def _gate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--worktree", metavar="PATH|SLUG", help="default: the current worktree")
+    parser.add_argument("--repo", help="repository of a --worktree SLUG")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
+                        help="the check command (one quoted string, or words)")
+
+
+def _rm_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slug", metavar="SLUG", help="the worktree's slug or path")
+    parser.add_argument("--repo")
+    parser.add_argument("--base", default=BASE)
+    parser.add_argument("--delete-branch", action="store_true")
+    parser.add_argument("--discard-untracked", action="store_true")
+    parser.add_argument("--discard-modified", action="store_true")
+    parser.add_argument("--no-teardown", action="store_true")
+
+
+def _gc_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo")
+    parser.add_argument("--apply", action="store_true", help="act on the plan")
+
+
+COMMANDS = (
+    Subcommand("new", "provision a worktree (live progress; interrupt cancels)", _new,
+               _new_arguments),
+    Subcommand("ls", "list the repository's worktrees", _ls,
+               lambda p: p.add_argument("--repo")),
+    Subcommand("gate", "run a check command in a worktree", _gate, _gate_arguments),
+    Subcommand("run", "run a committed script once", _run,
+               lambda p: _with_worktree(p, script=True)),
+    Subcommand("start", "start a service behind the notebook's proxy", _start,
+               lambda p: _with_worktree(p, script=True)),
+    Subcommand("stop", "stop a service started in this kernel", _stop,
+               lambda p: _with_worktree(p, script=True)),
+    Subcommand("services", "list a worktree's declared services", _services,
+               lambda p: _with_worktree(p, script=False)),
+    Subcommand("rm", "stop services, run teardown and remove a worktree", _rm, _rm_arguments),
+    Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, _gc_arguments),
+    Subcommand("proxy", "start (or show) the notebook's *.localhost proxy", _proxy,
+               lambda p: p.add_argument("--port", type=int, default=None,
+                                        help="0 or absent: a free port")),
+)
+
+
+def worktree_table(on_change: Callable[[], None] | None = None) -> CommandTable:
+    """The ``%worktree`` command table (``on_change``: called when commands change)."""
+    table = CommandTable("%worktree", on_change)
+    for command in COMMANDS:
+        table.register(command)
+    return table

@@ -1,0 +1,85 @@
+"""The view of a workspace tree (:class:`~tavernlab.workspace.tree.TreeNode`): every node with
+its size and what the model may do with it.
+
+The text form draws the tree with box characters; the HTML form nests ``<details>`` per
+directory, all open for a small tree and only the top level open for a big one
+(:data:`OPEN_NODES`), so nothing is ever left out.
+"""
+
+from __future__ import annotations
+
+from tavernlab.views.markup import badge, code, escape
+from tavernlab.workspace.tree import TreeNode
+
+#: Trees with at most this many nodes show every directory open.
+OPEN_NODES = 200
+
+_ACCESS = {"hidden": ("hidden", "muted"), "read_only": ("read-only", "info"),
+           "writable": ("writable", "ok")}
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+def _access(node: TreeNode) -> str:
+    label = _ACCESS[node.access.level][0]
+    if node.kind == "directory" and node.access.creates_children and not node.access.writable:
+        label += ", new entries allowed"
+    return label
+
+
+def _label(node: TreeNode) -> str:
+    name = node.name or "/"
+    if node.kind == "directory" and node.name:
+        name += "/"
+    parts = [name, _size(node.size), _access(node)]
+    if node.kind == "refused":
+        parts.append(f"refused: {node.reason}")
+    return "  ".join(p for p in parts if p)
+
+
+def tree_text(root: TreeNode) -> str:
+    """The tree with ``├──``/``└──`` branches, each node with its size and access."""
+    lines = [_label(root)]
+
+    def walk(node: TreeNode, prefix: str) -> None:
+        children = node.children or []
+        for i, child in enumerate(children):
+            last = i == len(children) - 1
+            lines.append(f"{prefix}{'└── ' if last else '├── '}{_label(child)}")
+            walk(child, prefix + ("    " if last else "│   "))
+
+    walk(root, "")
+    return "\n".join(lines)
+
+
+def _node_html(node: TreeNode, depth: int, open_all: bool) -> str:
+    tone = _ACCESS[node.access.level][1]
+    name = escape((node.name or "/") + ("/" if node.kind == "directory" and node.name else ""))
+    badges = badge(_access(node), tone)
+    if node.kind == "refused":
+        badges += " " + badge(f"refused: {node.reason}", "error")
+    size = f' <span style="color:#757575">{escape(_size(node.size))}</span>' if node.size \
+        is not None else ""
+    head = f"{code(name) if node.kind == 'file' else name}{size} {badges}"
+    if node.children is None:
+        return f"<li>{head}</li>"
+    inner = "".join(_node_html(child, depth + 1, open_all) for child in node.children)
+    state = " open" if open_all or depth == 0 else ""
+    body = f'<ul style="list-style:none;padding-left:1.2em;margin:0">{inner}</ul>' if inner \
+        else ""
+    return f"<li><details{state}><summary>{head}</summary>{body}</details></li>"
+
+
+def tree_html(root: TreeNode) -> str:
+    """Nested lists of the tree, directories as ``<details>``."""
+    open_all = sum(1 for _ in root.walk()) <= OPEN_NODES
+    return (f'<ul style="list-style:none;padding-left:0;margin:4px 0">'
+            f"{_node_html(root, 0, open_all)}</ul>")

@@ -1,0 +1,28 @@
+"""The README's first hour in a notebook: its cells run, in order, as written."""
+
+from __future__ import annotations
+
+import re
+
+from notebook_support import REPO, Notebook
+
+
+def readme_cells() -> list[str]:
+    """The ```` ```ipython ```` blocks of the README's notebook section, in order."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## In a notebook", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```ipython\n(.*?)```", section, flags=re.DOTALL)
+
+
+def test_the_readme_cells_run_as_written(nb: Notebook) -> None:
+    cells = readme_cells()
+    assert len(cells) == 6
+    ran = [nb.cell(cell) for cell in cells]
+    assert [r.error for r in ran] == [None] * len(cells)
+    first, shell, tree, events, commit, finish = ran
+    assert commit.value.content == "Requested chat commit of output/main.md with mode Replace."
+    assert first.stdout == "main.md\n"
+    assert shell.stdout.startswith("Hello, Mika!\n-rw-r--r--")
+    assert tree.value.find("output/main.md").size == len("Hello, Mika!\n")
+    assert len(events.value) == 5
+    assert finish.value.content == "Finished the Agent run."

@@ -1,0 +1,180 @@
+"""``%tavern``: the current lab and run, skills, the tree and events; every subcommand, its
+options, its rich result and its usage errors."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from notebook_support import Notebook
+
+from tavernlab.host import Lab, Run
+from tavernlab.notebook import Subcommand, current_session, register_tavern_command
+from tavernlab.notebook.display import EventList, SkillList
+from tavernlab.skills.report import SkillInstallReport
+from tavernlab.workspace.tooling import ToolResult
+from tavernlab.workspace.tree import TreeNode
+
+SKILL = """---
+name: hello
+description: Says hello.
+---
+Run `js /skills/hello/scripts/hi.js`.
+"""
+
+
+def _skill(root: Path, text: str = SKILL) -> Path:
+    folder = root / "src-skills" / "hello"
+    (folder / "scripts").mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(text)
+    (folder / "scripts" / "hi.js").write_text("console.log('hello from the skill')\n")
+    return folder
+
+
+def test_the_lab_is_created_beside_the_notebook_on_first_use(nb: Notebook, tmp_path: Path
+                                                             ) -> None:
+    assert not (tmp_path / ".tavernlab").exists()
+    lab = nb.cell("%tavern lab").value
+    assert isinstance(lab, Lab)
+    assert lab.root == tmp_path / ".tavernlab"
+    assert (tmp_path / ".tavernlab" / "_tauritavern").is_dir()
+
+
+def test_lab_path_switches_the_lab_and_forgets_the_run(nb: Notebook, tmp_path: Path) -> None:
+    first = current_session(nb.shell).run
+    switched = nb.cell(f"%tavern lab '{tmp_path / 'other lab'}'").value
+    assert switched.root == tmp_path / "other lab"
+    assert current_session(nb.shell).run.id != first.id
+    nb.cell(f"%config TavernMagics.lab_path = {str(tmp_path / 'configured')!r}")
+    assert nb.cell("%tavern lab").value.root == tmp_path / "configured"
+
+
+def test_run_new_open_finish_and_cancel(nb: Notebook) -> None:
+    run = nb.cell("%tavern run new --chat alice --background").value
+    assert isinstance(run, Run)
+    assert (run.record.target.stable_chat_id, run.record.presentation) == ("alice",
+                                                                            "background")
+    assert current_session(nb.shell).run is run
+    cancelled = nb.cell("%tavern run cancel").value
+    assert cancelled.text == f"cancelled 0 running calls or jobs of {run.id}"
+    finished = nb.cell("%tavern run finish --reason done").value
+    assert isinstance(finished, ToolResult)
+    assert (finished.is_error, finished.content) == (False, "Finished the Agent run.")
+    assert run.status == "completed"
+    reopened = nb.cell(f"%tavern run open {run.id}").value
+    assert reopened.id == run.id and current_session(nb.shell).run is reopened
+
+
+def test_finishing_a_foreground_chat_run_needs_a_commit(nb: Notebook) -> None:
+    finished = nb.cell("%tavern run finish").value
+    assert (finished.is_error, finished.error_code) == (True,
+                                                        "workspace.finish_requires_commit")
+
+
+def test_skills_install_list_and_bind(nb: Notebook, tmp_path: Path) -> None:
+    source = _skill(tmp_path)
+    report = nb.cell(f"%tavern skill install {source}").value
+    assert isinstance(report, SkillInstallReport) and report.installed == ["hello"]
+    _skill(tmp_path, SKILL + "\nChanged.\n")
+    conflict = nb.cell(f"%tavern skill install {source}")
+    assert conflict.error is not None and conflict.error.code == "skill.conflict"
+    assert conflict.stdout.startswith("skill.conflict: Skill 'hello' already exists")
+    replaced = nb.cell(f"%tavern skill install {source} --replace").value
+    assert replaced.replaced == ["hello"]
+    listed = nb.cell("%tavern skill list").value
+    assert isinstance(listed, SkillList) and [e.name for e in listed] == ["hello"]
+    assert nb.cell("%tavern skill list --scope preset:none").value == []
+    run = nb.cell("%tavern run new --skills hello --legacy").value
+    assert sorted(run.skills) == ["hello"] and run.profile.skills.legacy_run_script
+    assert nb.cell("%js /skills/hello/scripts/hi.js").stdout == "hello from the skill\n"
+
+
+def test_tree_and_events(nb: Notebook) -> None:
+    nb.cell("%ws_shell mkdir -p /scratch/a && echo hi > /scratch/a/b.md")
+    tree = nb.cell("%tavern tree scratch").value
+    assert isinstance(tree, TreeNode)
+    assert [n.path for n in tree.walk()] == ["scratch", "scratch/a", "scratch/a/b.md"]
+    shallow = nb.cell("%tavern tree --depth 0 scratch").value
+    assert shallow.children is None
+    hidden = nb.cell("%tavern tree --hidden --depth 1").value
+    assert "run.json" in [c.name for c in hidden.children or []]
+    events = nb.cell("%tavern events").value
+    assert isinstance(events, EventList) and len(events) > 5
+    last = nb.cell("%tavern events --last 2").value
+    assert [e.id for e in last] == [e.id for e in events[-2:]]
+    only = nb.cell("%tavern events --no-journal --type tool_call_requested").value
+    assert [e.payload.tool_id for e in only] == ["workspace.shell"]
+
+
+def test_status_shows_the_lab_run_and_settings(nb: Notebook, tmp_path: Path) -> None:
+    before = nb.cell("%tavern status").value
+    assert before.text == (f"lab: {tmp_path / '.tavernlab'}\nno current run (one starts on "
+                           "first use)\nsettings: round_per_cell=True, raise_on_error=True, "
+                           "stream=True")
+    nb.cell("%%js\n1")
+    after = nb.cell("%tavern status").value
+    run = current_session(nb.shell).run
+    assert f"Run {run.id} (chat notebook, foreground): calling_model" in after.text
+    assert "js jobs: 1" in after.text
+
+
+def test_help_lists_every_command(nb: Notebook) -> None:
+    shown = nb.cell("%tavern?").stdout
+    for usage in ("%tavern lab [-h] [PATH]", "%tavern run new [-h] [--chat ID]",
+                  "%tavern run open [-h] RUN_ID", "%tavern run finish [-h] [--reason REASON]",
+                  "%tavern run cancel [-h]", "%tavern status [-h]",
+                  "%tavern skill install [-h] [--replace] [--scope SCOPE] DIR",
+                  "%tavern skill list [-h] [--scope SCOPE]",
+                  "%tavern tree [-h] [--depth N] [--hidden] [PATH]",
+                  "%tavern events [-h] [--last N] [--type TYPE] [--no-journal]"):
+        assert usage in shown, usage
+    one = nb.cell("%tavern events -h")
+    assert one.error is None and one.stdout.startswith("usage: %tavern events [-h]")
+
+
+def test_bad_input_is_one_usage_line(nb: Notebook) -> None:
+    cases = {
+        "%tavern": "%tavern: give a command (lab, run new, run open, run finish, run cancel, "
+                   "status, skill install, skill list, tree, events); `%tavern?` shows their "
+                   "options",
+        "%tavern nope": "%tavern: unknown command 'nope' (commands: lab, run new, run open, "
+                        "run finish, run cancel, status, skill install, skill list, tree, "
+                        "events; `%tavern?` shows their options)",
+        "%tavern run": "%tavern: unknown command 'run' (commands: lab, run new, run open, run "
+                       "finish, run cancel, status, skill install, skill list, tree, events; "
+                       "`%tavern?` shows their options)",
+        "%tavern run new --bogus": "%tavern run new: unrecognized arguments: --bogus",
+        "%tavern run open": "%tavern run open: the following arguments are required: RUN_ID",
+        "%tavern events --last 0": "%tavern events: argument --last: must be at least 1, got 0",
+        "%tavern events --last x": "%tavern events: argument --last: invalid positive value: "
+                                   "'x'",
+        "%tavern lab 'open": "%tavern: No closing quotation",
+    }
+    for source, message in cases.items():
+        ran = nb.cell(source)
+        assert isinstance(ran.error, UsageError), source
+        assert str(ran.error) == message
+        assert ran.stderr == f"UsageError: {message}\n"
+
+
+def test_an_unknown_run_is_one_line(nb: Notebook) -> None:
+    ran = nb.cell("%tavern run open run_00000000000000000000000000000000")
+    assert ran.error is not None
+    assert ran.stdout == f"{ran.error.code}: {ran.error.message}\n"
+
+
+def test_commands_can_be_added_and_replaced(nb: Notebook) -> None:
+    def timeline(session: object, args: argparse.Namespace) -> str:
+        return f"timeline of {args.what}"
+
+    register_tavern_command(Subcommand("timeline", "show the timeline", timeline,
+                                       lambda p: p.add_argument("what")), ip=nb.shell)
+    assert nb.cell("%tavern timeline now").value == "timeline of now"
+    assert "%tavern timeline [-h] what" in nb.cell("%tavern?").stdout
+    with pytest.raises(ValueError, match="already registered"):
+        register_tavern_command(Subcommand("tree", "x", timeline), ip=nb.shell)
+    register_tavern_command(Subcommand("tree", "a widget", lambda s, a: "widget"),
+                            replace=True, ip=nb.shell)
+    assert nb.cell("%tavern tree").value == "widget"

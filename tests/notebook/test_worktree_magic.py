@@ -1,0 +1,201 @@
+"""``%worktree`` against a real repository: provision with live progress, gate, scripts, a
+service behind the notebook's proxy, removal, GC, the progress seam and bad input."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from notebook_support import Notebook
+from worktree.conftest import Repo, make_repo
+
+from tavernlab.cancel import CancelToken
+from tavernlab.errors import ToolError
+from tavernlab.errors import UsageError as TavernUsageError
+from tavernlab.notebook import current_session, set_progress_factory
+from tavernlab.notebook.display import WorktreeResult
+from tavernlab.worktree.context import Outcome, ProgressEvent
+from tavernlab.worktree.proxy_table import proxy_table
+from tavernlab.worktree.scheduler import ProvisionScheduler, reset_provision_scheduler
+from tavernlab.worktree.services import default_registry
+
+CONFIG = {
+    "worktree": {"setup": 'echo "set up $AGENTPROTO_BRANCH_NAME" > setup-ran.txt'},
+    "scripts": {
+        "test": {"command": "test -f setup-ran.txt"},
+        "web": {"command": f"exec {sys.executable} -m http.server $AGENTPROTO_PORT "
+                           "--bind 127.0.0.1 >/dev/null 2>&1", "type": "service"},
+    },
+}
+
+
+@pytest.fixture
+def repo(nb: Notebook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repo]:
+    """A repository with a bare origin and a committed agentproto.json; the notebook works
+    inside it (its lab elsewhere), with a private HOME and git identity."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "Tavern Lab")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "lab@example.invalid")
+    reset_provision_scheduler(ProvisionScheduler())
+    base = tmp_path / "work"
+    base.mkdir()
+    made = make_repo(base)
+    made.write(".gitignore", "node_modules/\n.agentproto/\nsetup-ran.txt\n")
+    made.commit({"agentproto.json": json.dumps(CONFIG, indent=2)}, "config")
+    nb.cell(f"%config TavernMagics.lab_path = {str(tmp_path / 'lab')!r}")
+    monkeypatch.chdir(made.path)
+    try:
+        yield made
+    finally:
+        default_registry().close()
+        proxy_table.clear()
+
+
+def _wait_listening(port: int) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def test_a_worktree_from_provision_to_removal(nb: Notebook, repo: Repo) -> None:
+    made = nb.cell("%worktree new add-search --deps-cmd 'echo deps'")
+    assert made.error is None
+    result = made.value
+    assert isinstance(result, WorktreeResult)
+    assert result["branch"] == "wt/add-search"
+    cwd = Path(result["cwd"])
+    assert (cwd / "setup-ran.txt").read_text() == "set up wt/add-search\n"
+    lines = [o["text/plain"] for o in made.outputs]
+    assert re.fullmatch(r"worktree add-search \[\s*\d+\.\d\ds\] starting", lines[0])
+    assert any(line.endswith("] slot granted, starting deps") for line in lines)
+    assert re.fullmatch(r"worktree add-search \[\s*\d+\.\d\ds\] done: ok", lines[-1])
+    assert current_session(nb.shell).worktree is not None
+
+    listed = nb.cell("%worktree ls").value
+    assert [r.get("branch") for r in listed.data] == ["main", "wt/add-search"]
+    gate = nb.cell("%worktree gate test -f setup-ran.txt").value
+    assert (gate["passed"], gate["exitCode"]) == (True, 0)
+    quoted = nb.cell("%worktree gate 'echo \"a b\" && exit 3'").value
+    assert (quoted["passed"], quoted["exitCode"], quoted["stdout"]) == (False, 3, "a b\n")
+    assert nb.cell("%worktree run test").value["passed"] is True
+
+    _serve_through_the_proxy(nb)
+
+    removed = nb.cell("%worktree rm add-search --delete-branch --discard-untracked").value
+    assert removed.data == {"removed": True}
+    assert not cwd.exists() and repo.branches("wt/add-search") == ""
+    assert current_session(nb.shell).worktree is None
+    assert nb.cell("%worktree gc").value.data == []
+
+
+def _serve_through_the_proxy(nb: Notebook) -> None:
+    proxy = nb.cell("%worktree proxy").value
+    started = nb.cell("%worktree start web").value
+    assert started["status"] == "running"
+    assert started["url"].endswith(f":{proxy['port']}")
+    _wait_listening(started["port"])
+    connection = http.client.HTTPConnection("127.0.0.1", proxy["port"], timeout=10)
+    connection.request("GET", "/setup-ran.txt", headers={"Host": started["hostname"]})
+    response = connection.getresponse()
+    assert (response.status, response.read()) == (200, b"set up wt/add-search\n")
+    connection.close()
+    listed = nb.cell("%worktree services").value
+    assert [(s["name"], s["status"]) for s in listed["services"]] == [("web", "running")]
+    assert nb.cell("%worktree stop web").value.data == {"stopped": True}
+
+
+def test_the_progress_display_is_a_seam(nb: Notebook, repo: Repo) -> None:
+    seen: list[tuple[str, object]] = []
+
+    class Recorder:
+        def __init__(self, slug: str, token: CancelToken) -> None:
+            seen.append(("start", slug))
+
+        def update(self, event: ProgressEvent) -> None:
+            seen.append(("event", event["kind"]))
+
+        def close(self, outcome: Outcome) -> None:
+            seen.append(("close", outcome))
+
+    set_progress_factory(Recorder)
+    try:
+        nb.cell("%worktree new seam --no-setup")
+        failed = nb.cell("%worktree new Bad_Slug")
+    finally:
+        set_progress_factory(None)
+    assert seen[0] == ("start", "seam") and seen[-3:] == [
+        ("close", "ok"), ("start", "Bad_Slug"), ("close", "failed")]
+    assert ("event", "done") in seen
+    assert isinstance(failed.error, ToolError) and failed.error.code == "input_invalid"
+    assert failed.stdout == f"input_invalid: {failed.error.message}\n"
+
+
+def test_bad_input(nb: Notebook, repo: Repo) -> None:
+    cases = {
+        "%worktree": "%worktree: give a command (new, ls, gate, run, start, stop, services, rm, "
+                     "gc, proxy); `%worktree?` shows their options",
+        "%worktree new": "%worktree new: the following arguments are required: SLUG",
+        "%worktree rm": "%worktree rm: the following arguments are required: SLUG",
+        "%worktree gate": "%worktree gate: give the check command (%worktree gate CMD)",
+        "%worktree proxy --port x": "%worktree proxy: argument --port: invalid int value: 'x'",
+    }
+    for source, message in cases.items():
+        ran = nb.cell(source)
+        assert isinstance(ran.error, UsageError), source
+        assert str(ran.error) == message
+    no_current = nb.cell("%worktree gate true")
+    assert isinstance(no_current.error, TavernUsageError)
+    assert no_current.stdout == ("usage: no current worktree: run `%worktree new SLUG` first "
+                                 "or pass --worktree PATH\n")
+    unknown = nb.cell("%worktree rm nope")
+    assert isinstance(unknown.error, ToolError)
+    assert unknown.stdout == f"not_found: not a linked worktree of {repo.path}: nope\n"
+    assert "%worktree new [-h] [--repo REPO] [--base BASE]" in nb.cell("%worktree?").stdout
+
+
+def test_options_repo_base_branch_worktree_gc_apply_and_proxy_port(
+        nb: Notebook, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # outside the repository: --repo names it
+    made = nb.cell(f"%worktree new other --repo {repo.path} --base origin/main "
+                   "--branch feature/other --no-setup").value
+    assert made.data == {"cwd": str(repo.path.parent / "_worktrees" / "other"),
+                         "branch": "feature/other"}
+    assert not (Path(made["cwd"]) / "setup-ran.txt").exists()
+    gate = nb.cell(f"%worktree gate --worktree other --repo {repo.path} pwd").value
+    assert (gate["passed"], gate["stdout"]) == (True, made["cwd"] + "\n")
+    by_path = nb.cell(f"%worktree run --worktree {made['cwd']} test").value
+    assert by_path["passed"] is False  # --no-setup: the setup hook never wrote its file
+    first = nb.cell("%worktree proxy").value["port"]
+    moved = nb.cell("%worktree proxy --port 0").value["port"]
+    assert moved != first
+    plan = nb.cell(f"%worktree gc --repo {repo.path}").value
+    assert [(e["path"], e["class"]) for e in plan.data] == [(made["cwd"], "reclaim")]
+    applied = nb.cell(f"%worktree gc --apply --repo {repo.path}").value
+    assert [(r["path"], r["result"]) for r in applied.data] == [(made["cwd"], "reclaimed")]
+    assert not Path(made["cwd"]).exists()  # no commits beyond the base: nothing to lose
+
+
+def test_a_shell_call_on_another_run(nb: Notebook) -> None:
+    nb.cell("other = %tavern run new --chat other")
+    nb.cell("%tavern run new --chat main")
+    nb.cell("%ws_shell --run other echo x > /scratch/mark.txt")
+    assert nb.ns["other"].files("scratch") == ["scratch/mark.txt"]
+    assert current_session(nb.shell).run.files("scratch") == []
