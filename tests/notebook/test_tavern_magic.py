@@ -91,6 +91,20 @@ def test_skills_install_list_and_bind(nb: Notebook, tmp_path: Path) -> None:
     assert nb.cell("%js /skills/hello/scripts/hi.js").stdout == "hello from the skill\n"
 
 
+def test_skill_dev_reinstalls_once_per_cell_round(nb: Notebook, tmp_path: Path) -> None:
+    source = _skill(tmp_path)
+    bound = nb.cell(f"%tavern skill dev {source}")
+    assert bound.value.startswith(f"hello: {source} (hash ")
+    assert "hello: installed for development" in bound.stderr
+    nb.cell("%tavern run new --skills hello")
+    assert nb.cell("%js /skills/hello/scripts/hi.js").stdout == "hello from the skill\n"
+    (source / "scripts" / "hi.js").write_text("console.log('edited')\n")
+    edited = nb.cell("%js /skills/hello/scripts/hi.js")  # a new cell is a new round
+    assert edited.stdout == "edited\n"
+    assert "hello: reinstalled (hash " in edited.stderr
+    assert nb.cell("%tavern skill dev").value[0].startswith(f"hello: {source} (hash ")
+
+
 def test_tree_and_events(nb: Notebook) -> None:
     nb.cell("%ws_shell mkdir -p /scratch/a && echo hi > /scratch/a/b.md")
     tree = nb.cell("%tavern tree scratch").value

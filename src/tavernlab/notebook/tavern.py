@@ -2,7 +2,7 @@
 
 Every command returns an object that displays richly (a lab with its recent runs, a run's
 card, a tool result, a tree, an event table, skill tables). Other issues add commands to the
-same table (``%tavern timeline``, ``%tavern skill dev``) with
+same table (``%tavern timeline``) with
 :func:`tavernlab.notebook.register_tavern_command`.
 """
 
@@ -94,6 +94,24 @@ def _skill_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", default=None, help="only this scope")
 
 
+def _skill_dev(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """Bind DIR as a development skill (reinstalled whenever it changes, once per round), or
+    list the bound ones."""
+    development = session.lab.skills.development
+    if args.dir is None:
+        return [f"{s.name}: {s.path} (hash {s.installed_hash[:12]}"
+                f"{', invalid: ' + s.error if s.error else ''})" for s in development.skills]
+    skill = session.lab.skills.develop(args.dir, scope=args.scope)
+    return f"{skill.name}: {skill.path} (hash {skill.installed_hash[:12]})"
+
+
+def _skill_dev_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", nargs="?", default=None, metavar="DIR",
+                        help="the skill's working directory (none: list the bound ones)")
+    parser.add_argument("--scope", default="global",
+                        help="global (default), preset:ID, profile:ID or character:ID")
+
+
 def _tree(session: NotebookSession, args: argparse.Namespace) -> Any:
     return session.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
 
@@ -136,6 +154,8 @@ BUILTIN_COMMANDS = (
                _skill_install, _skill_install_arguments),
     Subcommand("skill list", "the skills installed in the current lab", _skill_list,
                _skill_list_arguments),
+    Subcommand("skill dev", "develop the skill in DIR: reinstalled whenever it changes, "
+               "checked once per round", _skill_dev, _skill_dev_arguments),
     Subcommand("tree", "the current run's workspace as the model sees it", _tree,
                _tree_arguments),
     Subcommand("events", "the current run's events and journal records", _events,
