@@ -1,0 +1,28 @@
+"""Live notebook widgets for a run and for worktree provisioning.
+
+``FileTree(run)`` shows the workspace as the model sees it, ``Timeline(run)`` its rounds and
+calls, ``RunView(run)`` both side by side; ``ProvisionProgress`` (made by
+:func:`progress_for`) shows a worktree provision with a Cancel button. Importing this
+package registers the ``run.show`` presenter, so ``run.show()`` displays a ``RunView``.
+
+What the magics call (``%tavern tree``, ``%tavern timeline``, ``%worktree new``)::
+
+    FileTree(run, path="", show_hidden=False)   # %tavern tree [PATH]
+    Timeline(run)                               # %tavern timeline
+    progress = progress_for(slug)               # %worktree new SLUG …
+    display(progress)
+    result = progress.provision(tool_input, runtime)   # {cwd, branch}; or, with the context
+    # directly: run_with_provision_context(progress.context("notebook"), fn)
+"""
+
+from __future__ import annotations
+
+from tavernlab.host.presentation import register_presenter
+from tavernlab.notebook.widgets.file_tree import FileTree
+from tavernlab.notebook.widgets.provision import ProvisionProgress, progress_for
+from tavernlab.notebook.widgets.run_view import RunView, show_run
+from tavernlab.notebook.widgets.timeline import Timeline
+
+__all__ = ["FileTree", "ProvisionProgress", "RunView", "Timeline", "progress_for", "show_run"]
+
+register_presenter("run.show", show_run)
