@@ -32,8 +32,9 @@ STATIC = Path(__file__).with_name("static")
 class FileTree(LiveWidget):
     """A live tree of ``run``'s workspace below ``path`` (``""``: all of it)."""
 
-    _esm = STATIC / "file_tree.js"
+    _esm = STATIC / "widgets.js"
     _css = STATIC / "widgets.css"
+    _view = traitlets.Unicode("tree", read_only=True).tag(sync=True)
 
     run_id = traitlets.Unicode(read_only=True).tag(sync=True)
     root = traitlets.Unicode(read_only=True).tag(sync=True)

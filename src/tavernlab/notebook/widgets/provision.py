@@ -210,7 +210,8 @@ class ProvisionProgress(ipywidgets.VBox):  # type: ignore[misc]
         if self.error:
             rows += (f'<tr><td colspan="3" style="color:{STATUS_COLOURS["error"]}">'
                      f'{escape(self.error)}</td></tr>')
-        table = f'<table class="tl-phases" style="border-collapse:collapse">{rows}</table>'
+        table = (f'<table class="tl-phases" style="border-collapse:collapse;line-height:1.5">'
+                 f'{rows}</table>')
         return header, table, self._log_html()
 
     def _phase_row(self, phase: PhaseTiming, now: float) -> str:

@@ -157,7 +157,7 @@ def timeline_html(title: str, rows: Iterable[Bar | Round]) -> str:
     round's span in its status colour, its duration and status."""
     listed = list(rows)
     parts = [f'<div style="{_FONT}"><div style="font-weight:600;margin-bottom:4px">'
-             f'{escape(title)}</div><table style="border-collapse:collapse;width:100%">']
+             f'{escape(title)}</div><table style="border-collapse:collapse;width:100%;{_FONT}">']
     spans: dict[int, tuple[int, int | None]] = {}
     for row in listed[:SNAPSHOT_LIMIT]:
         if isinstance(row, Round):
@@ -170,7 +170,8 @@ def timeline_html(title: str, rows: Iterable[Bar | Round]) -> str:
         colour = STATUS_COLOURS[row.status]
         parts.append(
             f'<tr><td style="padding:2px 4px;color:#555">{escape(row.kind)}</td>'
-            f'<td style="padding:2px 4px;{_MONO};font-size:12px">{escape(row.label)}</td>'
+            f'<td style="padding:2px 4px;{_MONO};font-size:12px;white-space:nowrap">'
+            f'{escape(row.label)}</td>'
             f'<td style="padding:2px 4px;width:40%"><div style="position:relative;height:10px;'
             f'background:#f1f1f1;border-radius:3px"><div style="position:absolute;'
             f'left:{left * 100:.1f}%;width:{width * 100:.1f}%;top:0;bottom:0;'

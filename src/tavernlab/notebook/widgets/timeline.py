@@ -49,8 +49,9 @@ def _choices(allowed: tuple[str, ...], what: str) -> Any:
 class Timeline(LiveWidget):
     """A live timeline of ``run``."""
 
-    _esm = STATIC / "timeline.js"
+    _esm = STATIC / "widgets.js"
     _css = STATIC / "widgets.css"
+    _view = traitlets.Unicode("timeline", read_only=True).tag(sync=True)
 
     run_id = traitlets.Unicode(read_only=True).tag(sync=True)
     window = traitlets.Dict().tag(sync=True)

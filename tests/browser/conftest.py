@@ -1,0 +1,106 @@
+"""Browser tests: one JupyterLab server per session on 127.0.0.1 with the tavernlab kernel,
+driven by Playwright through Debian's headless Chromium (``/usr/bin/chromium``; never
+``playwright install``).
+
+Without Chromium (or without the test extra's jupyterlab and playwright) every test here is
+skipped with a reason naming the install command; ``.ci/run`` installs both, so CI runs them.
+The kernel spec is a temporary one (see :func:`lab_server.temporary_kernel_spec`) until the
+notebook branch's ``kernel-spec/tavernlab`` lands. The server, its kernels, the Playwright
+driver and Chromium are all stopped at the end of the session (the suite's leftover check in
+``tests/conftest.py`` fails the run otherwise).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lab_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    JupyterLabServer,
+    NotebookPage,
+    temporary_kernel_spec,
+)
+
+INSTALL_CHROMIUM = "apt-get install -y --no-install-recommends chromium fonts-dejavu-core"
+
+
+def _missing() -> str | None:
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"Chromium is not installed at {CHROMIUM}: run `{INSTALL_CHROMIUM}` (.ci/run does)"
+    for module in ("jupyterlab", "playwright"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed: run `pip install -e '.[test]'`"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the browser tests, with the reason, when their tools are missing."""
+    reason = _missing()
+    if reason is None:
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's root directory (notebooks are written here)."""
+    return tmp_path_factory.mktemp("lab-root")
+
+
+@pytest.fixture(scope="session")
+def kernel_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """What the server and its kernels see: a private HOME and a git identity."""
+    home = tmp_path_factory.mktemp("home")
+    env = {"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    for role in ("AUTHOR", "COMMITTER"):
+        env[f"GIT_{role}_NAME"] = "Tavern Lab"
+        env[f"GIT_{role}_EMAIL"] = "lab@example.invalid"
+    return env
+
+
+@pytest.fixture(scope="session")
+def jlab(lab_root: Path, kernel_env: dict[str, str],
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    """The session's JupyterLab server."""
+    specs = temporary_kernel_spec(tmp_path_factory.mktemp("jupyter-path"))
+    server = JupyterLabServer(lab_root, jupyter_path=specs, env=kernel_env).start()
+    yield server
+    how = server.stop()
+    assert how == "api/shutdown", how
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium through Playwright (the driver stops with the context)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def notebook(browser: Any, jlab: JupyterLabServer, tmp_path: Path) -> Iterator[NotebookPage]:
+    """A fresh page (1440 x 1000) for one notebook; console errors fail the test."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    opened = NotebookPage(page, jlab, shots)
+    yield opened
+    opened.shutdown_kernel()
+    context.close()
+    assert errors == [], errors
