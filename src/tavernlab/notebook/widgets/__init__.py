@@ -7,12 +7,19 @@ package registers the ``run.show`` presenter, so ``run.show()`` displays a ``Run
 
 What the magics call (``%tavern tree``, ``%tavern timeline``, ``%worktree new``)::
 
-    FileTree(run, path="", show_hidden=False)   # %tavern tree [PATH]
-    Timeline(run)                               # %tavern timeline
+    FileTree(run, path="", show_hidden=False)   # %tavern tree [PATH]: return it (displayed)
+    Timeline(run)                               # %tavern timeline: return it
     progress = progress_for(slug)               # %worktree new SLUG …
     display(progress)
-    result = progress.provision(tool_input, runtime)   # {cwd, branch}; or, with the context
-    # directly: run_with_provision_context(progress.context("notebook"), fn)
+    result = progress.provision(tool_input, runtime=lab.services.worktree)  # {cwd, branch}
+
+``progress`` is also the seam the command line's text progress uses: it is callable as the
+``on_progress`` observer (``progress(event)``) and ``progress.context(caller_key)`` returns a
+whole :class:`~tavernlab.worktree.context.ProvisionContext` (its signal is what Cancel
+cancels, its ``on_output`` takes the hook lines), for a caller that runs the provision
+itself with :func:`~tavernlab.worktree.run_with_provision_context`. A cancelled provision
+raises ``ProvisionCancelledError`` (``interrupted`` tells a kernel interrupt from the
+button), exactly as without the widget.
 """
 
 from __future__ import annotations

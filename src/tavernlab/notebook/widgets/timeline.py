@@ -47,7 +47,9 @@ def _choices(allowed: tuple[str, ...], what: str) -> Any:
 
 
 class Timeline(LiveWidget):
-    """A live timeline of ``run``."""
+    """A live timeline of ``run``. ``clock`` is what running bars are measured against in
+    the browser (the kernel's wall clock; pass the lab's clock for a lab with a fixed one).
+    """
 
     _esm = STATIC / "widgets.js"
     _css = STATIC / "widgets.css"
