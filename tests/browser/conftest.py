@@ -5,9 +5,9 @@ driven by Playwright through Debian's headless Chromium (``/usr/bin/chromium``; 
 Without Chromium (or without the test extra's jupyterlab and playwright) every test here is
 skipped with a reason naming the install command; ``.ci/run`` installs both, so CI runs them.
 The kernel spec is a temporary one (see :func:`lab_server.temporary_kernel_spec`) until the
-notebook branch's ``kernel-spec/tavernlab`` lands. The server, its kernels, the Playwright
-driver and Chromium are all stopped at the end of the session (the suite's leftover check in
-``tests/conftest.py`` fails the run otherwise).
+notebook branch's ``kernel-spec/tavernlab`` lands. The server and its kernels stop at the end
+of the session, the Playwright driver and Chromium at the end of each test (the suite's
+leftover check in ``tests/conftest.py`` fails the run otherwise).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lab_server import (
@@ -78,29 +77,26 @@ def jlab(lab_root: Path, kernel_env: dict[str, str],
     assert how == "api/shutdown", how
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """Headless Debian Chromium through Playwright (the driver stops with the context)."""
+@pytest.fixture
+def notebook(jlab: JupyterLabServer, tmp_path: Path) -> Iterator[NotebookPage]:
+    """Headless Debian Chromium through Playwright with one page (1440 x 1000) for one
+    notebook; console errors fail the test.
+
+    Playwright lives only as long as the test: its sync API keeps an asyncio loop running
+    in this thread, which would make every later ``asyncio.run`` of the session fail.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
+        page = chromium.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        page.set_default_timeout(30_000)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        shots = tmp_path / "screenshots"
+        shots.mkdir()
+        opened = NotebookPage(page, jlab, shots)
+        yield opened
+        opened.shutdown_kernel()
         chromium.close()
-
-
-@pytest.fixture
-def notebook(browser: Any, jlab: JupyterLabServer, tmp_path: Path) -> Iterator[NotebookPage]:
-    """A fresh page (1440 x 1000) for one notebook; console errors fail the test."""
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    shots = tmp_path / "screenshots"
-    shots.mkdir()
-    opened = NotebookPage(page, jlab, shots)
-    yield opened
-    opened.shutdown_kernel()
-    context.close()
     assert errors == [], errors
