@@ -128,7 +128,7 @@ def test_run_var_selects_another_run(nb: Notebook) -> None:
             "workspace.writeText('scratch/mark.txt', 'x')")
     other = nb.ns["other"]
     assert other.files("scratch") == ["scratch/mark.txt"]
-    assert nb.cell("%tavern tree scratch").value.children == []
+    assert nb.cell("%tavern tree scratch --static").value.children == []
 
 
 def test_bad_arguments_are_one_line_usage_errors(nb: Notebook) -> None:

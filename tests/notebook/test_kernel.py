@@ -130,6 +130,8 @@ def test_an_interrupt_cancels_a_provision_and_removes_its_worktree(
             if lines[-1].endswith("slot granted, starting deps"):
                 kernel.manager.interrupt_kernel()
 
+    kernel.execute("from tavernlab.notebook import set_progress_factory; "
+                   "set_progress_factory(None)")  # the text line, to watch for the phase
     reply, messages = kernel.execute(
         f"%worktree new slow --repo {repo.path} --deps-cmd 'sleep 60'",
         on_message=interrupt_during_deps)

@@ -107,7 +107,7 @@ def test_skill_dev_reinstalls_once_per_cell_round(nb: Notebook, tmp_path: Path) 
 
 def test_tree_and_events(nb: Notebook) -> None:
     nb.cell("%ws_shell mkdir -p /scratch/a && echo hi > /scratch/a/b.md")
-    tree = nb.cell("%tavern tree scratch").value
+    tree = nb.cell("%tavern tree scratch --static").value
     assert isinstance(tree, TreeNode)
     assert [n.path for n in tree.walk()] == ["scratch", "scratch/a", "scratch/a/b.md"]
     shallow = nb.cell("%tavern tree --depth 0 scratch").value
@@ -141,7 +141,7 @@ def test_help_lists_every_command(nb: Notebook) -> None:
                   "%tavern run cancel [-h]", "%tavern status [-h]",
                   "%tavern skill install [-h] [--replace] [--scope SCOPE] DIR",
                   "%tavern skill list [-h] [--scope SCOPE]",
-                  "%tavern tree [-h] [--depth N] [--hidden] [PATH]",
+                  "%tavern tree [-h] [--depth N] [--hidden] [--static] [PATH]",
                   "%tavern events [-h] [--last N] [--type TYPE] [--no-journal]"):
         assert usage in shown, usage
     one = nb.cell("%tavern events -h")
@@ -151,14 +151,14 @@ def test_help_lists_every_command(nb: Notebook) -> None:
 def test_bad_input_is_one_usage_line(nb: Notebook) -> None:
     cases = {
         "%tavern": "%tavern: give a command (lab, run new, run open, run finish, run cancel, "
-                   "status, skill install, skill list, tree, events); `%tavern?` shows their "
-                   "options",
+                   "status, skill install, skill list, skill dev, tree, events, timeline); "
+                   "`%tavern?` shows their options",
         "%tavern nope": "%tavern: unknown command 'nope' (commands: lab, run new, run open, "
-                        "run finish, run cancel, status, skill install, skill list, tree, "
-                        "events; `%tavern?` shows their options)",
+                        "run finish, run cancel, status, skill install, skill list, skill dev, "
+                        "tree, events, timeline; `%tavern?` shows their options)",
         "%tavern run": "%tavern: unknown command 'run' (commands: lab, run new, run open, run "
-                       "finish, run cancel, status, skill install, skill list, tree, events; "
-                       "`%tavern?` shows their options)",
+                       "finish, run cancel, status, skill install, skill list, skill dev, tree, "
+                       "events, timeline; `%tavern?` shows their options)",
         "%tavern run new --bogus": "%tavern run new: unrecognized arguments: --bogus",
         "%tavern run open": "%tavern run open: the following arguments are required: RUN_ID",
         "%tavern events --last 0": "%tavern events: argument --last: must be at least 1, got 0",
@@ -180,15 +180,15 @@ def test_an_unknown_run_is_one_line(nb: Notebook) -> None:
 
 
 def test_commands_can_be_added_and_replaced(nb: Notebook) -> None:
-    def timeline(session: object, args: argparse.Namespace) -> str:
-        return f"timeline of {args.what}"
+    def notes(session: object, args: argparse.Namespace) -> str:
+        return f"notes on {args.what}"
 
-    register_tavern_command(Subcommand("timeline", "show the timeline", timeline,
+    register_tavern_command(Subcommand("notes", "show notes", notes,
                                        lambda p: p.add_argument("what")), ip=nb.shell)
-    assert nb.cell("%tavern timeline now").value == "timeline of now"
-    assert "%tavern timeline [-h] what" in nb.cell("%tavern?").stdout
+    assert nb.cell("%tavern notes now").value == "notes on now"
+    assert "%tavern notes [-h] what" in nb.cell("%tavern?").stdout
     with pytest.raises(ValueError, match="already registered"):
-        register_tavern_command(Subcommand("tree", "x", timeline), ip=nb.shell)
+        register_tavern_command(Subcommand("tree", "x", notes), ip=nb.shell)
     register_tavern_command(Subcommand("tree", "a widget", lambda s, a: "widget"),
                             replace=True, ip=nb.shell)
     assert nb.cell("%tavern tree").value == "widget"

@@ -22,7 +22,7 @@ from tavernlab.errors import ToolError
 from tavernlab.errors import UsageError as TavernUsageError
 from tavernlab.notebook import current_session, set_progress_factory
 from tavernlab.notebook.display import WorktreeResult
-from tavernlab.worktree.context import Outcome, ProgressEvent
+from tavernlab.worktree.context import Outcome, OutputLine, ProgressEvent
 from tavernlab.worktree.proxy_table import proxy_table
 from tavernlab.worktree.scheduler import ProvisionScheduler, reset_provision_scheduler
 from tavernlab.worktree.services import default_registry
@@ -76,6 +76,7 @@ def _wait_listening(port: int) -> None:
 
 
 def test_a_worktree_from_provision_to_removal(nb: Notebook, repo: Repo) -> None:
+    set_progress_factory(None)  # the text line (the widgets plugin installs the widget)
     made = nb.cell("%worktree new add-search --deps-cmd 'echo deps'")
     assert made.error is None
     result = made.value
@@ -131,6 +132,9 @@ def test_the_progress_display_is_a_seam(nb: Notebook, repo: Repo) -> None:
 
         def update(self, event: ProgressEvent) -> None:
             seen.append(("event", event["kind"]))
+
+        def output(self, line: OutputLine) -> None:
+            seen.append(("output", line["line"]))
 
         def close(self, outcome: Outcome) -> None:
             seen.append(("close", outcome))

@@ -69,8 +69,10 @@ def write_files() -> Callable[[Path, Mapping[str, str | bytes]], Path]:
 
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-_SECTION = re.compile(r'<!-- BEGIN: "Skill packages" section.*?-->(.*?)<!-- END: "Skill '
-                      r'packages" section -->', re.S)
+#: The "Skill packages" section: from its heading to the next top-level heading outside a
+#: fenced block (the example's SKILL.md has headings of its own).
+_SECTION = re.compile(r"^## Skill packages\n(.*?)(?=^## (?!Command line|Legacy tool call))",
+                      re.S | re.M)
 _FILE_BLOCK = re.compile(r"^```\w+ (greet/\S+)\n(.*?)^```$", re.S | re.M)
 
 
@@ -81,7 +83,7 @@ def readme_greet(tmp_path: Path) -> Path:
     ``greet`` folder."""
     root = tmp_path / "readme"
     match = _SECTION.search(README.read_text(encoding="utf-8"))
-    assert match is not None, "README has no delimited Skill packages section"
+    assert match is not None, "README has no Skill packages section"
     blocks = _FILE_BLOCK.findall(match.group(1))
     assert sorted(name for name, _ in blocks) == [
         "greet/SKILL.md", "greet/agents/tauritavern.json", "greet/references/style.md",

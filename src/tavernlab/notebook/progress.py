@@ -5,7 +5,8 @@ A *progress factory* is called once per provision with the slug and the provisio
 then takes its cancellation path, removing the half-made worktree and branch) and returns a
 :class:`ProvisionProgress`: ``update(event)`` receives every progress event (from whichever
 thread emits it: the scheduler's queue positions arrive on other threads) and ``close(outcome)``
-is called once at the end with ``ok``, ``failed`` or ``cancelled``.
+is called once at the end with ``ok``, ``failed`` or ``cancelled``; ``output(line)``
+receives each line the deps command and setup hooks print.
 
 The default, :class:`TextProgress`, is one live text line updated in place through a display
 id (``worktree add-search [  1.20s] phase deps``). :func:`set_progress_factory` installs
@@ -25,7 +26,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.clock import SYSTEM_CLOCK, Clock
 from tavernlab.notebook.output import CellRouter
 from tavernlab.views import progress_line
-from tavernlab.worktree.context import DoneEvent, Outcome, ProgressEvent
+from tavernlab.worktree.context import DoneEvent, Outcome, OutputLine, ProgressEvent
 
 
 class ProvisionProgress(Protocol):
@@ -33,6 +34,9 @@ class ProvisionProgress(Protocol):
 
     def update(self, event: ProgressEvent) -> None:
         """A progress event arrived (any thread)."""
+
+    def output(self, line: OutputLine) -> None:
+        """A deps or setup-hook command printed a line (a reader thread)."""
 
     def close(self, outcome: Outcome) -> None:
         """The provision ended: ``ok``, ``failed`` or ``cancelled``."""
@@ -70,6 +74,9 @@ class TextProgress:
         with self._lock:
             self.last = event
             self._show()
+
+    def output(self, line: OutputLine) -> None:
+        """Hook output is not part of the one-line display (the widget shows it)."""
 
     def close(self, outcome: Outcome) -> None:
         """End on ``done: <outcome>`` (provisions that failed before any event included)."""

@@ -87,7 +87,8 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
     token = CancelToken()
     progress = start_progress(args.slug, token)
     watch = Stopwatch()
-    context = ProvisionContext(caller_key="notebook", signal=token, on_progress=progress.update)
+    context = ProvisionContext(caller_key="notebook", signal=token, on_progress=progress.update,
+                                on_output=progress.output)
     runtime = session.lab.services.worktree
     try:
         result = run_with_provision_context(

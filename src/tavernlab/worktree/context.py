@@ -4,6 +4,12 @@ A caller (an orchestrator, a notebook cell, the CLI) wraps a provision in
 :func:`run_with_provision_context` to give it a caller key for fair queueing, a cancel
 signal and a progress observer. Provisioning reads this ambient signal rather than a tool
 runner's timeout, so a long install is never cancelled by a generic deadline.
+
+Besides upstream's progress events, a context may carry an *output observer*
+(``on_output``): it receives every line the ``deps`` command and the setup hooks print, as
+they print it, so a notebook can show the tail of a long install. This is tavernlab's
+addition (upstream streams no hook output); it is a separate seam so that the progress
+event stream stays exactly upstream's.
 """
 
 from __future__ import annotations
@@ -54,13 +60,29 @@ ProgressEvent = QueuedEvent | StartedEvent | PhaseEvent | DoneEvent
 ProgressObserver = Callable[[ProgressEvent], Any]
 
 
+class OutputLine(TypedDict):
+    """``{phase, stream, line}`` — one line printed by the ``deps`` command or a setup hook
+    (without its newline)."""
+
+    phase: Phase
+    stream: Literal["stdout", "stderr"]
+    line: str
+
+
+OutputObserver = Callable[[OutputLine], Any]
+#: What a command runner is given to stream lines: ``sink(stream, line)``.
+LineSink = Callable[[Literal["stdout", "stderr"], str], None]
+
+
 @dataclass(frozen=True)
 class ProvisionContext:
-    """``{callerKey?, signal?, onProgress?}`` for the provisions run inside it."""
+    """``{callerKey?, signal?, onProgress?}`` for the provisions run inside it, plus
+    tavernlab's ``on_output`` (see the module docstring)."""
 
     caller_key: str | None = None
     signal: CancelToken | None = None
     on_progress: ProgressObserver | None = None
+    on_output: OutputObserver | None = None
 
     def emit(self, event: ProgressEvent) -> None:
         """Deliver a progress event; observer exceptions are swallowed."""
@@ -68,6 +90,19 @@ class ProvisionContext:
             return
         with contextlib.suppress(Exception):
             self.on_progress(event)
+
+    def line_observer(self, phase: Phase) -> LineSink | None:
+        """What a runner of ``phase``'s commands passes as ``on_line``: each line goes to
+        ``on_output`` (exceptions swallowed); ``None`` when nobody watches the output."""
+        observer = self.on_output
+        if observer is None:
+            return None
+
+        def deliver(stream: Literal["stdout", "stderr"], line: str) -> None:
+            with contextlib.suppress(Exception):
+                observer({"phase": phase, "stream": stream, "line": line})
+
+        return deliver
 
 
 _current: contextvars.ContextVar[ProvisionContext | None] = contextvars.ContextVar(

@@ -26,7 +26,7 @@ from tavernlab.worktree.environment import (
     turbo_cache_dir,
 )
 from tavernlab.worktree.errors import HookError, ProvisionCancelledError
-from tavernlab.worktree.process import RunResult, run_shell
+from tavernlab.worktree.process import LineObserver, RunResult, run_shell
 
 #: Lines of hook output kept in a HookError message.
 TAIL_LINES = 60
@@ -122,8 +122,11 @@ def run_setup(
     log_path: str | None = None,
     retry_on_failure: bool = False,
     signal: CancelToken | None = None,
+    on_line: LineObserver | None = None,
 ) -> list[HookRun]:
     """Run the setup hooks in the worktree; raise :class:`HookError` on a final failure.
+
+    ``on_line(stream, line)`` receives each output line of every hook as it is printed.
 
     With ``retry_on_failure`` a failing command runs once more, logged and returned as
     ``<cmd> (retry 1/1)``: the returned runs hold both attempts, as upstream's do. The error
@@ -136,7 +139,8 @@ def run_setup(
     for command in commands:
         attempts = [command, f"{command} (retry 1/1)"] if retry_on_failure else [command]
         for label in attempts:
-            result = run_shell(command, cwd=ctx.worktree, env=env, signal=signal)
+            result = run_shell(command, cwd=ctx.worktree, env=env, signal=signal,
+                               on_line=on_line)
             run = HookRun(command=label, result=result)
             append_hook_log(log_path, run)
             runs.append(run)

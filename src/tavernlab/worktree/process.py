@@ -10,6 +10,10 @@ when a cancel signal is given; tavernlab always does (tavernlab choice), so that
 (or, without one, the group directly), waits for the child within the grace period and
 re-raises. Cancelling sends SIGTERM to the group, then SIGKILL after 5 s; that timer stays
 armed when the leader exits first, so stubborn grandchildren die too.
+
+With ``on_line`` a runner also hands each output line to the caller as it is produced
+(``on_line(stream, line)``, from a reader thread, without its newline); the result still
+carries the whole output. An observer's exception is swallowed: watching never breaks a run.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import signal as signals
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import SYSTEM_CLOCK, Clock
@@ -33,6 +38,10 @@ KILL_GRACE_SECONDS = 5.0
 #: How often a blocking stop looks at the group again.
 POLL_SECONDS = 0.02
 _PROC = Path("/proc")
+
+Stream = Literal["stdout", "stderr"]
+#: ``on_line(stream, line)``: one line of a child's output, as it is produced.
+LineObserver = Callable[[Stream, str], object]
 
 
 @dataclass(frozen=True)
@@ -172,12 +181,65 @@ def _decode(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def _reap_after_interrupt(child: subprocess.Popen[bytes], group: ProcessGroup) -> None:
+class _LineReader(threading.Thread):
+    """Reads one pipe to its end, keeping every byte and telling ``on_line`` each line."""
+
+    def __init__(self, pipe: IO[bytes], stream: Stream, on_line: LineObserver) -> None:
+        super().__init__(daemon=True, name=f"worktree-{stream}")
+        self.pipe, self.stream, self.on_line = pipe, stream, on_line
+        self.chunks: list[bytes] = []
+
+    def run(self) -> None:
+        with self.pipe:
+            for raw in iter(self.pipe.readline, b""):
+                self.chunks.append(raw)
+                with contextlib.suppress(Exception):
+                    self.on_line(self.stream, _decode(raw).removesuffix("\n"))
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+class _Output:
+    """A started child's output: read by ``communicate`` or, with an observer, by two line
+    readers (:meth:`start`); :meth:`collect` waits for the child and returns
+    ``(stdout, stderr)``."""
+
+    def __init__(self, child: subprocess.Popen[bytes], stdin: bytes | None,
+                 on_line: LineObserver | None) -> None:
+        self.child = child
+        self.stdin = stdin
+        self.readers: list[_LineReader] = []
+        if on_line is not None and child.stdout is not None and child.stderr is not None:
+            self.readers = [_LineReader(child.stdout, "stdout", on_line),
+                            _LineReader(child.stderr, "stderr", on_line)]
+
+    def start(self) -> None:
+        """Start the line readers and feed stdin (nothing to do without an observer)."""
+        for reader in self.readers:
+            reader.start()
+        if self.readers and self.child.stdin is not None:
+            with contextlib.suppress(BrokenPipeError), self.child.stdin:
+                self.child.stdin.write(self.stdin or b"")
+
+    def collect(self, timeout: float | None = None) -> tuple[bytes, bytes]:
+        """Wait for the child (at most ``timeout``: ``TimeoutExpired``) and its output."""
+        if not self.readers:
+            return self.child.communicate(self.stdin, timeout=timeout)
+        self.child.wait(timeout)
+        for reader in self.readers:
+            if reader.ident is not None:
+                reader.join()
+        return self.readers[0].data, self.readers[1].data
+
+
+def _reap_after_interrupt(output: _Output, group: ProcessGroup) -> None:
     try:
-        child.communicate(timeout=KILL_GRACE_SECONDS + 1)
+        output.collect(timeout=KILL_GRACE_SECONDS + 1)
     except subprocess.TimeoutExpired:
         group.send(signals.SIGKILL)
-        child.communicate()
+        output.collect()
 
 
 def run_argv(
@@ -187,12 +249,13 @@ def run_argv(
     env: Mapping[str, str] | None = None,
     signal: CancelToken | None = None,
     stdin: bytes | None = None,
+    on_line: LineObserver | None = None,
 ) -> RunResult:
     """Run ``argv`` without a shell in ``cwd``; ``env`` is laid over the inherited environment.
 
     Raises :class:`ProvisionCancelledError` if ``signal`` is already set (nothing is spawned)
     and :class:`SpawnError` if the program or directory cannot be used. ``stdin`` is fed to
-    the child (otherwise it reads ``/dev/null``).
+    the child (otherwise it reads ``/dev/null``); ``on_line`` streams its output lines.
     """
     if signal is not None and signal.cancelled:
         raise ProvisionCancelledError()
@@ -209,14 +272,16 @@ def run_argv(
         group.cancel()
 
     unsubscribe = signal.on_cancel(on_cancel) if signal is not None else None
+    output = _Output(child, stdin, on_line)
     try:
-        out, err = child.communicate(stdin)
+        output.start()
+        out, err = output.collect()
     except KeyboardInterrupt:
         if signal is not None:
             signal.cancel("interrupted")
         else:
             group.cancel()
-        _reap_after_interrupt(child, group)
+        _reap_after_interrupt(output, group)
         raise
     finally:
         if unsubscribe is not None:
@@ -232,6 +297,8 @@ def run_shell(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
     signal: CancelToken | None = None,
+    on_line: LineObserver | None = None,
 ) -> RunResult:
     """Run ``command`` through ``/bin/sh -c`` with the rules of :func:`run_argv`."""
-    return run_argv(["/bin/sh", "-c", command], cwd=cwd, env=env, signal=signal)
+    return run_argv(["/bin/sh", "-c", command], cwd=cwd, env=env, signal=signal,
+                    on_line=on_line)

@@ -170,8 +170,9 @@ def provision_worktree(request: ProvisionRequest,
                        runtime: WorktreeRuntime | None = None) -> ProvisionOutput:
     """Provision a worktree from validated input (see :func:`tools.provision`).
 
-    The ambient :class:`ProvisionContext` supplies the caller key, cancel signal and progress
-    observer. There is no fallback when ``base`` does not exist: a base that resolves to no
+    The ambient :class:`ProvisionContext` supplies the caller key, cancel signal, progress
+    observer and (tavernlab's addition) the observer of the deps and setup hooks' output
+    lines. There is no fallback when ``base`` does not exist: a base that resolves to no
     commit raises :class:`BaseRefNotFoundError`.
     """
     return _Provisioning(request, runtime or default_runtime()).run()
@@ -279,7 +280,8 @@ class _Provisioning:
             raise ToolError("execution_failed", f"cloneGlobs failed: {exc}") from exc
 
     def _deps(self, command: str) -> None:
-        result = run_shell(command, cwd=self.cwd, signal=self.signal)
+        result = run_shell(command, cwd=self.cwd, signal=self.signal,
+                           on_line=self.context.line_observer("deps"))
         _check(self.signal)
         if result.exit_code != 0:
             detail = result.stderr or result.stdout
@@ -290,7 +292,8 @@ class _Provisioning:
         try:
             run_setup(commands, HookContext(self.root, self.cwd, self.branch),
                       log_path=self.request.setup_log_path,
-                      retry_on_failure=self.request.retry_setup_on_failure, signal=self.signal)
+                      retry_on_failure=self.request.retry_setup_on_failure, signal=self.signal,
+                      on_line=self.context.line_observer("setup"))
         except HookError as exc:
             raise ToolError("execution_failed", exc.message) from exc
 

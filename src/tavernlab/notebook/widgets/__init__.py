@@ -1,0 +1,35 @@
+"""Live notebook widgets for a run and for worktree provisioning.
+
+``FileTree(run)`` shows the workspace as the model sees it, ``Timeline(run)`` its rounds and
+calls, ``RunView(run)`` both side by side; ``ProvisionProgress`` (made by
+:func:`progress_for`) shows a worktree provision with a Cancel button. Importing this
+package registers the ``run.show`` presenter, so ``run.show()`` displays a ``RunView``.
+
+What the magics call (``%tavern tree``, ``%tavern timeline``, ``%worktree new``)::
+
+    FileTree(run, path="", show_hidden=False)   # %tavern tree [PATH]: return it (displayed)
+    Timeline(run)                               # %tavern timeline: return it
+    progress = progress_for(slug)               # %worktree new SLUG …
+    display(progress)
+    result = progress.provision(tool_input, runtime=lab.services.worktree)  # {cwd, branch}
+
+``progress`` is also the seam the command line's text progress uses: it is callable as the
+``on_progress`` observer (``progress(event)``) and ``progress.context(caller_key)`` returns a
+whole :class:`~tavernlab.worktree.context.ProvisionContext` (its signal is what Cancel
+cancels, its ``on_output`` takes the hook lines), for a caller that runs the provision
+itself with :func:`~tavernlab.worktree.run_with_provision_context`. A cancelled provision
+raises ``ProvisionCancelledError`` (``interrupted`` tells a kernel interrupt from the
+button), exactly as without the widget.
+"""
+
+from __future__ import annotations
+
+from tavernlab.host.presentation import register_presenter
+from tavernlab.notebook.widgets.file_tree import FileTree
+from tavernlab.notebook.widgets.provision import ProvisionProgress, progress_for
+from tavernlab.notebook.widgets.run_view import RunView, show_run
+from tavernlab.notebook.widgets.timeline import Timeline
+
+__all__ = ["FileTree", "ProvisionProgress", "RunView", "Timeline", "progress_for", "show_run"]
+
+register_presenter("run.show", show_run)

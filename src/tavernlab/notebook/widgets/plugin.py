@@ -1,0 +1,88 @@
+"""The widgets as a plugin of the ``tavernlab`` extension (listed in
+:data:`tavernlab.notebook.extension.PLUGINS`).
+
+Loading it upgrades ``%tavern tree`` to the live :class:`FileTree`, adds ``%tavern timeline``
+(the live :class:`Timeline`) and makes ``%worktree new`` show a :class:`ProvisionProgress`
+widget (phases, hook output, a Cancel button) instead of the text line; unloading puts the
+text progress back (``%tavern`` itself goes with the magics).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from IPython.display import display
+
+from tavernlab.cancel import CancelToken
+from tavernlab.notebook.commands import Subcommand, natural
+from tavernlab.notebook.progress import set_progress_factory
+from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.widgets.file_tree import FileTree
+from tavernlab.notebook.widgets.provision import ProvisionProgress, progress_for
+from tavernlab.notebook.widgets.timeline import Timeline
+from tavernlab.worktree.context import Outcome, OutputLine, ProgressEvent
+
+
+class WidgetProgress:
+    """``%worktree new``'s progress seam shown by a :class:`ProvisionProgress` widget: its
+    Cancel button cancels the provision's own token."""
+
+    def __init__(self, slug: str, token: CancelToken) -> None:
+        self.widget: ProvisionProgress = progress_for(slug)
+        self.widget.signal = token
+        self.widget.context()  # the phases' time starts now
+        display(self.widget)  # type: ignore[no-untyped-call]
+
+    def update(self, event: ProgressEvent) -> None:
+        """A progress event (any thread)."""
+        self.widget(event)
+
+    def output(self, line: OutputLine) -> None:
+        """A line a hook printed (a reader thread)."""
+        self.widget.on_output(line)
+
+    def close(self, outcome: Outcome) -> None:
+        """The provision ended; a failure before any progress event still shows as one."""
+        if outcome == "failed":
+            self.widget.failed("the provision failed (see the error below)")
+
+
+def _tree(session: NotebookSession, args: argparse.Namespace) -> Any:
+    if args.static or args.depth is not None:
+        return session.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
+    return FileTree(session.run, args.path, show_hidden=args.hidden)
+
+
+def _tree_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default="", metavar="PATH",
+                        help="the folder to show (default: the whole workspace)")
+    parser.add_argument("--depth", type=natural, default=None, metavar="N",
+                        help="a static tree, N levels below PATH")
+    parser.add_argument("--hidden", action="store_true", help="also the run's own files")
+    parser.add_argument("--static", action="store_true",
+                        help="the tree as it is now (a TreeNode), not the live widget")
+
+
+def _timeline(session: NotebookSession, args: argparse.Namespace) -> Any:
+    return Timeline(session.run)
+
+
+TREE = Subcommand("tree", "the current run's workspace as the model sees it, live (a "
+                  "widget: expand, filter, select a file)", _tree, _tree_arguments)
+TIMELINE = Subcommand("timeline", "the current run's rounds and calls, live (a widget: "
+                      "select a bar for its arguments, result and files)", _timeline)
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """Upgrade ``%tavern tree``, add ``%tavern timeline``, show provisioning as a widget."""
+    from tavernlab.notebook import register_tavern_command
+
+    register_tavern_command(TREE, replace=True, ip=ip)
+    register_tavern_command(TIMELINE, replace=True, ip=ip)
+    set_progress_factory(WidgetProgress)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """Put the text progress back (the ``%tavern`` commands go with the magics)."""
+    set_progress_factory(None)

@@ -1,0 +1,55 @@
+"""``RunView``: a run's file tree and timeline side by side, and the ``run.show`` presenter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets  # type: ignore[import-untyped]
+from IPython.display import display
+
+from tavernlab.host import Run
+from tavernlab.notebook.widgets.file_tree import FileTree
+from tavernlab.notebook.widgets.timeline import Timeline
+
+
+class RunView(ipywidgets.HBox):  # type: ignore[misc]
+    """``FileTree(run)`` and ``Timeline(run)`` side by side (``.tree``, ``.timeline``)."""
+
+    def __init__(self, run: Run, *, path: str = "", show_hidden: bool = False) -> None:
+        self.tree = FileTree(run, path, show_hidden=show_hidden)
+        self.timeline = Timeline(run)
+        self.tree.layout = ipywidgets.Layout(flex="1 1 44%", min_width="0")
+        self.timeline.layout = ipywidgets.Layout(flex="1 1 56%", min_width="0")
+        super().__init__([self.tree, self.timeline],
+                         layout=ipywidgets.Layout(width="100%", grid_gap="10px",
+                                                  align_items="flex-start"))
+        self.add_class("tl-run-view")
+
+    def close(self) -> None:
+        """Close both widgets (they stop following the run)."""
+        self.tree.close()
+        self.timeline.close()
+        super().close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        tree_text, tree_html = self.tree.snapshot()
+        timeline_text, timeline_html = self.timeline.snapshot()
+        html = ('<table style="width:100%;border:none"><tr>'
+                f'<td style="vertical-align:top;width:44%">{tree_html}</td>'
+                f'<td style="vertical-align:top">{timeline_html}</td></tr></table>')
+        return {**data, "text/plain": f"{tree_text}\n\n{timeline_text}",
+                "text/html": html}, metadata
+
+    def __repr__(self) -> str:
+        return f"<RunView {self.tree.run_id}>"
+
+
+def show_run(run: Run, **options: Any) -> None:
+    """The ``run.show`` presenter: display a :class:`RunView` of ``run`` (``options``:
+    ``path``, ``show_hidden``). Returns nothing, so ``run.show()`` as a cell's last line shows
+    the view once; keep a handle with ``RunView(run)``."""
+    display(RunView(run, **options))  # type: ignore[no-untyped-call]

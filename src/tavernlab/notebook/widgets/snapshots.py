@@ -1,0 +1,187 @@
+"""Static snapshots of the widgets: plain text and self-contained HTML.
+
+A widget's mimebundle carries these beside the live view, so a saved notebook shows the tree
+(a nested list with sizes and access badges) and the timeline (a swimlane of bars per round)
+on GitHub, in nbviewer and wherever no kernel runs. The HTML uses inline styles only. A
+snapshot of a very large run lists its first :data:`SNAPSHOT_LIMIT` rows and then says, in
+so many words, how many it left out (the live widget shows them all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+from typing import Any
+
+from tavernlab.notebook.widgets.timeline_state import Bar, Round
+
+#: Rows a static snapshot lists before it says how many more there are.
+SNAPSHOT_LIMIT = 500
+
+STATUS_COLOURS = {"ok": "#2e7d32", "error": "#c62828", "cancelled": "#9e6a00",
+                  "running": "#1565c0"}
+ACCESS_COLOURS = {"writable": "#2e7d32", "read_only": "#546e7a", "hidden": "#8d6e63"}
+ACCESS_LABELS = {"writable": "writable", "read_only": "read-only", "hidden": "hidden"}
+_FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px"
+_MONO = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace"
+
+
+def format_size(size: int | None) -> str:
+    """``8 B``, ``1.5 KiB``, ``2.0 MiB`` (``""`` for no size)."""
+    if size is None:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def format_duration(ms: int | None) -> str:
+    """``12 ms``, ``1.25 s``, ``2 min 5 s`` (``"running"`` for no duration)."""
+    if ms is None:
+        return "running"
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.2f} s"
+    return f"{ms // 60_000} min {(ms % 60_000) // 1000} s"
+
+
+def plural(count: int, word: str) -> str:
+    """``1 bar``, ``2 bars``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _left_out(total: int, shown: int, what: str) -> str:
+    return f"… {total - shown} more {what} not in this snapshot (the live widget shows all)"
+
+
+# -- the tree ---------------------------------------------------------------------------------
+
+
+def _access_text(row: dict[str, Any]) -> str:
+    if row["kind"] == "refused":
+        return f"refused: {row['reason']}"
+    label = ACCESS_LABELS[row["access"]]
+    return f"{label}, new entries allowed" if row["creates"] else label
+
+
+def tree_text(title: str, rows: list[dict[str, Any]]) -> str:
+    """The tree as an indented list: ``name[/]  size  [access]`` per node."""
+    lines = [title]
+    for row in rows[:SNAPSHOT_LIMIT]:
+        name = row["name"] + ("/" if row["kind"] == "directory" else "")
+        size = format_size(row["size"]) if row["kind"] == "file" else ""
+        lines.append(f"{'  ' * row['depth']}{name}  {size + '  ' if size else ''}"
+                     f"[{_access_text(row)}]")
+    if len(rows) > SNAPSHOT_LIMIT:
+        lines.append(_left_out(len(rows), SNAPSHOT_LIMIT, "nodes"))
+    return "\n".join(lines)
+
+
+def _badge(text: str, colour: str) -> str:
+    return (f'<span style="border:1px solid {colour};color:{colour};border-radius:8px;'
+            f'padding:0 6px;font-size:11px;margin-left:6px">{escape(text)}</span>')
+
+
+def tree_html(title: str, rows: list[dict[str, Any]]) -> str:
+    """The tree as nested lists with sizes and access badges."""
+    parts = [f'<div style="{_FONT}"><div style="font-weight:600;margin-bottom:4px">'
+             f'{escape(title)}</div><ul style="list-style:none;padding-left:0;margin:0">']
+    depth = 0
+    for row in rows[:SNAPSHOT_LIMIT]:
+        while depth < row["depth"]:
+            parts.append('<ul style="list-style:none;padding-left:18px;margin:0">')
+            depth += 1
+        while depth > row["depth"]:
+            parts.append("</ul>")
+            depth -= 1
+        icon = "📁" if row["kind"] == "directory" else "⚠️" if row["kind"] == "refused" else "📄"
+        size = format_size(row["size"]) if row["kind"] == "file" else ""
+        colour = ACCESS_COLOURS.get(row["access"], "#c62828") if row["kind"] != "refused" \
+            else "#c62828"
+        parts.append(f'<li>{icon} {escape(row["name"])}'
+                     f'<span style="color:#777;margin-left:6px">{escape(size)}</span>'
+                     f'{_badge(_access_text(row), colour)}</li>')
+    parts.append("</ul>" * (depth + 1))
+    if len(rows) > SNAPSHOT_LIMIT:
+        note = _left_out(len(rows), SNAPSHOT_LIMIT, "nodes")
+        parts.append(f'<div style="color:#777">{escape(note)}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# -- the timeline -----------------------------------------------------------------------------
+
+
+def _geometry(bar: Bar, span: tuple[int, int | None]) -> tuple[float, float]:
+    """``(left, width)`` of a bar in its round's span, as fractions."""
+    start, end = span
+    last = end if end is not None else max(bar.end_ms or bar.start_ms, start)
+    width_ms = max(last - start, 1)
+    left = (bar.start_ms - start) / width_ms
+    width = ((bar.end_ms or last) - bar.start_ms) / width_ms
+    return min(max(left, 0.0), 1.0), min(max(width, 0.01), 1.0 - min(max(left, 0.0), 0.99))
+
+
+def _round_title(group: Round, shown: int) -> str:
+    start, end = group.span
+    length = "running" if end is None else format_duration(end - start)
+    return f"Round {group.number}  ({plural(shown, 'bar')}, {length})"
+
+
+def timeline_text(title: str, rows: Iterable[Bar | Round]) -> str:
+    """One line per round and per bar, with a 20-column bar in the round's time span."""
+    listed = list(rows)
+    lines, spans = [title], {}
+    for row in listed[:SNAPSHOT_LIMIT]:
+        if isinstance(row, Round):
+            spans[row.number] = row.span
+            lines.append(_round_title(row, len(row.bars)))
+            continue
+        left, width = _geometry(row, spans[row.round])
+        track = " " * round(left * 20) + "█" * max(1, round(width * 20))
+        lines.append(f"  {row.kind:<7}{row.label[:40]:<41}{row.status:<10}"
+                     f"{format_duration(row.elapsed_ms):>10}  |{track:<21}|")
+    if len(listed) > SNAPSHOT_LIMIT:
+        lines.append(_left_out(len(listed), SNAPSHOT_LIMIT, "rows"))
+    return "\n".join(lines)
+
+
+def timeline_html(title: str, rows: Iterable[Bar | Round]) -> str:
+    """A swimlane: per round a header, then per bar its kind, label, a bar placed in the
+    round's span in its status colour, its duration and status."""
+    listed = list(rows)
+    parts = [f'<div style="{_FONT}"><div style="font-weight:600;margin-bottom:4px">'
+             f'{escape(title)}</div><table style="border-collapse:collapse;width:100%;{_FONT}">']
+    spans: dict[int, tuple[int, int | None]] = {}
+    for row in listed[:SNAPSHOT_LIMIT]:
+        if isinstance(row, Round):
+            spans[row.number] = row.span
+            parts.append(f'<tr><td colspan="5" style="padding:6px 4px 2px;font-weight:600;'
+                         f'border-bottom:1px solid #ddd">{escape(_round_title(row, len(row.bars)))}'
+                         f'</td></tr>')
+            continue
+        left, width = _geometry(row, spans[row.round])
+        colour = STATUS_COLOURS[row.status]
+        parts.append(
+            f'<tr><td style="padding:2px 4px;color:#555">{escape(row.kind)}</td>'
+            f'<td style="padding:2px 4px;{_MONO};font-size:12px;white-space:nowrap">'
+            f'{escape(row.label)}</td>'
+            f'<td style="padding:2px 4px;width:40%"><div style="position:relative;height:10px;'
+            f'background:#f1f1f1;border-radius:3px"><div style="position:absolute;'
+            f'left:{left * 100:.1f}%;width:{width * 100:.1f}%;top:0;bottom:0;'
+            f'background:{colour};border-radius:3px"></div></div></td>'
+            f'<td style="padding:2px 4px;text-align:right;white-space:nowrap">'
+            f'{escape(format_duration(row.elapsed_ms))}</td>'
+            f'<td style="padding:2px 4px;color:{colour}">{escape(row.status)}</td></tr>')
+    parts.append("</table>")
+    if len(listed) > SNAPSHOT_LIMIT:
+        note = _left_out(len(listed), SNAPSHOT_LIMIT, "rows")
+        parts.append(f'<div style="color:#777">{escape(note)}</div>')
+    parts.append("</div>")
+    return "".join(parts)
