@@ -24,8 +24,9 @@ import signal as signals
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Literal
 
@@ -234,12 +235,49 @@ class _Output:
         return self.readers[0].data, self.readers[1].data
 
 
-def _reap_after_interrupt(output: _Output, group: ProcessGroup) -> None:
+def _reap_after_interrupt(output: _Output | None, group: ProcessGroup) -> None:
+    """Wait for an interrupted child's group to end (killing it after the grace period)."""
+    if output is None:  # interrupted before its output was read: wait on the group
+        deadline = time.monotonic() + KILL_GRACE_SECONDS + 1
+        while group.alive() and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+        group.send(signals.SIGKILL)
+        return
     try:
         output.collect(timeout=KILL_GRACE_SECONDS + 1)
     except subprocess.TimeoutExpired:
         group.send(signals.SIGKILL)
         output.collect()
+
+
+def _cancel_group(group: ProcessGroup) -> None:
+    group.cancel()
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold SIGINT back while a child is spawned and registered (main thread only: that is
+    where Python raises KeyboardInterrupt); a SIGINT that arrives meanwhile is delivered on
+    leaving the block, inside the caller's handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signals.pthread_sigmask(signals.SIG_BLOCK, {signals.SIGINT})
+    try:
+        yield
+    finally:
+        signals.pthread_sigmask(signals.SIG_SETMASK, previous)
+
+
+def _spawn(argv: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None,
+           stdin: bytes | None) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(argv), cwd=cwd, env=child_environment(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise SpawnError(f"could not spawn {argv[0]!r} in {os.fspath(cwd)}: {exc}") from exc
 
 
 def run_argv(
@@ -259,29 +297,25 @@ def run_argv(
     """
     if signal is not None and signal.cancelled:
         raise ProvisionCancelledError()
+    group: ProcessGroup | None = None
+    output: _Output | None = None
+    unsubscribe: Callable[[], None] | None = None
     try:
-        child = subprocess.Popen(
-            list(argv), cwd=cwd, env=child_environment(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        raise SpawnError(f"could not spawn {argv[0]!r} in {os.fspath(cwd)}: {exc}") from exc
-    group = ProcessGroup(child.pid)
-
-    def on_cancel() -> None:
-        group.cancel()
-
-    unsubscribe = signal.on_cancel(on_cancel) if signal is not None else None
-    output = _Output(child, stdin, on_line)
-    try:
+        with _sigint_deferred():  # an interrupt must find the group it has to kill
+            child = _spawn(argv, cwd, env, stdin)
+            group = ProcessGroup(child.pid)
+            if signal is not None:
+                unsubscribe = signal.on_cancel(partial(_cancel_group, group))
+        output = _Output(child, stdin, on_line)
         output.start()
         out, err = output.collect()
     except KeyboardInterrupt:
-        if signal is not None:
-            signal.cancel("interrupted")
-        else:
-            group.cancel()
-        _reap_after_interrupt(output, group)
+        if group is not None:
+            if signal is not None:
+                signal.cancel("interrupted")
+            else:
+                group.cancel()
+            _reap_after_interrupt(output, group)
         raise
     finally:
         if unsubscribe is not None:
