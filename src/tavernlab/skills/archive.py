@@ -126,8 +126,10 @@ def _check_entries(entries: list[zipfile.ZipInfo], check_limits: LimitCheck = ch
 
 
 def _read_entries(archive: zipfile.ZipFile, label: str, entries: list[zipfile.ZipInfo],
-                  root: str, check_limits: LimitCheck = check_file_limits) -> FileTree:
-    """Check, then read, the entries below ``root`` (paths relative to it)."""
+                  root: str, check_limits: LimitCheck = check_file_limits,
+                  name_entries: bool = False) -> FileTree:
+    """Check, then read, the entries below ``root`` (paths relative to it); with
+    ``name_entries`` an entry that cannot be read is named in the error."""
     prefix = len(root) + 1 if root else 0
     tree = FileTree()
     for info, path in _check_entries(entries, check_limits):
@@ -135,7 +137,9 @@ def _read_entries(archive: zipfile.ZipFile, label: str, entries: list[zipfile.Zi
         try:
             data = archive.read(info)
         except _UNREADABLE as exc:
-            raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
+            where = f"entry '{info.filename}': " if name_entries else ""
+            raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {where}{exc}"
+                                      ) from None
         if len(data) != info.file_size:
             raise InvalidSkillPackage(
                 f"Skill archive entry '{info.filename}' does not match its size")
@@ -154,12 +158,13 @@ def read_archive_files(path: Path, check_limits: LimitCheck) -> dict[str, bytes]
     archive rules (control characters in names, symlinks, the path rules, encryption, the
     compression ratio, sizes matching the central directory) with ``check_limits`` deciding
     the file count and sizes in place of the package limits. Nothing is extracted to disk.
-    A broken rule raises :class:`InvalidSkillPackage` naming the entry."""
+    A broken rule raises :class:`InvalidSkillPackage` naming the entry (an entry whose bytes
+    cannot be read too)."""
     label = path.name
     try:
         with zipfile.ZipFile(path) as archive:
             entries = [info for info, _ in _members(archive)]
-            return _read_entries(archive, label, entries, "", check_limits).files
+            return _read_entries(archive, label, entries, "", check_limits, True).files
     except _UNREADABLE as exc:
         raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
 
