@@ -56,6 +56,12 @@ their module when they live beside their engine)::
     │   ├── ForgeUnavailableError       worktree.forge_unavailable
     │   ├── PortAllocationError         worktree.port_unavailable
     │   └── ServiceError                worktree.service_not_declared
+    ├── ReplayError                     replay.*         record and replay (replay/errors.py)
+    │   ├── RunNotExportable            replay.run_not_exportable
+    │   ├── BundleTooLarge              replay.bundle_too_large
+    │   ├── BundleInvalid               replay.bundle_invalid
+    │   ├── BundleVersionUnsupported    replay.bundle_version_unsupported
+    │   └── ReplaySetupError            replay.setup_failed
     └── UsageError                      usage            a malformed command line or magic line
 
 Families whose leaves live beside their engine define them in that package's ``errors``
@@ -276,6 +282,12 @@ class WorktreeError(TavernlabError):
     """Root of the worktree errors (leaves in :mod:`tavernlab.worktree.errors`)."""
 
     code = "worktree.error"
+
+
+class ReplayError(TavernlabError):
+    """Root of the record-and-replay errors (leaves in :mod:`tavernlab.replay.errors`)."""
+
+    code = "replay.error"
 
 
 class UsageError(TavernlabError):

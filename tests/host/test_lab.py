@@ -26,8 +26,9 @@ def test_the_public_surface() -> None:
     assert {Run.__name__, TavernlabError.__name__, ToolResult.__name__,
             WorkspacePath.__name__} == {"Run", "TavernlabError", "ToolResult", "WorkspacePath"}
     assert worktree.__name__ == "tavernlab.worktree"
-    assert sorted(tavernlab.__all__) == ["Lab", "Run", "TavernlabError", "ToolResult",
-                                         "WorkspacePath", "worktree"]
+    assert sorted(tavernlab.__all__) == ["Lab", "ReplayReport", "Run", "TavernlabError",
+                                         "ToolResult", "WorkspacePath", "replay",
+                                         "replay_many", "worktree"]
 
 
 def test_reload_then_a_new_lab_works(tmp_path: Path) -> None:

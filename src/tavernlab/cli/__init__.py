@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "tavernlab.cli.skills",
     "tavernlab.cli.kit",
     "tavernlab.cli.worktree",
+    "tavernlab.cli.replay",
 )
 
 #: Exit status of an interrupted command (128 + SIGINT, as shells report it).
