@@ -3,7 +3,10 @@
 Each bundle is replayed by :func:`replay_one` in a worker (its own temporary lab; nothing is
 shared between replays), so anything that runs a picklable top-level function on the
 workers will do: the default :class:`~concurrent.futures.ProcessPoolExecutor` sized to the
-machine, a thread pool, or a cluster's executor. A Dask cluster's ``client.get_executor()``
+machine (``spawn`` workers, so a script calling :func:`replay_many` needs the usual
+``if __name__ == "__main__":`` guard), a thread pool, or a cluster's executor. A skill
+replacement names a skill of the corpus; a bundle whose run did not bind it replays its own
+skills. A Dask cluster's ``client.get_executor()``
 and Ray's ``ray.util`` executors are such executors::
 
     from distributed import Client
@@ -18,6 +21,7 @@ travel by pickle. Workers that run ``js`` jobs need the script kit in their cach
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tavernlab.errors import TavernlabError
-from tavernlab.replay.bundle import Bundle
+from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.report import Divergence, ReplayReport
 from tavernlab.replay.session import SkillSources, replay_bundle
 
@@ -33,10 +37,14 @@ BundleSource = Bundle | str | Path
 
 
 def replay_one(bundle: BundleSource, skills: SkillSources | None = None) -> ReplayReport:
-    """Replay one bundle in its own temporary lab; a bundle that cannot be replayed at all
-    gives a report with one ``setup`` divergence (so one bad bundle never stops a corpus)."""
+    """Replay one bundle in its own temporary lab (replacing only the skills its run bound);
+    a bundle that cannot be replayed at all gives a report with one ``setup`` divergence, so
+    one bad bundle never stops a corpus."""
     try:
-        return replay_bundle(bundle, None, skills)
+        loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
+        bound = {s.name for s in loaded.manifest.skills}
+        relevant = {n: p for n, p in (skills or {}).items() if n in bound}
+        return replay_bundle(loaded, None, relevant or None)
     except TavernlabError as exc:
         name = str(bundle.path) if isinstance(bundle, Bundle) else str(bundle)
         return ReplayReport(bundle=name, run_id="", actions=0, divergences=[
@@ -81,7 +89,8 @@ def replay_many(bundles: Iterable[BundleSource], skills: SkillSources | None = N
     shut down afterwards; a given executor is left running for its owner)."""
     corpus = list(bundles)
     own = executor is None
-    pool = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
+    pool = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1,
+                                           mp_context=multiprocessing.get_context("spawn"))
     try:
         sources: Mapping[str, str | Path] | None = (
             {name: str(Path(path).resolve()) for name, path in skills.items()} if skills
