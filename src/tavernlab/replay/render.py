@@ -60,14 +60,15 @@ def side_by_side(diff: str) -> str:
 
 
 def divergence_html(divergence: Divergence) -> str:
-    """One table row for a divergence (its diff folded below, side by side)."""
+    """The table rows of a divergence: its cells, then its diff folded in a row below, side
+    by side."""
     d = divergence
     cells = [str(d.index), d.action, d.kind, d.subject, d.expected or "", d.actual or ""]
-    row = "".join(f"<td>{escape(c)}</td>" for c in cells)
+    row = "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>"
     if d.diff:
         row += (f'<tr><td colspan="6"><details><summary>diff</summary>'
                 f"{side_by_side(d.diff)}</details></td></tr>")
-    return f"<tr>{row}</tr>"
+    return row
 
 
 def report_html(report: ReplayReport) -> str:

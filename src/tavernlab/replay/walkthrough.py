@@ -10,21 +10,22 @@ Its cells, with deterministic ids (``tavern-0001``...):
    run; the run becomes the extension's current run (:data:`BIND_RUN`) and each cell stops
    being a round of its own (``round_per_cell = False``: rounds end where the recording
    ended them);
-3. a markdown heading per round, then one cell per action: ``%ws_shell`` for a shell call,
-   ``%%js`` for ``js -e CODE``, ``%js ARGV`` for a script, ``run.call_tool(...)`` for any
-   other tool call (issue 12 defines no tool-call magic), ``run.start_subagent(...)``,
-   ``run.next_round()``, ``run.resume()``; an action no magic can express as recorded (a
-   cancelled one, a reopen, a call with a non-default call id) is played by
-   ``replay.play_action(i)``;
+3. a markdown heading per round, then one cell per action: ``%%ws_shell`` for a shell call
+   (the cell form, so IPython never expands ``$VAR`` in the command), ``%%js`` for
+   ``js -e CODE``, ``%js ARGV`` for a script, ``run.finish(...)``, ``run.call_tool(...)``
+   for any other tool call (issue 12 defines no tool-call magic),
+   ``run.start_subagent(...)``, ``run.next_round()``, ``run.resume()``; an action no magic
+   can express as recorded (a cancelled one, a reopen, a call with a non-default call id)
+   is played by ``replay.play_action(i)``;
 4. the verification: ``replay.verify()`` shows the :class:`~tavernlab.replay.ReplayReport`.
 
 Assumptions about the magics (issue 12 syntax; the notebook layer is built in parallel): the
 extension can be given an existing run as its current one (:data:`BIND_RUN`);
-``%ws_shell --workdir W [--no-raise] CMD`` calls ``workspace.shell`` with exactly
-``{"command", "workdir"}``; ``%js [--cwd C] [--stdin VAR] [--command X] [--no-raise] ARGV``
-runs ``run.js(ARGV)`` with no eval name; ``%%js`` runs its body as ``js -e`` with the eval
-name ``<cell N>``, so a job recorded with another eval name differs in its ``js-jobs``
-record (and in error stacks naming the module).
+``%%ws_shell --workdir W [--no-raise]`` calls ``workspace.shell`` with exactly
+``{"command": <the cell body>, "workdir": W}``; ``%js [--cwd C] [--stdin VAR] [--command X]
+[--no-raise] ARGV`` runs ``run.js(ARGV)`` with no eval name; ``%%js`` runs its body as
+``js -e`` with the eval name ``<cell N>``, so a job recorded with another eval name differs
+in its ``js-jobs`` record (and in error stacks naming the module).
 """
 
 from __future__ import annotations
@@ -96,10 +97,12 @@ class _Writer:
                 and set(arguments) == {"command", "workdir"}):
             flags = f"--workdir {shlex.quote(str(arguments['workdir']))}"
             flags += " --no-raise" if self.recorded_error(call) else ""
-            if "\n" in command:
-                self.cells.code(f"%%ws_shell {flags}\n{command}")
-            else:
-                self.cells.code(f"%ws_shell {flags} {command}")
+            self.cells.code(f"%%ws_shell {flags}\n{command}")
+            return
+        if (call.tool_id == "workspace.finish" and agent is None and isinstance(arguments, dict)
+                and set(arguments) <= {"reason"}):
+            reason = arguments.get("reason")
+            self.cells.code(f"run.finish({reason!r})" if reason is not None else "run.finish()")
             return
         extra = f", invocation={agent}" if agent else ""
         self.cells.code(f"run.call_tool({call.tool_id!r}, {_literal(arguments)}{extra})")
