@@ -231,7 +231,7 @@ class RunCore:
         invocation = self.new_invocation(agent_id, "return", profile)
         self.subagents[invocation.id] = invocation
         self.note(SubagentStarted, SubagentStart(invocation_id=invocation.id, agent_id=agent_id,
-                                                 profile=dump_model(profile)))
+                                                 profile=profile.to_json()))
         return invocation
 
     def announce(self, invocation: Invocation) -> None:

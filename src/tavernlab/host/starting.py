@@ -203,7 +203,7 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str
     for root in policy.materialized_roots:
         (core.workspace_dir / root).mkdir(exist_ok=True)
     write_json(core.dir / "input" / "prompt_snapshot.json", snapshot)
-    write_json(core.dir / "input" / "resolved_profile.json", dump_model(profile))
+    write_json(core.dir / "input" / "resolved_profile.json", profile.to_json())
     write_json(core.dir / "input" / "origin.json", origin)
     chat_ref = record.target.chat_ref if isinstance(record.target, ChatTarget) else None
     manifest = WorkspaceManifest(
