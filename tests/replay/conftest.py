@@ -110,7 +110,7 @@ def play_everything(lab: Lab) -> Run:
     run.call_tool("skill.read", {"name": "dice"})
     critic = run.start_subagent("critic")
     run.call_tool("task.return", {"result": "looks fine"}, invocation=critic)
-    cancel_a_running_job(run)
+    cancel_a_running_job(lab, run)
     run.next_round()
     run.shell("cat /output/main.md; false")
     run.call_tool("workspace.commit", {"reason": "done"})
@@ -118,12 +118,13 @@ def play_everything(lab: Lab) -> Run:
     return run
 
 
-def cancel_a_running_job(run: Run) -> None:
-    """``run.js`` of an endless loop on a thread, cancelled once it runs."""
+def cancel_a_running_job(lab: Lab, run: Run) -> None:
+    """``run.js`` of an endless loop on a thread, cancelled once a worker runs it."""
     worker = threading.Thread(target=run.js, args=(["-e", "while (true) {}"],))
     worker.start()
-    while not run.cancel("stop the loop"):
+    while not lab.services.js_pool.running_jobs():
         threading.Event().wait(0.01)
+    assert run.cancel("stop the loop") == 1
     worker.join(30)
     assert not worker.is_alive()
 

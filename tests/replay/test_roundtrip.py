@@ -141,7 +141,7 @@ def test_a_session_replays_one_action_at_a_time(recorded: Recorded) -> None:
         partial = session.verify()
         assert not partial.identical
         assert partial.first is not None and partial.first.index == 3
-        session.played = 3
+        assert session.played == 3
         session.play()
         assert session.verify().identical
     assert not root.exists()

@@ -13,7 +13,8 @@ against another version of a skill, replay a corpus at once.
   verify, which is what a notebook generated from a run uses.
 
 This package is callable: ``tavernlab.replay(bundle)`` is :func:`replay` (the package and the
-function share the name the issue asks for; the module's class makes the call work).
+function share one name; the module's class makes the call work). Type checkers see a
+module there, so typed code spells it ``from tavernlab.replay import replay``.
 Importing it registers :func:`export_run` as the ``run.export`` presenter of the host
 (:mod:`tavernlab.host.presentation`).
 """

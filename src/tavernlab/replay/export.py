@@ -42,6 +42,7 @@ from tavernlab.replay.manifest import (
 )
 from tavernlab.replay.trees import scan_tree
 from tavernlab.skills.errors import SkillError
+from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.source import load_directory
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.fs import LOCK_FILE_NAME
@@ -136,17 +137,24 @@ def _check_action_files(run: Run, actions: list[Action], tree: Tree) -> None:
                                        f"of action {action.at} (was it slimmed by retention?)")
 
 
+def _installed(run: Run, name: str) -> SkillPackage | None:
+    """The package a binding of ``run`` points at, as installed now (``None``: gone or
+    invalid)."""
+    binding = run.skills.get(name)
+    if binding is None:
+        return None
+    try:
+        packages = load_directory(binding.package_dir).require_valid()
+    except SkillError:
+        return None
+    return packages[0] if len(packages) == 1 else None
+
+
 def _skills(run: Run, blobs: _Blobs) -> list[BoundSkill]:
     out = []
     for stored in read_json(run.dir / "input" / "skill_bindings.json") or []:
-        name = str(stored["name"])
-        binding = run.skills.get(name)
-        try:
-            (package,) = load_directory(binding.package_dir).require_valid() if binding \
-                else ()
-        except (SkillError, ValueError):
-            package = None
-        recorded = str(stored["installedHash"])
+        name, recorded = str(stored["name"]), str(stored["installedHash"])
+        package = _installed(run, name)
         if package is None or package.installed_hash != recorded:
             found = package.installed_hash if package else "nothing valid"
             raise RunNotExportable(f"skill `{name}` changed since run `{run.id}` bound it "

@@ -12,9 +12,10 @@ Everything is written below the lab directory (each target is checked).
 
 :meth:`ReplaySession.play` plays the actions one after another (tavernlab choice: a run that
 overlapped actions, such as a ``run.js`` on a thread during a tool call, replays them in
-sequence). A recorded cancellation is replayed by cancelling the same action as early as it
-can be cancelled (``run.cancel`` from a helper thread once the action is running), so an
-outcome that depended on how far the work had got can differ. A tool call interrupted by
+sequence). A recorded cancellation is replayed by cancelling the same action once it runs
+(``run.cancel`` from a helper thread: a tool call as soon as it can be cancelled, a ``run.js``
+job once a sandbox worker runs it), so an outcome that depended on how far the work had got
+(output printed before the cancel) can differ. A tool call interrupted by
 KeyboardInterrupt, writes made through ``run.fs``/``run.scope`` outside any action and
 changes to the lab by other runs are not actions and are not replayed; the comparison
 reports what they changed.
@@ -119,17 +120,19 @@ class ReplaySession:
         actions = self.bundle.manifest.actions
         while self.played < len(actions):
             self.play_action(self.played)
-            self.played += 1
 
     def play_action(self, index: int) -> None:
-        """Play action ``index``; a failure is kept as an ``error`` divergence."""
+        """Play action ``index``; a failure is kept as an ``error`` divergence. Actions are
+        meant to be played in order (:meth:`play` continues after the last one played)."""
         action = self.bundle.manifest.actions[index]
         cancel = getattr(action, "cancel", None)
         done = threading.Event()
         helper = None
         if cancel is not None:
-            helper = threading.Thread(target=_cancel_when_running, args=(self, cancel, done),
-                                      daemon=True, name="tavernlab-replay-cancel")
+            job_thread = threading.get_ident() if isinstance(action, JsJob) else None
+            helper = threading.Thread(target=_cancel_when_running,
+                                      args=(self, cancel, done, job_thread), daemon=True,
+                                      name="tavernlab-replay-cancel")
             helper.start()
         try:
             self._act(action)
@@ -140,6 +143,7 @@ class ReplaySession:
             done.set()
             if helper is not None:
                 helper.join()
+            self.played = max(self.played, index + 1)
 
     def _act(self, action: Action) -> None:
         run = self.run
@@ -194,10 +198,14 @@ class ReplaySession:
         self.close()
 
 
-def _cancel_when_running(session: ReplaySession, reason: str, done: threading.Event) -> None:
-    """Cancel the action being played as soon as it runs (or give up when it ends)."""
+def _cancel_when_running(session: ReplaySession, reason: str, done: threading.Event,
+                         job_thread: int | None) -> None:
+    """Cancel the action being played once it runs (a js job: once a worker runs it for
+    ``job_thread``), or give up when it ends."""
+    pool = session.lab.services.js_pool
     while not done.is_set():
-        if session.run.cancel(reason):
+        running = job_thread is None or job_thread in pool.running_jobs()
+        if running and session.run.cancel(reason):
             return
         done.wait(CANCEL_POLL_S)
 
