@@ -210,3 +210,18 @@ def test_replay_writes_only_inside_its_lab(bundle: Path, tmp_path: Path) -> None
         tavernlab.replay(bundle, lab=tmp_path / "replayed")
     assert info.value.message == (f"the replay lab {tmp_path / 'replayed'} must be a new or "
                                   "empty directory")
+
+
+def test_an_action_the_replay_cannot_play_is_a_divergence(bundle: Path, tmp_path: Path) -> None:
+    def stranger(m: dict[str, object]) -> None:
+        m["actions"][0]["invocationId"] = "inv_nobody"  # type: ignore[index]
+
+    target = rewrite(bundle, tmp_path / "a.tavernrun", edit_manifest(stranger), reseal=True)
+    report = tavernlab.replay(target)
+    first = report.first
+    assert first is not None
+    assert (first.index, first.kind, first.subject, first.actual) == (
+        0, "error", "replay.setup_failed", "no agent `inv_nobody` to make call_1")
+    assert [(d.index, d.kind) for d in report.divergences[:2]] == [(0, "error"), (0, "result")]
+    played = [d for d in report.divergences if d.index == 1]  # the rest was played on
+    assert played and {d.kind for d in played} <= {"event", "result", "file"}

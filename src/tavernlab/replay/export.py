@@ -13,9 +13,10 @@ only the outcomes that do not depend on time, would call runs "identical" that a
   lost them), every bound skill still installed with the hash it was bound with, and the
   persist base state still present.
 
-Exporting reads the run's files and the lab; it writes nothing but the bundle, and mints no
-id and reads no clock of the lab (a later run of the lab is the same whether or not an earlier
-one was exported).
+Exporting reads the run's files and the lab; it writes nothing but the bundle (reading the
+run's events flushes changes made outside any action to its journal, as every read does),
+and mints no id and reads no clock of the lab (a later run of the lab is the same whether or
+not an earlier one was exported).
 """
 
 from __future__ import annotations

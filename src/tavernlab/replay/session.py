@@ -122,8 +122,9 @@ class ReplaySession:
             self.play_action(self.played)
 
     def play_action(self, index: int) -> None:
-        """Play action ``index``; a failure is kept as an ``error`` divergence. Actions are
-        meant to be played in order (:meth:`play` continues after the last one played)."""
+        """Play action ``index``; a failure (a refusal, or an internal fault that failed the
+        replayed run) is kept as an ``error`` divergence, never raised. Actions are meant to
+        be played in order (:meth:`play` continues after the last one played)."""
         action = self.bundle.manifest.actions[index]
         cancel = getattr(action, "cancel", None)
         done = threading.Event()
@@ -139,6 +140,9 @@ class ReplaySession:
         except TavernlabError as exc:
             self.errors.append(Divergence(index, describe(action), "error", exc.code, None,
                                           exc.message))
+        except Exception as exc:  # an internal fault of the replayed run is a finding too
+            self.errors.append(Divergence(index, describe(action), "error",
+                                          type(exc).__name__, None, str(exc)))
         finally:
             done.set()
             if helper is not None:
