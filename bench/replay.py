@@ -6,7 +6,8 @@ Prints medians measured in one run:
    time to play the calls directly in a fresh deterministic lab (the baseline), to export
    the run, and to replay the bundle (read and verify it, prepare a temporary lab, play
    every action, compare every outcome, remove the lab); the replay/direct ratio is the
-   replay overhead (target: <= 1.2);
+   replay overhead (target: <= 1.2), in wall time and in this process's CPU time (steadier
+   on a loaded machine), then where one replay's time goes;
 2. ``replay_many`` over a corpus of small bundles on a process pool of 1 and of 2 workers
    (the pool is started and warmed before the clock starts); the 1-worker/2-worker ratio is
    the scaling (target on 2 cores: >= 1.7). The machine may be shared, so the same pools
@@ -29,13 +30,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import tavernlab
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.replay import replay_many
+from tavernlab.replay import ReplaySession, read_bundle, replay_many
 from tavernlab.replay.many import replay_one
 from tavernlab.workspace.profile import Profile
+
+T = TypeVar("T")
 
 
 def play(run: Run, calls: int) -> None:
@@ -59,41 +63,59 @@ def play(run: Run, calls: int) -> None:
             run.call_tool("workspace.search_files", {"query": "note", "path": "scratch"})
 
 
-def record(root: Path, calls: int) -> tuple[float, Run, Lab]:
-    """Seconds to play a run of ``calls`` calls directly (lab, start, calls, close)."""
-    started = time.perf_counter()
+def record(root: Path, calls: int) -> tuple[Run, Lab]:
+    """Play a run of ``calls`` calls directly (lab, start, calls, close)."""
     lab = Lab(root, clock=FixedClock(), ids=SequentialIds("bench"))
     profile = Profile()
     profile.tools.max_calls_per_run = None  # the default budget allows 200 calls
     run = lab.start_run(chat_id="bench", profile=profile)
     play(run, calls)
     lab.close()
-    return time.perf_counter() - started, run, lab
+    return run, lab
 
 
-def timed(call: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    call()
-    return time.perf_counter() - started
+def measured(call: Callable[[], T]) -> tuple[T, float, float]:
+    """``(result, wall seconds, CPU seconds of this process)`` of ``call()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def phases(bundle: Path) -> str:
+    """Where a replay's time goes: read, prepare, play, verify, close (wall seconds)."""
+    loaded, read, _ = measured(lambda: read_bundle(bundle))
+    session, prepare, _ = measured(lambda: ReplaySession.prepare(loaded))
+    _, played, _ = measured(session.play)
+    report, verify, _ = measured(session.verify)
+    _, close, _ = measured(session.close)
+    assert report.identical, str(report)
+    return (f"read {read:.3f}  prepare {prepare:.3f}  play {played:.3f}  verify {verify:.3f}"
+            f"  close {close:.3f}")
 
 
 def sizes_table(work: Path, sizes: list[int], repeats: int) -> None:
-    print(f"{'calls':>6} {'direct s':>9} {'export s':>9} {'replay s':>9} {'replay/direct':>14}")
+    print(f"{'calls':>6} {'direct s':>9} {'export s':>9} {'replay s':>9} {'wall ratio':>11} "
+          f"{'cpu ratio':>10}   (medians of {repeats}, direct and replay alternating)")
     for calls in sizes:
-        direct, export, replay = [], [], []
+        rows: dict[str, list[float]] = {k: [] for k in ("dw", "dc", "e", "rw", "rc")}
+        bundle = work / "none"
         for attempt in range(repeats):
             root = work / f"size-{calls}-{attempt}"
-            seconds, run, _ = record(root / "lab", calls)
-            direct.append(seconds)
-            bundle = root / "run.tavernrun"
-            export.append(timed(lambda r=run, b=bundle: r.export(b)))
-            started = time.perf_counter()
-            report = tavernlab.replay(bundle)
-            replay.append(time.perf_counter() - started)
+            (run, _), wall, cpu = measured(lambda r=root, n=calls: record(r / "lab", n))
+            rows["dw"].append(wall)
+            rows["dc"].append(cpu)
+            bundle, wall, _ = measured(lambda r=run, b=root: r.export(b / "run.tavernrun"))
+            rows["e"].append(wall)
+            report, wall, cpu = measured(lambda b=bundle: tavernlab.replay(b))
             assert report.identical, str(report)
-            shutil.rmtree(root)
-        d, e, r = (statistics.median(x) for x in (direct, export, replay))
-        print(f"{calls:>6} {d:>9.3f} {e:>9.3f} {r:>9.3f} {r / d:>14.2f}")
+            rows["rw"].append(wall)
+            rows["rc"].append(cpu)
+        m = {k: statistics.median(v) for k, v in rows.items()}
+        print(f"{calls:>6} {m['dw']:>9.3f} {m['e']:>9.3f} {m['rw']:>9.3f} "
+              f"{m['rw'] / m['dw']:>11.2f} {m['rc'] / m['dc']:>10.2f}")
+        print(f"       one replay of {calls}: {phases(bundle)}")
+        for attempt in range(repeats):
+            shutil.rmtree(work / f"size-{calls}-{attempt}")
 
 
 def burn(steps: int) -> int:
@@ -113,7 +135,7 @@ def corpus_table(work: Path, size: int, calls: int) -> None:
     folder = work / "corpus"
     bundles = []
     for number in range(size):
-        _, run, _ = record(folder / f"lab-{number}", calls)
+        run, _ = record(folder / f"lab-{number}", calls)
         bundles.append(run.export(folder / f"run-{number}.tavernrun"))
     times: dict[int, float] = {}
     loops: dict[int, float] = {}
@@ -121,7 +143,7 @@ def corpus_table(work: Path, size: int, calls: int) -> None:
     for workers in (1, 2):
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
             warm(pool, workers, bundles)
-            loops[workers] = timed(lambda p=pool: list(p.map(burn, [2_000_000] * 8)))
+            loops[workers] = measured(lambda p=pool: list(p.map(burn, [2_000_000] * 8)))[1]
             started = time.perf_counter()
             summary = replay_many(bundles, executor=pool)
             times[workers] = time.perf_counter() - started
