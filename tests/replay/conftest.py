@@ -88,8 +88,8 @@ class Recorded:
 
 def play_everything(lab: Lab) -> Run:
     """Every workspace tool, the shell (with js inside), run.js (-e, a script with stdin, the
-    kit), the skill tools, the legacy tool, a sub-agent, a cancelled job, two rounds, commit,
-    persist and finish."""
+    kit, a named cell, node in another directory), the skill tools, the legacy tool, a
+    sub-agent, a cancelled job, two rounds, commit, persist and finish."""
     lab.chat("alice").add_message("Roll for me.")
     run = lab.start_run(chat_id="alice", context=CONTEXT, legacy_run_script=True)
     run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "Hello {{char}}"})
@@ -111,6 +111,8 @@ def play_everything(lab: Lab) -> Run:
     critic = run.start_subagent("critic")
     run.call_tool("task.return", {"result": "looks fine"}, invocation=critic)
     cancel_a_running_job(lab, run)
+    run.js(["-e", "console.log('cell', 4)"], eval_name="<cell 4>")
+    run.js(["-e", "console.log(1)\nconsole.log(2)"], cwd="/scratch", command="node")
     run.next_round()
     run.shell("cat /output/main.md; false")
     run.call_tool("workspace.commit", {"reason": "done"})

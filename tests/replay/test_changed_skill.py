@@ -71,7 +71,7 @@ def test_the_cli_exits_1_and_prints_the_first_divergence(
     assert out[0].endswith("first: action 7 (workspace.shell call_8): result content")
     assert out[2].startswith("--- recorded/tool-results/")
     assert main(["replay", str(recorded.bundle)]) == 0
-    assert capsys.readouterr().out.startswith("identical: 21 actions of ")
+    assert capsys.readouterr().out.startswith("identical: 23 actions of ")
 
 
 def test_a_replacement_must_be_the_bound_skill(recorded: Recorded, tmp_path: Path) -> None:

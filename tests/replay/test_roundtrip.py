@@ -23,6 +23,7 @@ LABELS = [
     "js /skills/dice/scripts/roll.js 2", "js /skills/dice/scripts/kit.js Replay Me",
     "skill.run_script call_9", "skill.list call_10", "skill.read call_11",
     "start sub-agent critic", "task.return call_12", "js -e while (true) {}",
+    "js -e console.log('cell', 4)", "node -e console.log(1)\nconsole.log(2)",
     "next round (end of round 1)", "workspace.shell call_13", "workspace.commit call_14",
     "workspace.finish call_15",
 ]
@@ -44,7 +45,7 @@ def test_replay_in_another_lab_and_process_is_identical(recorded: Recorded,
         env=dict(os.environ))
     assert (done.returncode, done.stderr) == (0, "")
     report = json.loads(done.stdout)
-    assert (report["identical"], report["actions"], report["divergences"]) == (True, 21, [])
+    assert (report["identical"], report["actions"], report["divergences"]) == (True, 23, [])
     assert report["lab"] == str(elsewhere / "replayed")
     data = "_tauritavern"
     for part in ("agent-workspaces", "host-chats"):

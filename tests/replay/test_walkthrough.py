@@ -30,7 +30,7 @@ EXPECTED = [
     ("code", "run.call_tool('workspace.read_file', {'path': 'missing.md'})"),
     ("code", "%%ws_shell --workdir /\necho $RANDOM; date; mkdir -p /scratch/d && "
              "echo x > /scratch/d/f.md; js /skills/dice/scripts/roll.js 3"),
-    ("code", "%%js\nconsole.log(new Date().toISOString(), Math.random())"),
+    ("code", "%js -e 'console.log(new Date().toISOString(), Math.random())'"),
     ("code", "import base64\nstdin_9 = base64.b64decode('cGlwZWQgdGV4dAo=')"),
     ("code", "%js --stdin stdin_9 /skills/dice/scripts/roll.js 2"),
     ("code", "%js /skills/dice/scripts/kit.js 'Replay Me'"),
@@ -42,6 +42,9 @@ EXPECTED = [
     ("code", "run.call_tool('task.return', {'result': 'looks fine'}, "
              "invocation=agent_critic_1)"),
     ("code", "replay.play_action(16)  # cancelled in the recording"),
+    ("code", "%%js\nconsole.log('cell', 4)"),
+    ("code", "run.js(['-e', 'console.log(1)\\nconsole.log(2)'], '/scratch', stdin=None, "
+             "command='node')"),
     ("code", "run.next_round()"),
     ("markdown", "## Round 2"),
     ("code", "%%ws_shell --workdir / --no-raise\ncat /output/main.md; false"),
@@ -59,7 +62,7 @@ def test_the_notebook_replays_each_action_with_a_magic(recorded: Recorded,
     nbformat.validate(notebook)
     cells = notebook.cells
     assert [c.id for c in cells] == [f"tavern-{n:04d}" for n in range(1, len(cells) + 1)]
-    assert cells[0].source.startswith(f"# Replay of run `{recorded.run.id}`\n\n21 recorded "
+    assert cells[0].source.startswith(f"# Replay of run `{recorded.run.id}`\n\n23 recorded "
                                       "actions; skills: `dice` (")
     assert cells[1].source == (
         "import tavernlab.notebook\nfrom tavernlab.replay import ReplaySession\n\n"

@@ -11,9 +11,11 @@ Its cells, with deterministic ids (``tavern-0001``...):
    being a round of its own (``round_per_cell = False``: rounds end where the recording
    ended them);
 3. a markdown heading per round, then one cell per action: ``%%ws_shell`` for a shell call
-   (the cell form, so IPython never expands ``$VAR`` in the command), ``%%js`` for
-   ``js -e CODE``, ``%js ARGV`` for a script, ``run.finish(...)``, ``run.call_tool(...)``
-   for any other tool call (issue 12 defines no tool-call magic),
+   (the cell form, so IPython never expands ``$VAR`` in the command), ``%js ARGV`` for a
+   ``run.js`` job, ``%%js`` for a ``js -e CODE`` job recorded from a cell (one with an eval
+   name), ``run.js(...)`` for a multi-line ``-e`` job recorded without one (no magic runs
+   that), ``run.finish(...)``, ``run.call_tool(...)`` for any other tool call (issue 12
+   defines no tool-call magic),
    ``run.start_subagent(...)``, ``run.next_round()``, ``run.resume()``; an action no magic
    can express as recorded (a cancelled one, a reopen, a call with a non-default call id)
    is played by ``replay.play_action(i)``;
@@ -24,8 +26,9 @@ extension can be given an existing run as its current one (:data:`BIND_RUN`);
 ``%%ws_shell --workdir W [--no-raise]`` calls ``workspace.shell`` with exactly
 ``{"command": <the cell body>, "workdir": W}``; ``%js [--cwd C] [--stdin VAR] [--command X]
 [--no-raise] ARGV`` runs ``run.js(ARGV)`` with no eval name; ``%%js`` runs its body as
-``js -e`` with the eval name ``<cell N>``, so a job recorded with another eval name differs
-in its ``js-jobs`` record (and in error stacks naming the module).
+``js -e`` with the eval name ``<cell N>`` of the executing cell, so a job recorded in
+another cell number differs in its ``js-jobs`` record (and in error stacks naming the
+module).
 """
 
 from __future__ import annotations
@@ -113,17 +116,22 @@ class _Writer:
             return
         record = self.bundle.run_json(job.job_path)
         flags = [] if job.cwd == "/" else ["--cwd", job.cwd]
+        stdin = None
         if record.get("stdin") is not None:
-            name = f"stdin_{index}"
-            self.cells.code(f"import base64\n{name} = base64.b64decode({record['stdin']!r})")
-            flags += ["--stdin", name]
+            stdin = f"stdin_{index}"
+            self.cells.code(f"import base64\n{stdin} = base64.b64decode({record['stdin']!r})")
+            flags += ["--stdin", stdin]
         if job.command != "js":
             flags += ["--command", job.command]
         if record.get("exitCode"):
             flags.append("--no-raise")
-        if len(job.argv) >= 2 and job.argv[0] == "-e":
+        inline = len(job.argv) >= 2 and job.argv[0] == "-e"
+        if inline and record.get("evalName") is not None:
             line = shlex.join(["%%js", *flags, *job.argv[2:]])
             self.cells.code(f"{line}\n{job.argv[1]}")
+        elif inline and "\n" in job.argv[1]:
+            self.cells.code(f"run.js({_literal(job.argv)}, {job.cwd!r}, stdin={stdin}, "
+                            f"command={job.command!r})")
         else:
             self.cells.code(shlex.join(["%js", *flags, *job.argv]))
 
