@@ -7,11 +7,13 @@ descends from the test process (the pytest process, or one pytest-xdist worker â
 checks its own descendants, so the workers themselves and their siblings are never looked
 at) must be gone, except the worker processes of the JavaScript pool that lives for the
 session (``tavernlab.js.pool.default_pool().worker_pids()``: the pool owns them and closes
-them at exit). Zombies count as gone. So that a process that escaped its parent (a
-double-forked or orphaned grandchild) is still seen, the test process makes itself the
-*child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``): orphans are re-parented to it instead of
-to init. Stragglers get up to 15 s to finish (a detached trash drainer, a service in its stop
-grace); whatever still runs then is listed, killed and fails the run.
+them at exit) and multiprocessing's resource tracker (started by the first process pool or
+dask cluster of the session; it exits with the interpreter). Zombies count as gone. So that
+a process that escaped its parent (a double-forked or orphaned grandchild) is still seen,
+the test process makes itself the *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``):
+orphans are re-parented to it instead of to init. Stragglers get up to 15 s to finish (a
+detached trash drainer, a service in its stop grace); whatever still runs then is listed,
+killed and fails the run.
 """
 
 from __future__ import annotations
@@ -95,13 +97,18 @@ def _process_table() -> dict[int, tuple[int, str]]:
 
 
 def _session_owned() -> set[int]:
-    """Processes that legitimately outlive the tests: the JavaScript pool's workers."""
+    """Processes that legitimately outlive the tests: the JavaScript pool's workers and
+    multiprocessing's resource tracker."""
+    owned: set[int] = set()
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    tracker_pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    if isinstance(tracker_pid, int):
+        owned.add(tracker_pid)
     pool = sys.modules.get("tavernlab.js.pool")
-    if pool is None:
-        return set()
-    with contextlib.suppress(Exception):
-        return set(pool.default_pool().worker_pids())
-    return set()
+    if pool is not None:
+        with contextlib.suppress(Exception):
+            owned.update(pool.default_pool().worker_pids())
+    return owned
 
 
 def _leftovers(root: int) -> list[int]:

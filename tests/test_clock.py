@@ -12,7 +12,11 @@ from tavernlab.clock import (
     RandomIds,
     SequentialIds,
     SystemClock,
+    clock_from_settings,
+    clock_settings,
     epoch_ms,
+    ids_from_settings,
+    ids_settings,
     parse_rfc3339,
     rfc3339,
     rfc3339_millis,
@@ -96,3 +100,41 @@ def test_formats() -> None:
     assert parse_rfc3339("2026-12-01T10:30:00.123456+01:00") == moment
     with pytest.raises(ValueError, match="time zone"):
         parse_rfc3339("2026-12-01T09:30:00")
+
+
+def test_a_fixed_clock_resumes_where_another_stands() -> None:
+    clock = FixedClock(step=timedelta(seconds=1))
+    for _ in range(5):
+        clock.now()
+    assert clock.readings == 5
+    settings = clock_settings(clock)
+    assert settings == {"kind": "fixed", "start": "2026-01-01T00:00:00Z",
+                        "stepMicroseconds": 1_000_000, "readings": 5}
+    resumed = clock_from_settings(settings)
+    assert resumed.now() == clock.now() == datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    with pytest.raises(ValueError, match="readings must not be negative"):
+        FixedClock(readings=-1)
+
+
+def test_sequential_ids_resume_where_others_stand() -> None:
+    ids = SequentialIds("seed")
+    ids.new("run")
+    ids.new("evt")
+    ids.new("evt")
+    assert ids.counters == {"run": 1, "evt": 2}
+    settings = ids_settings(ids)
+    assert settings == {"kind": "sequential", "prefixSeed": "seed",
+                        "counters": {"evt": 2, "run": 1}}
+    resumed = ids_from_settings(settings)
+    assert resumed.new("evt") == ids.new("evt")
+    with pytest.raises(ValueError, match="non-negative integers"):
+        SequentialIds(counters={"run": -1})
+
+
+def test_only_the_deterministic_pair_can_be_rebuilt() -> None:
+    assert clock_settings(SystemClock()) is None
+    assert ids_settings(RandomIds()) is None
+    with pytest.raises(ValueError, match="not a fixed clock's settings"):
+        clock_from_settings({"kind": "system"})
+    with pytest.raises(ValueError, match="not sequential ids' settings"):
+        ids_from_settings({"kind": "random"})

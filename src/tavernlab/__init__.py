@@ -1,9 +1,16 @@
 """tavernlab: agent workspaces, sandboxed JavaScript skill scripts and git worktrees in Jupyter.
 
 The public API is small: :class:`Lab` (runs, chats, sessions, skills, retention),
-:class:`Run` (tool calls, shell, ``js``), :class:`ToolResult`, the error root
-:class:`TavernlabError`, and the :mod:`tavernlab.worktree` package. Names are imported lazily
-so that ``import tavernlab`` stays cheap (the sandbox's worker processes import this package).
+:class:`Run` (tool calls, shell, ``js``, ``export``), :class:`ToolResult`, the error root
+:class:`TavernlabError`, the :mod:`tavernlab.worktree` package, and record and replay:
+``tavernlab.replay(bundle)`` (the :mod:`tavernlab.replay` package is callable),
+:func:`replay_many` and :class:`ReplayReport`. Names are imported lazily so that
+``import tavernlab`` stays cheap (the sandbox's worker processes import this package).
+
+Importing this package registers a provider for ``run.export`` with the host's presenter
+registry (:mod:`tavernlab.host.presentation`): the first ``run.export(path)`` imports
+:mod:`tavernlab.replay`, which registers the exporter. The host never imports the replay
+layer itself.
 
 ``tavernlab`` is also an IPython extension: ``%load_ext tavernlab`` (the tavernlab kernel
 loads it) registers the magics of :mod:`tavernlab.notebook`, imported only then.
@@ -15,27 +22,40 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from tavernlab import _compat
+from tavernlab.host.presentation import register_provider
 
 if TYPE_CHECKING:
-    from tavernlab import worktree
+    from tavernlab import replay, worktree
     from tavernlab.errors import TavernlabError
     from tavernlab.host import Lab, Run
     from tavernlab.paths import WorkspacePath
+    from tavernlab.replay import ReplayReport, replay_many
     from tavernlab.workspace.tooling import ToolResult
 
-__all__ = ["Lab", "Run", "TavernlabError", "ToolResult", "WorkspacePath", "worktree"]
+__all__ = ["Lab", "ReplayReport", "Run", "TavernlabError", "ToolResult", "WorkspacePath",
+           "replay", "replay_many", "worktree"]
 __version__ = "0.1.0"
 
 _HOMES = {
     "Lab": "tavernlab.host.lab",
+    "ReplayReport": "tavernlab.replay",
     "Run": "tavernlab.host.run",
     "TavernlabError": "tavernlab.errors",
     "ToolResult": "tavernlab.workspace.tooling",
     "WorkspacePath": "tavernlab.paths",
+    "replay_many": "tavernlab.replay",
 }
-_SUBPACKAGES = frozenset({"worktree"})
+_SUBPACKAGES = frozenset({"replay", "worktree"})
 
 _compat.install()
+
+
+def _load_replay() -> None:
+    """Import the replay layer, which registers ``run.export``."""
+    importlib.import_module("tavernlab.replay")
+
+
+register_provider("run.export", _load_replay)
 
 
 def __getattr__(name: str) -> Any:

@@ -19,8 +19,9 @@ import hashlib
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The start of a :class:`FixedClock` unless another is given.
@@ -71,7 +72,9 @@ class FixedClock:
     """A deterministic clock: reading ``k`` (from 0) returns ``start + k * step``.
 
     ``now()`` and ``monotonic()`` share one counter, so any sequence of readings is the same
-    on every replay of the same actions. Thread-safe.
+    on every replay of the same actions. ``readings`` says how many were taken; a clock built
+    with ``readings=n`` continues exactly where one that had given ``n`` readings stands (how
+    a replay resumes a lab's clock at the start of a run). Thread-safe.
 
     >>> clock = FixedClock(step=timedelta(milliseconds=1))
     >>> clock.now().isoformat(), clock.now().isoformat()
@@ -83,15 +86,23 @@ class FixedClock:
     deterministic = True
 
     def __init__(self, start: datetime = DEFAULT_EPOCH,
-                 step: timedelta = timedelta(milliseconds=1)) -> None:
+                 step: timedelta = timedelta(milliseconds=1), *, readings: int = 0) -> None:
         if start.tzinfo is None:
             raise ValueError("FixedClock needs an aware start time (for example tzinfo=UTC)")
         if step < timedelta(0):
             raise ValueError("FixedClock step must not be negative")
+        if readings < 0:
+            raise ValueError("FixedClock readings must not be negative")
         self.start = start.astimezone(UTC)
         self.step = step
-        self._ticks = 0
+        self._ticks = readings
         self._lock = threading.Lock()
+
+    @property
+    def readings(self) -> int:
+        """How many readings this clock has given (``now()`` and ``monotonic()`` together)."""
+        with self._lock:
+            return self._ticks
 
     def _tick(self) -> int:
         with self._lock:
@@ -133,12 +144,22 @@ class SequentialIds:
     factories with different seeds never collide. Thread-safe.
     """
 
-    def __init__(self, prefix_seed: str = "") -> None:
+    def __init__(self, prefix_seed: str = "", *, counters: Mapping[str, int] | None = None
+                 ) -> None:
         self.prefix_seed = prefix_seed
         self._stem = (hashlib.sha256(prefix_seed.encode("utf-8")).hexdigest()
                       if prefix_seed else "")
-        self._counters: dict[str, int] = {}
+        self._counters: dict[str, int] = dict(counters or {})
+        if any(not isinstance(n, int) or n < 0 for n in self._counters.values()):
+            raise ValueError("SequentialIds counters must be non-negative integers")
         self._lock = threading.Lock()
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The last number minted per prefix (a copy); ``SequentialIds(seed,
+        counters=ids.counters)`` continues where ``ids`` stands."""
+        with self._lock:
+            return dict(self._counters)
 
     def new(self, prefix: str, hex_chars: int = 32) -> str:
         """The next id of ``prefix``."""
@@ -161,6 +182,46 @@ def is_deterministic(clock: Clock) -> bool:
     their own time and randomness: ``Date`` and ``Math.random`` in the sandbox, ``date``,
     ``$RANDOM`` and file times in the shell."""
     return bool(getattr(clock, "deterministic", False))
+
+
+def clock_settings(clock: Clock) -> dict[str, Any] | None:
+    """How to rebuild ``clock`` exactly as it stands now, as JSON (``{kind: "fixed", start,
+    stepMicroseconds, readings}``), or ``None`` when it cannot be rebuilt (the system clock,
+    or any other clock class). A run records this when it starts, so a replay can resume the
+    lab's clock at that reading (:func:`clock_from_settings`)."""
+    if type(clock) is not FixedClock:
+        return None
+    return {"kind": "fixed", "start": rfc3339(clock.start),
+            "stepMicroseconds": clock.step // timedelta(microseconds=1),
+            "readings": clock.readings}
+
+
+def clock_from_settings(settings: Mapping[str, Any]) -> FixedClock:
+    """The clock described by :func:`clock_settings` (``ValueError`` for anything else)."""
+    if settings.get("kind") != "fixed":
+        raise ValueError(f"not a fixed clock's settings: {dict(settings)!r}")
+    step, readings = settings.get("stepMicroseconds"), settings.get("readings")
+    if not isinstance(step, int) or not isinstance(readings, int):
+        raise ValueError("fixed clock settings need integer stepMicroseconds and readings")
+    return FixedClock(parse_rfc3339(str(settings.get("start"))),
+                      timedelta(microseconds=step), readings=readings)
+
+
+def ids_settings(ids: IdFactory) -> dict[str, Any] | None:
+    """How to rebuild ``ids`` as it stands now (``{kind: "sequential", prefixSeed,
+    counters}``), or ``None`` for random ids and any other factory class."""
+    if type(ids) is not SequentialIds:
+        return None
+    return {"kind": "sequential", "prefixSeed": ids.prefix_seed,
+            "counters": dict(sorted(ids.counters.items()))}
+
+
+def ids_from_settings(settings: Mapping[str, Any]) -> SequentialIds:
+    """The id factory described by :func:`ids_settings` (``ValueError`` for anything else)."""
+    counters = settings.get("counters")
+    if settings.get("kind") != "sequential" or not isinstance(counters, Mapping):
+        raise ValueError(f"not sequential ids' settings: {dict(settings)!r}")
+    return SequentialIds(str(settings.get("prefixSeed", "")), counters=counters)
 
 
 def seed_from(ids: IdFactory) -> int:

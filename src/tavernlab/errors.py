@@ -64,6 +64,12 @@ their module when they live beside their engine)::
     ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
     │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
+    ├── ReplayError                     replay.*         record and replay (replay/errors.py)
+    │   ├── RunNotExportable            replay.run_not_exportable
+    │   ├── BundleTooLarge              replay.bundle_too_large
+    │   ├── BundleInvalid               replay.bundle_invalid
+    │   ├── BundleVersionUnsupported    replay.bundle_version_unsupported
+    │   └── ReplaySetupError            replay.setup_failed
     └── UsageError                      usage            a malformed command line or magic line
 
 Families whose leaves live beside their engine (or surface) define them in that package's
@@ -296,6 +302,12 @@ class NotebookError(TavernlabError):
     """Root of the notebook surface's errors (leaves in :mod:`tavernlab.notebook.errors`)."""
 
     code = "notebook.error"
+
+
+class ReplayError(TavernlabError):
+    """Root of the record-and-replay errors (leaves in :mod:`tavernlab.replay.errors`)."""
+
+    code = "replay.error"
 
 
 class UsageError(TavernlabError):

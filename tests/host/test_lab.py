@@ -15,6 +15,8 @@ import tavernlab
 from tavernlab.errors import RunStateError, ToolError
 from tavernlab.host import DEFAULT_TOOLS, Lab, LabServices, ToolRegistry
 from tavernlab.host.registry import workspace_tools
+from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.records import read_json
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
 
 
@@ -26,8 +28,9 @@ def test_the_public_surface() -> None:
     assert {Run.__name__, TavernlabError.__name__, ToolResult.__name__,
             WorkspacePath.__name__} == {"Run", "TavernlabError", "ToolResult", "WorkspacePath"}
     assert worktree.__name__ == "tavernlab.worktree"
-    assert sorted(tavernlab.__all__) == ["Lab", "Run", "TavernlabError", "ToolResult",
-                                         "WorkspacePath", "worktree"]
+    assert sorted(tavernlab.__all__) == ["Lab", "ReplayReport", "Run", "TavernlabError",
+                                         "ToolResult", "WorkspacePath", "replay",
+                                         "replay_many", "worktree"]
 
 
 def test_reload_then_a_new_lab_works(tmp_path: Path) -> None:
@@ -152,3 +155,16 @@ def test_a_refused_shell_call_raises_instead_of_printing_nothing(tmp_path: Path)
         "tool.budget_exceeded", "The run used all 1 tool calls of its budget.")
     failed = run.events(types="tool_call_failed")[-1].payload
     assert failed.error_code == "tool.budget_exceeded"
+
+
+def test_an_unlimited_budget_survives_reopening(tmp_path: Path) -> None:
+    lab = Lab(tmp_path / "lab")
+    profile = Profile()
+    profile.tools.max_calls_per_run = None
+    run = lab.start_run(chat_id="a", profile=profile)
+    run.start_subagent("critic", profile)
+    stored = read_json(run.dir / "input" / "resolved_profile.json")
+    assert stored["tools"] == {"maxRounds": 50, "maxCallsPerRun": None, "maxCallsPerTool": None}
+    again = lab.open_run(run.id)
+    assert again.profile.tools.max_calls_per_run is None
+    assert again.subagents[0].profile.tools.max_calls_per_run is None

@@ -104,7 +104,7 @@ def test_reserved_list_is_the_chosen_one() -> None:
     assert frozenset({
         "runs", "input", "invocations", "tasks", "agent-results", "model-responses",
         "tool-args", "checkpoints", "events.jsonl", "manifest.json", "run.json",
-        "journal.jsonl"}) == (
+        "journal.jsonl", "js-jobs"}) == (
         RESERVED_ROOT_NAMES)
 
 

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "tavernlab.cli.kit",
     "tavernlab.cli.worktree",
     "tavernlab.cli.kernel",
+    "tavernlab.cli.replay",
 )
 
 #: Exit status of an interrupted command (128 + SIGINT, as shells report it).

@@ -8,6 +8,11 @@ shell call shows its files as it writes them). Changes made outside any activity
 own writes, a user writing through ``run.fs``) are flushed as the host's when the next
 activity opens, at the end of a round and when the run is read.
 
+Under a deterministic lab clock (:func:`tavernlab.clock.is_deterministic`) there is no
+periodic flush: how changes group into records must not depend on wall time, or two plays of
+the same run (a replay) would journal the same writes differently. The changes of a long call
+then appear when it ends.
+
 When two activities of one run overlap (a ``run.js`` job on another thread during a tool
 call), the changes go to the one opened last (a tavernlab choice: the port cannot tell which
 thread of which activity made a write).
@@ -31,9 +36,10 @@ FLUSH_INTERVAL_S = 0.5
 class Activities:
     """The open activities of one run and the flushing of its workspace changes."""
 
-    def __init__(self, fs: WorkspaceFs, feed: RunFeed) -> None:
+    def __init__(self, fs: WorkspaceFs, feed: RunFeed, *, periodic: bool = True) -> None:
         self.fs = fs
         self.feed = feed
+        self.periodic = periodic
         self.recorder = ChangeRecorder(str(fs.directory))
         fs.observer = self.recorder.note
         self._open: list[tuple[Writer, str | None]] = []
@@ -48,7 +54,7 @@ class Activities:
         entry = (writer, call_id)
         with self._lock:
             self._open.append(entry)
-            if self._timer is None:
+            if self.periodic and self._timer is None:
                 self._timer = threading.Thread(target=self._tick, daemon=True,
                                                name="tavernlab-changes")
                 self._timer.start()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from tavernlab.cancel import CancelToken
-from tavernlab.clock import Clock, IdFactory, rfc3339
+from tavernlab.clock import Clock, IdFactory, is_deterministic, rfc3339
 from tavernlab.errors import RunStateError
 from tavernlab.events import (
     AgentInvocationCreated,
@@ -126,7 +126,7 @@ class RunCore:
         self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
         self.journal = JournalLog(run_dir / "journal.jsonl", self.log)
         self.feed = RunFeed(self.log, self.journal)
-        self.activities = Activities(self.fs, self.feed)
+        self.activities = Activities(self.fs, self.feed, periodic=not is_deterministic(clock))
         self.tracker = MutationTracker()
         self.counters = RunCounters()
         self.inflight = InFlight()
@@ -241,7 +241,7 @@ class RunCore:
         invocation = self.new_invocation(agent_id, "return", profile)
         self.subagents[invocation.id] = invocation
         self.note(SubagentStarted, SubagentStart(invocation_id=invocation.id, agent_id=agent_id,
-                                                 profile=dump_model(profile)))
+                                                 profile=profile.to_json()))
         return invocation
 
     def announce(self, invocation: Invocation) -> None:

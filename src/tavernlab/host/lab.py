@@ -31,7 +31,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
+from tavernlab.clock import (
+    RANDOM_IDS,
+    SYSTEM_CLOCK,
+    Clock,
+    IdFactory,
+    clock_settings,
+    ids_settings,
+)
 from tavernlab.errors import InvalidData, RunStateError
 from tavernlab.events import TERMINAL_EVENT_TYPES, Event
 from tavernlab.host.core import RunCore
@@ -172,9 +179,12 @@ class Lab:
         (see :mod:`tavernlab.workspace.context`); ``skills`` limits the bound skills to these
         names (else the Profile's skill policy over ``skill_scopes`` decides);
         ``legacy_run_script`` turns on the ``skill.run_script`` compatibility mode.
-        Everything is validated before anything is written.
+        Everything is validated before anything is written. Where the lab's clock and ids
+        stand when the call begins is recorded in ``input/origin.json`` (so a replay can
+        resume them there, see :mod:`tavernlab.host.starting`).
         """
         self._require_open()
+        origin = {"clock": clock_settings(self.clock), "ids": ids_settings(self.ids)}
         if (chat_id is None) == (session is None):
             raise InvalidData("start_run needs exactly one of chat_id or session")
         resolved = resolve_profile(profile, self.sessions.profile if session else Profile)
@@ -188,13 +198,14 @@ class Lab:
                 raise InvalidData("Session runs have no host context")
             core = self._factory.start_session(self.sessions, session, resolved,
                                                presentation=presentation, names=skills,
-                                               scopes=skill_scopes)
+                                               scopes=skill_scopes, origin=origin)
         else:
             assert chat_id is not None
             core = self._factory.start_chat(
                 self.chat(chat_id, kind), resolved, presentation=presentation,
                 persist_base=persist_base, snapshot=None if context is None else dict(context),
-                generation_type=generation_type, names=skills, scopes=skill_scopes)
+                generation_type=generation_type, names=skills, scopes=skill_scopes,
+                origin=origin)
         return self._handle(core)
 
     def open_run(self, run_id: str) -> Run:

@@ -14,6 +14,7 @@ with no records, so the model must read files again before rewriting them.
 
 from __future__ import annotations
 
+import base64
 import shlex
 import time
 from collections.abc import Callable, Iterable
@@ -47,7 +48,7 @@ from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs, sha256_hex
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.records import RunRecord, RunStatus, read_json
+from tavernlab.workspace.records import RunRecord, RunStatus, read_json, write_json
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
 from tavernlab.workspace.tree import TreeNode, build_tree
@@ -283,6 +284,10 @@ class Run:
         tool call). ``on_output(stream, text)`` receives the output as it is produced;
         ``eval_name`` names an ``-e`` module (``"<cell 4>"``) so errors point at its lines.
         Under a deterministic lab clock the job's ``Date`` and ``Math.random`` are fixed too.
+
+        The journal keeps digests only; the job's own bytes (stdin, ``eval_name``, exit code,
+        stdout, stderr) go to the run's hidden ``js-jobs/<job-id>.json`` (stdin as base64),
+        which is what lets :mod:`tavernlab.replay` play the job again and diff its output.
         """
         core = self._core
         core.require_active()
@@ -306,6 +311,10 @@ class Run:
                                     seed=seed_from(core.ids) if fixed else None,
                                     on_output=on_output, eval_name=eval_name)
         out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
+        write_json(core.dir / "js-jobs" / f"{job_id}.json", {
+            "jobId": job_id, "evalName": eval_name,
+            "stdin": None if data is None else base64.b64encode(data).decode("ascii"),
+            "exitCode": result.exit_code, "stdout": result.stdout, "stderr": result.stderr})
         core.note(JsJobFinished, JsJobEnd(
             job_id=job_id, exit_code=result.exit_code, timed_out=result.timed_out,
             cancelled=result.cancelled,
@@ -348,6 +357,13 @@ class Run:
         ``skills/`` projected; ``include_hidden`` adds the run's own files, marked hidden.
         Planted symlinks, FIFOs and hard links show as ``refused`` nodes."""
         return build_tree(self.scope, path, depth=depth, include_hidden=include_hidden)
+
+    def export(self, path: str | Path) -> Path:
+        """Write this run as one ``.tavernrun`` replay bundle at ``path`` and return its path
+        (:func:`tavernlab.replay.export_run`, reached through the presenter registry: the host
+        never imports the replay layer, see :mod:`tavernlab.host.presentation`)."""
+        exported: Path = present("run.export", self, path)
+        return exported
 
     def show(self, **options: Any) -> Any:
         """Display this run's workspace tree and timeline side by side, live (in a notebook:

@@ -3,7 +3,14 @@
 
 A new run writes ``run.json``, ``run_created``, its roots, ``input/`` (prompt snapshot,
 resolved Profile, skill bindings, system prompt, persist snapshot) and ``manifest.json``, then
-moves ``initializing_workspace`` → ``assembling_context`` → ``calling_model``. Everything the
+moves ``initializing_workspace`` → ``assembling_context`` → ``calling_model``.
+
+Two more files of ``input/`` (tavernlab's own, for :mod:`tavernlab.replay`) record what a
+replay needs to start the same run in a fresh lab: ``origin.json`` holds where the lab's clock
+and ids stood when ``start_run`` began (:func:`tavernlab.clock.clock_settings` and
+:func:`~tavernlab.clock.ids_settings`; ``null`` for the system clock and random ids), and
+``host_chat.json`` is a byte copy of the chat's host file as it was before the run (absent
+when the chat had none yet), since the run's commits change that file afterwards. Everything the
 caller passes is validated before anything is written. A reopened run reads the same files
 back, including the skill bindings fixed at its start (never a same-named package installed
 later).
@@ -94,8 +101,9 @@ class RunFactory:
     def start_chat(self, chat: Chat, profile: Profile, *, presentation: Presentation,
                    persist_base: str | None, snapshot: dict[str, Any] | None,
                    generation_type: str, names: list[str] | None,
-                   scopes: Mapping[str, str] | None) -> RunCore:
+                   scopes: Mapping[str, str] | None, origin: dict[str, Any]) -> RunCore:
         """A new run for a Chat target."""
+        host_chat = chat.path.read_bytes() if chat.path.is_file() else None
         macros = FrozenMacros.from_snapshot(snapshot or {})
         if persist_base is not None:
             chat.persist.load(persist_base)
@@ -116,7 +124,9 @@ class RunFactory:
         write_json(run_dir / "run.json", dump_model(record))
         core = self._core(record, run_dir, run_dir, profile,
                           FrozenContext(snapshot or {}, macros), chat, bound, mount)
-        _initialize(core, snapshot or {})
+        _initialize(core, snapshot or {}, origin)
+        if host_chat is not None:
+            (run_dir / "input" / "host_chat.json").write_bytes(host_chat)
         core.set_status("initializing_workspace")
         persist = chat.persist.initialize(run_dir / "persist", persist_base)
         core.persist_snapshot = persist
@@ -130,7 +140,7 @@ class RunFactory:
 
     def start_session(self, sessions: SessionStore, session_id: str, profile: Profile, *,
                       presentation: Presentation, names: list[str] | None,
-                      scopes: Mapping[str, str] | None) -> RunCore:
+                      scopes: Mapping[str, str] | None, origin: dict[str, Any]) -> RunCore:
         """A new run for a Session target (no host context, no persist root)."""
         session = sessions.get(session_id)
         macros = FrozenMacros.from_snapshot(None)
@@ -146,7 +156,7 @@ class RunFactory:
         write_json(run_dir / "run.json", dump_model(record))
         core = self._core(record, run_dir, session.workspace_dir, profile,
                           FrozenContext(None, macros), None, bound, mount)
-        _initialize(core, None)
+        _initialize(core, None, origin)
         core.set_status("initializing_workspace")
         _assemble(core, bound)
         return core
@@ -187,7 +197,8 @@ class RunFactory:
         return core
 
 
-def _initialize(core: RunCore, snapshot: dict[str, Any] | None) -> None:
+def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str, Any]
+                ) -> None:
     """``run_created``, the roots, ``input/`` and ``manifest.json``."""
     record, profile = core.record, core.profile
     core.save_record()
@@ -198,7 +209,8 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None) -> None:
     for root in policy.materialized_roots:
         (core.workspace_dir / root).mkdir(exist_ok=True)
     write_json(core.dir / "input" / "prompt_snapshot.json", snapshot)
-    write_json(core.dir / "input" / "resolved_profile.json", dump_model(profile))
+    write_json(core.dir / "input" / "resolved_profile.json", profile.to_json())
+    write_json(core.dir / "input" / "origin.json", origin)
     chat_ref = record.target.chat_ref if isinstance(record.target, ChatTarget) else None
     manifest = WorkspaceManifest(
         run_id=core.id, stable_chat_id=chat_ref.stable_chat_id if chat_ref else None,

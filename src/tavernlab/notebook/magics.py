@@ -196,7 +196,9 @@ class TavernMagics(Magics):
             raise UsageError(f"%%ws_shell: the command is the cell; unexpected "
                              f"{args.command[0]!r}")
         separator = int(args.command[:1] == ["--"])
-        command = cell if cell is not None else _raw_rest(
+        # IPython ends a cell body with exactly one added newline; the command is what the
+        # user typed, so ``%%ws_shell`` above ``echo hi`` calls the tool with ``echo hi``.
+        command = cell.removesuffix("\n") if cell is not None else _raw_rest(
             line, len(words) - len(args.command) + separator)
         if not command.strip():
             raise UsageError("%ws_shell: give a command (%ws_shell CMD) or use %%ws_shell")

@@ -27,6 +27,7 @@ cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams,
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -126,19 +127,22 @@ def _is_timeout(error: str) -> bool:
 
 class MainThreadHelper:
     """The thread that runs interpreters for callers on the main thread (created on first
-    use, reused: starting a thread per call costs more than the call itself)."""
+    use, reused: starting a thread per call costs more than the call itself; created again
+    in a forked child, which inherits this object but not its thread)."""
 
     def __init__(self) -> None:
         self._executor: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
         self._lock = threading.Lock()
 
     def submit(self, fn: Callable[..., bashkit.ExecResult], *args: Any, **kwargs: Any
                ) -> Future[bashkit.ExecResult]:
         """Run ``fn`` on the helper thread."""
         with self._lock:
-            if self._executor is None:
+            if self._executor is None or self._pid != os.getpid():
                 self._executor = ThreadPoolExecutor(max_workers=1,
                                                     thread_name_prefix="tavernlab-shell")
+                self._pid = os.getpid()
             return self._executor.submit(fn, *args, **kwargs)
 
     def close(self) -> None:

@@ -24,6 +24,9 @@ tavernlab choices where upstream detail is unknown:
 * Written archives are deterministic: entries sorted by path, timestamp 1980-01-01, mode 0644,
   deflated unless deflating would exceed the 100:1 ratio that reading enforces (then stored),
   so an exported skill can always be imported again.
+
+Other ZIP formats of tavernlab (the replay bundles of :mod:`tavernlab.replay`) are read with
+the same rules through :func:`read_archive_files`, with their own size limits.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import io
 import stat
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tavernlab.skills.collection import (
@@ -96,7 +99,11 @@ def _members(archive: zipfile.ZipFile) -> list[tuple[zipfile.ZipInfo, str]]:
     return members
 
 
-def _check_entries(entries: list[zipfile.ZipInfo]) -> list[tuple[zipfile.ZipInfo, str]]:
+LimitCheck = Callable[[Iterable[tuple[str, int]]], None]
+
+
+def _check_entries(entries: list[zipfile.ZipInfo], check_limits: LimitCheck = check_file_limits
+                   ) -> list[tuple[zipfile.ZipInfo, str]]:
     """Every rule of one package that the central directory decides; returns its file entries
     with their normalized package paths."""
     selected: list[tuple[zipfile.ZipInfo, str]] = []
@@ -114,26 +121,52 @@ def _check_entries(entries: list[zipfile.ZipInfo]) -> list[tuple[zipfile.ZipInfo
                 f"Skill archive entry '{name}' has an excessive compression ratio "
                 f"(over {MAX_COMPRESSION_RATIO}:1)")
         selected.append((info, path))
-    check_file_limits((path, info.file_size) for info, path in selected)
+    check_limits((path, info.file_size) for info, path in selected)
     return selected
+
+
+def _read_entries(archive: zipfile.ZipFile, label: str, entries: list[zipfile.ZipInfo],
+                  root: str, check_limits: LimitCheck = check_file_limits,
+                  name_entries: bool = False) -> FileTree:
+    """Check, then read, the entries below ``root`` (paths relative to it); with
+    ``name_entries`` an entry that cannot be read is named in the error."""
+    prefix = len(root) + 1 if root else 0
+    tree = FileTree()
+    for info, path in _check_entries(entries, check_limits):
+        relative = path[prefix:]  # the grouping path that chose the entry is this path
+        try:
+            data = archive.read(info)
+        except _UNREADABLE as exc:
+            where = f"entry '{info.filename}': " if name_entries else ""
+            raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {where}{exc}"
+                                      ) from None
+        if len(data) != info.file_size:
+            raise InvalidSkillPackage(
+                f"Skill archive entry '{info.filename}' does not match its size")
+        tree.add(relative, data)
+    return tree
 
 
 def _read_package(archive: zipfile.ZipFile, label: str, entries: list[zipfile.ZipInfo],
                   root: str) -> SkillPackage:
     """Check, then read and validate, the entries of the package at ``root``."""
-    prefix = len(root) + 1 if root else 0
-    tree = FileTree()
-    for info, path in _check_entries(entries):
-        relative = path[prefix:]  # the grouping path that chose the entry is this path
-        try:
-            data = archive.read(info)
-        except _UNREADABLE as exc:
-            raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
-        if len(data) != info.file_size:
-            raise InvalidSkillPackage(
-                f"Skill archive entry '{info.filename}' does not match its size")
-        tree.add(relative, data)
-    return validate_package(tree.files, origin=root)
+    return validate_package(_read_entries(archive, label, entries, root).files, origin=root)
+
+
+def read_archive_files(path: Path, check_limits: LimitCheck) -> dict[str, bytes]:
+    """Every file of the ZIP at ``path``, by normalized path, read into memory under the skill
+    archive rules (control characters in names, symlinks, the path rules, encryption, the
+    compression ratio, sizes matching the central directory) with ``check_limits`` deciding
+    the file count and sizes in place of the package limits. Nothing is extracted to disk.
+    A broken rule raises :class:`InvalidSkillPackage` naming the entry (an entry whose bytes
+    cannot be read too)."""
+    label = path.name
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = [info for info, _ in _members(archive)]
+            return _read_entries(archive, label, entries, "", check_limits, True).files
+    except _UNREADABLE as exc:
+        raise InvalidSkillPackage(f"Failed to read Skill archive '{label}': {exc}") from None
 
 
 def scan_archive(path: Path) -> SourceScan:

@@ -18,10 +18,10 @@ READ_ONLY_ROOTS: tuple[str, ...] = ("tool-results", "skills")
 SKILLS_ROOT = "skills"
 #: Names a Profile may not use as a root. Upstream's full V5 list is unknown; tavernlab
 #: chooses exactly this list (spec/workspace.md 3.2 rule 5): the run's hidden internals, and
-#: tavernlab's own ``journal.jsonl``.
+#: tavernlab's own ``journal.jsonl`` and ``js-jobs/`` (the bytes of each ``run.js`` job).
 RESERVED_ROOT_NAMES: frozenset[str] = frozenset({
     "runs", "input", "invocations", "tasks", "agent-results", "model-responses", "tool-args",
-    "checkpoints", "events.jsonl", "manifest.json", "run.json", "journal.jsonl",
+    "checkpoints", "events.jsonl", "manifest.json", "run.json", "journal.jsonl", "js-jobs",
 })
 
 AccessLevel = Literal["hidden", "read_only", "writable"]

@@ -8,7 +8,7 @@ characters.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -66,6 +66,12 @@ class Profile(Model):
     @classmethod
     def _id_is_a_name(cls, value: str) -> str:
         return check_dir_name(value, "profile id")
+
+    def to_json(self) -> dict[str, Any]:
+        """The Profile as a run stores it (``input/resolved_profile.json``, a sub-agent's
+        journal record): every field, ``null`` budgets included, since ``null`` means
+        unlimited and must survive being read back (dropping it restored the defaults)."""
+        return self.model_dump(mode="json", by_alias=True)
 
     def policy(self) -> Policy:
         """The effective root policy (adds ``tool-results`` and ``skills``, read-only)."""

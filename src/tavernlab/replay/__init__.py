@@ -1,0 +1,70 @@
+"""Record and replay: export a run, replay it elsewhere, verify it byte for byte, replay it
+against another version of a skill, replay a corpus at once.
+
+* ``run.export(path)`` / :func:`export_run` writes one ``.tavernrun`` bundle
+  (:mod:`~tavernlab.replay.manifest` describes the format, :mod:`~tavernlab.replay.export`
+  what is refused).
+* ``tavernlab.replay(bundle, lab=None, skills=None)`` plays the bundle's actions in a fresh
+  lab with the recorded clock and ids and returns a :class:`ReplayReport`
+  (:mod:`~tavernlab.replay.compare` says what is compared). ``skills={"name": path}`` plays
+  the same actions against another version of a bound skill; the report names both hashes.
+* :func:`replay_many` replays many bundles on any :class:`concurrent.futures.Executor`.
+* :class:`ReplaySession` splits a replay into prepare / play (one action at a time) /
+  verify, which is what a notebook generated from a run uses.
+
+This package is callable: ``tavernlab.replay(bundle)`` is :func:`replay` (the package and the
+function share one name; the module's class makes the call work). Type checkers see a
+module there, so typed code spells it ``from tavernlab.replay import replay``.
+Importing it registers :func:`export_run` as the ``run.export`` presenter of the host
+(:mod:`tavernlab.host.presentation`).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from tavernlab.host.presentation import register_presenter
+from tavernlab.replay.bundle import (
+    BUNDLE_SUFFIX,
+    MAX_BUNDLE_BYTES,
+    MAX_MEMBER_BYTES,
+    MAX_MEMBERS,
+    Bundle,
+    read_bundle,
+)
+from tavernlab.replay.export import export_run
+from tavernlab.replay.manifest import FORMAT_VERSION
+from tavernlab.replay.many import ReplaySummary, replay_many
+from tavernlab.replay.report import Divergence, ReplayReport, SkillVersions
+from tavernlab.replay.session import ReplaySession, SkillSources, replay_bundle
+
+__all__ = ["BUNDLE_SUFFIX", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_MEMBERS",
+           "MAX_MEMBER_BYTES", "Bundle", "Divergence", "ReplayReport", "ReplaySession",
+           "ReplaySummary", "SkillVersions", "export_run", "read_bundle", "replay",
+           "replay_many"]
+
+
+def replay(bundle: Bundle | str | Path, lab: str | Path | None = None,
+           skills: SkillSources | None = None) -> ReplayReport:
+    """Replay a bundle and compare every outcome with the recording.
+
+    ``bundle`` is a path or a :class:`Bundle`; ``lab`` a new or empty directory to replay in
+    (kept afterwards, and named in the report); by default a temporary lab is used and
+    removed. ``skills`` maps a bound skill's name to another version of it (a directory or
+    ZIP) to replay the same actions against. Returns the :class:`ReplayReport`.
+    """
+    return replay_bundle(bundle, lab, skills)
+
+
+class _CallableModule(types.ModuleType):
+    """The class of this package's module object: calling it calls :func:`replay`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ReplayReport:
+        return replay(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+register_presenter("run.export", export_run)
