@@ -12,6 +12,7 @@ later).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,7 +78,8 @@ class RunFactory:
     def _core(self, record: RunRecord, run_dir: Path, workspace_dir: Path, profile: Profile,
               frozen: FrozenContext, chat: Chat | None, skills: Mapping[str, SkillBinding],
               mount: BoundSkillsMount | None,
-              persist_snapshot: PersistSnapshot | None = None) -> RunCore:
+              persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None = None
+              ) -> RunCore:
         return RunCore(record=record, run_dir=run_dir, workspace_dir=workspace_dir,
                        profile=profile, frozen=frozen, chat=chat,
                        persist_snapshot=persist_snapshot, skills=skills, skills_mount=mount,
@@ -107,19 +109,20 @@ class RunFactory:
             skill_scope_refs=dict(scopes) if scopes else None, presentation=presentation,
             created_at=now, updated_at=now)
         run_dir.mkdir(parents=True)
-        write_json(run_dir / "run.json", dump_model(record))
         core = self._core(record, run_dir, run_dir, profile,
                           FrozenContext(snapshot or {}, macros), chat, bound, mount)
-        _initialize(core, snapshot or {})
-        core.set_status("initializing_workspace")
-        persist = chat.persist.initialize(run_dir / "persist", persist_base)
-        core.persist_snapshot = persist
-        core.activities.record(persist_changes(persist))
-        write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
-        core.emit(PersistentProjectionInitialized, ProjectionSummary(
-            base_state_id=persist_base, files=len(persist.files),
-            directories=len(persist.directories or [])))
-        _assemble(core, bound)
+        core.ledger.write_record()
+        with core.feed.batch():
+            _initialize(core, snapshot or {})
+            core.set_status("initializing_workspace")
+            persist = chat.persist.initialize(run_dir / "persist", persist_base)
+            core.persist_snapshot = persist
+            core.activities.record(persist_changes(persist))
+            write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
+            core.emit(PersistentProjectionInitialized, ProjectionSummary(
+                base_state_id=persist_base, files=len(persist.files),
+                directories=len(persist.directories or [])))
+            _assemble(core, bound)
         return core
 
     def start_session(self, sessions: SessionStore, session_id: str, profile: Profile, *,
@@ -137,12 +140,13 @@ class RunFactory:
                            skill_scope_refs=dict(scopes) if scopes else None,
                            created_at=now, updated_at=now)
         run_dir.mkdir(parents=True)
-        write_json(run_dir / "run.json", dump_model(record))
         core = self._core(record, run_dir, session.workspace_dir, profile,
                           FrozenContext(None, macros), None, bound, mount)
-        _initialize(core, None)
-        core.set_status("initializing_workspace")
-        _assemble(core, bound)
+        core.ledger.write_record()
+        with core.feed.batch():
+            _initialize(core, None)
+            core.set_status("initializing_workspace")
+            _assemble(core, bound)
         return core
 
     def _bind(self, profile: Profile, names: list[str] | None,
@@ -159,7 +163,9 @@ class RunFactory:
 
     def reopen(self, record: RunRecord, run_dir: Path, workspace_dir: Path,
                chat: Chat | None) -> RunCore:
-        """A run read back from its files; its counters are rebuilt from the event log."""
+        """A run read back from its files, without reading its logs: the counters come from
+        its checkpoint (:mod:`tavernlab.host.restore`) and the persist snapshot is read on
+        first use."""
         record = RunRecord.model_validate(read_json(run_dir / "run.json"))
         profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
         snapshot = read_json(run_dir / "input" / "prompt_snapshot.json")
@@ -171,10 +177,7 @@ class RunFactory:
         if stored and repository is not None:
             bound = bindings_from_json(repository, stored)
             mount = BoundSkillsMount(bound, macros)
-        persist = None
-        if chat is not None:
-            persist = PersistSnapshot.model_validate(
-                read_json(run_dir / "input" / "persist_snapshot.json"))
+        persist = None if chat is None else partial(read_persist_snapshot, run_dir)
         core = self._core(record, run_dir, workspace_dir, profile,
                           FrozenContext(snapshot, macros), chat, bound, mount, persist)
         core.restore_counters()
@@ -219,6 +222,11 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
     core.emit(ContextAssembled, ContextSummary(has_host_context=core.frozen.snapshot is not None))
     core.set_status("calling_model")
     core.save_record()  # the summary projection of a started run
+
+
+def read_persist_snapshot(run_dir: Path) -> PersistSnapshot:
+    """A run's ``input/persist_snapshot.json``."""
+    return PersistSnapshot.model_validate(read_json(run_dir / "input" / "persist_snapshot.json"))
 
 
 def persist_changes(snapshot: PersistSnapshot) -> list[FileChange]:

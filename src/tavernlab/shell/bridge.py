@@ -150,7 +150,7 @@ class WorkspaceBridge:
         created = metadata.created.timestamp() if metadata.created else modified
         return VfsStat(metadata.is_dir, metadata.bytes, mode, modified, created)
 
-    def _mutate(self, operation: Callable[[], None]) -> None:
+    def _mutate(self, operation: Callable[[], object]) -> None:
         """Run one mutation after the previous one finished (never two at once)."""
         with self._mutation:
             try:

@@ -6,6 +6,18 @@ or special file anywhere fails with ``workspace supports regular files and direc
 Because no segment can be ``..`` and every existing component must be a real directory, a
 path cannot resolve outside the directory; this *is* upstream's "nearest existing ancestor
 must resolve inside" check, done without a second ``realpath`` walk.
+
+Two things make the walk cheap without weakening it:
+
+* **validated directories** - a directory found valid on the way to a path is remembered
+  (:attr:`ContainedRoot.directories`) while the workspace lock is held, so the next path
+  below it starts there; the storage port forgets a directory and everything below it when
+  it removes or renames it, and forgets everything when the lock is released (then another
+  process may change the tree). The last segment of a path is always looked at afresh;
+* **the lab's own hard links** (:class:`LabLinks`) - a regular file with more than one link
+  is refused as planted (it could alias a file outside the run), unless it is one the lab
+  made itself when it filled ``persist/`` from a persist state (tavernlab's rules, beyond
+  upstream).
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable, Iterable
 
 from tavernlab.errors import FileIo, InvalidData
 from tavernlab.paths import WorkspacePath
@@ -26,20 +39,65 @@ from tavernlab.workspace.contract import (
     not_found,
 )
 
-__all__ = ["UNSUPPORTED_NODE", "ContainedRoot", "refused_node", "supported_node"]
+__all__ = ["UNSUPPORTED_NODE", "ContainedRoot", "LabLinks", "link_key", "refused_node",
+           "supported_node"]
+
+#: What identifies a file the lab linked: its inode, modification time and size. A file the
+#: lab linked is never written in place (writes replace it, appends copy it first), so these
+#: stay; an inode number reused by another file, or a file changed in place behind the
+#: lab's back, no longer matches.
+LinkKey = tuple[int, int, int]
 
 
-def refused_node(st: os.stat_result) -> RefusedNode | None:
+def link_key(st: os.stat_result) -> LinkKey:
+    """The :data:`LinkKey` of a regular file's ``lstat``."""
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class LabLinks:
+    """The hard links the lab made in one workspace: files of a persist state linked into
+    its ``persist/`` when the run started. ``load`` (called once, on the first file with
+    several links) returns their keys; they live on the workspace's device ``device``."""
+
+    def __init__(self, device: int, load: Callable[[], Iterable[LinkKey]] | None = None
+                 ) -> None:
+        self.device = device
+        self._load = load
+        self._keys: set[LinkKey] | None = None if load is not None else set()
+
+    def add(self, keys: Iterable[LinkKey]) -> None:
+        """Record links the lab just made."""
+        self._known().update(keys)
+
+    def owns(self, st: os.stat_result) -> bool:
+        """Whether the regular file ``st`` (an ``lstat``) is one of the lab's links."""
+        return st.st_dev == self.device and link_key(st) in self._known()
+
+    def keys(self) -> set[LinkKey]:
+        """Every recorded key."""
+        return set(self._known())
+
+    def _known(self) -> set[LinkKey]:
+        if self._keys is None:
+            assert self._load is not None
+            self._keys = set(self._load())
+        return self._keys
+
+
+def refused_node(st: os.stat_result, links: LabLinks | None = None) -> RefusedNode | None:
     """What a node (its ``lstat``) is when the workspace refuses it, ``None`` when it is
     served: the one rule for what may exist in a workspace. A directory and a regular file
-    with one name are served; symlinks, FIFOs, sockets, devices and planted hard links (a
-    regular file with ``st_nlink > 1``, which could alias a file outside the run; this rule is
-    tavernlab's, beyond upstream) are refused alike."""
+    with one name are served, and so is a regular file that is one of the lab's own links
+    (``links``); symlinks, FIFOs, sockets, devices and planted hard links (any other regular
+    file with ``st_nlink > 1``, which could alias a file outside the run) are refused
+    alike."""
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         return None
     if stat.S_ISREG(mode):
-        return None if st.st_nlink == 1 else "hard_link"
+        if st.st_nlink == 1 or (links is not None and links.owns(st)):
+            return None
+        return "hard_link"
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISFIFO(mode):
@@ -53,16 +111,24 @@ def refused_node(st: os.stat_result) -> RefusedNode | None:
     return "unknown"
 
 
-def supported_node(st: os.stat_result) -> bool:
+def supported_node(st: os.stat_result, links: LabLinks | None = None) -> bool:
     """Whether the workspace serves this node (see :func:`refused_node`)."""
-    return refused_node(st) is None
+    return refused_node(st, links) is None
 
 
 class ContainedRoot:
-    """The canonical workspace directory ``root`` and the walk that keeps paths inside it."""
+    """The canonical workspace directory ``root``, the walk that keeps paths inside it, and
+    the lab's own links in it."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, links: LabLinks | None = None) -> None:
         self.root = root
+        self.links = links if links is not None else LabLinks(os.lstat(root).st_dev)
+        #: Host paths of directories validated while the lock is held (module docstring).
+        self.directories: set[str] = set()
+
+    def refused(self, st: os.stat_result) -> RefusedNode | None:
+        """:func:`refused_node` with this workspace's own links."""
+        return refused_node(st, self.links)
 
     def host(self, path: WorkspacePath | None) -> str:
         """The host path of a workspace path (plain string joins: a ``WorkspacePath`` is
@@ -75,23 +141,54 @@ class ContainedRoot:
         A symlink or special file on the way fails with ``workspace supports regular files
         and directories``; a file used as a directory fails with a not-a-directory I/O error.
         """
-        current = self.root
-        st = os.lstat(current)
         if path is None:
-            return st
-        for part in path.parts:
-            if not stat.S_ISDIR(st.st_mode):
-                raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
-            current = f"{current}/{part}"
+            return os.lstat(self.root)
+        parts = path.parts
+        known = self.directories
+        current = self.root
+        depth = 0
+        # Start below the deepest ancestor validated under this lock.
+        for depth in range(len(parts) - 1, 0, -1):
+            prefix = f"{self.root}/{'/'.join(parts[:depth])}"
+            if prefix in known:
+                current = prefix
+                break
+        else:
+            depth = 0
+            if self.root not in known:
+                self._directory(os.lstat(self.root), path, self.root)
+        last = len(parts) - 1
+        for index in range(depth, len(parts)):
+            current = f"{current}/{parts[index]}"
             try:
                 st = os.lstat(current)
             except FileNotFoundError:
                 return None
             except OSError as exc:  # a name over NAME_MAX, a permission problem...
                 raise FileIo("resolve", path.text, exc) from None
-            if not supported_node(st):
+            if refused_node(st, self.links) is not None:
                 raise InvalidData(UNSUPPORTED_NODE)
+            if index < last:
+                self._directory(st, path, current)
         return st
+
+    def _directory(self, st: os.stat_result, path: WorkspacePath, host: str) -> None:
+        """``host`` (on the way to ``path``) must be a directory; remember it."""
+        if not stat.S_ISDIR(st.st_mode):
+            raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
+        self.directories.add(host)
+
+    def forget(self, path: WorkspacePath | None = None) -> None:
+        """Forget the validated directory ``path`` and everything below it (it is being
+        removed or renamed), or every directory (``None``: the lock is being released)."""
+        if path is None:
+            self.directories.clear()
+            return
+        host = self.host(path)
+        if host in self.directories:
+            below = host + "/"
+            self.directories.difference_update(
+                [d for d in self.directories if d == host or d.startswith(below)])
 
     def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
              ) -> WorkspaceDirectoryScan:
@@ -113,7 +210,7 @@ class ContainedRoot:
                     ) from None
                 child_st = item.stat(follow_symlinks=False)
                 child = item.name if path is None else f"{path.text}/{item.name}"
-                node = refused_node(child_st)
+                node = refused_node(child_st, self.links)
                 if node is not None:
                     refused.append(WorkspaceRefusedEntry(child, node))
                 else:
@@ -135,5 +232,5 @@ class ContainedRoot:
         """Every node below the host directory ``host`` is a regular file or directory."""
         for dirpath, dirnames, filenames in os.walk(host):
             for name in (*dirnames, *filenames):
-                if not supported_node(os.lstat(os.path.join(dirpath, name))):
+                if refused_node(os.lstat(os.path.join(dirpath, name)), self.links) is not None:
                     raise InvalidData(UNSUPPORTED_NODE)

@@ -7,14 +7,20 @@ persist publication) goes through this class, so the rules live in one place:
   file so it also holds across processes (two kernels on the same lab never lose an update).
   Every acquisition opens its own descriptor, which makes ``flock`` exclusive between threads
   of one process too. Reads take it shared, mutations exclusive; a compare-and-swap check and
-  its write happen inside one exclusive section. A sequence of calls is not a transaction.
+  its write happen inside one exclusive section. A sequence of calls is not a transaction,
+  except that a caller may :meth:`~WorkspaceFs.lease` the workspace: the lock is then taken
+  once for the whole lease (the shell leases it for one call,
+  :class:`~tavernlab.locks.LeasableLock`).
 * **Atomic writes** - content goes to a uniquely named temporary file in the target's
   directory, is flushed (never fsynced: upstream says "flushes"), then renamed over the
-  target; readers see old or new, never a mix.
-* **Containment** - every touched path is walked segment by segment
+  target; readers see old or new, never a mix (:mod:`tavernlab.workspace.atomic`). A file
+  shared with a published persist state is never written in place.
+* **Containment** - every touched path is walked segment by segment, from the deepest
+  directory validated under the same hold of the lock
   (:mod:`tavernlab.workspace.containment`).
 * **Observed** - every successful mutation is reported to :attr:`WorkspaceFs.observer`
-  (:mod:`tavernlab.workspace.changes`).
+  (:mod:`tavernlab.workspace.changes`), with the digest of the bytes written when the port
+  knows it.
 """
 
 from __future__ import annotations
@@ -22,12 +28,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import io
 import os
 import shutil
 import stat
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -37,11 +41,14 @@ from tavernlab.errors import (
     PathIsDirectory,
     WriteConflict,
 )
-from tavernlab.locks import ReadWriteLock
+from tavernlab.locks import LeasableLock
 from tavernlab.paths import WorkspacePath, display
+from tavernlab.workspace import atomic
+from tavernlab.workspace.atomic import TEMP_PREFIX
 from tavernlab.workspace.changes import FsChange
-from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot
+from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot, LabLinks
 from tavernlab.workspace.contract import (
+    RefusedNode,
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
     WorkspaceDirectoryScan,
@@ -68,8 +75,6 @@ __all__ = [
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
 LOCK_FILE_NAME = ".workspace.lock"
-#: Prefix of the staged temporary file of an atomic write (in the target's directory).
-TEMP_PREFIX = ".tavernlab-tmp-"
 
 
 class WorkspaceFs:
@@ -79,14 +84,28 @@ class WorkspaceFs:
     root in queries). Errors are the storage kinds of :mod:`tavernlab.errors`.
     """
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, *, links: LabLinks | None = None) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = Path(os.path.realpath(directory))
-        self._root = ContainedRoot(str(self.directory))
-        self.lock = ReadWriteLock(self.directory / LOCK_FILE_NAME)
+        self._root = ContainedRoot(str(self.directory), links)
+        self.lock = LeasableLock(self.directory / LOCK_FILE_NAME, on_release=self._root.forget)
         #: Told of every successful mutation (see :mod:`tavernlab.workspace.changes`).
         self.observer: Callable[[FsChange], None] | None = None
+
+    @property
+    def links(self) -> LabLinks:
+        """The hard links the lab made in this workspace (they are not refused)."""
+        return self._root.links
+
+    def lease(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the workspace lock once for the whole block (see the module docstring)."""
+        return self.lock.lease()
+
+    def refused(self, st: os.stat_result) -> RefusedNode | None:
+        """What a node of this workspace (its ``lstat``) is when it is refused, ``None``
+        when it is served (:func:`~tavernlab.workspace.containment.refused_node`)."""
+        return self._root.refused(st)
 
     def _notify(self, change: FsChange) -> None:
         if self.observer is not None:
@@ -107,15 +126,12 @@ class WorkspaceFs:
             raise PathIsDirectory(path.text)
         if max_bytes is not None and st.st_size > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
-        with self._reading(path) as handle:
-            # Size the read by the file, not by the bound (read(8 MiB) allocates 8 MiB even
-            # for a 1 KiB file); one byte more than expected detects a file that grew behind
-            # the lock's back, and then the rest is read up to the bound.
-            expected = st.st_size + 1 if max_bytes is None else min(st.st_size, max_bytes) + 1
-            data = handle.read(expected)
-            if len(data) == expected:
-                data += handle.read() if max_bytes is None else handle.read(
-                    max(0, max_bytes + 1 - expected))
+        try:
+            # Sized by the file, not by the bound (reading 8 MiB allocates 8 MiB even for a
+            # 1 KiB file); a file that grew behind the lock's back is read up to the bound.
+            data = atomic.read_all(self._root.host(path), st.st_size, max_bytes)
+        except OSError as exc:
+            raise FileIo("read", path.text, exc) from None
         if max_bytes is not None and len(data) > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
         return data
@@ -126,18 +142,11 @@ class WorkspaceFs:
             return None
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
-        with self._reading(path) as handle:
-            # Streamed through one reusable buffer: no copy of the whole content.
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-
-    @contextlib.contextmanager
-    def _reading(self, path: WorkspacePath) -> Iterator[io.BufferedReader]:
-        """The checked regular file opened for reading (never through a final symlink); OS
-        errors become ``FileIo``."""
         try:
             fd = os.open(self._root.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as handle:
-                yield handle
+                # Streamed through one reusable buffer: no copy of the whole content.
+                return hashlib.file_digest(handle, "sha256").hexdigest()
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
 
@@ -208,12 +217,12 @@ class WorkspaceFs:
 
     # -- mutations -------------------------------------------------------------------------
 
-    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
-        """Guarded atomic write; the parent must exist."""
+    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
+        """Guarded atomic write; the parent must exist. Returns the SHA-256 of ``data``."""
         with self.lock.exclusive():
-            self._write_locked(path, data, guard)
+            return self._write_locked(path, data, guard)
 
-    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
+    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
         self._root.require_parent_dir(path)
         st = self._root.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
@@ -226,26 +235,18 @@ class WorkspaceFs:
             if actual != guard.sha256:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
-        self._publish(path, data)
-        self._notify(FsChange("write", path.text, existed=st is not None))
-
-    def _publish(self, path: WorkspacePath, data: bytes) -> None:
-        target = self._root.host(path)
-        # A fixed-length name, so that any target name the OS accepts can be published.
-        temp = f"{target.rpartition('/')[0]}/{TEMP_PREFIX}{uuid.uuid4().hex}"
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-            os.replace(temp, target)
+            atomic.publish(self._root.host(path), data)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
             raise FileIo("write", path.text, exc) from None
+        digest = sha256_hex(data)
+        self._notify(FsChange("write", path.text, existed=st is not None, size=len(data),
+                              sha256=digest))
+        return digest
 
-    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> None:
-        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text.
+    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> str:
+        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text;
+        returns its SHA-256.
 
         A ``MustMatchSha256`` guard on a file that does not exist fails before any parent is
         created: a refused write changes nothing.
@@ -256,31 +257,34 @@ class WorkspaceFs:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
             if path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
-            self._write_locked(path, data, guard)
+            return self._write_locked(path, data, guard)
 
     def append_file(self, path: WorkspacePath, data: bytes) -> None:
-        """Native append, creating the file if missing, flushed under the lock.
+        """Native append, creating the file if missing, flushed under the lock (a file
+        shared with a persist state is copied first, see :mod:`tavernlab.workspace.atomic`).
 
         A failure can leave a partial append; callers must not replay it.
         """
         with self.lock.exclusive():
             self._append_locked(path, data)
 
-    def _append_locked(self, path: WorkspacePath, data: bytes) -> None:
+    def _append_locked(self, path: WorkspacePath, data: bytes, *, old: bytes | None = None,
+                       result: tuple[int, str] | None = None) -> None:
+        """Append under the held lock; ``old`` is the file's content when the caller read
+        it, ``result`` the size and digest of the file afterwards when it knows them."""
         self._root.require_parent_dir(path)
         st = self._root.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = os.open(self._root.host(path),
-                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o644)
-            with os.fdopen(fd, "ab") as handle:
-                handle.write(data)
-                handle.flush()
+            # More than one link and not refused by the check: one of the lab's own.
+            atomic.append(self._root.host(path), data, old=old,
+                          shared=st is not None and st.st_nlink > 1)
         except OSError as exc:
             raise FileIo("append", path.text, exc) from None
-        self._notify(FsChange("write", path.text, existed=st is not None))
+        size, digest = result if result is not None else (None, None)
+        self._notify(FsChange("write", path.text, existed=st is not None, size=size,
+                              sha256=digest))
 
     def append_text(self, path: WorkspacePath, text: str, *, parents: bool = False
                     ) -> WorkspaceAppendResult:
@@ -289,23 +293,24 @@ class WorkspaceFs:
         With ``parents``, missing parent directories are created first (``workspace.write_file``
         in append mode does this); otherwise the parent must exist.
         """
+        added = text.encode("utf-8")
         with self.lock.exclusive():
             if parents and path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
             self._root.require_parent_dir(path)
             st = self._root.check(path)
             previous: str | None = None
-            before = ""
+            old = b""
             if st is not None:
                 if stat.S_ISDIR(st.st_mode):
                     raise PathIsDirectory(path.text)
                 old = self._read_locked(path, None)
-                before = decode_text(path.text, old)
                 previous = sha256_hex(old)
-            self._append_locked(path, text.encode("utf-8"))
-        full = before + text
-        data = full.encode("utf-8")
-        return WorkspaceAppendResult(WorkspaceFile(path.text, full, len(data), sha256_hex(data)),
+            before = decode_text(path.text, old)
+            data = old + added
+            digest = sha256_hex(data)
+            self._append_locked(path, added, old=old, result=(len(data), digest))
+        return WorkspaceAppendResult(WorkspaceFile(path.text, before + text, len(data), digest),
                                      previous)
 
     def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
@@ -345,6 +350,7 @@ class WorkspaceFs:
             if st is None:
                 raise not_found(path)
             host = self._root.host(path)
+            self._root.forget(path)
             try:
                 if not stat.S_ISDIR(st.st_mode):
                     os.unlink(host)
@@ -372,6 +378,8 @@ class WorkspaceFs:
             target = self._root.check(dst)
             if dst.is_strictly_under(src):
                 raise InvalidData(f"cannot move `{src.text}` into itself")
+            self._root.forget(src)
+            self._root.forget(dst)
             try:
                 os.rename(self._root.host(src), self._root.host(dst))
             except OSError as exc:
@@ -380,11 +388,12 @@ class WorkspaceFs:
                                   directory=stat.S_ISDIR(st.st_mode), from_path=src.text))
         return "directory" if stat.S_ISDIR(st.st_mode) else "file"
 
-    def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:
-        """Copy into a staged temporary file, then replace the target; parent must exist."""
+    def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> str:
+        """Copy into a staged temporary file, then replace the target; parent must exist.
+        Returns the digest of the bytes copied."""
         with self.lock.exclusive():
             data = self._read_locked(src, None)
-            self._write_locked(dst, data, WriteGuard.unchecked())
+            return self._write_locked(dst, data, WriteGuard.unchecked())
 
     def digest(self, path: WorkspacePath) -> str | None:
         """The file's SHA-256, or ``None`` when it does not exist."""
