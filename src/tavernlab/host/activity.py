@@ -104,6 +104,7 @@ class _Ticker:
         self._watched: dict[int, tuple[Activities, int, float]] = {}
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._idle = False  # the thread waits for something to watch (no deadline)
 
     def watch(self, activities: Activities) -> None:
         """Tick ``activities`` until :meth:`forget` (counted: nested activities)."""
@@ -118,7 +119,8 @@ class _Ticker:
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="tavernlab-changes")
                 self._thread.start()
-            self._wake.notify()
+            elif self._idle:  # otherwise it wakes before this one is due anyway
+                self._wake.notify()
 
     def forget(self, activities: Activities) -> None:
         """One :meth:`watch` of ``activities`` ended."""
@@ -135,7 +137,9 @@ class _Ticker:
     def _due(self) -> list[Activities]:
         """Wait (holding the condition) until some watched run is due; mark it ticked."""
         while True:
+            self._idle = True
             self._wake.wait_for(lambda: bool(self._watched))
+            self._idle = False
             now = time.monotonic()
             first = min(due for _, _, due in self._watched.values())
             if first > now:

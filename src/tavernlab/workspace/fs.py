@@ -253,7 +253,8 @@ class WorkspaceFs:
         """
         data = text.encode("utf-8")
         with self.lock.exclusive():
-            if guard.kind == "must_match_sha256" and self._root.check(path) is None:
+            # The whole path is walked first, so its errors name it.
+            if self._root.check(path) is None and guard.kind == "must_match_sha256":
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
             if path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)

@@ -41,25 +41,37 @@ def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: boo
     is not valid UTF-8, such as raw tool arguments with a lone surrogate). ``fresh`` says the
     file is normally new (a tool-argument record): it is then created exclusively in place,
     and only an existing file takes the temp-and-rename path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, ensure_ascii=ascii_only, indent=indent)
+    content = (json.dumps(data, ensure_ascii=ascii_only, indent=indent) + "\n").encode("utf-8")
     if fresh:
         try:
-            with open(path, "x", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            _create(path, content)
             return
         except FileExistsError:
             pass
     temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
     try:
-        with open(temp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.write("\n")
+        _create(temp, content)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _create(path: Path, data: bytes) -> None:
+    """Create ``path`` exclusively (and its parents when missing) holding ``data``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def read_json(path: Path) -> Any:
