@@ -325,7 +325,8 @@ def construct(kind: type[E], payload: Model, **envelope: Any) -> E:
     if expected is None:
         expected = _PAYLOAD_TYPES[kind] = kind.model_fields["payload"].annotation
     if type(payload) is expected:
-        return kind.model_construct(payload=payload, **envelope)
+        record: E = kind.model_construct(payload=payload, **envelope)
+        return record
     return kind(payload=payload, **envelope)
 
 
