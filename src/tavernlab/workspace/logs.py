@@ -25,7 +25,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from tavernlab.clock import Clock, IdFactory, rfc3339
 from tavernlab.events import (
@@ -325,8 +325,7 @@ def construct(kind: type[E], payload: Model, **envelope: Any) -> E:
     if expected is None:
         expected = _PAYLOAD_TYPES[kind] = kind.model_fields["payload"].annotation
     if type(payload) is expected:
-        record: E = kind.model_construct(payload=payload, **envelope)
-        return record
+        return cast(E, kind.model_construct(payload=payload, **envelope))
     return kind(payload=payload, **envelope)
 
 
