@@ -58,11 +58,17 @@ class ReadWriteLock:
 
 class LeasableLock(ReadWriteLock):
     """A :class:`ReadWriteLock` that a caller can also *lease*: while a lease is open the
-    lock file's exclusive ``flock`` is held once, for the whole lease (taken at the first
-    operation, kept until the lease ends), and the operations of this process - from any
-    thread - exclude each other with a thread lock instead of an ``flock`` each. Other
-    processes wait for the lease to end. The workspace shell leases its workspace for one
-    call, so a pipeline over many files takes the lock once.
+    lock file's ``flock`` is held once, for the whole lease - taken shared at the first
+    operation and made exclusive at the first one that needs it (Linux converts an ``flock``
+    by releasing it first, so what was learnt under the lock is forgotten then), kept until the
+    lease ends - and the operations of this process, from any thread, exclude each other with
+    a thread lock instead of an ``flock`` each. Other processes' writers (and, once the lease
+    wrote, their readers) wait for the lease to end. The workspace shell leases its workspace
+    for one call, so a pipeline over many files takes the lock once.
+
+    A thread that already holds the lock outside a lease (an operation nested in another)
+    keeps taking its own ``flock``, as before the lease began: it must not wait for the lease,
+    which may be waiting for it.
 
     ``on_release`` runs whenever this process is about to let the ``flock`` go (after each
     operation outside a lease, and when a lease ends): what was learnt under the lock must be
@@ -75,6 +81,8 @@ class LeasableLock(ReadWriteLock):
         self._local = threading.RLock()
         self._leases = 0
         self._lease_fd: int | None = None
+        self._lease_exclusive = False
+        self._held = threading.local()  # ``depth``: this thread's holds outside a lease
 
     def shared(self) -> contextlib.AbstractContextManager[None]:
         """Hold the lock shared (many readers; during a lease, one operation at a time)."""
@@ -86,22 +94,35 @@ class LeasableLock(ReadWriteLock):
 
     @contextlib.contextmanager
     def _hold(self, *, shared: bool) -> Iterator[None]:
-        if self._leases:
+        depth: int = getattr(self._held, "depth", 0)
+        if self._leases and not depth:
             with self._local:
                 if self._leases:  # still open once this thread's turn came
-                    if self._lease_fd is None:
-                        self._lease_fd = _lock_fd(self.path, shared=False)
+                    self._lease_for(shared=shared)
                     yield
                     return
         fd = _lock_fd(self.path, shared=shared)
+        self._held.depth = depth + 1
         try:
             yield
         finally:
+            self._held.depth = depth
             try:
                 if self._on_release is not None:
                     self._on_release()
             finally:
                 os.close(fd)
+
+    def _lease_for(self, *, shared: bool) -> None:
+        """Make the lease's ``flock`` strong enough for one operation (``_local`` held)."""
+        if self._lease_fd is None:
+            self._lease_fd = _lock_fd(self.path, shared=shared)
+            self._lease_exclusive = not shared
+        elif not shared and not self._lease_exclusive:
+            if self._on_release is not None:
+                self._on_release()
+            fcntl.flock(self._lease_fd, fcntl.LOCK_EX)
+            self._lease_exclusive = True
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[None]:

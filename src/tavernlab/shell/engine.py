@@ -242,29 +242,32 @@ class BashkitEngine:
         commands = ShellCommands(bridge, self.context, deadline, cancel, stop,
                                  pool=self.resources.pool, clock=clock, seed=options.seed)
         exported = ExportedFilesystem(bridge)
-        try:
-            bash = bashkit.Bash(
-                cwd=workdir,
-                env={"HOME": "/", _PYTHON_PERMISSION: "1"},
-                python=True,
-                profile=bashkit.ExecutionProfile.Interactive,
-                timeout_seconds=remaining,
-                custom_builtins=commands.builtins(),
-            )
-            bash.mount("/", exported.bashkit_fs)
-            bash.execute_sync(_PRELUDE if clock is None
-                              else f"{_PRELUDE}; RANDOM={options.seed % 32768}")
-            holder.append(bash)
-            unregister = cancel.on_cancel(stop)
+        # One hold of the workspace lock for the whole call (taken at its first file
+        # operation, see WorkspaceFs.lease), so a pipeline over many files takes it once.
+        with self.scope.fs.lease():
             try:
-                result = execute_interruptibly(bash, command, feed, cancel,
-                                               self.resources.helper)
+                bash = bashkit.Bash(
+                    cwd=workdir,
+                    env={"HOME": "/", _PYTHON_PERMISSION: "1"},
+                    python=True,
+                    profile=bashkit.ExecutionProfile.Interactive,
+                    timeout_seconds=remaining,
+                    custom_builtins=commands.builtins(),
+                )
+                bash.mount("/", exported.bashkit_fs)
+                bash.execute_sync(_PRELUDE if clock is None
+                                  else f"{_PRELUDE}; RANDOM={options.seed % 32768}")
+                holder.append(bash)
+                unregister = cancel.on_cancel(stop)
+                try:
+                    result = execute_interruptibly(bash, command, feed, cancel,
+                                                   self.resources.helper)
+                finally:
+                    unregister()
+                    holder.clear()
+                    del bash
             finally:
-                unregister()
-                holder.clear()
-                del bash
-        finally:
-            exported.close()
+                exported.close()
         fault = bridge.internal_fault or commands.internal_fault
         if fault is not None:
             raise fault

@@ -9,11 +9,15 @@ must resolve inside" check, done without a second ``realpath`` walk.
 
 Two things make the walk cheap without weakening it:
 
-* **validated directories** - a directory found valid on the way to a path is remembered
-  (:attr:`ContainedRoot.directories`) while the workspace lock is held, so the next path
-  below it starts there; the storage port forgets a directory and everything below it when
-  it removes or renames it, and forgets everything when the lock is released (then another
-  process may change the tree). The last segment of a path is always looked at afresh;
+* **what was looked at under the lock** - while the workspace lock is held, a directory found
+  valid on the way to a path is remembered (:attr:`ContainedRoot.directories`), so the next
+  path below it starts there, and so is the ``lstat`` of every node looked at
+  (:attr:`ContainedRoot.nodes`, from walks and directory scans). The storage port forgets a
+  node (and its parent's ``lstat``) whenever it changes it, and a directory with everything
+  below it when it removes or renames it; everything is forgotten when the lock is released
+  (then another process may change the tree). Only the port changes the tree while the lock
+  is held (a process that ignores the lock and plants a node *during* a hold is seen at the
+  next hold, as with any check-then-use);
 * **the lab's own hard links** (:class:`LabLinks`) - a regular file with more than one link
   is refused as planted (it could alias a file outside the run), unless it is one the lab
   made itself when it filled ``persist/`` from a persist state (tavernlab's rules, beyond
@@ -125,6 +129,11 @@ class ContainedRoot:
         self.links = links if links is not None else LabLinks(os.lstat(root).st_dev)
         #: Host paths of directories validated while the lock is held (module docstring).
         self.directories: set[str] = set()
+        #: ``lstat`` of served nodes looked at while the lock is held, by host path.
+        self.nodes: dict[str, os.stat_result] = {}
+        #: Counts the changes and releases: what was learnt at one generation holds until
+        #: the next (callers above the port cache by it, see the shell bridge).
+        self.generation = 0
 
     def refused(self, st: os.stat_result) -> RefusedNode | None:
         """:func:`refused_node` with this workspace's own links."""
@@ -160,14 +169,17 @@ class ContainedRoot:
         last = len(parts) - 1
         for index in range(depth, len(parts)):
             current = f"{current}/{parts[index]}"
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:  # a name over NAME_MAX, a permission problem...
-                raise FileIo("resolve", path.text, exc) from None
-            if refused_node(st, self.links) is not None:
-                raise InvalidData(UNSUPPORTED_NODE)
+            st = self.nodes.get(current)
+            if st is None:
+                try:
+                    st = os.lstat(current)
+                except FileNotFoundError:
+                    return None
+                except OSError as exc:  # a name over NAME_MAX, a permission problem...
+                    raise FileIo("resolve", path.text, exc) from None
+                if refused_node(st, self.links) is not None:
+                    raise InvalidData(UNSUPPORTED_NODE)
+                self.nodes[current] = st
             if index < last:
                 self._directory(st, path, current)
         return st
@@ -178,17 +190,30 @@ class ContainedRoot:
             raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
         self.directories.add(host)
 
-    def forget(self, path: WorkspacePath | None = None) -> None:
-        """Forget the validated directory ``path`` and everything below it (it is being
-        removed or renamed), or every directory (``None``: the lock is being released)."""
-        if path is None:
-            self.directories.clear()
-            return
+    def changed(self, path: WorkspacePath) -> None:
+        """The node ``path`` was created, written or removed: forget its ``lstat`` and its
+        parent directory's (its entries, size and times changed)."""
         host = self.host(path)
-        if host in self.directories:
+        self.generation += 1
+        self.nodes.pop(host, None)
+        self.nodes.pop(host.rpartition("/")[0], None)
+
+    def forget(self, path: WorkspacePath | None = None) -> None:
+        """Forget the node ``path`` and everything below it (it is being removed or
+        renamed), or everything (``None``: the lock is being released)."""
+        if path is None:
+            self.generation += 1
+            self.directories.clear()
+            self.nodes.clear()
+            return
+        self.changed(path)
+        host = self.host(path)
+        if host in self.directories:  # only then can anything below it be remembered
             below = host + "/"
             self.directories.difference_update(
                 [d for d in self.directories if d == host or d.startswith(below)])
+            for node in [n for n in self.nodes if n.startswith(below)]:
+                del self.nodes[node]
 
     def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
              ) -> WorkspaceDirectoryScan:
@@ -214,6 +239,9 @@ class ContainedRoot:
                 if node is not None:
                     refused.append(WorkspaceRefusedEntry(child, node))
                 else:
+                    self.nodes[item.path] = child_st
+                    if stat.S_ISDIR(child_st.st_mode):
+                        self.directories.add(item.path)
                     entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))
         entries.sort(key=lambda e: e.path)
         refused.sort(key=lambda e: e.path)

@@ -7,17 +7,14 @@ persist publication) goes through this class, so the rules live in one place:
   file so it also holds across processes (two kernels on the same lab never lose an update).
   Every acquisition opens its own descriptor, which makes ``flock`` exclusive between threads
   of one process too. Reads take it shared, mutations exclusive; a compare-and-swap check and
-  its write happen inside one exclusive section. A sequence of calls is not a transaction,
-  except that a caller may :meth:`~WorkspaceFs.lease` the workspace: the lock is then taken
-  once for the whole lease (the shell leases it for one call,
-  :class:`~tavernlab.locks.LeasableLock`).
+  its write happen inside one exclusive section. A sequence of calls is not a transaction;
+  a :meth:`~WorkspaceFs.lease` takes the lock once for many calls (the shell's, per call).
 * **Atomic writes** - content goes to a uniquely named temporary file in the target's
   directory, is flushed (never fsynced: upstream says "flushes"), then renamed over the
   target; readers see old or new, never a mix (:mod:`tavernlab.workspace.atomic`). A file
   shared with a published persist state is never written in place.
 * **Containment** - every touched path is walked segment by segment, from the deepest
-  directory validated under the same hold of the lock
-  (:mod:`tavernlab.workspace.containment`).
+  directory validated under the same hold of the lock (:mod:`~.containment`).
 * **Observed** - every successful mutation is reported to :attr:`WorkspaceFs.observer`
   (:mod:`tavernlab.workspace.changes`), with the digest of the bytes written when the port
   knows it.
@@ -48,7 +45,6 @@ from tavernlab.workspace.atomic import TEMP_PREFIX
 from tavernlab.workspace.changes import FsChange
 from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot, LabLinks
 from tavernlab.workspace.contract import (
-    RefusedNode,
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
     WorkspaceDirectoryScan,
@@ -88,26 +84,19 @@ class WorkspaceFs:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = Path(os.path.realpath(directory))
-        self._root = ContainedRoot(str(self.directory), links)
-        self.lock = LeasableLock(self.directory / LOCK_FILE_NAME, on_release=self._root.forget)
+        #: The walk, what it learnt under the lock (its ``generation``) and the lab's links.
+        self.containment = ContainedRoot(str(self.directory), links)
+        self.lock = LeasableLock(self.directory / LOCK_FILE_NAME,
+                                 on_release=self.containment.forget)
         #: Told of every successful mutation (see :mod:`tavernlab.workspace.changes`).
         self.observer: Callable[[FsChange], None] | None = None
-
-    @property
-    def links(self) -> LabLinks:
-        """The hard links the lab made in this workspace (they are not refused)."""
-        return self._root.links
 
     def lease(self) -> contextlib.AbstractContextManager[None]:
         """Hold the workspace lock once for the whole block (see the module docstring)."""
         return self.lock.lease()
 
-    def refused(self, st: os.stat_result) -> RefusedNode | None:
-        """What a node of this workspace (its ``lstat``) is when it is refused, ``None``
-        when it is served (:func:`~tavernlab.workspace.containment.refused_node`)."""
-        return self._root.refused(st)
-
     def _notify(self, change: FsChange) -> None:
+        self.containment.changed(WorkspacePath(change.path))
         if self.observer is not None:
             self.observer(change)
 
@@ -119,7 +108,7 @@ class WorkspaceFs:
             return self._read_locked(path, max_bytes)
 
     def _read_locked(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
-        st = self._root.check(path)
+        st = self.containment.check(path)
         if st is None:
             raise not_found(path)
         if stat.S_ISDIR(st.st_mode):
@@ -129,7 +118,7 @@ class WorkspaceFs:
         try:
             # Sized by the file, not by the bound (reading 8 MiB allocates 8 MiB even for a
             # 1 KiB file); a file that grew behind the lock's back is read up to the bound.
-            data = atomic.read_all(self._root.host(path), st.st_size, max_bytes)
+            data = atomic.read_all(self.containment.host(path), st.st_size, max_bytes)
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
         if max_bytes is not None and len(data) > max_bytes:
@@ -137,13 +126,13 @@ class WorkspaceFs:
         return data
 
     def _digest_locked(self, path: WorkspacePath) -> str | None:
-        st = self._root.check(path)
+        st = self.containment.check(path)
         if st is None:
             return None
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = os.open(self._root.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self.containment.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as handle:
                 # Streamed through one reusable buffer: no copy of the whole content.
                 return hashlib.file_digest(handle, "sha256").hexdigest()
@@ -153,7 +142,7 @@ class WorkspaceFs:
     def metadata(self, path: WorkspacePath | None) -> WorkspaceMetadata:
         """Metadata of a node; ``None`` is the logical root (a directory)."""
         with self.lock.shared():
-            st = self._root.check(path)
+            st = self.containment.check(path)
         if st is None:
             raise not_found(display(path))
         return metadata_from_stat(st)
@@ -161,7 +150,7 @@ class WorkspaceFs:
     def exists(self, path: WorkspacePath) -> bool:
         """True when a file or directory is at ``path``."""
         with self.lock.shared():
-            return self._root.check(path) is not None
+            return self.containment.check(path) is not None
 
     def read_dir(self, path: WorkspacePath | None, max_entries: int | None) -> list[
             WorkspaceDirectoryEntry]:
@@ -179,13 +168,13 @@ class WorkspaceFs:
 
     def _scan_dir_locked(self, path: WorkspacePath | None, max_entries: int | None
                          ) -> WorkspaceDirectoryScan:
-        st = self._root.check(path)
+        st = self.containment.check(path)
         if st is None:
             raise not_found(display(path))
         if not stat.S_ISDIR(st.st_mode):
             raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
         try:
-            scan = self._root.scan(path, hidden=LOCK_FILE_NAME if path is None else None)
+            scan = self.containment.scan(path, hidden=LOCK_FILE_NAME if path is None else None)
         except OSError as exc:
             raise FileIo("list", display(path), exc) from None
         if max_entries is not None and len(scan.entries) + len(scan.refused) > max_entries:
@@ -207,7 +196,7 @@ class WorkspaceFs:
         Symlinks and special files below the start are skipped and listed in ``refused``.
         """
         with self.lock.shared():
-            st = self._root.check(path)
+            st = self.containment.check(path)
             if st is None:
                 raise not_found(display(path))
             if path is not None and not stat.S_ISDIR(st.st_mode):
@@ -223,8 +212,8 @@ class WorkspaceFs:
             return self._write_locked(path, data, guard)
 
     def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
-        self._root.require_parent_dir(path)
-        st = self._root.check(path)
+        self.containment.require_parent_dir(path)
+        st = self.containment.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
@@ -236,7 +225,7 @@ class WorkspaceFs:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
         try:
-            atomic.publish(self._root.host(path), data)
+            atomic.publish(self.containment.host(path), data)
         except OSError as exc:
             raise FileIo("write", path.text, exc) from None
         digest = sha256_hex(data)
@@ -254,7 +243,7 @@ class WorkspaceFs:
         data = text.encode("utf-8")
         with self.lock.exclusive():
             # The whole path is walked first, so its errors name it.
-            if self._root.check(path) is None and guard.kind == "must_match_sha256":
+            if self.containment.check(path) is None and guard.kind == "must_match_sha256":
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
             if path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
@@ -273,13 +262,13 @@ class WorkspaceFs:
                        result: tuple[int, str] | None = None) -> None:
         """Append under the held lock; ``old`` is the file's content when the caller read
         it, ``result`` the size and digest of the file afterwards when it knows them."""
-        self._root.require_parent_dir(path)
-        st = self._root.check(path)
+        self.containment.require_parent_dir(path)
+        st = self.containment.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
             # More than one link and not refused by the check: one of the lab's own.
-            atomic.append(self._root.host(path), data, old=old,
+            atomic.append(self.containment.host(path), data, old=old,
                           shared=st is not None and st.st_nlink > 1)
         except OSError as exc:
             raise FileIo("append", path.text, exc) from None
@@ -298,8 +287,8 @@ class WorkspaceFs:
         with self.lock.exclusive():
             if parents and path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
-            self._root.require_parent_dir(path)
-            st = self._root.check(path)
+            self.containment.require_parent_dir(path)
+            st = self.containment.check(path)
             previous: str | None = None
             old = b""
             if st is not None:
@@ -321,22 +310,22 @@ class WorkspaceFs:
 
     def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> None:
         if not recursive:
-            self._root.require_parent_dir(path)
-            if self._root.check(path) is not None:
+            self.containment.require_parent_dir(path)
+            if self.containment.check(path) is not None:
                 raise FileIo("create directory", path.text,
                              OSError(errno.EEXIST, "File exists"))
             try:
-                os.mkdir(self._root.host(path))
+                os.mkdir(self.containment.host(path))
             except OSError as exc:
                 raise FileIo("create directory", path.text, exc) from None
             self._notify(FsChange("mkdir", path.text, existed=False, directory=True))
             return
         for depth in range(1, len(path.parts) + 1):
             prefix = WorkspacePath("/".join(path.parts[:depth]))
-            st = self._root.check(prefix)
+            st = self.containment.check(prefix)
             if st is None:
                 try:
-                    os.mkdir(self._root.host(prefix))
+                    os.mkdir(self.containment.host(prefix))
                 except OSError as exc:
                     raise FileIo("create directory", prefix.text, exc) from None
                 self._notify(FsChange("mkdir", prefix.text, existed=False, directory=True))
@@ -347,16 +336,16 @@ class WorkspaceFs:
     def remove(self, path: WorkspacePath, recursive: bool) -> None:
         """Unlink a file; remove an empty directory, or a whole tree when ``recursive``."""
         with self.lock.exclusive():
-            st = self._root.check(path)
+            st = self.containment.check(path)
             if st is None:
                 raise not_found(path)
-            host = self._root.host(path)
-            self._root.forget(path)
+            host = self.containment.host(path)
+            self.containment.forget(path)
             try:
                 if not stat.S_ISDIR(st.st_mode):
                     os.unlink(host)
                 elif recursive:
-                    self._root.check_tree(host)
+                    self.containment.check_tree(host)
                     shutil.rmtree(host)
                 else:
                     os.rmdir(host)
@@ -372,17 +361,17 @@ class WorkspaceFs:
         needs: a directory named ``notes.md`` is not a text file.
         """
         with self.lock.exclusive():
-            st = self._root.check(src)
+            st = self.containment.check(src)
             if st is None:
                 raise not_found(src)
-            self._root.require_parent_dir(dst)
-            target = self._root.check(dst)
+            self.containment.require_parent_dir(dst)
+            target = self.containment.check(dst)
             if dst.is_strictly_under(src):
                 raise InvalidData(f"cannot move `{src.text}` into itself")
-            self._root.forget(src)
-            self._root.forget(dst)
+            self.containment.forget(src)
+            self.containment.forget(dst)
             try:
-                os.rename(self._root.host(src), self._root.host(dst))
+                os.rename(self.containment.host(src), self.containment.host(dst))
             except OSError as exc:
                 raise FileIo("rename", src.text, exc) from None
             self._notify(FsChange("rename", dst.text, existed=target is not None,
