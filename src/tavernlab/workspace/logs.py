@@ -25,7 +25,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from tavernlab.clock import Clock, IdFactory, rfc3339
 from tavernlab.events import (
@@ -226,9 +226,9 @@ class EventLog(SequencedLog):
         type_name = kind.type_name()
         if type_name not in EVENT_TYPES:
             raise ValueError(f"{kind.__name__} is not an upstream event type")
-        event = construct(kind, payload, seq=0, id=self.ids.new("evt"), run_id=self.run_id,
-                          timestamp=self.clock.now(), level=level or kind.default_level(),
-                          event_scope=scope)
+        event = kind(seq=0, id=self.ids.new("evt"), run_id=self.run_id,
+                     timestamp=self.clock.now(), level=level or kind.default_level(),
+                     payload=payload, event_scope=scope)
         data: dict[str, Any] = {
             "seq": 0, "id": event.id, "runId": self.run_id,
             "timestamp": rfc3339(event.timestamp), "level": event.level, "type": type_name,
@@ -269,8 +269,8 @@ class JournalLog(SequencedLog):
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        record = construct(kind, payload, seq=0, event_seq=0, id=events.ids.new("jrn"),
-                           run_id=events.run_id, timestamp=events.clock.now())
+        record = kind(seq=0, event_seq=0, id=events.ids.new("jrn"), run_id=events.run_id,
+                      timestamp=events.clock.now(), payload=payload)
         data: dict[str, Any] = {
             "seq": 0, "eventSeq": 0, "id": record.id, "runId": events.run_id,
             "timestamp": rfc3339(record.timestamp), "level": record.level,
@@ -310,23 +310,6 @@ class JournalLog(SequencedLog):
             lambda: max(after_seq, bisect_left(self._anchors, from_event_seq)))
         return [r for chunk in chunks for r in parse_records(chunk)
                 if isinstance(r, JournalRecord)]
-
-
-_PAYLOAD_TYPES: dict[type[Event], object] = {}
-
-
-def construct(kind: type[E], payload: Model, **envelope: Any) -> E:
-    """The record ``kind`` with ``payload`` and the envelope fields the log generated itself.
-    A payload of exactly the model ``kind`` declares was validated when it was built, and the
-    envelope is the log's own, so the record is assembled without validating them again;
-    any other payload goes through full validation (and a wrong one raises, before anything
-    is written)."""
-    expected = _PAYLOAD_TYPES.get(kind)
-    if expected is None:
-        expected = _PAYLOAD_TYPES[kind] = kind.model_fields["payload"].annotation
-    if type(payload) is expected:
-        return cast(E, kind.model_construct(payload=payload, **envelope))
-    return kind(payload=payload, **envelope)
 
 
 def anchor_of(line: bytes) -> int:
