@@ -38,9 +38,8 @@ def test_hidden_files_only_on_request(run: Run) -> None:
     run.call_tool("workspace.list_files", {})
     names = {c.name: c.access.level for c in run.tree(include_hidden=True).children or []}
     assert {k: v for k, v in names.items() if v == "hidden"} == {
-        "counters.jsonl": "hidden", "events.jsonl": "hidden", "input": "hidden",
-        "journal.jsonl": "hidden", "manifest.json": "hidden", "run.json": "hidden",
-        "tool-args": "hidden"}
+        "events.jsonl": "hidden", "input": "hidden", "journal.jsonl": "hidden",
+        "manifest.json": "hidden", "run.json": "hidden", "tool-args": "hidden"}
     snapshot = run.tree("input", include_hidden=True).find("input/prompt_snapshot.json")
     assert snapshot is not None and snapshot.access == Access("hidden", False)
     with pytest.raises(AccessDenied, match=r"`input` is not readable for this task\."):

@@ -8,7 +8,6 @@ handle is :class:`tavernlab.host.run.Run`. Everything observable about a run goe
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -294,7 +293,6 @@ class RunCore:
                 invocation_id=invocation.id, agent_id=agent_id, profile=dump_model(profile)))
             self.feed.flush()
             self._subagent_offsets[invocation.id] = self.journal.written_at[record.id]
-            self.save_record(index=False, summary=False)  # a checkpoint with the sub-agent
         return invocation
 
     def announce(self, invocation: Invocation) -> None:
@@ -325,5 +323,4 @@ class RunCore:
             self._announced.add(invocation.id)
             self.subagents[invocation.id] = invocation
             self._subagent_offsets[invocation.id] = offset
-        self.ledger.restored(restored.checkpoint if restored.checkpoint is not None
-                             else json.dumps(self.checkpoint(), sort_keys=True))
+        self.ledger.restored(restored.covered)

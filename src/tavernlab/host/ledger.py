@@ -13,11 +13,12 @@ calls :meth:`RunLedger.sync` after every write), and only when they change:
   index entry's ``updatedAt`` is that of the last status change it recorded (a tavernlab
   choice; ``run.json`` always has the latest);
 * ``counters.jsonl`` (tavernlab's, beside ``events.jsonl``) gets one line whenever a batch of
-  records ends with the counters changed: what :meth:`Lab.open_run` needs (tool calls, call
-  numbers, the last round with a call, commits, the output message, the published persist
-  state, sub-agent results and where each sub-agent's start record sits in the journal),
-  plus the size and last ``seq`` of both logs it covers. A reopened run reads its last line
-  and, if the logs grew after it, replays only what follows (:mod:`tavernlab.host.restore`).
+  records ends :data:`CHECKPOINT_EVERY_RECORDS` records or more after the last line: what
+  :meth:`Lab.open_run` needs (tool calls, call numbers, the last round with a call, commits,
+  the output message, the published persist state, sub-agent results and where each
+  sub-agent's start record sits in the journal), plus the size and last ``seq`` of both logs
+  it covers. A reopened run reads its last line and replays only the records after it
+  (:mod:`tavernlab.host.restore`), so reopening costs the same at any size.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from tavernlab.workspace.records import RunRecord, dump_model, write_json
 
 #: The counters checkpoint of a run (beside ``events.jsonl``).
 CHECKPOINTS = "counters.jsonl"
-#: Write a checkpoint at least every this many records (events and journal) even when the
-#: counters stay the same, so that the replay after the last one stays short.
+#: A checkpoint is written once this many records (events and journal) follow the last one,
+#: so that the replay after it stays short (a few milliseconds) without a line per call.
 CHECKPOINT_EVERY_RECORDS = 256
 
 
@@ -59,8 +60,7 @@ class RunLedger:
         self.indexed_status: str | None = None
         self._index_due: dict[str, Any] | None = None
         self._summary_due: dict[str, Any] | None = None
-        self._last_checkpoint: str | None = None
-        self._checkpoint_seq = 0
+        self._checkpoint_seq = 0  # records (events + journal) the last checkpoint covers
 
     def changed(self, *, index: bool, summary: bool) -> None:
         """The record changed (or its summary is due): ``index`` asks for the index entry
@@ -94,12 +94,10 @@ class RunLedger:
             self._write_checkpoint()
 
     def _write_checkpoint(self) -> None:
-        counters = self._checkpoint()
-        text = json.dumps(counters, sort_keys=True)
-        grown = (self.events.last_seq + self.journal.last_seq - self._checkpoint_seq
-                 >= CHECKPOINT_EVERY_RECORDS)
-        if text == self._last_checkpoint and not grown:
+        if (self.events.last_seq + self.journal.last_seq - self._checkpoint_seq
+                < CHECKPOINT_EVERY_RECORDS):
             return
+        counters = self._checkpoint()
         event_bytes, seq = self.events.position()
         journal_bytes, journal_seq = self.journal.position()
         line = {"eventSeq": seq, "eventBytes": event_bytes, "journalSeq": journal_seq,
@@ -110,11 +108,10 @@ class RunLedger:
             os.write(fd, (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
         finally:
             os.close(fd)
-        self._last_checkpoint, self._checkpoint_seq = text, seq + journal_seq
+        self._checkpoint_seq = seq + journal_seq
 
-    def restored(self, checkpoint_text: str) -> None:
-        """A reopened run starts from this checkpoint (no line is written until the counters
-        change) and this indexed status."""
-        self._last_checkpoint = checkpoint_text
-        self._checkpoint_seq = self.events.last_seq + self.journal.last_seq
+    def restored(self, covered: int) -> None:
+        """A reopened run: its last checkpoint covers ``covered`` records (events and
+        journal), and the index shows its status."""
+        self._checkpoint_seq = covered
         self.indexed_status = self.record.status

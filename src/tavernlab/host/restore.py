@@ -33,11 +33,11 @@ from tavernlab.workspace.logs import EventLog, JournalLog
 @dataclass(slots=True)
 class Restored:
     """The counters of a reopened run, its sub-agent starts (with their journal offsets) and
-    the checkpoint it was restored from (``None``: replayed in full)."""
+    how many records (events and journal) its last checkpoint covers (0: replayed in full)."""
 
     values: dict[str, Any]
     subagents: list[tuple[SubagentStart, int]] = field(default_factory=list)
-    checkpoint: str | None = None
+    covered: int = 0
 
 
 def empty_counters() -> dict[str, Any]:
@@ -95,6 +95,7 @@ def _from_checkpoint(log: EventLog, journal: JournalLog) -> Restored | None:
         return None
     try:
         values = json.loads(line)
+        covered = values["eventSeq"] + values["journalSeq"]
         event_tail = _tail(log, values.pop("eventBytes"), values.pop("eventSeq"))
         journal_tail = _tail(journal, values.pop("journalBytes"), values.pop("journalSeq"))
         if event_tail is None or journal_tail is None:
@@ -103,11 +104,10 @@ def _from_checkpoint(log: EventLog, journal: JournalLog) -> Restored | None:
                   for invocation, offset in values["subagents"]]
     except (ValueError, KeyError, TypeError):
         return None
-    checkpoint = json.dumps(values, sort_keys=True)
     replay(values, (record for _, record in event_tail))
     starts += [(record.payload, offset) for offset, record in journal_tail
                if isinstance(record, SubagentStarted)]
-    return Restored(values, starts, checkpoint)
+    return Restored(values, starts, covered)
 
 
 def _last_checkpoint(log: EventLog) -> bytes | None:
