@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 DISK_NOTE = ("disk: on this ext4, creating files right after a mass delete can cost 10x more "
              "(the allocator skips recently freed inodes); each disk figure uses a fresh "
@@ -71,6 +74,26 @@ def compare_once(subject: Callable[[], object], baseline: Callable[[], object], 
     """Like :func:`compare` for actions too slow to repeat within a round (one sample each
     per round), in milliseconds."""
     return compare(subject, baseline, rounds=rounds, per_round=1, warmup=0)
+
+
+def compare_prepared(prepare: Callable[[], T], subject: Callable[[T], object],
+                     baseline: Callable[[], object], *, rounds: int = 5) -> Comparison:
+    """Like :func:`compare_once`, for a path that needs an untimed preparation per sample
+    (``subject(prepare())``, only ``subject`` timed)."""
+    ours, theirs, ratios = [], [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        baseline()
+        base = time.perf_counter() - start
+        prepared = prepare()
+        start = time.perf_counter()
+        subject(prepared)
+        mine = time.perf_counter() - start
+        ours.append(mine)
+        theirs.append(base)
+        ratios.append(mine / base)
+    return Comparison(statistics.median(ours) * 1000, statistics.median(theirs) * 1000,
+                      statistics.median(ratios), min(ratios), max(ratios))
 
 
 @dataclass

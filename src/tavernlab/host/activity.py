@@ -89,8 +89,8 @@ class Activities:
 
     def record(self, changes: list[FileChange]) -> None:
         """Journal changes the port did not see (``persist/`` filled from a state)."""
-        for change in changes:
-            self.feed.note(FileChanged, change)
+        if changes:
+            self.feed.note_all(FileChanged, list(changes))
 
 
 class _Ticker:

@@ -42,6 +42,7 @@ from tavernlab.host.ledger import RunLedger
 from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.logs import EventLog, JournalLog
@@ -143,7 +144,8 @@ class RunCore:
                  persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None,
                  skills: Mapping[str, Any],
                  skills_mount: SkillsMount | None, index: RunIndex, clock: Clock,
-                 ids: IdFactory, on_end: Callable[[], None]) -> None:
+                 ids: IdFactory, on_end: Callable[[], None],
+                 links: LabLinks | None = None) -> None:
         self.record = record
         self.dir = run_dir
         self.workspace_dir = workspace_dir
@@ -157,7 +159,7 @@ class RunCore:
         self.clock = clock
         self.ids = ids
         self.on_end = on_end
-        self.fs = WorkspaceFs(workspace_dir)
+        self.fs = WorkspaceFs(workspace_dir, links=links)
         self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
         self.journal = JournalLog(run_dir / "journal.jsonl", self.log)
         self.ledger = RunLedger(record, run_dir, index, events=self.log, journal=self.journal,

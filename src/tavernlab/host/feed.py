@@ -107,6 +107,15 @@ class RunFeed:
             self._queue(record, data)
         return record
 
+    def note_all(self, kind: type[J], payloads: list[Model]) -> list[J]:
+        """Append many journal records of one kind, in order (built in bulk)."""
+        with self.lock:
+            built = self.journal.build_all(kind, payloads)
+            self._pending.extend(built)
+            if self._owner != threading.get_ident():
+                self._write(batch_ended=self._owner is None)
+        return [record for record, _ in built]
+
     def _queue(self, record: Event, data: dict[str, object]) -> None:
         self._pending.append((record, data))
         if self._owner != threading.get_ident():

@@ -11,10 +11,13 @@ later).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import TypeAdapter
 
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import InvalidData, SkillUnavailable
@@ -44,6 +47,7 @@ from tavernlab.skills.binding import (
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.repository import SkillRepository
 from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.persist import PersistSnapshot
@@ -80,10 +84,13 @@ class RunFactory:
               mount: BoundSkillsMount | None,
               persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None = None
               ) -> RunCore:
+        links = None if chat is None else LabLinks(os.stat(run_dir).st_dev,
+                                                   base=partial(base_contents, run_dir))
         return RunCore(record=record, run_dir=run_dir, workspace_dir=workspace_dir,
                        profile=profile, frozen=frozen, chat=chat,
                        persist_snapshot=persist_snapshot, skills=skills, skills_mount=mount,
-                       index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end)
+                       index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end,
+                       links=links)
 
     # -- new runs -----------------------------------------------------------------------------
 
@@ -93,8 +100,7 @@ class RunFactory:
                    scopes: Mapping[str, str] | None) -> RunCore:
         """A new run for a Chat target."""
         macros = FrozenMacros.from_snapshot(snapshot or {})
-        if persist_base is not None:
-            chat.persist.load(persist_base)
+        base = None if persist_base is None else chat.persist.load(persist_base)
         bound, mount = self._bind(profile, names, scopes, macros)
         run_id = self.ids.new("run")
         run_dir = chat.workspace_dir / "runs" / run_id
@@ -115,7 +121,8 @@ class RunFactory:
         with core.feed.batch():
             _initialize(core, snapshot or {})
             core.set_status("initializing_workspace")
-            persist = chat.persist.initialize(run_dir / "persist", persist_base)
+            persist = chat.persist.initialize(run_dir / "persist", persist_base,
+                                              core.fs.containment.links, base)
             core.persist_snapshot = persist
             core.activities.record(persist_changes(persist))
             write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
@@ -224,19 +231,33 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
     core.save_record()  # the summary projection of a started run
 
 
+def base_contents(run_dir: Path) -> list[tuple[str, int]]:
+    """``(sha256, size)`` of every file of a run's base state (its persist snapshot): what a
+    reopened run's own links may hold (:class:`~tavernlab.workspace.containment.LabLinks`)."""
+    return [(f.sha256, f.bytes) for f in read_persist_snapshot(run_dir).files]
+
+
 def read_persist_snapshot(run_dir: Path) -> PersistSnapshot:
     """A run's ``input/persist_snapshot.json``."""
     return PersistSnapshot.model_validate(read_json(run_dir / "input" / "persist_snapshot.json"))
 
 
 def persist_changes(snapshot: PersistSnapshot) -> list[FileChange]:
-    """The journal's view of ``persist/`` filled from a state (copied past the port)."""
-    changes = [FileChange(path=f"persist/{d}", change="created", node="directory",
-                          writer="persist") for d in sorted(snapshot.directory_set())]
-    changes += [FileChange(path=f"persist/{f.path}", change="created", node="file",
-                           size=f.bytes, sha256=f.sha256, writer="persist")
+    """The journal's view of ``persist/`` filled from a state (copied past the port), sorted
+    by path (built in bulk: a large state has a record per file)."""
+    changes: list[dict[str, Any]] = [
+        {"path": f"persist/{d}", "change": "created", "node": "directory", "writer": "persist"}
+        for d in snapshot.directory_set()]
+    changes += [{"path": f"persist/{f.path}", "change": "created", "node": "file",
+                 "size": f.bytes, "sha256": f.sha256, "writer": "persist"}
                 for f in snapshot.files]
-    return sorted(changes, key=lambda c: c.path)
+    changes.sort(key=lambda c: c["path"])
+    return _file_changes().validate_python(changes)
+
+
+@cache
+def _file_changes() -> TypeAdapter[list[FileChange]]:
+    return TypeAdapter(list[FileChange])
 
 
 def resolve_profile(profile: Profile | Mapping[str, Any] | None, default: Callable[[], Profile]

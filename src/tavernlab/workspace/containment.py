@@ -27,6 +27,7 @@ Two things make the walk cheap without weakening it:
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable
@@ -59,47 +60,81 @@ def link_key(st: os.stat_result) -> LinkKey:
 
 
 class LabLinks:
-    """The hard links the lab made in one workspace: files of a persist state linked into
-    its ``persist/`` when the run started. ``load`` (called once, on the first file with
-    several links) returns their keys; they live on the workspace's device ``device``."""
+    """The hard links the lab made in one workspace: a run's ``persist/`` is filled with
+    links to the files of its base persist state.
 
-    def __init__(self, device: int, load: Callable[[], Iterable[LinkKey]] | None = None
-                 ) -> None:
+    A regular file with several links is the lab's own when the lab made it (:meth:`add`,
+    when the run starts) or, for a run reopened later, when its bytes are those of a file of
+    the run's base state (``base()`` gives their ``(sha256, size)``; each inode is checked
+    once): such an alias can only show what the run was given, and the port never writes a
+    linked file in place. Any other file with several links is planted (it could alias a
+    file outside the run) and refused. Nothing is recorded on disk, so replays stay
+    byte-identical."""
+
+    def __init__(self, device: int,
+                 base: Callable[[], Iterable[tuple[str, int]]] | None = None) -> None:
         self.device = device
-        self._load = load
-        self._keys: set[LinkKey] | None = None if load is not None else set()
+        self._base = base
+        self._contents: set[tuple[str, int]] | None = None
+        #: ``(sha256, size)`` of each link known to be the lab's, by key.
+        self._known: dict[LinkKey, tuple[str, int]] = {}
+        self._planted: set[LinkKey] = set()
 
-    def add(self, keys: Iterable[LinkKey]) -> None:
-        """Record links the lab just made."""
-        self._known().update(keys)
+    def add(self, key: LinkKey, content: tuple[str, int]) -> None:
+        """A link the lab just made, of a file with ``content`` (its ``(sha256, size)``)."""
+        self._known[key] = content
 
-    def owns(self, st: os.stat_result) -> bool:
-        """Whether the regular file ``st`` (an ``lstat``) is one of the lab's links."""
-        return st.st_dev == self.device and link_key(st) in self._known()
+    def known(self) -> dict[LinkKey, tuple[str, int]]:
+        """Every link known to be the lab's, with its ``(sha256, size)``."""
+        return dict(self._known)
 
-    def keys(self) -> set[LinkKey]:
-        """Every recorded key."""
-        return set(self._known())
+    def owns(self, st: os.stat_result, host: str | None) -> bool:
+        """Whether the regular file ``st`` (an ``lstat`` of ``host``) is one of the lab's."""
+        key = link_key(st)
+        if key in self._known:
+            return True
+        if st.st_dev != self.device or key in self._planted or host is None:
+            return False
+        content = self._content_of(host, key)
+        if content is None:
+            self._planted.add(key)
+            return False
+        self._known[key] = content
+        return True
 
-    def _known(self) -> set[LinkKey]:
-        if self._keys is None:
-            assert self._load is not None
-            self._keys = set(self._load())
-        return self._keys
+    def _content_of(self, host: str, key: LinkKey) -> tuple[str, int] | None:
+        """``(sha256, size)`` of ``host`` if it is still ``key`` and a base file's bytes."""
+        if self._base is None:
+            return None
+        if self._contents is None:
+            self._contents = set(self._base())
+        if not any(size == key[2] for _, size in self._contents):
+            return None
+        try:
+            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            if link_key(os.fstat(handle.fileno())) != key:
+                return None
+            content = (hashlib.file_digest(handle, "sha256").hexdigest(), key[2])
+        return content if content in self._contents else None
 
 
-def refused_node(st: os.stat_result, links: LabLinks | None = None) -> RefusedNode | None:
+def refused_node(st: os.stat_result, links: LabLinks | None = None,
+                 host: str | None = None) -> RefusedNode | None:
     """What a node (its ``lstat``) is when the workspace refuses it, ``None`` when it is
     served: the one rule for what may exist in a workspace. A directory and a regular file
     with one name are served, and so is a regular file that is one of the lab's own links
     (``links``); symlinks, FIFOs, sockets, devices and planted hard links (any other regular
     file with ``st_nlink > 1``, which could alias a file outside the run) are refused
-    alike."""
+    alike. ``host`` is where the node is (a reopened run's links are recognised by their
+    bytes, see :class:`LabLinks`)."""
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         return None
     if stat.S_ISREG(mode):
-        if st.st_nlink == 1 or (links is not None and links.owns(st)):
+        if st.st_nlink == 1 or (links is not None and links.owns(st, host)):
             return None
         return "hard_link"
     if stat.S_ISLNK(mode):
@@ -115,9 +150,10 @@ def refused_node(st: os.stat_result, links: LabLinks | None = None) -> RefusedNo
     return "unknown"
 
 
-def supported_node(st: os.stat_result, links: LabLinks | None = None) -> bool:
+def supported_node(st: os.stat_result, links: LabLinks | None = None,
+                   host: str | None = None) -> bool:
     """Whether the workspace serves this node (see :func:`refused_node`)."""
-    return refused_node(st, links) is None
+    return refused_node(st, links, host) is None
 
 
 class ContainedRoot:
@@ -135,9 +171,9 @@ class ContainedRoot:
         #: the next (callers above the port cache by it, see the shell bridge).
         self.generation = 0
 
-    def refused(self, st: os.stat_result) -> RefusedNode | None:
-        """:func:`refused_node` with this workspace's own links."""
-        return refused_node(st, self.links)
+    def refused(self, st: os.stat_result, host: str) -> RefusedNode | None:
+        """:func:`refused_node` of the node at ``host`` with this workspace's own links."""
+        return refused_node(st, self.links, host)
 
     def host(self, path: WorkspacePath | None) -> str:
         """The host path of a workspace path (plain string joins: a ``WorkspacePath`` is
@@ -177,7 +213,7 @@ class ContainedRoot:
                     return None
                 except OSError as exc:  # a name over NAME_MAX, a permission problem...
                     raise FileIo("resolve", path.text, exc) from None
-                if refused_node(st, self.links) is not None:
+                if refused_node(st, self.links, current) is not None:
                     raise InvalidData(UNSUPPORTED_NODE)
                 self.nodes[current] = st
             if index < last:
@@ -235,7 +271,7 @@ class ContainedRoot:
                     ) from None
                 child_st = item.stat(follow_symlinks=False)
                 child = item.name if path is None else f"{path.text}/{item.name}"
-                node = refused_node(child_st, self.links)
+                node = refused_node(child_st, self.links, item.path)
                 if node is not None:
                     refused.append(WorkspaceRefusedEntry(child, node))
                 else:
@@ -260,5 +296,6 @@ class ContainedRoot:
         """Every node below the host directory ``host`` is a regular file or directory."""
         for dirpath, dirnames, filenames in os.walk(host):
             for name in (*dirnames, *filenames):
-                if refused_node(os.lstat(os.path.join(dirpath, name)), self.links) is not None:
+                host = os.path.join(dirpath, name)
+                if refused_node(os.lstat(host), self.links, host) is not None:
                     raise InvalidData(UNSUPPORTED_NODE)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
@@ -69,3 +70,34 @@ def seq_of_last_line(fd: int, size: int) -> int:
     """The ``seq`` of the last complete line of a log (0 when it has none)."""
     line = last_line(fd, size)
     return 0 if line is None else int(json.loads(line)["seq"])
+
+
+def read_chunks(path: Path, start: int, end: int) -> Iterator[list[bytes]]:
+    """The complete, non-blank lines of ``path`` between the byte offsets ``start`` and
+    ``end``, in chunks of about :data:`CHUNK_BYTES`; an unfinished line at ``end`` is left
+    out."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        carry = b""
+        while start < end:
+            data = carry + handle.read(min(CHUNK_BYTES, end - start))
+            read = len(data) - len(carry)
+            if read == 0:
+                return
+            start += read
+            cut = data.rfind(b"\n") + 1
+            carry = data[cut:]
+            lines = [line for line in data[:cut].split(b"\n") if line.strip()]
+            if lines:
+                yield lines
+
+
+def anchor_of(line: bytes) -> int:
+    """The ``eventSeq`` of a journal line (read without parsing the line when it is where
+    tavernlab writes it)."""
+    start = line.find(b'"eventSeq": ', 0, 64)
+    if start >= 0:
+        digits = line[start + 12:line.find(b",", start)]
+        if digits.isdigit():
+            return int(digits)
+    return int(json.loads(line)["eventSeq"])

@@ -27,6 +27,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter
+
 from tavernlab.clock import Clock, IdFactory, rfc3339
 from tavernlab.events import (
     EVENT_TYPES,
@@ -38,7 +40,13 @@ from tavernlab.events import (
     Model,
 )
 from tavernlab.locks import locked_open
-from tavernlab.workspace.log_reading import CHUNK_BYTES, parse_records, seq_of_last_line
+from tavernlab.workspace.log_reading import (
+    CHUNK_BYTES,
+    anchor_of,
+    parse_records,
+    read_chunks,
+    seq_of_last_line,
+)
 
 E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
@@ -172,7 +180,7 @@ class SequencedLog:
             size = os.stat(self.path).st_size
         except FileNotFoundError:
             return
-        yield from _chunks(self.path, offset, size)
+        yield from read_chunks(self.path, offset, size)
 
     def _read_from(self, first: Callable[[], int]) -> Iterator[list[bytes]]:
         """The raw lines from index ``first()`` (computed under the lock) to the end, in
@@ -187,27 +195,7 @@ class SequencedLog:
             if index >= len(self._offsets):
                 return
             start, end = self._offsets[index], self._indexed_to
-        yield from _chunks(self.path, start, end)
-
-
-def _chunks(path: Path, start: int, end: int) -> Iterator[list[bytes]]:
-    """The complete, non-blank lines of ``path`` between the byte offsets ``start`` and
-    ``end``, in chunks of about :data:`CHUNK_BYTES`; an unfinished line at ``end`` is left
-    out."""
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        carry = b""
-        while start < end:
-            data = carry + handle.read(min(CHUNK_BYTES, end - start))
-            read = len(data) - len(carry)
-            if read == 0:
-                return
-            start += read
-            cut = data.rfind(b"\n") + 1
-            carry = data[cut:]
-            lines = [line for line in data[:cut].split(b"\n") if line.strip()]
-            if lines:
-                yield lines
+        yield from read_chunks(self.path, start, end)
 
 
 class EventLog(SequencedLog):
@@ -278,6 +266,27 @@ class JournalLog(SequencedLog):
         }
         return record, data
 
+    def build_all(self, kind: type[J], payloads: Sequence[Model]
+                  ) -> list[tuple[J, dict[str, Any]]]:
+        """:meth:`build` for many records of one kind at once (validated and dumped in bulk
+        by pydantic-core: a run started from a large persist state journals a record per
+        file). The ids and times are taken in the same order as one by one."""
+        type_name = kind.type_name()
+        if type_name not in JOURNAL_TYPES:
+            raise ValueError(f"{kind.__name__} is not a journal record type")
+        events = self.events
+        stamps = [(events.ids.new("jrn"), events.clock.now()) for _ in payloads]
+        records: list[J] = _list_adapter(kind).validate_python(
+            [{"seq": 0, "event_seq": 0, "id": ident, "run_id": events.run_id,
+              "timestamp": moment, "payload": payload}
+             for (ident, moment), payload in zip(stamps, payloads, strict=True)])
+        dumped = _list_adapter(type(payloads[0])).dump_python(
+            list(payloads), mode="json", by_alias=True) if payloads else []
+        return [(record, {"seq": 0, "eventSeq": 0, "id": record.id, "runId": events.run_id,
+                          "timestamp": rfc3339(record.timestamp), "level": record.level,
+                          "type": type_name, "payload": payload})
+                for record, payload in zip(records, dumped, strict=True)]
+
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
         validated before the line is written."""
@@ -312,15 +321,15 @@ class JournalLog(SequencedLog):
                 if isinstance(r, JournalRecord)]
 
 
-def anchor_of(line: bytes) -> int:
-    """The ``eventSeq`` of a journal line (read without parsing the line when it is where
-    tavernlab writes it)."""
-    start = line.find(b'"eventSeq": ', 0, 64)
-    if start >= 0:
-        digits = line[start + 12:line.find(b",", start)]
-        if digits.isdigit():
-            return int(digits)
-    return int(json.loads(line)["eventSeq"])
+_ADAPTERS: dict[type[Any], TypeAdapter[list[Any]]] = {}
+
+
+def _list_adapter(kind: type[Any]) -> TypeAdapter[list[Any]]:
+    """A cached ``TypeAdapter(list[kind])`` (bulk validation and dumping)."""
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(list[kind])  # type: ignore[valid-type]
+    return adapter
 
 
 def _line(data: dict[str, Any]) -> bytes:
@@ -341,12 +350,14 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
         event_lines: list[bytes] = []
         notes: list[Built] = []
         for record, data in built:
+            # Straight into the models' fields (pydantic's __setattr__ costs more than the
+            # whole line for a large batch; these fields are plain ints, set at build).
             if isinstance(record, JournalRecord):
-                record.event_seq = data["eventSeq"] = seq
+                record.__dict__["event_seq"] = data["eventSeq"] = seq
                 notes.append((record, data))
             else:
                 seq += 1
-                record.seq = data["seq"] = seq
+                record.__dict__["seq"] = data["seq"] = seq
                 event_lines.append(_line(data))
         if event_lines:
             events._write(fd, size, event_lines)
@@ -363,7 +374,7 @@ def _append_journal(journal: JournalLog, notes: list[Built]) -> None:
         lines = []
         offset = size
         for number, (record, data) in enumerate(notes, start=journal.last_seq + 1):
-            record.seq = data["seq"] = number
+            record.__dict__["seq"] = data["seq"] = number
             line = _line(data)
             if data["type"] in OFFSET_TYPES:
                 journal.written_at[record.id] = offset

@@ -93,7 +93,7 @@ class _Walker:
             raise not_found(text) from None
         directory = stat.S_ISDIR(st.st_mode)
         access = self.policy.access(path, directory=directory)
-        refused = self.scope.fs.containment.refused(st)
+        refused = self.scope.fs.containment.refused(st, host)
         if refused is not None:
             return TreeNode(name, text, "refused", None, access, reason=refused)
         if not directory:
