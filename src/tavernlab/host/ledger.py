@@ -70,6 +70,8 @@ class RunLedger:
             self._summary_due = self._summary()
         if index and (summary or self.record.status != self.indexed_status):
             self._index_due = dump_model(self.record)
+        elif index and self._summary_due is None:
+            self._index_due = None  # back to the status the index shows: nothing to write
 
     def write_record(self) -> None:
         """Write ``run.json`` now if it changed."""
