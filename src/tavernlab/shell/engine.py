@@ -30,19 +30,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import bashkit
 
 from tavernlab.cancel import CancelToken
-from tavernlab.clock import Clock
 from tavernlab.js.budget import InputBudget
-from tavernlab.js.pool import WorkerPool
 from tavernlab.shell.bridge import WorkspaceBridge
 from tavernlab.shell.commands import ShellCommands
 from tavernlab.shell.limits import MAX_STREAM_BYTES
+from tavernlab.shell.resources import (
+    DEFAULT_HELPER,
+    MainThreadHelper,
+    ShellOptions,
+    ShellResources,
+)
 from tavernlab.shell.result import ShellOutcome
 from tavernlab.shell.vfs_abi import ExportedFilesystem
 from tavernlab.workspace.context import FrozenContext
@@ -122,59 +125,6 @@ def _is_timeout(error: str) -> bool:
     """bashkit's execution and parser timeouts (``resource limit exceeded: execution
     timeout (…)``)."""
     return "timeout" in error.lower()
-
-
-class MainThreadHelper:
-    """The thread that runs interpreters for callers on the main thread (created on first
-    use, reused: starting a thread per call costs more than the call itself)."""
-
-    def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, fn: Callable[..., bashkit.ExecResult], *args: Any, **kwargs: Any
-               ) -> Future[bashkit.ExecResult]:
-        """Run ``fn`` on the helper thread."""
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1,
-                                                    thread_name_prefix="tavernlab-shell")
-            return self._executor.submit(fn, *args, **kwargs)
-
-    def close(self) -> None:
-        """Stop the thread once its current call (if any) has finished."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
-
-
-#: The process-wide helper (what every lab shares unless it has services of its own).
-DEFAULT_HELPER = MainThreadHelper()
-
-
-#: A listener for output as it is produced: ``(stdout chunk, stderr chunk)``.
-OutputListener = Callable[[str, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ShellOptions:
-    """What one call may ask of the interpreter beyond its command: a deterministic ``clock``
-    (then ``date`` reads it, ``$RANDOM`` is seeded with ``seed`` and file times are fixed, see
-    :mod:`tavernlab.shell.fixed_time`) and a listener for output as it is produced."""
-
-    clock: Clock | None = None
-    seed: int = 0
-    on_output: OutputListener | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShellResources:
-    """The long-lived things a shell call uses: the worker pool of its ``js`` builtins
-    (``None``: the process-wide pool) and the helper thread for main-thread callers."""
-
-    pool: WorkerPool | None = None
-    helper: MainThreadHelper = DEFAULT_HELPER
 
 
 def execute_interruptibly(bash: bashkit.Bash, command: str,

@@ -26,8 +26,9 @@ from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled, InvalidData, ToolError, WorkspaceError
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.bridge import parse_shell_path, shell_path
-from tavernlab.shell.engine import BashkitEngine, ShellEngine, ShellOptions, ShellResources
+from tavernlab.shell.engine import BashkitEngine, ShellEngine
 from tavernlab.shell.limits import MAX_COMMAND_BYTES
+from tavernlab.shell.resources import ShellOptions, ShellResources
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
