@@ -70,7 +70,7 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
                   engine: EngineFactory = BashkitEngine) -> ShellResult:
     """Run ``command`` in a fresh shell over ``scope``; see the module docstring.
     ``options`` may fix time and randomness or listen to the output as it is produced
-    (:class:`~tavernlab.shell.engine.ShellOptions`).
+    (:class:`~tavernlab.shell.resources.ShellOptions`).
 
     Raises :class:`~tavernlab.workspace.tooling.ToolError` for an over-long command or one
     with a lone surrogate (``tool.invalid_arguments``, ``command must be valid Unicode text``
