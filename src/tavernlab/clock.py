@@ -16,9 +16,9 @@ Formats live here too, so that there is one rule for each: :func:`rfc3339` (upst
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
@@ -127,10 +127,20 @@ class RandomIds:
 
     def new(self, prefix: str, hex_chars: int = 32) -> str:
         """A fresh random id."""
-        digits = uuid.uuid4().hex
+        digits = _uuid4_hex()
         while len(digits) < hex_chars:
-            digits += uuid.uuid4().hex
+            digits += _uuid4_hex()
         return f"{prefix}_{digits[:hex_chars]}"
+
+
+#: The version (4) and variant (RFC 4122) bits of a UUID v4, and the bits they replace.
+_UUID4_BITS = (4 << 76) | (2 << 62)
+_UUID4_KEEP = ~((0xF << 76) | (0x3 << 62)) & ((1 << 128) - 1)
+
+
+def _uuid4_hex() -> str:
+    """``uuid.uuid4().hex`` without building a ``UUID`` (ids are minted for every record)."""
+    return f"{int.from_bytes(os.urandom(16)) & _UUID4_KEEP | _UUID4_BITS:032x}"
 
     def __repr__(self) -> str:
         return "RandomIds()"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -20,8 +21,11 @@ def locked_open(path: Path, flags: int = os.O_RDWR | os.O_CREAT, *,
                 shared: bool = False) -> Iterator[int]:
     """Open ``path`` with ``flags`` (plus ``O_CLOEXEC``), hold an ``flock`` on it (shared or
     exclusive) and yield the descriptor; parent directories are created when missing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:  # only then look at the parents (a syscall saved per lock)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield fd
@@ -50,3 +54,105 @@ class ReadWriteLock:
     def exclusive(self) -> contextlib.AbstractContextManager[None]:
         """Hold the lock exclusively (one writer)."""
         return file_lock(self.path)
+
+
+class LeasableLock(ReadWriteLock):
+    """A :class:`ReadWriteLock` that a caller can also *lease*: while a lease is open the
+    lock file's ``flock`` is held once, for the whole lease - taken shared at the first
+    operation and made exclusive at the first one that needs it (Linux converts an ``flock``
+    by releasing it first, so what was learnt under the lock is forgotten then), kept until the
+    lease ends - and the operations of this process, from any thread, exclude each other with
+    a thread lock instead of an ``flock`` each. Other processes' writers (and, once the lease
+    wrote, their readers) wait for the lease to end. The workspace shell leases its workspace
+    for one call, so a pipeline over many files takes the lock once.
+
+    A thread that already holds the lock outside a lease (an operation nested in another)
+    keeps taking its own ``flock``, as before the lease began: it must not wait for the lease,
+    which may be waiting for it.
+
+    ``on_release`` runs whenever this process is about to let the ``flock`` go (after each
+    operation outside a lease, and when a lease ends): what was learnt under the lock must be
+    forgotten then.
+    """
+
+    def __init__(self, path: Path, on_release: Callable[[], None] | None = None) -> None:
+        super().__init__(path)
+        self._on_release = on_release
+        self._local = threading.RLock()
+        self._leases = 0
+        self._lease_fd: int | None = None
+        self._lease_exclusive = False
+        self._held = threading.local()  # ``depth``: this thread's holds outside a lease
+
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock shared (many readers; during a lease, one operation at a time)."""
+        return self._hold(shared=True)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock exclusively (one writer)."""
+        return self._hold(shared=False)
+
+    @contextlib.contextmanager
+    def _hold(self, *, shared: bool) -> Iterator[None]:
+        depth: int = getattr(self._held, "depth", 0)
+        if self._leases and not depth:
+            with self._local:
+                if self._leases:  # still open once this thread's turn came
+                    self._lease_for(shared=shared)
+                    yield
+                    return
+        fd = _lock_fd(self.path, shared=shared)
+        self._held.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._held.depth = depth
+            try:
+                if self._on_release is not None:
+                    self._on_release()
+            finally:
+                os.close(fd)
+
+    def _lease_for(self, *, shared: bool) -> None:
+        """Make the lease's ``flock`` strong enough for one operation (``_local`` held)."""
+        if self._lease_fd is None:
+            self._lease_fd = _lock_fd(self.path, shared=shared)
+            self._lease_exclusive = not shared
+        elif not shared and not self._lease_exclusive:
+            if self._on_release is not None:
+                self._on_release()
+            fcntl.flock(self._lease_fd, fcntl.LOCK_EX)
+            self._lease_exclusive = True
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[None]:
+        """Hold the lock for the whole block (nested and concurrent leases share it)."""
+        with self._local:
+            self._leases += 1
+        try:
+            yield
+        finally:
+            with self._local:
+                self._leases -= 1
+                if not self._leases and self._lease_fd is not None:
+                    fd, self._lease_fd = self._lease_fd, None
+                    try:
+                        if self._on_release is not None:
+                            self._on_release()
+                    finally:
+                        os.close(fd)
+
+
+def _lock_fd(path: Path, *, shared: bool) -> int:
+    """A new descriptor of the lock file ``path`` holding its ``flock``."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

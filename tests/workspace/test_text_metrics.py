@@ -308,3 +308,53 @@ def test_a_regex_match_every_other_character_stays_small(unit: str, words: int) 
     counted, peak = _traced_count(unit * (600_000 // len(unit)))
     assert counted == words
     assert peak < 8 * _MIB
+
+
+# --- the tools measure each content once, with the same results ---------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=30), st.integers(min_value=1, max_value=5),
+       st.one_of(st.none(), st.integers(min_value=1, max_value=8)))
+def test_read_file_metrics_agree_with_the_oracle(tmp_path_factory: pytest.TempPathFactory,
+                                                 lines: list[str], start: int,
+                                                 count: int | None) -> None:
+    """``workspace.read_file`` reports the file's and the selection's metrics (header and
+    ``structured``) through :class:`TextMeasures`, once per content: they equal the oracle's
+    for full and partial reads of random Unicode text."""
+    from tavernlab.host import Lab
+
+    text = "\n".join(lines)
+    run = Lab(tmp_path_factory.mktemp("lab")).start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "scratch/t.md", "content": text})
+    args: dict[str, object] = {"path": "scratch/t.md", "start_line": min(start, len(lines))}
+    if count is not None:
+        args["line_count"] = count
+    result = run.call_tool("workspace.read_file", args)
+    assert not result.is_error, result.content
+    data = result.structured
+    first = int(data["startLine"])
+    selected = "\n".join(text.split("\n")[first - 1:int(data["endLine"])])
+    if data["lineTruncated"]:
+        selected = selected[:int(data["chars"])]
+    assert (data["totalChars"], data["totalWords"]) == (len(text), _oracle_count_words(text))
+    assert (data["chars"], data["words"]) == (len(selected), _oracle_count_words(selected))
+    assert result.content.splitlines()[0].split(" (preview)")[0].endswith(
+        f"chars {data['chars']} of {data['totalChars']}, words {data['words']} of "
+        f"{data['totalWords']}")
+    written = run.call_tool("workspace.write_file", {"path": "scratch/t.md", "content": text,
+                                                     "mode": "append"})
+    assert written.structured["words"] == _oracle_count_words(text + text)
+
+
+def test_text_measures_count_each_content_once() -> None:
+    measures = text_module.TextMeasures()
+    calls: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text_module, "text_metrics",
+                      lambda text: calls.append(text) or (len(text), count_words(text)))
+        assert measures.of("hello world", "digest") == (11, 2)
+        assert measures.of("something else entirely", "digest") == (11, 2)  # same digest
+        assert measures.of("abc中文") == (5, 3)
+        assert measures.of("abc中文") == (5, 3)
+    assert calls == ["hello world", "abc中文"]

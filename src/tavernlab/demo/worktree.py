@@ -71,11 +71,22 @@ def _wait_listening(port: int) -> None:
             time.sleep(0.02)
 
 
+def _remove_previous(base: Path) -> None:
+    """Delete the previous play's directory. Its worktrees' ``.trash`` drainer (spec 9.4,
+    detached on purpose) may still be deleting entries under it, so an entry vanishing
+    mid-walk is expected: try again a few times, then let a real error through."""
+    for _ in range(20):
+        if not base.exists():
+            return
+        shutil.rmtree(base, ignore_errors=True)
+        time.sleep(0.05)
+    shutil.rmtree(base)
+
+
 def run(root: Path, out: TextIO) -> None:
     """Play the worktree section in ``root/worktree`` (recreated on every run)."""
     base = root / "worktree"
-    if base.exists():
-        shutil.rmtree(base)
+    _remove_previous(base)
     base.mkdir(parents=True)
     print("\n== Worktrees for agents ==", file=out)
     repo = _make_repository(base)

@@ -50,8 +50,10 @@ TERMINAL_EVENT_TYPES: frozenset[str] = frozenset({
 class Model(BaseModel):
     """Base for on-disk JSON: camelCase aliases, populated by either name."""
 
+    # ``defer_build``: a model's validator is built on its first use, not at import (a
+    # process that runs one tool call builds the dozen models it needs, not all of them).
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True,
-                              extra="allow", ser_json_timedelta="float")
+                              extra="allow", ser_json_timedelta="float", defer_build=True)
 
 
 class EventScope(Model):

@@ -21,6 +21,7 @@ thread of which activity made a write).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,18 +35,23 @@ FLUSH_INTERVAL_S = 0.5
 
 
 class Activities:
-    """The open activities of one run and the flushing of its workspace changes."""
+    """The open activities of one run and the flushing of its workspace changes.
 
-    def __init__(self, fs: WorkspaceFs, feed: RunFeed, *, periodic: bool = True) -> None:
+    ``live`` (the default) flushes an open activity's changes, and the records its call
+    holds, every :data:`FLUSH_INTERVAL_S` (:class:`_Ticker`); a lab with a deterministic
+    clock turns it off, because a flush at a moment that depends on the machine's speed
+    would stamp and number records differently from one replay to the next.
+    """
+
+    def __init__(self, fs: WorkspaceFs, feed: RunFeed, *, live: bool = True) -> None:
         self.fs = fs
         self.feed = feed
-        self.periodic = periodic
+        self.live = live
         self.recorder = ChangeRecorder(str(fs.directory))
         fs.observer = self.recorder.note
         self._open: list[tuple[Writer, str | None]] = []
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
         self._flushing = threading.Lock()
-        self._timer: threading.Thread | None = None
 
     @contextmanager
     def activity(self, writer: Writer, call_id: str | None) -> Iterator[None]:
@@ -54,28 +60,26 @@ class Activities:
         entry = (writer, call_id)
         with self._lock:
             self._open.append(entry)
-            if self.periodic and self._timer is None:
-                self._timer = threading.Thread(target=self._tick, daemon=True,
-                                               name="tavernlab-changes")
-                self._timer.start()
+        if self.live:
+            _TICKER.watch(self)
         try:
             yield
         finally:
             with self._lock:
                 self._open.remove(entry)
-                self._lock.notify_all()
+            if self.live:
+                _TICKER.forget(self)
             self.flush(writer, call_id)
 
-    def _tick(self) -> None:
-        """While an activity is open, flush its changes every :data:`FLUSH_INTERVAL_S`."""
-        while True:
-            with self._lock:
-                self._lock.wait_for(lambda: not self._open, FLUSH_INTERVAL_S)
-                if not self._open:
-                    self._timer = None
-                    return
-                writer, call_id = self._open[-1]
-            self.flush(writer, call_id)
+    def tick(self) -> None:
+        """While an activity is open: write the records its call holds and journal its
+        changes so far (called by the ticker thread)."""
+        with self._lock:
+            if not self._open:
+                return
+            writer, call_id = self._open[-1]
+        self.feed.flush()
+        self.flush(writer, call_id)
 
     def flush(self, writer: Writer, call_id: str | None) -> list[FileChange]:
         """Journal what changed since the last flush, as ``writer``/``call_id``."""
@@ -90,5 +94,75 @@ class Activities:
 
     def record(self, changes: list[FileChange]) -> None:
         """Journal changes the port did not see (``persist/`` filled from a state)."""
-        for change in changes:
-            self.feed.note(FileChanged, change)
+        if changes:
+            self.feed.note_all(FileChanged, list(changes))
+
+
+class _Ticker:
+    """One thread for the whole process that ticks each run whose activity has been open
+    for :data:`FLUSH_INTERVAL_S`, then every :data:`FLUSH_INTERVAL_S` (started on first use;
+    it sleeps while nothing is open, so no thread is started per tool call, and a call that
+    ends sooner is never ticked)."""
+
+    def __init__(self) -> None:
+        #: ``id(activities)`` -> (activities, open count, when it is due; real time).
+        self._watched: dict[int, tuple[Activities, int, float]] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._idle = False  # the thread waits for something to watch (no deadline)
+
+    def watch(self, activities: Activities) -> None:
+        """Tick ``activities`` until :meth:`forget` (counted: nested activities)."""
+        with self._wake:
+            key = id(activities)
+            if key in self._watched:
+                _, count, due = self._watched[key]
+                self._watched[key] = (activities, count + 1, due)
+                return
+            self._watched[key] = (activities, 1, time.monotonic() + FLUSH_INTERVAL_S)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="tavernlab-changes")
+                self._thread.start()
+            elif self._idle:  # otherwise it wakes before this one is due anyway
+                self._wake.notify()
+
+    def forget(self, activities: Activities) -> None:
+        """One :meth:`watch` of ``activities`` ended."""
+        with self._wake:
+            key = id(activities)
+            if key not in self._watched:
+                return
+            _, count, due = self._watched[key]
+            if count <= 1:
+                del self._watched[key]
+            else:
+                self._watched[key] = (activities, count - 1, due)
+
+    def _due(self) -> list[Activities]:
+        """Wait (holding the condition) until some watched run is due; mark it ticked."""
+        while True:
+            self._idle = True
+            self._wake.wait_for(lambda: bool(self._watched))
+            self._idle = False
+            now = time.monotonic()
+            first = min(due for _, _, due in self._watched.values())
+            if first > now:
+                self._wake.wait(first - now)
+                continue
+            ready = []
+            for key, (activities, count, due) in list(self._watched.items()):
+                if due <= now:
+                    ready.append(activities)
+                    self._watched[key] = (activities, count, now + FLUSH_INTERVAL_S)
+            return ready
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                ready = self._due()
+            for activities in ready:
+                activities.tick()
+
+
+_TICKER = _Ticker()

@@ -135,7 +135,7 @@ def _publish(core: RunCore) -> str:
         with core.fs.lock.shared():
             state, reused = chat.persist.publish(
                 run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
-                revision_of=counters.persist_state_id)
+                revision_of=counters.persist_state_id, links=core.fs.containment.links)
     except (PersistStateError, OSError) as exc:
         core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
         core.fail(str(exc))

@@ -38,14 +38,17 @@ from tavernlab.host.activity import Activities
 from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.invocation import Invocation
+from tavernlab.host.ledger import RunLedger
+from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.records import RunRecord, RunStatus, dump_model, write_json
+from tavernlab.workspace.records import RunRecord, RunStatus, dump_model
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs, SkillsMount
 
 E = TypeVar("E", bound=Event)
@@ -54,7 +57,8 @@ J = TypeVar("J", bound=JournalRecord)
 
 @dataclass(slots=True)
 class RunCounters:
-    """What a run counts as it goes (rebuilt from the event log when a run is reopened)."""
+    """What a run counts as it goes (checkpointed, and restored when a run is reopened:
+    :mod:`tavernlab.host.restore`)."""
 
     round: int = 1
     call_seq: int = 0
@@ -65,6 +69,40 @@ class RunCounters:
     persist_state_id: str | None = None
     round_cancelled: bool = False
     subagent_results: Counter[str] = field(default_factory=Counter)
+    #: The last round with a finished call, and the highest ``call_N`` number finished: a
+    #: reopened run continues in the next round, after that number.
+    last_call_round: int = 0
+    max_call_number: int = 0
+
+    def call_finished(self, tool_id: str, round_number: int, call_id: str) -> None:
+        """Count a finished (completed or failed) call."""
+        self.calls += 1
+        self.calls_per_tool[tool_id] += 1
+        self.last_call_round = max(self.last_call_round, round_number)
+        self.max_call_number = max(self.max_call_number, call_number(call_id))
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The fields a reopened run needs, as ``counters.jsonl`` stores them (sub-agents
+        are added by the core)."""
+        return {"calls": self.calls, "callsPerTool": dict(self.calls_per_tool),
+                "lastCallRound": self.last_call_round, "maxCallNumber": self.max_call_number,
+                "explicitCommits": self.explicit_commits,
+                "outputTarget": list(self.output_target) if self.output_target else None,
+                "persistStateId": self.persist_state_id,
+                "subagentResults": dict(self.subagent_results)}
+
+    @classmethod
+    def restored(cls, values: Mapping[str, Any]) -> RunCounters:
+        """The counters of a reopened run; it continues in a new round."""
+        target = values["outputTarget"]
+        return cls(round=values["lastCallRound"] + 1, call_seq=values["maxCallNumber"],
+                   calls=values["calls"], calls_per_tool=Counter(values["callsPerTool"]),
+                   explicit_commits=values["explicitCommits"],
+                   output_target=(target[0], target[1]) if target else None,
+                   persist_state_id=values["persistStateId"],
+                   subagent_results=Counter(values["subagentResults"]),
+                   last_call_round=values["lastCallRound"],
+                   max_call_number=values["maxCallNumber"])
 
 
 class InFlight:
@@ -103,17 +141,19 @@ class RunCore:
 
     def __init__(self, *, record: RunRecord, run_dir: Path, workspace_dir: Path,
                  profile: Profile, frozen: FrozenContext, chat: Chat | None,
-                 persist_snapshot: PersistSnapshot | None, skills: Mapping[str, Any],
+                 persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None,
+                 skills: Mapping[str, Any],
                  skills_mount: SkillsMount | None, index: RunIndex, clock: Clock,
                  ids: IdFactory, on_end: Callable[[], None],
-                 before_round: Callable[[], object] | None = None) -> None:
+                 before_round: Callable[[], object] | None = None,
+                 links: LabLinks | None = None) -> None:
         self.record = record
         self.dir = run_dir
         self.workspace_dir = workspace_dir
         self.profile = profile
         self.frozen = frozen
         self.chat = chat
-        self.persist_snapshot = persist_snapshot
+        self._persist_snapshot = persist_snapshot
         self.skills = skills
         self.skills_mount = skills_mount
         self.index = index
@@ -122,11 +162,13 @@ class RunCore:
         self.on_end = on_end
         self._before_round = before_round
         self._prepared_round = 0
-        self.fs = WorkspaceFs(workspace_dir)
+        self.fs = WorkspaceFs(workspace_dir, links=links)
         self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
         self.journal = JournalLog(run_dir / "journal.jsonl", self.log)
-        self.feed = RunFeed(self.log, self.journal)
-        self.activities = Activities(self.fs, self.feed, periodic=not is_deterministic(clock))
+        self.ledger = RunLedger(record, run_dir, index, events=self.log, journal=self.journal,
+                                summary=self.summary, checkpoint=self.checkpoint)
+        self.feed = RunFeed(self.log, self.journal, on_written=self.ledger.sync)
+        self.activities = Activities(self.fs, self.feed, live=not is_deterministic(clock))
         self.tracker = MutationTracker()
         self.counters = RunCounters()
         self.inflight = InFlight()
@@ -136,6 +178,8 @@ class RunCore:
         self.main = self.new_invocation("main", "main", profile, announce=False)
         #: Return-mode sub-agents by invocation id, in start order.
         self.subagents: dict[str, Invocation] = {}
+        #: The journal offset of each sub-agent's start record (for the checkpoints).
+        self._subagent_offsets: dict[str, int] = {}
 
     @property
     def id(self) -> str:
@@ -146,6 +190,18 @@ class RunCore:
     def is_chat(self) -> bool:
         """Whether the run works for a Chat target."""
         return self.record.target.kind == "chat"
+
+    @property
+    def persist_snapshot(self) -> PersistSnapshot | None:
+        """What ``persist/`` held when the run started (read from ``input/`` on first use
+        by a reopened run: it lists every file of the state)."""
+        if callable(self._persist_snapshot):
+            self._persist_snapshot = self._persist_snapshot()
+        return self._persist_snapshot
+
+    @persist_snapshot.setter
+    def persist_snapshot(self, snapshot: PersistSnapshot | None) -> None:
+        self._persist_snapshot = snapshot
 
     @property
     def commit_required(self) -> bool:
@@ -172,17 +228,21 @@ class RunCore:
         previous = self.record.status
         if previous == status:
             return
-        self.record.status = status
-        self.record.updated_at = self.clock.now()
-        self.emit(StatusChanged, StatusChange(**{"from": previous, "to": status}))
-        self.save_record(index=index, summary=self.record.is_terminal)
+        with self.feed.lock:
+            self.record.status = status
+            self.record.updated_at = self.clock.now()
+            self.ledger.changed(index=index, summary=self.record.is_terminal)
+            self.emit(StatusChanged, StatusChange(**{"from": previous, "to": status}))
 
     def save_record(self, *, index: bool = True, summary: bool = True) -> None:
         """Write ``run.json``, its index copy and (at creation and when the run ends, not on
-        every transient status) the summary projection."""
-        write_json(self.dir / "run.json", dump_model(self.record))
-        if index:
-            self.index.save(self.record, self.summary() if summary else None)
+        every transient status) the summary projection: now, or when the batch of records
+        open on this thread is written (:mod:`tavernlab.host.ledger` says when each file
+        is rewritten)."""
+        with self.feed.lock:
+            self.ledger.changed(index=index, summary=summary)
+            if not self.feed.holding:
+                self.ledger.sync(True)
 
     def summary(self) -> dict[str, Any]:
         """The run summary projection stored in ``index/run-summaries/``."""
@@ -240,8 +300,11 @@ class RunCore:
             (self.workspace_dir / root).mkdir(exist_ok=True)
         invocation = self.new_invocation(agent_id, "return", profile)
         self.subagents[invocation.id] = invocation
-        self.note(SubagentStarted, SubagentStart(invocation_id=invocation.id, agent_id=agent_id,
-                                                 profile=profile.to_json()))
+        with self.feed.lock:
+            record = self.note(SubagentStarted, SubagentStart(
+                invocation_id=invocation.id, agent_id=agent_id, profile=profile.to_json()))
+            self.feed.flush()
+            self._subagent_offsets[invocation.id] = self.journal.written_at[record.id]
         return invocation
 
     def announce(self, invocation: Invocation) -> None:
@@ -254,38 +317,22 @@ class RunCore:
                                 mode=invocation.mode),
                   scope=EventScope(invocation_id=invocation.id))
 
+    def checkpoint(self) -> dict[str, Any]:
+        """The counters a reopened run needs, with its sub-agents' journal offsets."""
+        values = self.counters.checkpoint()
+        values["subagents"] = [[i, o] for i, o in self._subagent_offsets.items()]
+        return values
+
     def restore_counters(self) -> None:
-        """Rebuild the counters of a run reopened from disk from its event log: tool calls,
-        explicit commits, the output message, the published persist state; the run then
-        continues in a new round (a cancelled call is never replayed)."""
-        counters = self.counters
-        last_round = 0
-        for event in self.log.read():
-            payload = event.payload
-            if event.type in ("tool_call_completed", "tool_call_failed"):
-                counters.calls += 1
-                counters.calls_per_tool[payload.tool_id] += 1
-                last_round = max(last_round, payload.round)
-                counters.call_seq = max(counters.call_seq, _call_number(payload.call_id))
-            elif event.type == "run_committed":
-                counters.output_target = (payload.message_index, payload.swipe_id)
-                counters.explicit_commits += int(payload.is_explicit)
-            elif event.type == "persistent_changes_committed":
-                counters.persist_state_id = payload.state_id
-            elif event.type == "task_return_completed":
-                agent = payload.path.rsplit("/", 1)[-1].split("-result", 1)[0]
-                counters.subagent_results[agent] += 1
-        counters.round = last_round + 1
-        for record in self.journal.read():
-            if isinstance(record, SubagentStarted):
-                start = record.payload
-                invocation = self.new_invocation(
-                    start.agent_id, "return", Profile.model_validate(start.profile),
-                    announce=False, invocation_id=start.invocation_id)
-                self._announced.add(invocation.id)
-                self.subagents[invocation.id] = invocation
-
-
-def _call_number(call_id: str) -> int:
-    head, _, tail = call_id.rpartition("_")
-    return int(tail) if head == "call" and tail.isdigit() else 0
+        """Restore the counters and sub-agents of a run reopened from disk (from its
+        checkpoint, see :mod:`tavernlab.host.restore`); the run continues in a new round."""
+        restored = restore(self.log, self.journal)
+        self.counters = RunCounters.restored(restored.values)
+        for start, offset in restored.subagents:
+            invocation = self.new_invocation(
+                start.agent_id, "return", Profile.model_validate(start.profile),
+                announce=False, invocation_id=start.invocation_id)
+            self._announced.add(invocation.id)
+            self.subagents[invocation.id] = invocation
+            self._subagent_offsets[invocation.id] = offset
+        self.ledger.restored(restored.covered)

@@ -154,14 +154,32 @@ class CallContext:
 def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id: str,
               arguments: Any, call_id: str | None,
               on_output: Callable[[str, str], None] | None = None) -> ToolResult:
-    """Execute one tool call with every record the host writes; see :meth:`Run.call_tool`."""
+    """Execute one tool call with every record the host writes; see :meth:`Run.call_tool`.
+
+    The call's records are written together when it ends (one locked append per log, see
+    :mod:`tavernlab.host.feed`), or earlier while it runs: when a streaming tool first hands
+    output to ``on_output`` and every half second (so a long call is seen while it runs)."""
     core.require_active()
     core.prepare_round()
+    with core.feed.batch():
+        stored, interrupted = _call(core, registry, invocation, tool_id, arguments, call_id,
+                                    on_output)
+    if core.record.is_terminal:
+        core.on_end()  # after the finishing call's own records are written
+    if interrupted is not None:
+        raise interrupted
+    return stored
+
+
+def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id: str,
+          arguments: Any, call_id: str | None, on_output: Callable[[str, str], None] | None
+          ) -> tuple[ToolResult, BaseException | None]:
     core.announce(invocation)
     counters = core.counters
     counters.call_seq += 1
     ctx = CallContext(core, invocation, call_id or f"call_{counters.call_seq}", tool_id,
-                      counters.round, output=on_output)
+                      counters.round, output=None if on_output is None else
+                      flushing_first(core, on_output))
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
     args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"
@@ -184,11 +202,17 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     _record_outcome(core, ctx, result, started, scope)
     if not core.record.is_terminal:
         core.set_status("calling_model")
-    else:
-        core.on_end()  # after the finishing call's own records are written
-    if interrupted is not None:
-        raise interrupted
-    return stored
+    return stored, interrupted
+
+
+def flushing_first(core: RunCore, listener: Callable[[str, str], None]
+                   ) -> Callable[[str, str], None]:
+    """``listener``, after the records held so far are written (output never arrives
+    before the records of the call it belongs to)."""
+    def output(stdout: str, stderr: str) -> None:
+        core.feed.flush()
+        listener(stdout, stderr)
+    return output
 
 
 def _execute(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments: Any,
@@ -220,8 +244,7 @@ def _record_outcome(core: RunCore, ctx: CallContext, result: ToolResult, started
         elapsed_ms=int((core.clock.monotonic() - started) * 1000),
         resource_refs=result.resource_refs)
     core.emit(ToolCallFailed if result.is_error else ToolCallCompleted, outcome, scope=scope)
-    core.counters.calls += 1
-    core.counters.calls_per_tool[ctx.tool_id] += 1
+    core.counters.call_finished(ctx.tool_id, ctx.round, ctx.call_id)
 
 
 def _dispatch(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments: Any

@@ -1,10 +1,20 @@
 """One path for everything observable about a run: append, then tell the subscribers.
 
 :class:`RunFeed` owns a run's ``events.jsonl`` and ``journal.jsonl``. Every event and journal
-record is appended through it (validated before the write), then handed to each subscriber,
-in order, on the thread that produced it. A subscriber's exception is logged (logger
-``tavernlab.subscribers``) and never breaks the run. Subscribers that drive a user interface
-(widgets) must marshal what they receive to their own thread or event loop.
+record is appended through it (validated when it is emitted, before anything is written),
+then handed to each subscriber, in order, on the thread that wrote it. A subscriber's
+exception is logged (logger ``tavernlab.subscribers``) and never breaks the run. Subscribers
+that drive a user interface (widgets) must marshal what they receive to their own thread or
+event loop.
+
+Batches: inside :meth:`RunFeed.batch` (the host opens one per tool call and per ``run.js``
+job) the records the batch's thread emits are held and written together - one locked append
+to each file - when the batch ends or is :meth:`flushed <RunFeed.flush>` earlier: before
+a record from any other thread (so the order stays the order of emission), before every read,
+before a streaming tool hands output to its listener, and every half second while a call
+runs (:mod:`tavernlab.host.activity`), so a long call is seen while it runs. Records are
+numbered when they are written, and subscribers are told then: a subscriber sees every record,
+in order, with its final ``seq``.
 
 Reading merges the two files in one order: event ``N``, then the journal records written after
 it (anchored at ``N``), then event ``N + 1``. ``after`` may be an event seq (an ``int``) or the
@@ -17,10 +27,11 @@ import heapq
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from tavernlab.events import Event, EventScope, JournalRecord, Level, Model
-from tavernlab.workspace.logs import EventLog, JournalLog
+from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records
 
 E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
@@ -58,30 +69,99 @@ def order_key(record: Event) -> tuple[int, int, int]:
 
 
 class RunFeed:
-    """A run's events and journal, and the callbacks that follow them."""
+    """A run's events and journal, and the callbacks that follow them.
 
-    def __init__(self, events: EventLog, journal: JournalLog) -> None:
+    ``on_written(batch_ended)`` is called after every write, on the writing thread, with the
+    feed's lock held; ``batch_ended`` says whether the write ended a batch (or was outside
+    one), as opposed to an early flush in the middle of one.
+    """
+
+    def __init__(self, events: EventLog, journal: JournalLog,
+                 on_written: Callable[[bool], None] | None = None) -> None:
         self.events = events
         self.journal = journal
+        self.on_written = on_written
         self._subscribers: tuple[Subscription, ...] = ()
-        self._publish = threading.RLock()
+        #: Held while records are queued, written and published (re-entrant: a subscriber
+        #: may read the run).
+        self.lock = threading.RLock()
+        self._pending: list[Built] = []
+        self._owner: int | None = None  # the thread whose batch is open
+        self._depth = 0
 
     # -- writing ------------------------------------------------------------------------------
 
     def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
              scope: EventScope | None = None) -> E:
-        """Append a typed event to ``events.jsonl`` and publish it."""
-        with self._publish:
-            event = self.events.append(kind, payload, level=level, scope=scope)
-            self._tell(event)
+        """Append a typed event to ``events.jsonl`` and publish it (at once, or when the
+        batch it belongs to is written; its ``seq`` is set then)."""
+        with self.lock:
+            event, data = self.events.build(kind, payload, level=level, scope=scope)
+            self._queue(event, data)
         return event
 
     def note(self, kind: type[J], payload: Model) -> J:
-        """Append a journal record and publish it."""
-        with self._publish:
-            record = self.journal.append(kind, payload)
-            self._tell(record)
+        """Append a journal record and publish it (like :meth:`emit`)."""
+        with self.lock:
+            record, data = self.journal.build(kind, payload)
+            self._queue(record, data)
         return record
+
+    def note_all(self, kind: type[J], payloads: list[Model]) -> list[J]:
+        """Append many journal records of one kind, in order (built in bulk)."""
+        with self.lock:
+            built = self.journal.build_all(kind, payloads)
+            self._pending.extend(built)
+            if self._owner != threading.get_ident():
+                self._write(batch_ended=self._owner is None)
+        return [record for record, _ in built]
+
+    def _queue(self, record: Event, data: dict[str, object]) -> None:
+        self._pending.append((record, data))
+        if self._owner != threading.get_ident():
+            self._write(batch_ended=self._owner is None)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Hold the records this thread emits in the block and write them together when it
+        ends (nested batches join the outer one). One thread holds records at a time: while
+        another thread's batch is open, this thread's records are written at once (each
+        flushing the open batch first, so the order stays the order of emission)."""
+        me = threading.get_ident()
+        with self.lock:
+            mine = self._owner in (None, me)
+            if mine:
+                self._owner = me
+                self._depth += 1
+        try:
+            yield
+        finally:
+            if mine:
+                with self.lock:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        self._owner = None
+                        self._write(batch_ended=True)
+
+    @property
+    def holding(self) -> bool:
+        """Whether this thread has a batch open (its records are being held)."""
+        return self._owner == threading.get_ident()
+
+    def flush(self) -> None:
+        """Write and publish what an open batch holds (from any thread)."""
+        if self._pending:
+            with self.lock:
+                self._write(batch_ended=False)
+
+    def _write(self, *, batch_ended: bool) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            append_records(self.events, self.journal, pending)
+        if self.on_written is not None and (pending or batch_ended):
+            self.on_written(batch_ended)
+        for record, _ in pending:
+            self._tell(record)
 
     def _tell(self, record: Event) -> None:
         for subscription in self._subscribers:
@@ -98,12 +178,12 @@ class RunFeed:
     def subscribe(self, callback: Callback) -> Subscription:
         """Call ``callback(record)`` for every new event and journal record, in order."""
         subscription = Subscription(self, callback)
-        with self._publish:
+        with self.lock:
             self._subscribers = (*self._subscribers, subscription)
         return subscription
 
     def _remove(self, subscription: Subscription) -> None:
-        with self._publish:
+        with self.lock:
             self._subscribers = tuple(s for s in self._subscribers if s is not subscription)
 
     @property
@@ -117,7 +197,8 @@ class RunFeed:
              journal: bool = True) -> list[Event]:
         """Events (and journal records, unless ``journal`` is false) after ``after``, merged
         in order; ``types`` keeps only those types. Only lines after the position are
-        parsed."""
+        parsed; what an open batch holds is written first."""
+        self.flush()
         if isinstance(after, JournalRecord):
             event_after, journal_after, anchor = after.event_seq, after.seq, after.event_seq
         else:

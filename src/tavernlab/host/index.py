@@ -10,7 +10,7 @@ from typing import Any
 
 from tavernlab.errors import NotFound
 from tavernlab.workspace.ids import check_dir_name
-from tavernlab.workspace.records import RunRecord, dump_model, read_json, write_json
+from tavernlab.workspace.records import RunRecord, read_json, write_json
 
 
 class RunIndex:
@@ -20,11 +20,13 @@ class RunIndex:
         self.runs_dir = workspaces_dir / "index" / "runs"
         self.summaries_dir = workspaces_dir / "index" / "run-summaries"
 
-    def save(self, record: RunRecord, summary: Mapping[str, Any] | None) -> None:
-        """Write the index entry and (when given) the summary of a run."""
-        write_json(self.runs_dir / f"{record.id}.json", dump_model(record))
+    def save(self, run_id: str, record: Mapping[str, Any], summary: Mapping[str, Any] | None
+             ) -> None:
+        """Write the index entry (``run.json`` as JSON) and, when given, the summary of a
+        run."""
+        write_json(self.runs_dir / f"{run_id}.json", dict(record))
         if summary is not None:
-            write_json(self.summaries_dir / f"{record.id}.json", dict(summary))
+            write_json(self.summaries_dir / f"{run_id}.json", dict(summary))
 
     def load(self, run_id: str) -> RunRecord:
         """The indexed ``run.json`` of ``run_id``."""

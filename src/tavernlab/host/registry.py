@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from tavernlab.host.services import LabServices
-from tavernlab.shell.engine import ShellResources
+from tavernlab.shell.resources import ShellResources
 from tavernlab.shell.tool import shell_tools as make_shell_tools
 from tavernlab.skills.compat_tools import SKILL_COMPAT_TOOLS
 from tavernlab.skills.run_script import run_script_tools

@@ -294,11 +294,26 @@ class Run:
         core.prepare_round()
         args = shlex.split(argv) if isinstance(argv, str) else list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        with core.feed.batch():
+            return self._js_job(args, cwd, data, command, on_output, eval_name)
+
+    def _js_job(self, args: list[str], cwd: str, data: bytes | None,
+                command: Literal["js", "node", "deno"],
+                on_output: Callable[[Literal["stdout", "stderr"], str], None] | None,
+                eval_name: str | None) -> CommandResult:
+        """One ``run.js`` job with its journal records (written together when it ends, or
+        before its first output)."""
+        core = self._core
         job_id = core.ids.new("job")
         core.note(JsJobStarted, JsJobStart(
             job_id=job_id, invocation_id=core.main.id, command=command, argv=args, cwd=cwd,
             stdin_sha256=None if data is None else sha256_hex(data),
             stdin_bytes=None if data is None else len(data)))
+        listener = None
+        if on_output is not None:
+            def listener(stream: Literal["stdout", "stderr"], text: str) -> None:
+                core.feed.flush()
+                on_output(stream, text)
         started = core.clock.monotonic()
         with (core.activities.activity("js", job_id), core.tracker.acting(job_id),
               core.inflight.track(CancelToken()) as token):
@@ -309,7 +324,7 @@ class Run:
                                     pool=self._services.js_pool,
                                     clock=core.clock if fixed else None,
                                     seed=seed_from(core.ids) if fixed else None,
-                                    on_output=on_output, eval_name=eval_name)
+                                    on_output=listener, eval_name=eval_name)
         out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
         write_json(core.dir / "js-jobs" / f"{job_id}.json", {
             "jobId": job_id, "evalName": eval_name,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 from tavernlab.js.pool import WorkerPool, default_pool
-from tavernlab.shell.engine import DEFAULT_HELPER, MainThreadHelper
+from tavernlab.shell.resources import DEFAULT_HELPER, MainThreadHelper
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
 
 

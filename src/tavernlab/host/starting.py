@@ -18,9 +18,13 @@ later).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import TypeAdapter
 
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import InvalidData, SkillUnavailable
@@ -50,6 +54,7 @@ from tavernlab.skills.binding import (
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.repository import SkillRepository
 from tavernlab.workspace.chat import Chat
+from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.persist import PersistSnapshot
@@ -84,12 +89,15 @@ class RunFactory:
     def _core(self, record: RunRecord, run_dir: Path, workspace_dir: Path, profile: Profile,
               frozen: FrozenContext, chat: Chat | None, skills: Mapping[str, SkillBinding],
               mount: BoundSkillsMount | None,
-              persist_snapshot: PersistSnapshot | None = None) -> RunCore:
+              persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None = None
+              ) -> RunCore:
+        links = None if chat is None else LabLinks(os.stat(run_dir).st_dev,
+                                                   base=partial(base_contents, run_dir))
         return RunCore(record=record, run_dir=run_dir, workspace_dir=workspace_dir,
                        profile=profile, frozen=frozen, chat=chat,
                        persist_snapshot=persist_snapshot, skills=skills, skills_mount=mount,
                        index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end,
-                       before_round=self._sync_development)
+                       before_round=self._sync_development, links=links)
 
     def _sync_development(self) -> None:
         repository = self._skills()
@@ -105,8 +113,7 @@ class RunFactory:
         """A new run for a Chat target."""
         host_chat = chat.path.read_bytes() if chat.path.is_file() else None
         macros = FrozenMacros.from_snapshot(snapshot or {})
-        if persist_base is not None:
-            chat.persist.load(persist_base)
+        base = None if persist_base is None else chat.persist.load(persist_base)
         bound, mount = self._bind(profile, names, scopes, macros)
         run_id = self.ids.new("run")
         run_dir = chat.workspace_dir / "runs" / run_id
@@ -121,21 +128,23 @@ class RunFactory:
             skill_scope_refs=dict(scopes) if scopes else None, presentation=presentation,
             created_at=now, updated_at=now)
         run_dir.mkdir(parents=True)
-        write_json(run_dir / "run.json", dump_model(record))
         core = self._core(record, run_dir, run_dir, profile,
                           FrozenContext(snapshot or {}, macros), chat, bound, mount)
-        _initialize(core, snapshot or {}, origin)
-        if host_chat is not None:
-            (run_dir / "input" / "host_chat.json").write_bytes(host_chat)
-        core.set_status("initializing_workspace")
-        persist = chat.persist.initialize(run_dir / "persist", persist_base)
-        core.persist_snapshot = persist
-        core.activities.record(persist_changes(persist))
-        write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
-        core.emit(PersistentProjectionInitialized, ProjectionSummary(
-            base_state_id=persist_base, files=len(persist.files),
-            directories=len(persist.directories or [])))
-        _assemble(core, bound)
+        core.ledger.write_record()
+        with core.feed.batch():
+            _initialize(core, snapshot or {}, origin)
+            if host_chat is not None:
+                (run_dir / "input" / "host_chat.json").write_bytes(host_chat)
+            core.set_status("initializing_workspace")
+            persist = chat.persist.initialize(run_dir / "persist", persist_base,
+                                              core.fs.containment.links, base)
+            core.persist_snapshot = persist
+            core.activities.record(persist_changes(persist))
+            write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
+            core.emit(PersistentProjectionInitialized, ProjectionSummary(
+                base_state_id=persist_base, files=len(persist.files),
+                directories=len(persist.directories or [])))
+            _assemble(core, bound)
         return core
 
     def start_session(self, sessions: SessionStore, session_id: str, profile: Profile, *,
@@ -153,12 +162,13 @@ class RunFactory:
                            skill_scope_refs=dict(scopes) if scopes else None,
                            created_at=now, updated_at=now)
         run_dir.mkdir(parents=True)
-        write_json(run_dir / "run.json", dump_model(record))
         core = self._core(record, run_dir, session.workspace_dir, profile,
                           FrozenContext(None, macros), None, bound, mount)
-        _initialize(core, None, origin)
-        core.set_status("initializing_workspace")
-        _assemble(core, bound)
+        core.ledger.write_record()
+        with core.feed.batch():
+            _initialize(core, None, origin)
+            core.set_status("initializing_workspace")
+            _assemble(core, bound)
         return core
 
     def _bind(self, profile: Profile, names: list[str] | None,
@@ -175,7 +185,9 @@ class RunFactory:
 
     def reopen(self, record: RunRecord, run_dir: Path, workspace_dir: Path,
                chat: Chat | None) -> RunCore:
-        """A run read back from its files; its counters are rebuilt from the event log."""
+        """A run read back from its files, without reading its logs: the counters come from
+        its checkpoint (:mod:`tavernlab.host.restore`) and the persist snapshot is read on
+        first use."""
         record = RunRecord.model_validate(read_json(run_dir / "run.json"))
         profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
         snapshot = read_json(run_dir / "input" / "prompt_snapshot.json")
@@ -187,10 +199,7 @@ class RunFactory:
         if stored and repository is not None:
             bound = bindings_from_json(repository, stored)
             mount = BoundSkillsMount(bound, macros)
-        persist = None
-        if chat is not None:
-            persist = PersistSnapshot.model_validate(
-                read_json(run_dir / "input" / "persist_snapshot.json"))
+        persist = None if chat is None else partial(read_persist_snapshot, run_dir)
         core = self._core(record, run_dir, workspace_dir, profile,
                           FrozenContext(snapshot, macros), chat, bound, mount, persist)
         core.restore_counters()
@@ -239,14 +248,33 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
     core.save_record()  # the summary projection of a started run
 
 
+def base_contents(run_dir: Path) -> list[tuple[str, int]]:
+    """``(sha256, size)`` of every file of a run's base state (its persist snapshot): what a
+    reopened run's own links may hold (:class:`~tavernlab.workspace.containment.LabLinks`)."""
+    return [(f.sha256, f.bytes) for f in read_persist_snapshot(run_dir).files]
+
+
+def read_persist_snapshot(run_dir: Path) -> PersistSnapshot:
+    """A run's ``input/persist_snapshot.json``."""
+    return PersistSnapshot.model_validate(read_json(run_dir / "input" / "persist_snapshot.json"))
+
+
 def persist_changes(snapshot: PersistSnapshot) -> list[FileChange]:
-    """The journal's view of ``persist/`` filled from a state (copied past the port)."""
-    changes = [FileChange(path=f"persist/{d}", change="created", node="directory",
-                          writer="persist") for d in sorted(snapshot.directory_set())]
-    changes += [FileChange(path=f"persist/{f.path}", change="created", node="file",
-                           size=f.bytes, sha256=f.sha256, writer="persist")
+    """The journal's view of ``persist/`` filled from a state (copied past the port), sorted
+    by path (built in bulk: a large state has a record per file)."""
+    changes: list[dict[str, Any]] = [
+        {"path": f"persist/{d}", "change": "created", "node": "directory", "writer": "persist"}
+        for d in snapshot.directory_set()]
+    changes += [{"path": f"persist/{f.path}", "change": "created", "node": "file",
+                 "size": f.bytes, "sha256": f.sha256, "writer": "persist"}
                 for f in snapshot.files]
-    return sorted(changes, key=lambda c: c.path)
+    changes.sort(key=lambda c: c["path"])
+    return _file_changes().validate_python(changes)
+
+
+@cache
+def _file_changes() -> TypeAdapter[list[FileChange]]:
+    return TypeAdapter(list[FileChange])
 
 
 def resolve_profile(profile: Profile | Mapping[str, Any] | None, default: Callable[[], Profile]

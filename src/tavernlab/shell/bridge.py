@@ -23,7 +23,12 @@ writability, the ``skills/`` projection, locking and mutation tracking live:
   (:attr:`WorkspaceBridge.internal_fault`)
   and the interpreter is stopped; the tool call then aborts with it (section 4.4, last rule);
 * mutations run one at a time and always to completion: the cancel/deadline check happens
-  before an operation starts, never in the middle of one (section 4.3).
+  before an operation starts, never in the middle of one (section 4.3);
+* one call parses each path text once (the answer, or the refusal, is kept for the call: it
+  depends on the text alone), and holds the workspace lock once: the shell engine leases the
+  workspace for the call (:meth:`~tavernlab.workspace.fs.WorkspaceFs.lease`), under which
+  the storage port walks each directory once and forgets what any mutation changes
+  (:mod:`tavernlab.workspace.containment`).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 ROOT_NOT_A_FILE = "workspace root is not a file entry"
+_UNSEEN = object()
 BACKSLASH_IN_PATH = "use / in workspace paths"
 
 _ERRNO_KINDS: dict[int, VfsErrorKind] = {
@@ -125,12 +131,31 @@ class WorkspaceBridge:
         self.internal_fault: BaseException | None = None
         self._on_fault = on_fault
         self._mutation = threading.Lock()
+        #: Each path text's parse (or the refusal) in this call.
+        self._parsed: dict[str, WorkspacePath | InvalidData | None] = {}
+        #: What ``stat`` answered, by path, while the storage port changed nothing (its
+        #: generation); everything is forgotten at the port's next change or lock release.
+        self._stats: dict[WorkspacePath | None, VfsStat] = {}
+        self._generation = -1
 
     # -- plumbing ---------------------------------------------------------------------------
 
+    def _parse(self, text: str) -> WorkspacePath | None:
+        """:func:`parse_shell_path` of ``text``, once per call."""
+        parsed = self._parsed.get(text, _UNSEEN)
+        if parsed is _UNSEEN:
+            try:
+                parsed = parse_shell_path(text)
+            except InvalidData as error:
+                parsed = error
+            self._parsed[text] = parsed
+        if isinstance(parsed, InvalidData):  # a fresh error each time (no growing traceback)
+            raise type(parsed)(parsed.message)
+        return parsed  # type: ignore[return-value]
+
     def _path(self, text: str) -> WorkspacePath | None:
         try:
-            return parse_shell_path(text)
+            return self._parse(text)
         except InvalidData as error:
             raise posix_error(error) from None
 
@@ -150,7 +175,7 @@ class WorkspaceBridge:
         created = metadata.created.timestamp() if metadata.created else modified
         return VfsStat(metadata.is_dir, metadata.bytes, mode, modified, created)
 
-    def _mutate(self, operation: Callable[[], None]) -> None:
+    def _mutate(self, operation: Callable[[], object]) -> None:
         """Run one mutation after the previous one finished (never two at once)."""
         with self._mutation:
             try:
@@ -173,30 +198,55 @@ class WorkspaceBridge:
             raise posix_error(error) from None
 
     def stat(self, path: str) -> VfsStat:
-        """Metadata of ``/`` or of a visible node."""
+        """Metadata of ``/`` or of a visible node (a node stated or listed since the port's
+        last change is answered from memory, after the call's cancel check)."""
         target = self._path(path)
         try:
-            return self._stat(target, self.scope.metadata(target))
+            known = self._known(target)
+            if known is not None:
+                return known
+            result = self._stat(target, self.scope.metadata(target))
         except WorkspaceError as error:
             raise posix_error(error) from None
+        self._stats[target] = result
+        return result
+
+    def _known(self, path: WorkspacePath | None) -> VfsStat | None:
+        """The remembered ``stat`` of ``path`` if the port changed nothing since (the
+        scope's check still runs: a cancelled call starts no operation)."""
+        generation = self.scope.fs.containment.generation
+        if generation != self._generation:
+            self._stats.clear()
+            self._generation = generation
+            return None
+        known = self._stats.get(path)
+        if known is not None and self.scope.check is not None:
+            self.scope.check()
+        return known
 
     def read_dir(self, path: str) -> list[tuple[str, VfsStat]]:
         """One level of a visible directory (``/`` lists exactly the visible roots)."""
         target = self._path(path)
         try:
+            self._known(target)  # forget what a change made stale
+            generation = self._generation
             entries = self.scope.read_dir(target, MAX_DIR_ENTRIES)
         except WorkspaceError as error:
             raise posix_error(error) from None
         children = []
+        remember = self.scope.fs.containment.generation == generation
         for entry in entries:
             child = WorkspacePath(entry.path)
-            children.append((child.name, self._stat(child, entry.metadata)))
+            result = self._stat(child, entry.metadata)
+            if remember:
+                self._stats[child] = result
+            children.append((child.name, result))
         return children
 
     def exists(self, path: str) -> bool:
         """False for missing paths and for paths this Invocation may not read."""
         try:
-            target = parse_shell_path(path)
+            target = self._parse(path)
         except InvalidData:
             return False
         try:

@@ -27,23 +27,25 @@ cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams,
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import bashkit
 
 from tavernlab.cancel import CancelToken
-from tavernlab.clock import Clock
 from tavernlab.js.budget import InputBudget
-from tavernlab.js.pool import WorkerPool
 from tavernlab.shell.bridge import WorkspaceBridge
 from tavernlab.shell.commands import ShellCommands
 from tavernlab.shell.limits import MAX_STREAM_BYTES
+from tavernlab.shell.resources import (
+    DEFAULT_HELPER,
+    MainThreadHelper,
+    ShellOptions,
+    ShellResources,
+)
 from tavernlab.shell.result import ShellOutcome
 from tavernlab.shell.vfs_abi import ExportedFilesystem
 from tavernlab.workspace.context import FrozenContext
@@ -125,62 +127,6 @@ def _is_timeout(error: str) -> bool:
     return "timeout" in error.lower()
 
 
-class MainThreadHelper:
-    """The thread that runs interpreters for callers on the main thread (created on first
-    use, reused: starting a thread per call costs more than the call itself; created again
-    in a forked child, which inherits this object but not its thread)."""
-
-    def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-
-    def submit(self, fn: Callable[..., bashkit.ExecResult], *args: Any, **kwargs: Any
-               ) -> Future[bashkit.ExecResult]:
-        """Run ``fn`` on the helper thread."""
-        with self._lock:
-            if self._executor is None or self._pid != os.getpid():
-                self._executor = ThreadPoolExecutor(max_workers=1,
-                                                    thread_name_prefix="tavernlab-shell")
-                self._pid = os.getpid()
-            return self._executor.submit(fn, *args, **kwargs)
-
-    def close(self) -> None:
-        """Stop the thread once its current call (if any) has finished."""
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
-
-
-#: The process-wide helper (what every lab shares unless it has services of its own).
-DEFAULT_HELPER = MainThreadHelper()
-
-
-#: A listener for output as it is produced: ``(stdout chunk, stderr chunk)``.
-OutputListener = Callable[[str, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ShellOptions:
-    """What one call may ask of the interpreter beyond its command: a deterministic ``clock``
-    (then ``date`` reads it, ``$RANDOM`` is seeded with ``seed`` and file times are fixed, see
-    :mod:`tavernlab.shell.fixed_time`) and a listener for output as it is produced."""
-
-    clock: Clock | None = None
-    seed: int = 0
-    on_output: OutputListener | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShellResources:
-    """The long-lived things a shell call uses: the worker pool of its ``js`` builtins
-    (``None``: the process-wide pool) and the helper thread for main-thread callers."""
-
-    pool: WorkerPool | None = None
-    helper: MainThreadHelper = DEFAULT_HELPER
-
-
 def execute_interruptibly(bash: bashkit.Bash, command: str,
                           on_output: Callable[[str, str], None], cancel: CancelToken,
                           helper: MainThreadHelper = DEFAULT_HELPER) -> bashkit.ExecResult:
@@ -246,29 +192,32 @@ class BashkitEngine:
         commands = ShellCommands(bridge, self.context, deadline, cancel, stop,
                                  pool=self.resources.pool, clock=clock, seed=options.seed)
         exported = ExportedFilesystem(bridge)
-        try:
-            bash = bashkit.Bash(
-                cwd=workdir,
-                env={"HOME": "/", _PYTHON_PERMISSION: "1"},
-                python=True,
-                profile=bashkit.ExecutionProfile.Interactive,
-                timeout_seconds=remaining,
-                custom_builtins=commands.builtins(),
-            )
-            bash.mount("/", exported.bashkit_fs)
-            bash.execute_sync(_PRELUDE if clock is None
-                              else f"{_PRELUDE}; RANDOM={options.seed % 32768}")
-            holder.append(bash)
-            unregister = cancel.on_cancel(stop)
+        # One hold of the workspace lock for the whole call (taken at its first file
+        # operation, see WorkspaceFs.lease), so a pipeline over many files takes it once.
+        with self.scope.fs.lease():
             try:
-                result = execute_interruptibly(bash, command, feed, cancel,
-                                               self.resources.helper)
+                bash = bashkit.Bash(
+                    cwd=workdir,
+                    env={"HOME": "/", _PYTHON_PERMISSION: "1"},
+                    python=True,
+                    profile=bashkit.ExecutionProfile.Interactive,
+                    timeout_seconds=remaining,
+                    custom_builtins=commands.builtins(),
+                )
+                bash.mount("/", exported.bashkit_fs)
+                bash.execute_sync(_PRELUDE if clock is None
+                                  else f"{_PRELUDE}; RANDOM={options.seed % 32768}")
+                holder.append(bash)
+                unregister = cancel.on_cancel(stop)
+                try:
+                    result = execute_interruptibly(bash, command, feed, cancel,
+                                                   self.resources.helper)
+                finally:
+                    unregister()
+                    holder.clear()
+                    del bash
             finally:
-                unregister()
-                holder.clear()
-                del bash
-        finally:
-            exported.close()
+                exported.close()
         fault = bridge.internal_fault or commands.internal_fault
         if fault is not None:
             raise fault

@@ -26,8 +26,9 @@ from tavernlab.cancel import CancelToken
 from tavernlab.errors import Cancelled, InvalidData, ToolError, WorkspaceError
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.bridge import parse_shell_path, shell_path
-from tavernlab.shell.engine import BashkitEngine, ShellEngine, ShellOptions, ShellResources
+from tavernlab.shell.engine import BashkitEngine, ShellEngine
 from tavernlab.shell.limits import MAX_COMMAND_BYTES
+from tavernlab.shell.resources import ShellOptions, ShellResources
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
@@ -69,7 +70,7 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
                   engine: EngineFactory = BashkitEngine) -> ShellResult:
     """Run ``command`` in a fresh shell over ``scope``; see the module docstring.
     ``options`` may fix time and randomness or listen to the output as it is produced
-    (:class:`~tavernlab.shell.engine.ShellOptions`).
+    (:class:`~tavernlab.shell.resources.ShellOptions`).
 
     Raises :class:`~tavernlab.workspace.tooling.ToolError` for an over-long command or one
     with a lone surrogate (``tool.invalid_arguments``, ``command must be valid Unicode text``

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
-from tavernlab.shell.engine import ShellOptions, ShellResources
-from tavernlab.shell.execute import execute_shell
+from tavernlab.shell.resources import ShellOptions, ShellResources
 from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
 
 TOOL_ID = "workspace.shell"
@@ -39,7 +38,9 @@ def shell_tools(resources: ShellResources | None = None) -> tuple[ToolSpec, ...]
     chosen = resources or ShellResources()
 
     def shell_tool(ctx: ToolContext, args: Arguments) -> ToolResult:
-        """Handle one ``workspace.shell`` call."""
+        """Handle one ``workspace.shell`` call (the interpreter is loaded on the first)."""
+        from tavernlab.shell.execute import execute_shell
+
         command = args.string("command", required=True) or ""
         workdir = args.string("workdir", default="/") or "/"
         fixed = is_deterministic(ctx.clock)

@@ -11,7 +11,6 @@ start_line?, line_count?}`` is exactly ``workspace.read_file`` on ``skills/<name
 
 from __future__ import annotations
 
-from tavernlab.skills.binding import skill_list
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
@@ -24,6 +23,8 @@ from tavernlab.workspace.tools import READ_FILE_ARGUMENTS, read_file
 
 def list_skills(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``skill.list``: the Invocation's effective skills."""
+    from tavernlab.skills.binding import skill_list
+
     content, structured = skill_list(ctx.skills)
     return ToolResult(content=content or "No skills are available for this task.",
                       structured=structured,

@@ -38,20 +38,12 @@ import stat
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import NotFound, ToolError, WorkspaceError
 from tavernlab.js.errors import SkillScriptError, SkillScriptValidationError
-from tavernlab.js.legacy import (
-    SkillScriptRequest,
-    SnapshotFile,
-    check_module_snapshot,
-    legacy_context,
-    run_skill_script,
-)
 from tavernlab.js.limits import LEGACY_SNAPSHOT_DEPTH, LEGACY_SNAPSHOT_ENTRIES
-from tavernlab.js.pool import WorkerPool
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.scope import SKILLS_ROOT, ScopedWorkspaceFs, is_text_file
@@ -63,6 +55,10 @@ from tavernlab.workspace.tooling import (
     compact_json,
     invalid_arguments,
 )
+
+if TYPE_CHECKING:
+    from tavernlab.js.legacy import SkillScriptRequest, SnapshotFile
+    from tavernlab.js.pool import WorkerPool
 
 SCRIPT_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 WRITE_FAILED = "skill.run_script_write_failed"
@@ -79,7 +75,9 @@ def handle_run_script(ctx: ToolContext, args: Arguments, pool: WorkerPool | None
                       ) -> ToolResult:
     """The ``skill.run_script`` handler (see the module docstring), on ``pool`` (default:
     the process-wide one); under a deterministic lab clock the script's ``Date`` and
-    ``Math.random`` are fixed."""
+    ``Math.random`` are fixed. The sandbox is loaded on the first call."""
+    from tavernlab.js.legacy import run_skill_script
+
     request = build_request(ctx, args)
     fixed = is_deterministic(ctx.clock)
     try:
@@ -98,6 +96,8 @@ def handle_run_script(ctx: ToolContext, args: Arguments, pool: WorkerPool | None
 
 def build_request(ctx: ToolContext, args: Arguments) -> SkillScriptRequest:
     """Steps 1-7: validate the call and build the engine request (nothing runs yet)."""
+    from tavernlab.js.legacy import SkillScriptRequest, legacy_context
+
     skill = (args.string("skill", required=True, missing="skill is required") or "").strip()
     if not skill:
         raise invalid_arguments("skill is required")
@@ -142,6 +142,8 @@ def module_snapshot(skill: str, package_dir: Path) -> dict[str, str]:
     Stops with :class:`SkillScriptValidationError` as soon as the 64-module / 2 MiB limit is
     exceeded (a whole package is never read just to be refused).
     """
+    from tavernlab.js.legacy import check_module_snapshot
+
     modules: dict[str, str] = {}
     total = 0
     scripts = package_dir / "scripts"
@@ -166,6 +168,8 @@ def module_snapshot(skill: str, package_dir: Path) -> dict[str, str]:
 
 def workspace_snapshot(scope: ScopedWorkspaceFs) -> dict[str, SnapshotFile]:
     """The UTF-8 files of every visible root except ``skills/`` with their digests."""
+    from tavernlab.js.legacy import SnapshotFile
+
     files: dict[str, SnapshotFile] = {}
     for root in scope.policy.visible_roots:
         if root == SKILLS_ROOT:

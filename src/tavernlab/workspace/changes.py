@@ -4,7 +4,8 @@
 append, a new directory, a removal, a rename) to its observer; :class:`ChangeRecorder`
 gathers them and, when asked to :meth:`~ChangeRecorder.flush`, returns one
 :class:`~tavernlab.events.FileChange` per path that changed since the last flush, as the path
-stands now (its size and SHA-256 read under the workspace lock). Because every writer goes
+stands now: its size from an ``lstat``, its SHA-256 as the port wrote it (when it knew the
+digest and the size still matches) or else read under the workspace lock. Because every writer goes
 through the port (the text tools, the shell bridge, scripts, stored tool results), nothing
 that changes a workspace file escapes it.
 
@@ -34,13 +35,16 @@ Operation = Literal["write", "mkdir", "remove", "rename"]
 @dataclass(frozen=True, slots=True)
 class FsChange:
     """One mutation the port made: ``existed`` says whether ``path`` existed before it,
-    ``directory`` whether the node is a directory."""
+    ``directory`` whether the node is a directory; ``size`` and ``sha256`` describe the file
+    the port just wrote when it knows them (it wrote or read every byte)."""
 
     operation: Operation
     path: str
     existed: bool
     directory: bool = False
     from_path: str | None = None
+    size: int | None = None
+    sha256: str | None = None
 
 
 @dataclass(slots=True)
@@ -48,6 +52,8 @@ class _Pending:
     existed: bool
     directory: bool = False
     moved_from: str | None = None
+    #: ``(size, sha256)`` of the file as the port last wrote it, if it knew them.
+    written: tuple[int, str] | None = None
 
 
 class ChangeRecorder:
@@ -71,9 +77,13 @@ class ChangeRecorder:
                     self._drop_below(change.path)
                     self._pending[change.path] = _Pending(existed=True,
                                                           directory=change.directory)
-            elif change.path not in self._pending:
-                self._pending[change.path] = _Pending(existed=change.existed,
-                                                      directory=change.directory)
+            else:
+                pending = self._pending.get(change.path)
+                if pending is None:
+                    pending = self._pending[change.path] = _Pending(
+                        existed=change.existed, directory=change.directory)
+                pending.written = (None if change.size is None or change.sha256 is None
+                                   else (change.size, change.sha256))
 
     def _renamed(self, change: FsChange) -> None:
         source = change.from_path or ""
@@ -84,10 +94,12 @@ class ChangeRecorder:
             self._pending[change.path + key[len(source):]] = self._pending.pop(key)
         if not moved.existed:
             self._pending[change.path] = _Pending(existed=change.existed,
-                                                  directory=change.directory)
+                                                  directory=change.directory,
+                                                  written=moved.written)
         else:
             self._pending[change.path] = _Pending(existed=True, directory=change.directory,
-                                                  moved_from=moved.moved_from or source)
+                                                  moved_from=moved.moved_from or source,
+                                                  written=moved.written)
 
     def _drop_below(self, path: str) -> None:
         prefix = path + "/"
@@ -136,8 +148,11 @@ class ChangeRecorder:
         if directory:
             return FileChange(path=path, change=kind, node="directory",
                               from_path=pending.moved_from, writer=writer, call_id=call_id)
+        written = pending.written
+        digest = (written[1] if written is not None and written[0] == st.st_size
+                  else _digest(host))
         return FileChange(path=path, change=kind, node="file", size=st.st_size,
-                          sha256=_digest(host), from_path=pending.moved_from, writer=writer,
+                          sha256=digest, from_path=pending.moved_from, writer=writer,
                           call_id=call_id)
 
 

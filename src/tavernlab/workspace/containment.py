@@ -6,13 +6,31 @@ or special file anywhere fails with ``workspace supports regular files and direc
 Because no segment can be ``..`` and every existing component must be a real directory, a
 path cannot resolve outside the directory; this *is* upstream's "nearest existing ancestor
 must resolve inside" check, done without a second ``realpath`` walk.
+
+Two things make the walk cheap without weakening it:
+
+* **what was looked at under the lock** - while the workspace lock is held, a directory found
+  valid on the way to a path is remembered (:attr:`ContainedRoot.directories`), so the next
+  path below it starts there, and so is the ``lstat`` of every node looked at
+  (:attr:`ContainedRoot.nodes`, from walks and directory scans). The storage port forgets a
+  node (and its parent's ``lstat``) whenever it changes it, and a directory with everything
+  below it when it removes or renames it; everything is forgotten when the lock is released
+  (then another process may change the tree). Only the port changes the tree while the lock
+  is held (a process that ignores the lock and plants a node *during* a hold is seen at the
+  next hold, as with any check-then-use);
+* **the lab's own hard links** (:class:`LabLinks`) - a regular file with more than one link
+  is refused as planted (it could alias a file outside the run), unless it is one the lab
+  made itself when it filled ``persist/`` from a persist state (tavernlab's rules, beyond
+  upstream).
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
+from collections.abc import Callable, Iterable
 
 from tavernlab.errors import FileIo, InvalidData
 from tavernlab.paths import WorkspacePath
@@ -26,20 +44,99 @@ from tavernlab.workspace.contract import (
     not_found,
 )
 
-__all__ = ["UNSUPPORTED_NODE", "ContainedRoot", "refused_node", "supported_node"]
+__all__ = ["UNSUPPORTED_NODE", "ContainedRoot", "LabLinks", "link_key", "refused_node",
+           "supported_node"]
+
+#: What identifies a file the lab linked: its inode, modification time and size. A file the
+#: lab linked is never written in place (writes replace it, appends copy it first), so these
+#: stay; an inode number reused by another file, or a file changed in place behind the
+#: lab's back, no longer matches.
+LinkKey = tuple[int, int, int]
 
 
-def refused_node(st: os.stat_result) -> RefusedNode | None:
+def link_key(st: os.stat_result) -> LinkKey:
+    """The :data:`LinkKey` of a regular file's ``lstat``."""
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class LabLinks:
+    """The hard links the lab made in one workspace: a run's ``persist/`` is filled with
+    links to the files of its base persist state.
+
+    A regular file with several links is the lab's own when the lab made it (:meth:`add`,
+    when the run starts) or, for a run reopened later, when its bytes are those of a file of
+    the run's base state (``base()`` gives their ``(sha256, size)``; each inode is checked
+    once): such an alias can only show what the run was given, and the port never writes a
+    linked file in place. Any other file with several links is planted (it could alias a
+    file outside the run) and refused. Nothing is recorded on disk, so replays stay
+    byte-identical."""
+
+    def __init__(self, device: int,
+                 base: Callable[[], Iterable[tuple[str, int]]] | None = None) -> None:
+        self.device = device
+        self._base = base
+        self._contents: set[tuple[str, int]] | None = None
+        #: ``(sha256, size)`` of each link known to be the lab's, by key.
+        self._known: dict[LinkKey, tuple[str, int]] = {}
+        self._planted: set[LinkKey] = set()
+
+    def add(self, key: LinkKey, content: tuple[str, int]) -> None:
+        """A link the lab just made, of a file with ``content`` (its ``(sha256, size)``)."""
+        self._known[key] = content
+
+    def known(self) -> dict[LinkKey, tuple[str, int]]:
+        """Every link known to be the lab's, with its ``(sha256, size)``."""
+        return dict(self._known)
+
+    def owns(self, st: os.stat_result, host: str | None) -> bool:
+        """Whether the regular file ``st`` (an ``lstat`` of ``host``) is one of the lab's."""
+        key = link_key(st)
+        if key in self._known:
+            return True
+        if st.st_dev != self.device or key in self._planted or host is None:
+            return False
+        content = self._content_of(host, key)
+        if content is None:
+            self._planted.add(key)
+            return False
+        self._known[key] = content
+        return True
+
+    def _content_of(self, host: str, key: LinkKey) -> tuple[str, int] | None:
+        """``(sha256, size)`` of ``host`` if it is still ``key`` and a base file's bytes."""
+        if self._base is None:
+            return None
+        if self._contents is None:
+            self._contents = set(self._base())
+        if not any(size == key[2] for _, size in self._contents):
+            return None
+        try:
+            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            if link_key(os.fstat(handle.fileno())) != key:
+                return None
+            content = (hashlib.file_digest(handle, "sha256").hexdigest(), key[2])
+        return content if content in self._contents else None
+
+
+def refused_node(st: os.stat_result, links: LabLinks | None = None,
+                 host: str | None = None) -> RefusedNode | None:
     """What a node (its ``lstat``) is when the workspace refuses it, ``None`` when it is
     served: the one rule for what may exist in a workspace. A directory and a regular file
-    with one name are served; symlinks, FIFOs, sockets, devices and planted hard links (a
-    regular file with ``st_nlink > 1``, which could alias a file outside the run; this rule is
-    tavernlab's, beyond upstream) are refused alike."""
+    with one name are served, and so is a regular file that is one of the lab's own links
+    (``links``); symlinks, FIFOs, sockets, devices and planted hard links (any other regular
+    file with ``st_nlink > 1``, which could alias a file outside the run) are refused
+    alike. ``host`` is where the node is (a reopened run's links are recognised by their
+    bytes, see :class:`LabLinks`)."""
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         return None
     if stat.S_ISREG(mode):
-        return None if st.st_nlink == 1 else "hard_link"
+        if st.st_nlink == 1 or (links is not None and links.owns(st, host)):
+            return None
+        return "hard_link"
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISFIFO(mode):
@@ -53,16 +150,30 @@ def refused_node(st: os.stat_result) -> RefusedNode | None:
     return "unknown"
 
 
-def supported_node(st: os.stat_result) -> bool:
+def supported_node(st: os.stat_result, links: LabLinks | None = None,
+                   host: str | None = None) -> bool:
     """Whether the workspace serves this node (see :func:`refused_node`)."""
-    return refused_node(st) is None
+    return refused_node(st, links, host) is None
 
 
 class ContainedRoot:
-    """The canonical workspace directory ``root`` and the walk that keeps paths inside it."""
+    """The canonical workspace directory ``root``, the walk that keeps paths inside it, and
+    the lab's own links in it."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, links: LabLinks | None = None) -> None:
         self.root = root
+        self.links = links if links is not None else LabLinks(os.lstat(root).st_dev)
+        #: Host paths of directories validated while the lock is held (module docstring).
+        self.directories: set[str] = set()
+        #: ``lstat`` of served nodes looked at while the lock is held, by host path.
+        self.nodes: dict[str, os.stat_result] = {}
+        #: Counts the changes and releases: what was learnt at one generation holds until
+        #: the next (callers above the port cache by it, see the shell bridge).
+        self.generation = 0
+
+    def refused(self, st: os.stat_result, host: str) -> RefusedNode | None:
+        """:func:`refused_node` of the node at ``host`` with this workspace's own links."""
+        return refused_node(st, self.links, host)
 
     def host(self, path: WorkspacePath | None) -> str:
         """The host path of a workspace path (plain string joins: a ``WorkspacePath`` is
@@ -75,23 +186,70 @@ class ContainedRoot:
         A symlink or special file on the way fails with ``workspace supports regular files
         and directories``; a file used as a directory fails with a not-a-directory I/O error.
         """
-        current = self.root
-        st = os.lstat(current)
         if path is None:
-            return st
-        for part in path.parts:
-            if not stat.S_ISDIR(st.st_mode):
-                raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
-            current = f"{current}/{part}"
-            try:
-                st = os.lstat(current)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:  # a name over NAME_MAX, a permission problem...
-                raise FileIo("resolve", path.text, exc) from None
-            if not supported_node(st):
-                raise InvalidData(UNSUPPORTED_NODE)
+            return os.lstat(self.root)
+        parts = path.parts
+        known = self.directories
+        current = self.root
+        depth = 0
+        # Start below the deepest ancestor validated under this lock.
+        for depth in range(len(parts) - 1, 0, -1):
+            prefix = f"{self.root}/{'/'.join(parts[:depth])}"
+            if prefix in known:
+                current = prefix
+                break
+        else:
+            depth = 0
+            if self.root not in known:
+                self._directory(os.lstat(self.root), path, self.root)
+        last = len(parts) - 1
+        for index in range(depth, len(parts)):
+            current = f"{current}/{parts[index]}"
+            st = self.nodes.get(current)
+            if st is None:
+                try:
+                    st = os.lstat(current)
+                except FileNotFoundError:
+                    return None
+                except OSError as exc:  # a name over NAME_MAX, a permission problem...
+                    raise FileIo("resolve", path.text, exc) from None
+                if refused_node(st, self.links, current) is not None:
+                    raise InvalidData(UNSUPPORTED_NODE)
+                self.nodes[current] = st
+            if index < last:
+                self._directory(st, path, current)
         return st
+
+    def _directory(self, st: os.stat_result, path: WorkspacePath, host: str) -> None:
+        """``host`` (on the way to ``path``) must be a directory; remember it."""
+        if not stat.S_ISDIR(st.st_mode):
+            raise FileIo("resolve", path.text, OSError(errno.ENOTDIR, "Not a directory"))
+        self.directories.add(host)
+
+    def changed(self, path: WorkspacePath) -> None:
+        """The node ``path`` was created, written or removed: forget its ``lstat`` and its
+        parent directory's (its entries, size and times changed)."""
+        host = self.host(path)
+        self.generation += 1
+        self.nodes.pop(host, None)
+        self.nodes.pop(host.rpartition("/")[0], None)
+
+    def forget(self, path: WorkspacePath | None = None) -> None:
+        """Forget the node ``path`` and everything below it (it is being removed or
+        renamed), or everything (``None``: the lock is being released)."""
+        if path is None:
+            self.generation += 1
+            self.directories.clear()
+            self.nodes.clear()
+            return
+        self.changed(path)
+        host = self.host(path)
+        if host in self.directories:  # only then can anything below it be remembered
+            below = host + "/"
+            self.directories.difference_update(
+                [d for d in self.directories if d == host or d.startswith(below)])
+            for node in [n for n in self.nodes if n.startswith(below)]:
+                del self.nodes[node]
 
     def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
              ) -> WorkspaceDirectoryScan:
@@ -113,10 +271,13 @@ class ContainedRoot:
                     ) from None
                 child_st = item.stat(follow_symlinks=False)
                 child = item.name if path is None else f"{path.text}/{item.name}"
-                node = refused_node(child_st)
+                node = refused_node(child_st, self.links, item.path)
                 if node is not None:
                     refused.append(WorkspaceRefusedEntry(child, node))
                 else:
+                    self.nodes[item.path] = child_st
+                    if stat.S_ISDIR(child_st.st_mode):
+                        self.directories.add(item.path)
                     entries.append(WorkspaceDirectoryEntry(child, metadata_from_stat(child_st)))
         entries.sort(key=lambda e: e.path)
         refused.sort(key=lambda e: e.path)
@@ -135,5 +296,6 @@ class ContainedRoot:
         """Every node below the host directory ``host`` is a regular file or directory."""
         for dirpath, dirnames, filenames in os.walk(host):
             for name in (*dirnames, *filenames):
-                if not supported_node(os.lstat(os.path.join(dirpath, name))):
+                host = os.path.join(dirpath, name)
+                if refused_node(os.lstat(host), self.links, host) is not None:
                     raise InvalidData(UNSUPPORTED_NODE)

@@ -7,14 +7,17 @@ persist publication) goes through this class, so the rules live in one place:
   file so it also holds across processes (two kernels on the same lab never lose an update).
   Every acquisition opens its own descriptor, which makes ``flock`` exclusive between threads
   of one process too. Reads take it shared, mutations exclusive; a compare-and-swap check and
-  its write happen inside one exclusive section. A sequence of calls is not a transaction.
+  its write happen inside one exclusive section. A sequence of calls is not a transaction;
+  a :meth:`~WorkspaceFs.lease` takes the lock once for many calls (the shell's, per call).
 * **Atomic writes** - content goes to a uniquely named temporary file in the target's
   directory, is flushed (never fsynced: upstream says "flushes"), then renamed over the
-  target; readers see old or new, never a mix.
-* **Containment** - every touched path is walked segment by segment
-  (:mod:`tavernlab.workspace.containment`).
+  target; readers see old or new, never a mix (:mod:`tavernlab.workspace.atomic`). A file
+  shared with a published persist state is never written in place.
+* **Containment** - every touched path is walked segment by segment, from the deepest
+  directory validated under the same hold of the lock (:mod:`~.containment`).
 * **Observed** - every successful mutation is reported to :attr:`WorkspaceFs.observer`
-  (:mod:`tavernlab.workspace.changes`).
+  (:mod:`tavernlab.workspace.changes`), with the digest of the bytes written when the port
+  knows it.
 """
 
 from __future__ import annotations
@@ -22,12 +25,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import io
 import os
 import shutil
 import stat
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -37,10 +38,12 @@ from tavernlab.errors import (
     PathIsDirectory,
     WriteConflict,
 )
-from tavernlab.locks import ReadWriteLock
+from tavernlab.locks import LeasableLock
 from tavernlab.paths import WorkspacePath, display
+from tavernlab.workspace import atomic
+from tavernlab.workspace.atomic import TEMP_PREFIX
 from tavernlab.workspace.changes import FsChange
-from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot
+from tavernlab.workspace.containment import UNSUPPORTED_NODE, ContainedRoot, LabLinks
 from tavernlab.workspace.contract import (
     WorkspaceAppendResult,
     WorkspaceDirectoryEntry,
@@ -68,8 +71,6 @@ __all__ = [
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
 LOCK_FILE_NAME = ".workspace.lock"
-#: Prefix of the staged temporary file of an atomic write (in the target's directory).
-TEMP_PREFIX = ".tavernlab-tmp-"
 
 
 class WorkspaceFs:
@@ -79,16 +80,23 @@ class WorkspaceFs:
     root in queries). Errors are the storage kinds of :mod:`tavernlab.errors`.
     """
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, *, links: LabLinks | None = None) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = Path(os.path.realpath(directory))
-        self._root = ContainedRoot(str(self.directory))
-        self.lock = ReadWriteLock(self.directory / LOCK_FILE_NAME)
+        #: The walk, what it learnt under the lock (its ``generation``) and the lab's links.
+        self.containment = ContainedRoot(str(self.directory), links)
+        self.lock = LeasableLock(self.directory / LOCK_FILE_NAME,
+                                 on_release=self.containment.forget)
         #: Told of every successful mutation (see :mod:`tavernlab.workspace.changes`).
         self.observer: Callable[[FsChange], None] | None = None
 
+    def lease(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the workspace lock once for the whole block (see the module docstring)."""
+        return self.lock.lease()
+
     def _notify(self, change: FsChange) -> None:
+        self.containment.changed(WorkspacePath(change.path))
         if self.observer is not None:
             self.observer(change)
 
@@ -100,51 +108,41 @@ class WorkspaceFs:
             return self._read_locked(path, max_bytes)
 
     def _read_locked(self, path: WorkspacePath, max_bytes: int | None) -> bytes:
-        st = self._root.check(path)
+        st = self.containment.check(path)
         if st is None:
             raise not_found(path)
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if max_bytes is not None and st.st_size > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
-        with self._reading(path) as handle:
-            # Size the read by the file, not by the bound (read(8 MiB) allocates 8 MiB even
-            # for a 1 KiB file); one byte more than expected detects a file that grew behind
-            # the lock's back, and then the rest is read up to the bound.
-            expected = st.st_size + 1 if max_bytes is None else min(st.st_size, max_bytes) + 1
-            data = handle.read(expected)
-            if len(data) == expected:
-                data += handle.read() if max_bytes is None else handle.read(
-                    max(0, max_bytes + 1 - expected))
+        try:
+            # Sized by the file, not by the bound (reading 8 MiB allocates 8 MiB even for a
+            # 1 KiB file); a file that grew behind the lock's back is read up to the bound.
+            data = atomic.read_all(self.containment.host(path), st.st_size, max_bytes)
+        except OSError as exc:
+            raise FileIo("read", path.text, exc) from None
         if max_bytes is not None and len(data) > max_bytes:
             raise InvalidData(f"Workspace read exceeds {max_bytes} bytes: {path.text}")
         return data
 
     def _digest_locked(self, path: WorkspacePath) -> str | None:
-        st = self._root.check(path)
+        st = self.containment.check(path)
         if st is None:
             return None
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
-        with self._reading(path) as handle:
-            # Streamed through one reusable buffer: no copy of the whole content.
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-
-    @contextlib.contextmanager
-    def _reading(self, path: WorkspacePath) -> Iterator[io.BufferedReader]:
-        """The checked regular file opened for reading (never through a final symlink); OS
-        errors become ``FileIo``."""
         try:
-            fd = os.open(self._root.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self.containment.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as handle:
-                yield handle
+                # Streamed through one reusable buffer: no copy of the whole content.
+                return hashlib.file_digest(handle, "sha256").hexdigest()
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
 
     def metadata(self, path: WorkspacePath | None) -> WorkspaceMetadata:
         """Metadata of a node; ``None`` is the logical root (a directory)."""
         with self.lock.shared():
-            st = self._root.check(path)
+            st = self.containment.check(path)
         if st is None:
             raise not_found(display(path))
         return metadata_from_stat(st)
@@ -152,7 +150,7 @@ class WorkspaceFs:
     def exists(self, path: WorkspacePath) -> bool:
         """True when a file or directory is at ``path``."""
         with self.lock.shared():
-            return self._root.check(path) is not None
+            return self.containment.check(path) is not None
 
     def read_dir(self, path: WorkspacePath | None, max_entries: int | None) -> list[
             WorkspaceDirectoryEntry]:
@@ -170,13 +168,13 @@ class WorkspaceFs:
 
     def _scan_dir_locked(self, path: WorkspacePath | None, max_entries: int | None
                          ) -> WorkspaceDirectoryScan:
-        st = self._root.check(path)
+        st = self.containment.check(path)
         if st is None:
             raise not_found(display(path))
         if not stat.S_ISDIR(st.st_mode):
             raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
         try:
-            scan = self._root.scan(path, hidden=LOCK_FILE_NAME if path is None else None)
+            scan = self.containment.scan(path, hidden=LOCK_FILE_NAME if path is None else None)
         except OSError as exc:
             raise FileIo("list", display(path), exc) from None
         if max_entries is not None and len(scan.entries) + len(scan.refused) > max_entries:
@@ -198,7 +196,7 @@ class WorkspaceFs:
         Symlinks and special files below the start are skipped and listed in ``refused``.
         """
         with self.lock.shared():
-            st = self._root.check(path)
+            st = self.containment.check(path)
             if st is None:
                 raise not_found(display(path))
             if path is not None and not stat.S_ISDIR(st.st_mode):
@@ -208,14 +206,14 @@ class WorkspaceFs:
 
     # -- mutations -------------------------------------------------------------------------
 
-    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
-        """Guarded atomic write; the parent must exist."""
+    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
+        """Guarded atomic write; the parent must exist. Returns the SHA-256 of ``data``."""
         with self.lock.exclusive():
-            self._write_locked(path, data, guard)
+            return self._write_locked(path, data, guard)
 
-    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
-        self._root.require_parent_dir(path)
-        st = self._root.check(path)
+    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
+        self.containment.require_parent_dir(path)
+        st = self.containment.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
@@ -226,61 +224,57 @@ class WorkspaceFs:
             if actual != guard.sha256:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
-        self._publish(path, data)
-        self._notify(FsChange("write", path.text, existed=st is not None))
-
-    def _publish(self, path: WorkspacePath, data: bytes) -> None:
-        target = self._root.host(path)
-        # A fixed-length name, so that any target name the OS accepts can be published.
-        temp = f"{target.rpartition('/')[0]}/{TEMP_PREFIX}{uuid.uuid4().hex}"
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-            os.replace(temp, target)
+            atomic.publish(self.containment.host(path), data)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
             raise FileIo("write", path.text, exc) from None
+        digest = sha256_hex(data)
+        self._notify(FsChange("write", path.text, existed=st is not None, size=len(data),
+                              sha256=digest))
+        return digest
 
-    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> None:
-        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text.
+    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> str:
+        """Create missing parents recursively, then :meth:`write_file` the UTF-8 text;
+        returns its SHA-256.
 
         A ``MustMatchSha256`` guard on a file that does not exist fails before any parent is
         created: a refused write changes nothing.
         """
         data = text.encode("utf-8")
         with self.lock.exclusive():
-            if guard.kind == "must_match_sha256" and self._root.check(path) is None:
+            # The whole path is walked first, so its errors name it.
+            if self.containment.check(path) is None and guard.kind == "must_match_sha256":
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
             if path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
-            self._write_locked(path, data, guard)
+            return self._write_locked(path, data, guard)
 
     def append_file(self, path: WorkspacePath, data: bytes) -> None:
-        """Native append, creating the file if missing, flushed under the lock.
+        """Native append, creating the file if missing, flushed under the lock (a file
+        shared with a persist state is copied first, see :mod:`tavernlab.workspace.atomic`).
 
         A failure can leave a partial append; callers must not replay it.
         """
         with self.lock.exclusive():
             self._append_locked(path, data)
 
-    def _append_locked(self, path: WorkspacePath, data: bytes) -> None:
-        self._root.require_parent_dir(path)
-        st = self._root.check(path)
+    def _append_locked(self, path: WorkspacePath, data: bytes, *, old: bytes | None = None,
+                       result: tuple[int, str] | None = None) -> None:
+        """Append under the held lock; ``old`` is the file's content when the caller read
+        it, ``result`` the size and digest of the file afterwards when it knows them."""
+        self.containment.require_parent_dir(path)
+        st = self.containment.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = os.open(self._root.host(path),
-                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o644)
-            with os.fdopen(fd, "ab") as handle:
-                handle.write(data)
-                handle.flush()
+            # More than one link and not refused by the check: one of the lab's own.
+            atomic.append(self.containment.host(path), data, old=old,
+                          shared=st is not None and st.st_nlink > 1)
         except OSError as exc:
             raise FileIo("append", path.text, exc) from None
-        self._notify(FsChange("write", path.text, existed=st is not None))
+        size, digest = result if result is not None else (None, None)
+        self._notify(FsChange("write", path.text, existed=st is not None, size=size,
+                              sha256=digest))
 
     def append_text(self, path: WorkspacePath, text: str, *, parents: bool = False
                     ) -> WorkspaceAppendResult:
@@ -289,23 +283,24 @@ class WorkspaceFs:
         With ``parents``, missing parent directories are created first (``workspace.write_file``
         in append mode does this); otherwise the parent must exist.
         """
+        added = text.encode("utf-8")
         with self.lock.exclusive():
             if parents and path.parent is not None:
                 self._mkdir_locked(path.parent, recursive=True)
-            self._root.require_parent_dir(path)
-            st = self._root.check(path)
+            self.containment.require_parent_dir(path)
+            st = self.containment.check(path)
             previous: str | None = None
-            before = ""
+            old = b""
             if st is not None:
                 if stat.S_ISDIR(st.st_mode):
                     raise PathIsDirectory(path.text)
                 old = self._read_locked(path, None)
-                before = decode_text(path.text, old)
                 previous = sha256_hex(old)
-            self._append_locked(path, text.encode("utf-8"))
-        full = before + text
-        data = full.encode("utf-8")
-        return WorkspaceAppendResult(WorkspaceFile(path.text, full, len(data), sha256_hex(data)),
+            before = decode_text(path.text, old)
+            data = old + added
+            digest = sha256_hex(data)
+            self._append_locked(path, added, old=old, result=(len(data), digest))
+        return WorkspaceAppendResult(WorkspaceFile(path.text, before + text, len(data), digest),
                                      previous)
 
     def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
@@ -315,22 +310,22 @@ class WorkspaceFs:
 
     def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> None:
         if not recursive:
-            self._root.require_parent_dir(path)
-            if self._root.check(path) is not None:
+            self.containment.require_parent_dir(path)
+            if self.containment.check(path) is not None:
                 raise FileIo("create directory", path.text,
                              OSError(errno.EEXIST, "File exists"))
             try:
-                os.mkdir(self._root.host(path))
+                os.mkdir(self.containment.host(path))
             except OSError as exc:
                 raise FileIo("create directory", path.text, exc) from None
             self._notify(FsChange("mkdir", path.text, existed=False, directory=True))
             return
         for depth in range(1, len(path.parts) + 1):
             prefix = WorkspacePath("/".join(path.parts[:depth]))
-            st = self._root.check(prefix)
+            st = self.containment.check(prefix)
             if st is None:
                 try:
-                    os.mkdir(self._root.host(prefix))
+                    os.mkdir(self.containment.host(prefix))
                 except OSError as exc:
                     raise FileIo("create directory", prefix.text, exc) from None
                 self._notify(FsChange("mkdir", prefix.text, existed=False, directory=True))
@@ -341,15 +336,16 @@ class WorkspaceFs:
     def remove(self, path: WorkspacePath, recursive: bool) -> None:
         """Unlink a file; remove an empty directory, or a whole tree when ``recursive``."""
         with self.lock.exclusive():
-            st = self._root.check(path)
+            st = self.containment.check(path)
             if st is None:
                 raise not_found(path)
-            host = self._root.host(path)
+            host = self.containment.host(path)
+            self.containment.forget(path)
             try:
                 if not stat.S_ISDIR(st.st_mode):
                     os.unlink(host)
                 elif recursive:
-                    self._root.check_tree(host)
+                    self.containment.check_tree(host)
                     shutil.rmtree(host)
                 else:
                     os.rmdir(host)
@@ -365,26 +361,29 @@ class WorkspaceFs:
         needs: a directory named ``notes.md`` is not a text file.
         """
         with self.lock.exclusive():
-            st = self._root.check(src)
+            st = self.containment.check(src)
             if st is None:
                 raise not_found(src)
-            self._root.require_parent_dir(dst)
-            target = self._root.check(dst)
+            self.containment.require_parent_dir(dst)
+            target = self.containment.check(dst)
             if dst.is_strictly_under(src):
                 raise InvalidData(f"cannot move `{src.text}` into itself")
+            self.containment.forget(src)
+            self.containment.forget(dst)
             try:
-                os.rename(self._root.host(src), self._root.host(dst))
+                os.rename(self.containment.host(src), self.containment.host(dst))
             except OSError as exc:
                 raise FileIo("rename", src.text, exc) from None
             self._notify(FsChange("rename", dst.text, existed=target is not None,
                                   directory=stat.S_ISDIR(st.st_mode), from_path=src.text))
         return "directory" if stat.S_ISDIR(st.st_mode) else "file"
 
-    def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> None:
-        """Copy into a staged temporary file, then replace the target; parent must exist."""
+    def copy_file(self, src: WorkspacePath, dst: WorkspacePath) -> str:
+        """Copy into a staged temporary file, then replace the target; parent must exist.
+        Returns the digest of the bytes copied."""
         with self.lock.exclusive():
             data = self._read_locked(src, None)
-            self._write_locked(dst, data, WriteGuard.unchecked())
+            return self._write_locked(dst, data, WriteGuard.unchecked())
 
     def digest(self, path: WorkspacePath) -> str | None:
         """The file's SHA-256, or ``None`` when it does not exist."""

@@ -2,14 +2,17 @@
 
 spec/workspace.md 8.3: every line carries ``seq`` from 1, +1 per append. Appends hold an
 ``flock`` on the log itself, so two processes appending to one run still get contiguous
-numbers; the last ``seq`` is re-read only when the file grew behind this process's back. A
-record is built and validated *before* anything is written: a bad payload raises and the log
-stays readable.
+numbers. A record is built and validated *before* anything is written (a bad payload raises
+and the log stays readable), and is numbered only when it is written: :func:`append_records`
+writes any number of records of one run in one locked append per file, which is how the
+host writes all the records of a tool call at once (:mod:`tavernlab.host.feed`).
 
-Reading after a sequence number is incremental: each log remembers the byte offset of every
-line it has seen, so ``read(after_seq=n)`` seeks straight to line ``n + 1`` and parses only
-what follows. Lines appended by another process are found by scanning forward from the last
-known offset (counting newlines, not parsing JSON).
+Nothing here reads a whole log to append to it: when the file grew behind this process's back
+(another writer), the last ``seq`` is read from its last line. Reading after a sequence number
+is incremental: each log keeps the byte offset of every line it has indexed, so
+``read(after_seq=n)`` seeks straight to line ``n + 1`` and parses only what follows; the index
+is built the first time a read needs it, and extended from where it ended (counting newlines,
+not parsing JSON). Reading parses in bulk (:mod:`tavernlab.workspace.log_reading`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
+
+from pydantic import TypeAdapter
 
 from tavernlab.clock import Clock, IdFactory, rfc3339
 from tavernlab.events import (
@@ -32,15 +38,26 @@ from tavernlab.events import (
     JournalRecord,
     Level,
     Model,
-    parse_event,
 )
 from tavernlab.locks import locked_open
+from tavernlab.workspace.log_reading import (
+    CHUNK_BYTES,
+    anchor_of,
+    parse_records,
+    read_chunks,
+    seq_of_last_line,
+)
 
 E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
 
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-_SCAN_CHUNK = 1 << 20
+_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # read: the last line when it grew
+
+#: Journal record types whose byte offsets :attr:`JournalLog.written_at` keeps.
+OFFSET_TYPES = frozenset({"subagent_started"})
+
+#: A built record waiting to be written: the model and the JSON object of its line.
+Built = tuple[Event, dict[str, Any]]
 
 
 class SequencedLog:
@@ -49,67 +66,99 @@ class SequencedLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._known_size = -1
-        self._seq = 0
-        #: ``_offsets[k]`` is the byte offset of the line with ``seq == k + 1``.
+        self._known_size = -1  # the file's size when this process last looked (-1: never)
+        self._seq = 0  # the last seq of the file at ``_known_size``
+        #: ``_offsets[k]`` is the byte offset of the line with ``seq == k + 1``; the index
+        #: covers the first ``_indexed_to`` bytes of the file.
         self._offsets = array("q")
-        self._indexed_to = 0  # bytes of the file covered by ``_offsets``
+        self._indexed_to = 0
 
     @property
     def last_seq(self) -> int:
-        """The last ``seq`` this process has written or indexed."""
+        """The last ``seq`` this process has written or seen."""
         return self._seq
 
-    def append_line(self, build: Callable[[int], tuple[Any, dict[str, Any]]]) -> Any:
-        """Append one record: ``build(seq)`` returns ``(record, json_object)``; it runs under
-        the lock, so it may raise (nothing is written then). Returns the record."""
-        with self._lock, locked_open(self.path, _APPEND) as fd:
-            size = os.fstat(fd).st_size
-            if size != self._known_size:
-                self._index_to(size)
-            record, data = build(self._seq + 1)
-            line = (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
-            os.write(fd, line)
-            self._wrote(data)
-            self._offsets.append(size)
-            self._seq += 1
-            self._known_size = self._indexed_to = size + len(line)
-        return record
+    @property
+    def known_size(self) -> int:
+        """The file's size when this process last wrote or looked (``-1``: never)."""
+        return self._known_size
 
-    def _index_to(self, size: int) -> None:
-        """Index the lines between the last indexed offset and ``size`` (another writer's)."""
-        if size < self._indexed_to:  # replaced behind our back: start over
-            self._offsets, self._indexed_to, self._seq = array("q"), 0, 0
-        if size == self._indexed_to:
-            self._known_size = size
+    def position(self) -> tuple[int, int]:
+        """``(size, last seq)`` of the file as this process knows it (looked up from the
+        file's last line if it never did; a missing file is ``(0, 0)``)."""
+        with self._lock:
+            if self._known_size < 0:
+                try:
+                    fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    return 0, 0
+                try:
+                    self._catch_up(fd, os.fstat(fd).st_size)
+                finally:
+                    os.close(fd)
+            return self._known_size, self._seq
+
+    def known(self, size: int, seq: int) -> None:
+        """The file is known to end at ``size`` with ``seq`` (a reopened run read its tail);
+        appends then need not look at it again."""
+        with self._lock:
+            if self._known_size < 0:
+                self._known_size, self._seq = size, seq
+
+    # -- appending (the caller holds ``_lock`` and the file's flock) ----------------------------
+
+    def _catch_up(self, fd: int, size: int) -> None:
+        """Learn the last ``seq`` when the file changed behind our back (O(1): its last line)."""
+        if size == self._known_size:
             return
-        with open(self.path, "rb") as handle:
-            handle.seek(self._indexed_to)
-            position = self._indexed_to
-            pending_start = position
-            carry = b""
-            while position < size:
-                chunk = handle.read(min(_SCAN_CHUNK, size - position))
-                if not chunk:
-                    break
-                start = 0
-                while (newline := chunk.find(b"\n", start)) >= 0:
-                    self._offsets.append(pending_start)
-                    self._indexed_line(carry + chunk[start:newline])
-                    carry = b""
-                    pending_start = position + newline + 1
-                    start = newline + 1
-                carry += chunk[start:]
-                position += len(chunk)
-        self._indexed_to = pending_start
-        self._seq = len(self._offsets)
+        if size < self._indexed_to:  # replaced behind our back: start over
+            self._reset_index()
+        self._seq = len(self._offsets) if size == self._indexed_to else seq_of_last_line(
+            fd, size)
         self._known_size = size
 
-    def _indexed_line(self, line: bytes) -> None:
-        """A line another writer appended was indexed (subclasses keep more per line)."""
+    def _reset_index(self) -> None:
+        self._offsets, self._indexed_to = array("q"), 0
 
-    def _wrote(self, data: dict[str, Any]) -> None:
-        """This process appended the line of ``data`` (subclasses keep more per line)."""
+    def _write(self, fd: int, size: int, lines: list[bytes]) -> None:
+        """Append ``lines`` (each ending with a newline) at ``size`` in one write."""
+        data = b"".join(lines)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if self._indexed_to == size:  # the index was complete: keep it so
+            self._offsets.extend(accumulate((len(line) for line in lines[:-1]), initial=size))
+            self._indexed_to = size + len(data)
+        self._known_size = size + len(data)
+        self._seq += len(lines)
+
+    # -- the index --------------------------------------------------------------------------
+
+    def _index_to(self, size: int) -> None:
+        """Index the lines between the last indexed offset and ``size`` (complete lines
+        only; an unfinished last line is indexed once it ends)."""
+        if size < self._indexed_to:
+            self._reset_index()
+        if size > self._indexed_to:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._indexed_to)
+                position, carry, remaining = self._indexed_to, b"", size - self._indexed_to
+                while remaining > 0 and (chunk := handle.read(min(CHUNK_BYTES, remaining))):
+                    remaining -= len(chunk)
+                    data = carry + chunk
+                    end = data.rfind(b"\n") + 1
+                    if end:
+                        lines = data[:end - 1].split(b"\n")
+                        self._offsets.extend(accumulate((len(line) + 1 for line in lines[:-1]),
+                                                        initial=position))
+                        self._indexed_lines(lines)
+                        position += end
+                    carry = data[end:]
+            self._indexed_to = position
+        self._seq, self._known_size = len(self._offsets), size
+
+    def _indexed_lines(self, lines: list[bytes]) -> None:
+        """Lines were indexed (subclasses keep more per line)."""
 
     def refresh(self) -> None:
         """Index what other writers appended since the last look."""
@@ -117,27 +166,36 @@ class SequencedLog:
             with self._lock:
                 self._index_to(self.path.stat().st_size)
 
+    # -- reading ----------------------------------------------------------------------------
+
     def read_lines(self, after_seq: int = 0) -> Iterator[bytes]:
         """The raw lines with ``seq > after_seq``, in order (complete lines only)."""
-        return self._read_from(lambda: after_seq)
+        for chunk in self._read_from(lambda: after_seq):
+            yield from chunk
 
-    def _read_from(self, first: Callable[[], int]) -> Iterator[bytes]:
-        """The raw lines from index ``first()`` (computed under the lock) to the end."""
-        if not self.path.exists():
+    def lines_from_offset(self, offset: int) -> Iterator[list[bytes]]:
+        """The raw lines from the byte ``offset`` (a line start) to the end of the file as it
+        is now, in chunks, without the index (a reopened run replays its tail this way)."""
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            return
+        yield from read_chunks(self.path, offset, size)
+
+    def _read_from(self, first: Callable[[], int]) -> Iterator[list[bytes]]:
+        """The raw lines from index ``first()`` (computed under the lock) to the end, in
+        chunks of about :data:`CHUNK_BYTES` (memory stays bounded while reading)."""
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
             return
         with self._lock:
-            self._index_to(self.path.stat().st_size)
+            self._index_to(size)
             index = max(first(), 0)
             if index >= len(self._offsets):
                 return
-            start = self._offsets[index]
-            end = self._indexed_to
-        with open(self.path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read(end - start)
-        for line in data.split(b"\n"):
-            if line.strip():
-                yield line
+            start, end = self._offsets[index], self._indexed_to
+        yield from read_chunks(self.path, start, end)
 
 
 class EventLog(SequencedLog):
@@ -149,33 +207,35 @@ class EventLog(SequencedLog):
         self.clock = clock
         self.ids = ids
 
-    def append(self, kind: type[E], payload: Model, *, level: Level | None = None,
-               scope: EventScope | None = None) -> E:
-        """Append one typed event and return it. The event (payload included) is validated
-        before the line is written; only upstream's event types exist as typed classes."""
+    def build(self, kind: type[E], payload: Model, *, level: Level | None = None,
+              scope: EventScope | None = None) -> tuple[E, dict[str, Any]]:
+        """A validated event and its line, stamped now and numbered when written; only
+        upstream's event types exist as typed classes."""
         type_name = kind.type_name()
         if type_name not in EVENT_TYPES:
             raise ValueError(f"{kind.__name__} is not an upstream event type")
+        event = kind(seq=0, id=self.ids.new("evt"), run_id=self.run_id,
+                     timestamp=self.clock.now(), level=level or kind.default_level(),
+                     payload=payload, event_scope=scope)
+        data: dict[str, Any] = {
+            "seq": 0, "id": event.id, "runId": self.run_id,
+            "timestamp": rfc3339(event.timestamp), "level": event.level, "type": type_name,
+            "payload": payload.model_dump(mode="json", by_alias=True),
+        }
+        if scope is not None:
+            data["eventScope"] = scope.model_dump(mode="json", by_alias=True)
+        return event, data
 
-        def build(seq: int) -> tuple[E, dict[str, Any]]:
-            event = kind(seq=seq, id=self.ids.new("evt"), run_id=self.run_id,
-                         timestamp=self.clock.now(), level=level or kind.default_level(),
-                         payload=payload, event_scope=scope)
-            data: dict[str, Any] = {
-                "seq": seq, "id": event.id, "runId": self.run_id,
-                "timestamp": rfc3339(event.timestamp), "level": event.level, "type": type_name,
-                "payload": payload.model_dump(mode="json", by_alias=True),
-            }
-            if scope is not None:
-                data["eventScope"] = scope.model_dump(mode="json", by_alias=True)
-            return event, data
-
-        event: E = self.append_line(build)
+    def append(self, kind: type[E], payload: Model, *, level: Level | None = None,
+               scope: EventScope | None = None) -> E:
+        """Append one typed event and return it (validated before the line is written)."""
+        event, data = self.build(kind, payload, level=level, scope=scope)
+        append_records(self, None, [(event, data)])
         return event
 
     def read(self, after_seq: int = 0) -> list[Event]:
         """The events with ``seq > after_seq``, parsed into their typed models."""
-        return [parse_event(json.loads(line)) for line in self.read_lines(after_seq)]
+        return [e for chunk in self._read_from(lambda: after_seq) for e in parse_records(chunk)]
 
 
 class JournalLog(SequencedLog):
@@ -187,49 +247,137 @@ class JournalLog(SequencedLog):
         self.events = events
         #: ``_anchors[k]`` is the ``eventSeq`` of the line with ``seq == k + 1``.
         self._anchors = array("q")
+        #: Byte offset of each ``subagent_started`` record this process wrote, by record id:
+        #: a reopened run finds its sub-agents there without reading the journal.
+        self.written_at: dict[str, int] = {}
 
-    def append(self, kind: type[J], payload: Model) -> J:
-        """Append one journal record, anchored on the last event written (by any process);
-        validated before the line is written."""
+    def build(self, kind: type[J], payload: Model) -> tuple[J, dict[str, Any]]:
+        """A validated journal record and its line (numbered and anchored when written)."""
         type_name = kind.type_name()
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        with events._lock, locked_open(events.path, _APPEND) as fd:
-            size = os.fstat(fd).st_size
-            if size != events._known_size:
-                events._index_to(size)
-            anchor = events.last_seq
+        record = kind(seq=0, event_seq=0, id=events.ids.new("jrn"), run_id=events.run_id,
+                      timestamp=events.clock.now(), payload=payload)
+        data: dict[str, Any] = {
+            "seq": 0, "eventSeq": 0, "id": record.id, "runId": events.run_id,
+            "timestamp": rfc3339(record.timestamp), "level": record.level,
+            "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
+        }
+        return record, data
 
-            def build(seq: int) -> tuple[J, dict[str, Any]]:
-                record = kind(seq=seq, event_seq=anchor, id=events.ids.new("jrn"),
-                              run_id=events.run_id, timestamp=events.clock.now(),
-                              payload=payload)
-                data: dict[str, Any] = {
-                    "seq": seq, "eventSeq": anchor, "id": record.id, "runId": events.run_id,
-                    "timestamp": rfc3339(record.timestamp), "level": record.level,
-                    "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
-                }
-                return record, data
+    def build_all(self, kind: type[J], payloads: Sequence[Model]
+                  ) -> list[tuple[J, dict[str, Any]]]:
+        """:meth:`build` for many records of one kind at once (validated and dumped in bulk
+        by pydantic-core: a run started from a large persist state journals a record per
+        file). The ids and times are taken in the same order as one by one."""
+        type_name = kind.type_name()
+        if type_name not in JOURNAL_TYPES:
+            raise ValueError(f"{kind.__name__} is not a journal record type")
+        events = self.events
+        stamps = [(events.ids.new("jrn"), events.clock.now()) for _ in payloads]
+        records: list[J] = _list_adapter(kind).validate_python(
+            [{"seq": 0, "event_seq": 0, "id": ident, "run_id": events.run_id,
+              "timestamp": moment, "payload": payload}
+             for (ident, moment), payload in zip(stamps, payloads, strict=True)])
+        dumped = _list_adapter(type(payloads[0])).dump_python(
+            list(payloads), mode="json", by_alias=True) if payloads else []
+        return [(record, {"seq": 0, "eventSeq": 0, "id": record.id, "runId": events.run_id,
+                          "timestamp": rfc3339(record.timestamp), "level": record.level,
+                          "type": type_name, "payload": payload})
+                for record, payload in zip(records, dumped, strict=True)]
 
-            record: J = self.append_line(build)
+    def append(self, kind: type[J], payload: Model) -> J:
+        """Append one journal record, anchored on the last event written (by any process);
+        validated before the line is written."""
+        record, data = self.build(kind, payload)
+        append_records(self.events, self, [(record, data)])
         return record
 
-    def _index_to(self, size: int) -> None:
-        if size < self._indexed_to:
-            self._anchors = array("q")
-        super()._index_to(size)
+    def offset_of(self, seq: int) -> int:
+        """The byte offset of the indexed line with ``seq``."""
+        return self._offsets[seq - 1]
 
-    def _indexed_line(self, line: bytes) -> None:
-        self._anchors.append(int(json.loads(line)["eventSeq"]))
+    def _reset_index(self) -> None:
+        super()._reset_index()
+        self._anchors = array("q")
 
-    def _wrote(self, data: dict[str, Any]) -> None:
-        self._anchors.append(int(data["eventSeq"]))
+    def _write(self, fd: int, size: int, lines: list[bytes]) -> None:
+        indexed = self._indexed_to == size
+        super()._write(fd, size, lines)
+        if not indexed:
+            return
+        self._anchors.extend(anchor_of(line) for line in lines)
+
+    def _indexed_lines(self, lines: list[bytes]) -> None:
+        self._anchors.extend(anchor_of(line) for line in lines)
 
     def read(self, after_seq: int = 0, *, from_event_seq: int = 0) -> list[JournalRecord]:
         """The records with ``seq > after_seq`` anchored at ``from_event_seq`` or later
         (found by bisecting the anchors, so only those lines are parsed)."""
-        lines = self._read_from(
+        chunks = self._read_from(
             lambda: max(after_seq, bisect_left(self._anchors, from_event_seq)))
-        records = [parse_event(json.loads(line)) for line in lines]
-        return [r for r in records if isinstance(r, JournalRecord)]
+        return [r for chunk in chunks for r in parse_records(chunk)
+                if isinstance(r, JournalRecord)]
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[list[Any]]] = {}
+
+
+def _list_adapter(kind: type[Any]) -> TypeAdapter[list[Any]]:
+    """A cached ``TypeAdapter(list[kind])`` (bulk validation and dumping)."""
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(list[kind])  # type: ignore[valid-type]
+    return adapter
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
+                   ) -> None:
+    """Number and write ``built`` (events and journal records of one run, in their order):
+    the events in one locked append to ``events.jsonl``, then the journal records in one
+    locked append to ``journal.jsonl``, each anchored on the last event before it (in
+    ``built`` or, for those before any, already in the file). The models' ``seq`` and
+    ``eventSeq`` are set here."""
+    with events._lock, locked_open(events.path, _APPEND) as fd:
+        size = os.fstat(fd).st_size
+        events._catch_up(fd, size)
+        seq = events.last_seq
+        event_lines: list[bytes] = []
+        notes: list[Built] = []
+        for record, data in built:
+            # Straight into the models' fields (pydantic's __setattr__ costs more than the
+            # whole line for a large batch; these fields are plain ints, set at build).
+            if isinstance(record, JournalRecord):
+                record.__dict__["event_seq"] = data["eventSeq"] = seq
+                notes.append((record, data))
+            else:
+                seq += 1
+                record.__dict__["seq"] = data["seq"] = seq
+                event_lines.append(_line(data))
+        if event_lines:
+            events._write(fd, size, event_lines)
+        if notes:
+            assert journal is not None, "journal records need the journal"
+            _append_journal(journal, notes)
+
+
+def _append_journal(journal: JournalLog, notes: list[Built]) -> None:
+    """The journal half of :func:`append_records` (the events' lock is held)."""
+    with journal._lock, locked_open(journal.path, _APPEND) as fd:
+        size = os.fstat(fd).st_size
+        journal._catch_up(fd, size)
+        lines = []
+        offset = size
+        for number, (record, data) in enumerate(notes, start=journal.last_seq + 1):
+            record.__dict__["seq"] = data["seq"] = number
+            line = _line(data)
+            if data["type"] in OFFSET_TYPES:
+                journal.written_at[record.id] = offset
+            offset += len(line)
+            lines.append(line)
+        journal._write(fd, size, lines)

@@ -2,10 +2,11 @@
 
 A chat's stable persistent content lives in immutable states
 ``persistent-states/<state-id>/{manifest.json, persist/...}``. A run starts from a base state
-(its ``persist/`` is a copy, and ``input/persist_snapshot.json`` records the starting point);
-the model edits ``persist/`` like any root; on ``workspace.finish`` the run publishes the tree
-as a new state with the exact change list, or reuses a state it published earlier when the
-tree equals it.
+(its ``persist/`` holds hard links to the state's files, and ``input/persist_snapshot.json``
+records the starting point); the model edits ``persist/`` like any root; on
+``workspace.finish`` the run publishes the tree as a new state with the exact change list
+(unchanged files linked, changed ones copied: :mod:`tavernlab.workspace.persist_tree`), or
+reuses a state it published earlier when the tree equals it.
 
 tavernlab choices where upstream is unknown (documented here and in the docstrings below):
 
@@ -19,10 +20,12 @@ tavernlab choices where upstream is unknown (documented here and in the docstrin
   compared with that state *and the states it revised in turn* (the run's revision chain), and
   the first equal one is returned unchanged. So revising S1 into S2 by adding an empty
   directory, then removing it again, returns S1.
-* Publication is crash-safe: the tree is copied to ``persistent-states/.<id>.tmp-<uuid>``, the
-  manifest written, and the directory renamed into place; leftovers of a killed publisher are
-  hidden (dot names are never states) and removed by the next publication, which holds the
-  repository-wide lock.
+* Publication is crash-safe: the tree is linked and copied to
+  ``persistent-states/.<id>.tmp-<uuid>``, the manifest written, and the directory renamed into
+  place; leftovers of a killed publisher are hidden (dot names are never states) and removed
+  by the next publication, which holds the repository-wide lock.
+* A run's start checks the base state's tree against its manifest by paths and sizes, not by
+  re-reading every file (its files are never written after publication).
 """
 
 from __future__ import annotations
@@ -40,12 +43,17 @@ from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.events import Model
 from tavernlab.locks import file_lock
+from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.persist_tree import (
     FileEntry,
     PersistChange,
+    Tree,
     diff_trees,
     implied_directories,
+    link_or_copy,
+    link_tree,
+    materialize,
     scan_tree,
 )
 from tavernlab.workspace.records import read_json, write_json
@@ -121,8 +129,26 @@ class PersistRepository:
         directory = self.state_dir(state_id)
         if not directory.is_dir() or directory.is_symlink():
             raise _state_error("not_found", f"persist state `{state_id}` does not exist")
+        manifest = self._parsed(state_id, directory / MANIFEST)
+        if manifest is None:
+            manifest = self._checked(state_id, directory / MANIFEST)
+        return self._validated(state_id, manifest)
+
+    @staticmethod
+    def _parsed(state_id: str, path: Path) -> StateManifest | None:
+        """The manifest, if it is exactly well-formed (strict validation straight from the
+        JSON bytes, in one pass: a large state's manifest lists every file); ``None`` sends
+        it through :meth:`_checked` for the precise error."""
         try:
-            raw = read_json(directory / MANIFEST)
+            manifest = StateManifest.model_validate_json(path.read_bytes(), strict=True)
+        except (OSError, ValidationError):
+            return None
+        return manifest if manifest.version in SUPPORTED_VERSIONS else None
+
+    def _checked(self, state_id: str, path: Path) -> StateManifest:
+        """The manifest parsed step by step, each failure with its own code."""
+        try:
+            raw = read_json(path)
         except (OSError, ValueError) as exc:
             raise _state_error("invalid", f"manifest of `{state_id}` is unreadable: {exc}"
                                ) from None
@@ -132,10 +158,14 @@ class PersistRepository:
             raise _state_error("version_unsupported",
                                f"persist state `{state_id}` has version {raw.get('version')!r}")
         try:
-            manifest = StateManifest.model_validate(raw)
+            return StateManifest.model_validate(raw)
         except ValidationError as exc:
             raise _state_error("invalid", f"manifest of `{state_id}`: {exc.errors()[0]['msg']}"
                                ) from None
+
+    def _validated(self, state_id: str, manifest: StateManifest) -> StateManifest:
+        """The checks of :meth:`load` after parsing (identity, workspace, ``persist/``)."""
+        directory = self.state_dir(state_id)
         if manifest.version == 1:
             manifest.directories = None
         if manifest.state_id != state_id:
@@ -155,7 +185,8 @@ class PersistRepository:
         """A state's directory set; for version 1 (no inventory) read from its stored tree."""
         if manifest.directories is not None:
             return set(manifest.directories)
-        return set(scan_tree(self.state_dir(manifest.state_id) / PERSIST_ROOT).directories)
+        return set(scan_tree(self.state_dir(manifest.state_id) / PERSIST_ROOT,
+                             state=True).directories)
 
     def exists(self, state_id: str) -> bool:
         """Whether a state directory with that id exists."""
@@ -170,63 +201,82 @@ class PersistRepository:
 
     # -- a run's starting point --------------------------------------------------------------
 
-    def initialize(self, persist_dir: Path, base_state_id: str | None) -> PersistSnapshot:
-        """Fill a run's empty ``persist/`` from the base state and return its snapshot."""
+    def initialize(self, persist_dir: Path, base_state_id: str | None,
+                   links: LabLinks | None = None, manifest: StateManifest | None = None
+                   ) -> PersistSnapshot:
+        """Fill a run's empty ``persist/`` from the base state and return its snapshot. With
+        ``links`` (the run's containment records them) the files are hard links to the
+        state's, each recorded in ``links``; without, they are copies (a link nobody records
+        would look planted). ``manifest`` is the base's, when the caller loaded it already."""
         if base_state_id is None:
             persist_dir.mkdir(parents=True, exist_ok=True)
             return PersistSnapshot(base_state_id=None, files=[], directories=[])
-        manifest = self.load(base_state_id)
+        if manifest is None or manifest.state_id != base_state_id:
+            manifest = self.load(base_state_id)
         source = self.state_dir(base_state_id) / PERSIST_ROOT
         if persist_dir.exists():
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
-        tree = scan_tree(source, copy_to=persist_dir)
-        recorded = {f.path: (f.sha256, f.bytes) for f in manifest.files}
-        if tree.files != recorded:
+        tree, made = link_tree(source, persist_dir, link=links is not None)
+        recorded = {f.path: f.bytes for f in manifest.files}
+        if {path: size for path, (_, size) in tree.files.items()} != recorded:
             shutil.rmtree(persist_dir)
             persist_dir.mkdir()
             raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not match "
                                "its manifest")
-        return PersistSnapshot(base_state_id=base_state_id, files=tree.file_entries(),
+        if links is not None:
+            contents = {f.path: (f.sha256, f.bytes) for f in manifest.files}
+            for path, key in made:
+                links.add(key, contents[path])
+        return PersistSnapshot(base_state_id=base_state_id,
+                               files=sorted(manifest.files, key=lambda f: f.path),
                                directories=sorted(tree.directories))
 
     # -- publication ---------------------------------------------------------------------
 
     def publish(self, *, run_id: str, persist_dir: Path, snapshot: PersistSnapshot,
-                revision_of: str | None = None) -> tuple[StateManifest, bool]:
+                revision_of: str | None = None, links: LabLinks | None = None
+                ) -> tuple[StateManifest, bool]:
         """Publish a run's ``persist/`` (serialized by the repository-wide lock).
 
-        Returns the state and whether an earlier state of the revision chain was reused.
+        ``links`` are the links :meth:`initialize` made (the run's containment): a file that
+        is still one of them is unchanged (its digest is the snapshot's, nothing is read) and
+        is linked into the new state; every other file is copied. Returns the state and
+        whether an earlier state of the revision chain was reused.
         """
         with self._lock():
             self.states_dir.mkdir(parents=True, exist_ok=True)
             self._remove_leftovers()
+            base = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
+            tree = scan_tree(persist_dir, links=links)
             if revision_of is not None:
-                tree = scan_tree(persist_dir)
                 for earlier in self._revision_chain(revision_of, run_id):
                     if tree.same_as(earlier.files, self.directories_of(earlier)):
                         return earlier, True
-            state_id = self.ids.new("pst")
-            if self.state_dir(state_id).exists():
-                raise _state_error("exists", f"persist state `{state_id}` already exists",
-                                   code="agent.persistent_state_exists")
-            staging = self.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
-            try:
-                tree = scan_tree(persist_dir, copy_to=staging / PERSIST_ROOT)
-                base_files = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
-                manifest = StateManifest(
-                    state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
-                    stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
-                    revision_of=revision_of, created_at=self.clock.now(),
-                    files=tree.file_entries(), directories=sorted(tree.directories),
-                    changes=diff_trees(base_files, snapshot.directory_set(), tree),
-                )
-                write_json(staging / MANIFEST, manifest.model_dump(
-                    mode="json", by_alias=True, exclude_none=True))
-                os.rename(staging, self.state_dir(state_id))
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-            return manifest, False
+            return self._new_state(run_id, tree, snapshot, base, revision_of), False
+
+    def _new_state(self, run_id: str, tree: Tree, snapshot: PersistSnapshot,
+                   base: dict[str, tuple[str, int]], revision_of: str | None) -> StateManifest:
+        state_id = self.ids.new("pst")
+        if self.state_dir(state_id).exists():
+            raise _state_error("exists", f"persist state `{state_id}` already exists",
+                               code="agent.persistent_state_exists")
+        staging = self.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
+        try:
+            materialize(tree, staging / PERSIST_ROOT)
+            manifest = StateManifest(
+                state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
+                stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
+                revision_of=revision_of, created_at=self.clock.now(),
+                files=tree.file_entries(), directories=sorted(tree.directories),
+                changes=diff_trees(base, snapshot.directory_set(), tree),
+            )
+            write_json(staging / MANIFEST, manifest.model_dump(
+                mode="json", by_alias=True, exclude_none=True))
+            os.rename(staging, self.state_dir(state_id))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return manifest
 
     def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
         chain: list[StateManifest] = []
@@ -254,7 +304,7 @@ class PersistRepository:
                     continue
                 staging = other.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
                 shutil.copytree(self.state_dir(state_id) / PERSIST_ROOT, staging / PERSIST_ROOT,
-                                symlinks=True)
+                                symlinks=True, copy_function=_link_or_copy)
                 manifest.workspace_id = other.workspace_id
                 manifest.stable_chat_id = other.stable_chat_id
                 write_json(staging / MANIFEST, manifest.model_dump(
@@ -281,6 +331,11 @@ class PersistRepository:
                 shutil.rmtree(self.state_dir(state_id))
                 deleted.append(state_id)
             return deleted
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """``shutil.copytree``'s copy function for a fork: a state file is linked, not copied."""
+    link_or_copy(source, target)
 
 
 def _state_error(kind: str, detail: str, *, code: str | None = None) -> PersistStateError:

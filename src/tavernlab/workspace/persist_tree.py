@@ -1,20 +1,47 @@
-"""A persist tree on disk: its files with digests, its directories, and the exact change
-list between two trees (spec/workspace.md section 9, tavernlab's change-record format as
-documented in :mod:`tavernlab.workspace.persist`)."""
+"""A persist tree on disk: its files with digests, its directories, the exact change list
+between two trees, and the hard links that make states cost what changed (spec/workspace.md
+section 9, tavernlab's change-record format as documented in
+:mod:`tavernlab.workspace.persist`).
+
+Storage by changes (tavernlab's, issue 16): a state keeps upstream's layout
+(``persistent-states/<id>/{manifest.json, persist/...}``), but a file that did not change
+since the base state is a hard link to the base state's file. Filling a run's ``persist/``
+from a state links every file (:func:`link_tree`), and the run records each link it made
+(:class:`~tavernlab.workspace.containment.LabLinks`, so its containment serves them while it
+still refuses planted links). Publishing links each file that is still one of those links
+(its digest is the base's, nothing is read) and copies every other one
+(:func:`scan_tree` then :func:`materialize`). Where the filesystem cannot link (another
+device, too many links, no support) the file is copied. Copied state files are made
+read-only (``0o444``), which their links share: the storage port never writes a linked file
+in place (:mod:`tavernlab.workspace.atomic`), and other writers are warned off.
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
-from tavernlab.workspace.containment import UNSUPPORTED_NODE, supported_node
+from tavernlab.workspace.containment import (
+    UNSUPPORTED_NODE,
+    LabLinks,
+    LinkKey,
+    link_key,
+    refused_node,
+)
+
+#: Errors of ``link()`` that mean "copy instead": another device, too many links, no hard
+#: links on this filesystem, not permitted.
+_CANNOT_LINK = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.ENOTSUP, errno.EACCES})
+#: The mode of a file copied into a state (its links share it).
+STATE_FILE_MODE = 0o444
 
 
 class FileEntry(Model):
@@ -46,10 +73,14 @@ def implied_directories(paths: Iterable[str]) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class Tree:
-    """A scanned persist tree: files with digests and sizes, and every directory."""
+    """A scanned persist tree: files with digests and sizes, and every directory. ``hosts``
+    says where each file is on disk and ``shared`` which of them may be linked into a state
+    (the unchanged links of the base state)."""
 
     files: dict[str, tuple[str, int]]
     directories: frozenset[str]
+    hosts: dict[str, str] = field(default_factory=dict)
+    shared: frozenset[str] = frozenset()
 
     def file_entries(self) -> list[FileEntry]:
         """Files sorted by path."""
@@ -61,54 +92,126 @@ class Tree:
                 self.files == {f.path: (f.sha256, f.bytes) for f in files})
 
 
-def scan_tree(root: Path, copy_to: Path | None = None) -> Tree:
-    """Hash every file under ``root`` (optionally copying it to ``copy_to`` in the same pass).
-
-    Symlinks, special files and hard links are refused, as everywhere in the workspace
-    (:func:`~tavernlab.workspace.containment.supported_node`).
-    """
-    files: dict[str, tuple[str, int]] = {}
-    directories: set[str] = set()
-    if copy_to is not None:
-        copy_to.mkdir(parents=True)
-
-    def visit(host: str, rel: str) -> None:
+def walk(root: Path, *, links: LabLinks | None = None, state: bool = False
+         ) -> Iterator[tuple[str, str, os.stat_result]]:
+    """``(relative path, host path, lstat)`` of every node below ``root``, parents first,
+    each level sorted by name. A node the workspace refuses fails with ``workspace supports
+    regular files and directories``: symlinks and special files always, hard links unless
+    they are the run's own (``links``) or the tree is a state's (``state``: its files are
+    the lab's links by construction)."""
+    pending = [(str(root), "")]
+    while pending:
+        host, rel = pending.pop()
         with os.scandir(host) as it:
             entries = sorted(it, key=lambda e: e.name)
+        below = []
         for entry in entries:
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            child = f"{rel}/{entry.name}" if rel else entry.name
             st = entry.stat(follow_symlinks=False)
-            if not supported_node(st):
+            refused = refused_node(st, links, entry.path)
+            if refused is not None and not (state and refused == "hard_link"):
                 raise InvalidData(UNSUPPORTED_NODE)
+            yield child, entry.path, st
             if stat.S_ISDIR(st.st_mode):
-                directories.add(child_rel)
-                if copy_to is not None:
-                    os.mkdir(copy_to / child_rel)
-                visit(entry.path, child_rel)
-            else:
-                files[child_rel] = _hash_file(entry.path, None if copy_to is None
-                                              else copy_to / child_rel)
+                below.append((entry.path, child))
+        pending.extend(reversed(below))
 
+
+def scan_tree(root: Path, *, links: LabLinks | None = None, state: bool = False) -> Tree:
+    """Every file under ``root`` with its digest and size, and every directory (see
+    :func:`walk`). A file that is one of the run's ``links`` (a link of the base state the
+    run still has) takes the digest known for it, without being read again."""
+    files: dict[str, tuple[str, int]] = {}
+    hosts: dict[str, str] = {}
+    shared: set[str] = set()
+    directories: set[str] = set()
     if root.exists():
-        visit(str(root), "")
-    return Tree(files, frozenset(directories))
+        walked = list(walk(root, links=links, state=state))  # refusals first, then links
+        known = {} if links is None else links.known()
+        for rel, host, st in walked:
+            if stat.S_ISDIR(st.st_mode):
+                directories.add(rel)
+                continue
+            hosts[rel] = host
+            recorded = None if st.st_nlink < 2 else known.get(link_key(st))
+            if recorded is not None:
+                files[rel] = recorded
+                shared.add(rel)
+            else:
+                files[rel] = _hash_file(host)
+    return Tree(files, frozenset(directories), hosts, frozenset(shared))
 
 
-def _hash_file(source: str, target: Path | None) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(source, "rb") as reader:
-        if target is None:
-            while chunk := reader.read(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
+def materialize(tree: Tree, target: Path) -> None:
+    """Create ``target`` holding ``tree``: its directories, a link to each shared file (a
+    copy where the filesystem refuses the link), a read-only copy of every other file."""
+    target.mkdir(parents=True)
+    root = str(target)
+    for directory in sorted(tree.directories):
+        os.mkdir(f"{root}/{directory}")
+    for rel, host in tree.hosts.items():
+        if rel in tree.shared:
+            link_or_copy(host, f"{root}/{rel}")
         else:
-            with open(target, "wb") as writer:
-                while chunk := reader.read(1 << 20):
-                    digest.update(chunk)
-                    writer.write(chunk)
-                    size += len(chunk)
-    return digest.hexdigest(), size
+            copy_file(host, f"{root}/{rel}", mode=STATE_FILE_MODE)
+
+
+def link_tree(source: Path, target: Path, *, link: bool = True
+              ) -> tuple[Tree, list[tuple[str, LinkKey]]]:
+    """Fill the empty (missing) ``target`` from the state tree ``source``: directories made,
+    files linked (copied where linking is refused, or everywhere unless ``link``). Returns
+    the tree as found (sizes only: its digests are left empty, the caller has them) and
+    ``(path, key)`` of each link made."""
+    target.mkdir(parents=True)
+    root = str(target)
+    files: dict[str, tuple[str, int]] = {}
+    directories: set[str] = set()
+    made: list[tuple[str, LinkKey]] = []
+    for rel, host, st in walk(source, state=True):
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(f"{root}/{rel}")
+            directories.add(rel)
+            continue
+        files[rel] = ("", st.st_size)
+        if not link:
+            copy_file(host, f"{root}/{rel}")
+        elif link_or_copy(host, f"{root}/{rel}"):
+            made.append((rel, link_key(st)))
+    return Tree(files, frozenset(directories)), made
+
+
+def link_or_copy(source: str, target: str | Path) -> bool:
+    """Hard-link ``source`` at ``target``, or copy it where the filesystem refuses; returns
+    whether it linked."""
+    try:
+        os.link(source, target)
+        return True
+    except OSError as exc:
+        if exc.errno not in _CANNOT_LINK:
+            raise
+    copy_file(source, target)
+    return False
+
+
+def copy_file(source: str, target: str | Path, *, mode: int = 0o644) -> None:
+    """Copy the bytes of ``source`` to the new file ``target`` (created with ``mode``)."""
+    with open(source, "rb") as reader:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            while chunk := reader.read(1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+            if mode != 0o644:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+
+
+def _hash_file(source: str) -> tuple[str, int]:
+    with open(source, "rb") as reader:
+        digest = hashlib.file_digest(reader, "sha256")
+        return digest.hexdigest(), reader.tell()
 
 
 def diff_trees(base_files: dict[str, tuple[str, int]], base_dirs: set[str], tree: Tree

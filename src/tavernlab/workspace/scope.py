@@ -238,19 +238,21 @@ class ScopedWorkspaceFs:
 
     # -- mutations -------------------------------------------------------------------------
 
-    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> None:
-        """Guarded write of a writable file (parent must exist)."""
+    def write_file(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
+        """Guarded write of a writable file (parent must exist); returns its SHA-256."""
         self._begin()
         self.require_writable(path)
-        self.fs.write_file(path, data, guard)
+        digest = self.fs.write_file(path, data, guard)
         self.tracker.wrote(path)
+        return digest
 
-    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> None:
-        """Guarded text write, creating missing parents."""
+    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> str:
+        """Guarded text write, creating missing parents; returns its SHA-256."""
         self._begin()
         self.require_writable(path)
-        self.fs.write_text(path, text, guard)
+        digest = self.fs.write_text(path, text, guard)
         self.tracker.wrote(path)
+        return digest
 
     def append_file(self, path: WorkspacePath, data: bytes) -> None:
         """Native append to a writable file (created if missing)."""

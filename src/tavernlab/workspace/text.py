@@ -1,7 +1,8 @@
 """Text measures and selections used by the model-facing tools (spec/workspace.md 7.2-7.5).
 
 * :func:`count_words` / :func:`count_chars` / :func:`text_metrics` - upstream's word and
-  character metrics, in linear time and constant extra memory.
+  character metrics, in linear time and constant extra memory; :class:`TextMeasures` - the
+  same, once per content within one tool call.
 * :func:`select_lines` - the line window of ``workspace.read_file`` with its budgets.
 * :func:`query_tokens` / :func:`search_text` - the plain-text token search of
   ``workspace.search_files``.
@@ -9,8 +10,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import add
 
 # CJK ideographs, kana and hangul: each code point counts as one word.
 _CJK_CLASS = (
@@ -78,6 +83,26 @@ def text_metrics(text: str) -> tuple[int, int]:
     that report both metrics use it to walk the text once.
     """
     return len(text), _count_words(text, _WINDOW)
+
+
+class TextMeasures:
+    """The ``(chars, words)`` of the texts one tool call reports, computed once per content:
+    cached by the SHA-256 of the UTF-8 text (given when the caller already has it, as a read
+    file's digest; computed otherwise). ``workspace.read_file`` reports the whole file's
+    metrics and the selection's, in its header and in ``structured``: a full read measures the
+    file once."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[int, int]] = {}
+
+    def of(self, text: str, sha256: str | None = None) -> tuple[int, int]:
+        """``(chars, words)`` of ``text`` (whose digest is ``sha256``, when known)."""
+        key = sha256 if sha256 is not None else hashlib.sha256(
+            text.encode("utf-8", "surrogatepass")).hexdigest()
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = text_metrics(text)
+        return known
 
 
 def _count_words(text: str, window: int) -> int:
@@ -161,8 +186,8 @@ def number_lines(rows: list[tuple[int, str]]) -> str:
     """``"{n:>w} | {line}"`` rows, ``w`` the digit count of the last number shown."""
     if not rows:
         return ""
-    width = len(str(rows[-1][0]))
-    return "\n".join(f"{n:>{width}} | {line}" for n, line in rows)
+    numbered = f"{{:>{len(str(rows[-1][0]))}}} | {{}}".format
+    return "\n".join([numbered(n, line) for n, line in rows])
 
 
 # --- read_file selection ----------------------------------------------------------------
@@ -190,7 +215,7 @@ class LineSelection:
 
     @property
     def text(self) -> str:
-        """The selected text (lines joined with ``\\n``)."""
+        """The selected text (lines joined with ``\n``)."""
         return "\n".join(line for _, line in self.rows)
 
 
@@ -201,47 +226,53 @@ def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
     The character budget is unlimited only for a full read (start 1, no count) of a file that
     fits all three limits (256 KiB, 1200 lines, 80 000 characters); otherwise 80 000. The
     1200-line cap always applies. A first line longer than the budget is cut to the budget
-    and flagged ``line_truncated``.
+    and flagged ``line_truncated``. Only the part of the text the selection can reach is
+    split into lines.
     """
     if start_line < 1:
         raise LineRangeError("start_line must be >= 1")
     if line_count is not None and line_count < 1:
         raise LineRangeError("line_count must be >= 1")
-    lines = split_lines(text)
-    total = len(lines)
+    total = 0 if text == "" else text.count("\n") + 1
     if start_line > max(total, 1):
         raise LineRangeError(f"start_line {start_line} is beyond total lines {total}")
     size = len(text.encode("utf-8")) if file_bytes is None else file_bytes
-    full_request = start_line == 1 and line_count is None
     fits = size <= MAX_READ_BYTES and total <= MAX_READ_LINES and len(text) <= MAX_READ_CHARS
-    budget = None if full_request and fits else MAX_READ_CHARS
+    budget = None if start_line == 1 and line_count is None and fits else MAX_READ_CHARS
     requested_end = total if line_count is None else min(start_line + line_count - 1, total)
-    capped_end = min(requested_end, start_line + MAX_READ_LINES - 1)
-    rows: list[tuple[int, str]] = []
-    used = 0
-    line_truncated = False
-    for number in range(start_line, capped_end + 1):
-        line = lines[number - 1]
-        separator = 1 if rows else 0
-        if budget is None or used + separator + len(line) <= budget:
-            rows.append((number, line))
-            used += separator + len(line)
-            continue
-        if not rows:
-            rows.append((number, line[:budget]))
-            line_truncated = True
-        break
+    wanted = max(0, min(requested_end, start_line + MAX_READ_LINES - 1) - start_line + 1)
+    start = _line_offset(text, start_line)
+    # Every line that fits the budget lies within its first ``budget + 1`` characters.
+    window = text[start:] if budget is None else text[start:start + budget + 1]
+    lines = window.split("\n", wanted)[:wanted]
+    if budget is None:
+        fitting = len(lines)
+    else:  # lines whose joined length (with separators) stays within the budget
+        joined = list(map(add, accumulate(map(len, lines)), range(1, len(lines) + 1)))
+        fitting = bisect_right(joined, budget + 1)
+    rows = list(zip(range(start_line, start_line + fitting), lines[:fitting], strict=True))
+    line_truncated = not rows and bool(lines)
+    if line_truncated:
+        assert budget is not None
+        rows = [(start_line, lines[0][:budget])]
     end = rows[-1][0] if rows else start_line - 1
-    truncated = line_truncated or start_line > 1 or end < total
     return LineSelection(
         start_line=start_line,
         end_line=end,
         total_lines=total,
         rows=rows,
         line_truncated=line_truncated,
-        truncated=truncated,
+        truncated=line_truncated or start_line > 1 or end < total,
         next_start_line=end + 1 if end < total else None,
     )
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Where line ``line`` (from 1) of ``text`` starts."""
+    offset = 0
+    for _ in range(line - 1):
+        offset = text.index("\n", offset) + 1
+    return offset
 
 
 # --- search -------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from typing import Literal
 
 from tavernlab.errors import AccessDenied, InvalidData
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.containment import refused_node
 from tavernlab.workspace.fs import LOCK_FILE_NAME, TEMP_PREFIX, not_found, sha256_hex
 from tavernlab.workspace.policy import SKILLS_ROOT, Access
 from tavernlab.workspace.scope import ScopedWorkspaceFs
@@ -94,7 +93,7 @@ class _Walker:
             raise not_found(text) from None
         directory = stat.S_ISDIR(st.st_mode)
         access = self.policy.access(path, directory=directory)
-        refused = refused_node(st)
+        refused = self.scope.fs.containment.refused(st, host)
         if refused is not None:
             return TreeNode(name, text, "refused", None, access, reason=refused)
         if not directory:

@@ -10,7 +10,7 @@ from tavernlab.errors import (
 )
 from tavernlab.workspace.text import (
     LineRangeError,
-    count_words,
+    TextMeasures,
     number_lines,
     select_lines,
 )
@@ -48,10 +48,13 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     except LineRangeError as exc:
         raise ToolError("workspace.invalid_line_range", str(exc)) from None
     selected = selection.text
-    total_words = count_words(file.text)
+    measures = TextMeasures()
+    total_chars, total_words = measures.of(file.text, file.sha256)
+    # An untruncated selection is the whole file (same content, same digest).
+    chars, words = measures.of(selected, None if selection.truncated else file.sha256)
     header = (f"{path.text} lines {selection.start_line}-{selection.end_line} of "
-              f"{selection.total_lines}, chars {len(selected)} of {len(file.text)}, words "
-              f"{count_words(selected)} of {total_words}")
+              f"{selection.total_lines}, chars {chars} of {total_chars}, words "
+              f"{words} of {total_words}")
     if selection.truncated:
         header += " (preview)"
     content = header + "\n" + number_lines(selection.rows)
@@ -70,9 +73,9 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     structured: dict[str, Any] = {
         "path": path.text, "sha256": file.sha256, "startLine": selection.start_line,
         "endLine": selection.end_line, "totalLines": selection.total_lines,
-        "chars": len(selected), "totalChars": len(file.text), "words": count_words(selected),
-        "totalWords": total_words, "lineTruncated": selection.line_truncated,
-        "truncated": selection.truncated, "fullRead": full_read,
+        "chars": chars, "totalChars": total_chars, "words": words, "totalWords": total_words,
+        "lineTruncated": selection.line_truncated, "truncated": selection.truncated,
+        "fullRead": full_read,
     }
     if selection.next_start_line is not None:
         structured["nextStartLine"] = selection.next_start_line

@@ -11,11 +11,10 @@ from tavernlab.errors import (
     WriteConflict,
 )
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WorkspaceFile, WriteGuard, sha256_hex
-from tavernlab.workspace.reads import ReadRecords
-from tavernlab.workspace.text import (
-    count_words,
-)
+from tavernlab.workspace.fs import WorkspaceFile, WriteGuard
+from tavernlab.workspace.reads import ReadRecord, ReadRecords
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.text import text_metrics
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
@@ -91,18 +90,7 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
             records.appended(path.text, appended.previous_sha256, file.sha256)
             text, digest = file.text, file.sha256
         else:
-            current = scope.digest(path)
-            if current is None:
-                guard = WriteGuard.must_not_exist()
-            else:
-                record = records.get(path.text)
-                if record is None:
-                    raise ToolError("workspace.write_requires_read", WRITE_REQUIRES_READ)
-                if record.sha256 != current:
-                    raise ToolError("workspace.write_stale_file", WRITE_STALE)
-                guard = WriteGuard.must_match_sha256(record.sha256)
-            scope.write_text(path, content, guard)
-            text, digest = content, sha256_hex(content.encode("utf-8"))
+            text, digest = content, _replace(scope, records.get(path.text), path, content)
             records.full(path.text, digest)
     except WriteConflict as exc:
         if exc.kind == "already_exists":
@@ -113,7 +101,7 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
         raise path_is_directory(path.text) from None
     except WorkspaceError as exc:
         raise storage_error(exc, path.text) from None
-    chars, words = len(text), count_words(text)
+    chars, words = text_metrics(text)
     verb = "Wrote" if mode == "replace" else "Appended"
     ctx.file_written(path.text, digest, mode=str(mode))
     return ToolResult(
@@ -122,6 +110,22 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
                     "sha256": digest},
         resource_refs=[path.text],
     )
+
+
+def _replace(scope: ScopedWorkspaceFs, record: ReadRecord | None, path: WorkspacePath,
+             content: str) -> str:
+    """The replace of ``write_file``: a look at the path, then one guarded write (the guard
+    compares the read record's digest with the file's inside the write's lock); returns the
+    new digest. A missing file is created; an existing one needs a read record."""
+    try:
+        existing = scope.metadata(path)
+    except NotFound:
+        return scope.write_text(path, content, WriteGuard.must_not_exist())
+    if existing.is_dir:
+        raise PathIsDirectory(path.text)
+    if record is None:
+        raise ToolError("workspace.write_requires_read", WRITE_REQUIRES_READ)
+    return scope.write_text(path, content, WriteGuard.must_match_sha256(record.sha256))
 
 
 def _replacements(records: ReadRecords, path: str, file: WorkspaceFile, old: str,
@@ -182,14 +186,13 @@ def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
                                                     - len(old.encode("utf-8"))))
     updated = file.text.replace(old, new, replacements)
     try:
-        scope.write_text(path, updated, WriteGuard.must_match_sha256(file.sha256))
+        digest = scope.write_text(path, updated, WriteGuard.must_match_sha256(file.sha256))
     except WriteConflict:
         raise ToolError("workspace.patch_stale_file", PATCH_STALE) from None
     except WorkspaceError as exc:
         raise storage_error(exc, path.text) from None
-    digest = sha256_hex(updated.encode("utf-8"))
     records.patched(path.text, digest, old, new, replace_all)
-    chars, words = len(updated), count_words(updated)
+    chars, words = text_metrics(updated)
     ctx.patch_applied(path.text, digest, replacements)
     return ToolResult(
         content=(f"Patched {path.text} with {replacements} replacement(s); file now has "

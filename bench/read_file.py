@@ -1,0 +1,79 @@
+"""Benchmark (issue 16, rows 2 and 3): ``workspace.read_file`` as a full tool call (not a
+test).
+
+The path: ``run.call_tool("workspace.read_file", {"path": ...})`` of a 1 KiB, a 64 KiB and a
+1 MiB text file (mixed English and CJK, so the word count takes its slower paths), with every
+record the host keeps. The raw baseline: reading the same file's bytes
+(``open(...).read()``). Targets: <= 10x the raw read at 1 KiB, <= 5x at 64 KiB and 1 MiB.
+The 64 KiB and 1 MiB reads are previews (over the 80,000-character budget the file is shown
+in part), as a model sees them.
+
+Usage: ``.venv/bin/python bench/read_file.py [--rounds N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from timing import Row, compare, fresh_dir, print_table, row
+
+from tavernlab.host import Lab
+
+SIZES = {"1 KiB": (1024, 10.0), "64 KiB": (64 * 1024, 5.0), "1 MiB": (1024 * 1024, 5.0)}
+WORDS = ["the", "lantern", "reads", "agent", "workspace", "notes", "42", "tool", "calls"]
+
+
+def mixed_text(size: int, seed: int = 7) -> str:
+    """Lines of English words and CJK ideographs, ``size`` UTF-8 bytes or a little less."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    length = 0
+    while True:
+        if rng.random() < 0.6:
+            line = " ".join(rng.choices(WORDS, k=rng.randint(4, 12))) + "."
+        else:
+            line = "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(5, 25)))
+        encoded = len(line.encode()) + 1
+        if length + encoded > size:
+            return "\n".join(lines)
+        lines.append(line)
+        length += encoded
+
+
+def rows(rounds: int = 7) -> list[Row]:
+    """Every row of this script (on tmpfs: the figures are CPU-bound)."""
+    out = []
+    with fresh_dir("tmpfs") as base:
+        run = Lab(base / "lab").start_run(chat_id="bench")
+        for label, (size, limit) in SIZES.items():
+            path = f"scratch/{size}.md"
+            run.call_tool("workspace.write_file", {"path": path, "content": mixed_text(size)})
+            host = Path(run.workspace_dir) / path
+            args = {"path": path}
+
+            def tool(args: dict[str, str] = args) -> None:
+                result = run.call_tool("workspace.read_file", args)
+                assert not result.is_error, result.content
+
+            def raw(host: Path = host) -> None:
+                with open(host, "rb") as handle:
+                    handle.read()
+
+            per_round = 15 if size < 1 << 20 else 3
+            result = compare(tool, raw, rounds=rounds, per_round=per_round)
+            out.append(row(f"read_file {label}", result, "raw read", limit,
+                           f"<= {limit:g}x", "tmpfs"))
+    return out
+
+
+def main() -> None:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    print_table(rows(parser.parse_args().rounds))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Shared measuring rules of the issue-16 benchmarks (not a test).
+
+* :func:`compare` times a path and its raw baseline *interleaved*, in rounds (each round: a
+  few baseline samples, then a few samples of the path), so that the load of a shared machine
+  hits both alike; the figure and the baseline are medians over every sample, and the ratio is
+  the median of the per-round ratios, printed with its spread (lowest-highest round).
+* :class:`Row` is one line of the table ``bench/all.py`` prints: the path, today's figure,
+  the baseline, the ratio with its spread, the target and whether it is met.
+* :func:`fresh_dirs` gives a fresh directory on tmpfs (``/dev/shm``) and one on the real disk,
+  for the file-heavy rows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DISK_NOTE = ("disk: on this ext4, creating files right after a mass delete can cost 10x more "
+             "(the allocator skips recently freed inodes); each disk figure uses a fresh "
+             "directory")
+
+
+@dataclass
+class Comparison:
+    """Medians (in the unit of the timer) of a path and its baseline, and their ratio."""
+
+    figure: float
+    baseline: float
+    ratio: float
+    low: float
+    high: float
+
+
+def _samples(action: Callable[[], object], count: int) -> list[float]:
+    out = []
+    for _ in range(count):
+        start = time.perf_counter()
+        action()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def compare(subject: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 7,
+            per_round: int = 20, warmup: int = 3) -> Comparison:
+    """Interleaved medians (milliseconds) of ``subject`` and ``baseline``."""
+    for _ in range(warmup):
+        baseline()
+        subject()
+    ours: list[float] = []
+    theirs: list[float] = []
+    ratios = []
+    for _ in range(rounds):
+        base = _samples(baseline, per_round)
+        mine = _samples(subject, per_round)
+        theirs += base
+        ours += mine
+        ratios.append(statistics.median(mine) / statistics.median(base))
+    return Comparison(statistics.median(ours) * 1000, statistics.median(theirs) * 1000,
+                      statistics.median(ratios), min(ratios), max(ratios))
+
+
+def compare_once(subject: Callable[[], object], baseline: Callable[[], object], *,
+                 rounds: int = 5) -> Comparison:
+    """Like :func:`compare` for actions too slow to repeat within a round (one sample each
+    per round), in milliseconds."""
+    return compare(subject, baseline, rounds=rounds, per_round=1, warmup=0)
+
+
+def compare_prepared(prepare: Callable[[], T], subject: Callable[[T], object],
+                     baseline: Callable[[], object], *, rounds: int = 5) -> Comparison:
+    """Like :func:`compare_once`, for a path that needs an untimed preparation per sample
+    (``subject(prepare())``, only ``subject`` timed)."""
+    ours, theirs, ratios = [], [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        baseline()
+        base = time.perf_counter() - start
+        prepared = prepare()
+        start = time.perf_counter()
+        subject(prepared)
+        mine = time.perf_counter() - start
+        ours.append(mine)
+        theirs.append(base)
+        ratios.append(mine / base)
+    return Comparison(statistics.median(ours) * 1000, statistics.median(theirs) * 1000,
+                      statistics.median(ratios), min(ratios), max(ratios))
+
+
+@dataclass
+class Row:
+    """One line of the issue-16 table."""
+
+    path: str
+    figure: str
+    baseline: str
+    ratio: float
+    spread: tuple[float, float]
+    target: str
+    met: bool
+    note: str = ""
+
+    def cells(self) -> list[str]:
+        """The printed cells."""
+        low, high = self.spread
+        return [self.path, self.figure, self.baseline,
+                f"{self.ratio:.2f}x ({low:.2f}-{high:.2f})", self.target,
+                "met" if self.met else "NOT met", self.note]
+
+
+def ms(value: float) -> str:
+    """Milliseconds, to a sensible precision."""
+    return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
+
+
+def row(path: str, result: Comparison, baseline_name: str, limit: float, target: str,
+        note: str = "") -> Row:
+    """A row whose target is ``ratio <= limit``."""
+    return Row(path, ms(result.figure), f"{baseline_name} {ms(result.baseline)}", result.ratio,
+               (result.low, result.high), target, result.ratio <= limit, note)
+
+
+def print_table(rows: list[Row]) -> None:
+    """The table, aligned, with the load it was measured under."""
+    header = ["path", "now (median)", "raw baseline (median)", "ratio (spread)", "target",
+              "", "note"]
+    table = [header, *[r.cells() for r in rows]]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for index, line in enumerate(table):
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+@contextmanager
+def fresh_dir(kind: str) -> Iterator[Path]:
+    """A fresh empty directory on ``tmpfs`` (``/dev/shm``) or on the real ``disk`` (the
+    system temporary directory, if it is not tmpfs itself), removed afterwards."""
+    parent = "/dev/shm" if kind == "tmpfs" else os.environ.get("TAVERNLAB_BENCH_DISK",
+                                                               tempfile.gettempdir())
+    path = Path(tempfile.mkdtemp(prefix="tavernlab-bench-", dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def fresh_dirs() -> list[str]:
+    """The directory kinds file-heavy rows are measured on."""
+    return ["tmpfs", "disk"] if os.path.isdir("/dev/shm") else ["disk"]

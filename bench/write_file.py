@@ -1,0 +1,75 @@
+"""Benchmark (issue 16, row 1): ``workspace.write_file`` of 1 KiB as a full tool call (not a
+test).
+
+The path: ``run.call_tool("workspace.write_file", ...)`` replacing a 1 KiB file the call may
+rewrite (its read record is the last write), with every record the host keeps (arguments
+file, events, journal, stored result, run.json, checkpoint). The raw baseline: an atomic
+write of the same 1 KiB (temporary sibling, write, rename over the file), in the same kind of
+directory. Target: <= 3x the atomic write. Measured on tmpfs and on the real disk, each in a
+fresh directory.
+
+Usage: ``.venv/bin/python bench/write_file.py [--rounds N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from timing import DISK_NOTE, Row, compare, fresh_dir, fresh_dirs, print_table, row
+
+from tavernlab.host import Lab
+
+SIZE = 1024
+
+
+def atomic_write(target: Path, data: bytes) -> None:
+    """The baseline: temporary sibling, write, rename over ``target``."""
+    temp = target.with_name(f".raw-{os.getpid()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(temp, target)
+
+
+def measure(kind: str, rounds: int) -> Row:
+    """The row on one kind of directory."""
+    with fresh_dir(kind) as base:
+        run = Lab(base / "lab").start_run(chat_id="bench")
+        contents = ["a" * SIZE, "b" * SIZE]
+        turn = iter(range(10**9))
+        args = {"path": "scratch/file.md", "content": contents[0]}
+        run.call_tool("workspace.write_file", args)
+        raw = base / "raw.md"
+        raw.write_bytes(contents[0].encode())
+
+        def tool() -> None:
+            args["content"] = contents[next(turn) % 2]
+            result = run.call_tool("workspace.write_file", args)
+            assert not result.is_error, result.content
+
+        def baseline() -> None:
+            atomic_write(raw, contents[next(turn) % 2].encode())
+
+        result = compare(tool, baseline, rounds=rounds, per_round=15)
+    return row(f"write_file 1 KiB ({kind})", result, "atomic write", 3.0, "<= 3x",
+               DISK_NOTE if kind == "disk" else "")
+
+
+def rows(rounds: int = 7) -> list[Row]:
+    """Every row of this script."""
+    return [measure(kind, rounds) for kind in fresh_dirs()]
+
+
+def main() -> None:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    print_table(rows(parser.parse_args().rounds))
+
+
+if __name__ == "__main__":
+    main()

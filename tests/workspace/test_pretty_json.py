@@ -1,0 +1,31 @@
+"""``pretty_json`` writes exactly what ``json.dumps(indent=2)`` writes (the on-disk JSON of
+run records and persist states stays byte for byte the same)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tavernlab.workspace.records import pretty_json
+
+_LEAF = (st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+         | st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)))
+_TREE = st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=4)
+                     | st.tuples(inner, inner)
+                     | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=40)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_TREE, st.booleans())
+def test_pretty_json_is_json_dumps_with_indent_2(value: object, ascii_only: bool) -> None:
+    assert pretty_json(value, ascii_only=ascii_only) == json.dumps(
+        value, indent=2, ensure_ascii=ascii_only)
+
+
+def test_a_state_manifest_shape() -> None:
+    manifest = {"version": 2, "files": [{"path": "é/a.md", "sha256": "0" * 64, "bytes": 3}],
+                "directories": [], "changes": [], "baseStateId": None, "reused": False}
+    assert pretty_json(manifest) == json.dumps(manifest, indent=2, ensure_ascii=False)
+    assert pretty_json({1: "int key"}) == json.dumps({1: "int key"}, indent=2)
