@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,60 @@ def test_the_plugin_fixtures_in_a_fresh_pytest(tmp_path: Path) -> None:
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+
+REPLAY_TEST = '''
+import pytest
+from tavernlab.skills.scaffold import scaffold_skill
+from tavernlab.testing import assert_replays
+
+
+def _record(skill_run, tmp_path):
+    scaffold_skill("greeter", tmp_path)
+    run = skill_run(tmp_path / "greeter")
+    run.js(["/skills/greeter/scripts/main.js", "world"])
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "hi"})
+    run.finish()
+    return run.export(tmp_path / "greeter.tavernrun")
+
+
+def test_an_unchanged_skill_replays(skill_run, tmp_path):
+    report = assert_replays(_record(skill_run, tmp_path))
+    assert report.identical and report.actions == 3
+
+
+def test_a_changed_skill_fails_with_the_first_divergence(skill_run, tmp_path):
+    bundle = _record(skill_run, tmp_path)
+    script = tmp_path / "greeter" / "scripts" / "main.js"
+    script.write_text(script.read_text().replace("Hello", "Howdy"))
+    assert_replays(bundle, skills={"greeter": tmp_path / "greeter"})
+'''
+
+
+def test_assert_replays_passes_on_an_identical_replay_and_fails_with_the_divergence(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_replays.py").write_text(REPLAY_TEST)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_replays.py")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    failure = done.stdout[done.stdout.index("test_a_changed_skill_fails"):]
+    lines = [line.removeprefix("E       ") for line in failure.splitlines()
+             if line.startswith("E ")]
+    run_id = lines[1].split(" in ")[1].split(",")[0]
+    assert lines == [
+        "AssertionError: the run does not replay identically",
+        f"diverged: 2 divergences in {run_id}, first: action 0 "
+        "(js /skills/greeter/scripts/main.js world): stdout of the job",
+        lines[2],
+        f"--- recorded/js-jobs/job_{run_id[4:]}.json:stdout",
+        f"+++ replayed/js-jobs/job_{run_id[4:]}.json:stdout",
+        "@@ -1 +1 @@",
+        '-{"greeting":"Hello, world!"}',
+        '+{"greeting":"Howdy, world!"}',
+    ]
+    versions = re.fullmatch(r"skill greeter: ([0-9a-f]{12}) -> ([0-9a-f]{12}) \((/.+)/greeter\)",
+                            lines[2])
+    assert versions is not None and versions[1] != versions[2]
+    assert "replay_bundle(" not in failure  # __tracebackhide__: the plugin's frame is hidden

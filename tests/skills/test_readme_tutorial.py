@@ -32,4 +32,4 @@ def test_the_tutorial_commands_and_its_test_file(tmp_path: Path) -> None:
                            str(tmp_path / "skills/greeter/tests/test_readme.py")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    assert "3 passed" in done.stdout

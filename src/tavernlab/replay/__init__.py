@@ -44,7 +44,7 @@ from tavernlab.replay.session import ReplaySession, SkillSources, replay_bundle
 __all__ = ["BUNDLE_SUFFIX", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_MEMBERS",
            "MAX_MEMBER_BYTES", "Bundle", "Divergence", "ReplayReport", "ReplaySession",
            "ReplaySummary", "SkillVersions", "export_run", "read_bundle", "replay",
-           "replay_many"]
+           "replay_bundle", "replay_many"]
 
 
 def replay(bundle: Bundle | str | Path, lab: str | Path | None = None,

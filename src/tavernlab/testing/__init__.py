@@ -10,6 +10,11 @@ a test asks for one of its fixtures (nothing is imported or started before that)
   replacing an older copy, and returns a run with them bound. ``legacy=True`` turns on the
   ``skill.run_script`` compatibility mode.
 
+* ``assert_replays(bundle, skills={"my-skill": "path/to/new/version"})`` - replay a recorded
+  run (a ``.tavernrun`` bundle from ``run.export``) and fail with the replay report's first
+  divergence unless it matches the recording byte for byte: the regression test to run before
+  publishing a new version of a skill.
+
 A ``js`` result has ``result.json()``: its stdout parsed as JSON. ``tavernlab skill test DIR``
 runs a skill's ``tests/`` with this plugin. Example (what ``tavernlab skill new`` writes)::
 
@@ -22,5 +27,6 @@ runs a skill's ``tests/`` with this plugin. Example (what ``tavernlab skill new`
 from __future__ import annotations
 
 from tavernlab.testing.plugin import skill_run, tavern_lab
+from tavernlab.testing.replays import assert_replays
 
-__all__ = ["skill_run", "tavern_lab"]
+__all__ = ["assert_replays", "skill_run", "tavern_lab"]
