@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tavernlab.replay import Divergence, ReplayReport, SkillVersions
 from tavernlab.replay.compare import text_diff
-from tavernlab.replay.render import report_html, side_by_side
+from tavernlab.replay.report import report_html, side_by_side
 
 DIFF = text_diff("a\nsame\n<old>\n", "a\nsame\n<new>\nextra\n", "output/x.md")
 
