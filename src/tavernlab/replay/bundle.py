@@ -20,11 +20,8 @@ atomic (a temporary file in the target directory, renamed into place).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +35,7 @@ from tavernlab.replay.errors import BundleInvalid, BundleTooLarge, BundleVersion
 from tavernlab.replay.manifest import FORMAT, FORMAT_VERSION, BundleManifest
 from tavernlab.skills.archive import read_archive_files, write_archive
 from tavernlab.skills.errors import InvalidSkillPackage
+from tavernlab.workspace.atomic import replace_durably
 from tavernlab.workspace.ids import check_dir_name
 
 #: File name extension of a bundle.
@@ -118,17 +116,7 @@ class Bundle:
         check_sizes((name, len(data)) for name, data in members.items())
         data = write_archive(members)
         target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-        try:
-            with open(temp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        replace_durably(target, data)
         return target
 
 

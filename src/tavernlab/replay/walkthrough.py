@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import pprint
 import shlex
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ import nbformat
 
 from tavernlab.replay.actions import JsJob, NextRound, Resume, Subagent, ToolCall
 from tavernlab.replay.bundle import Bundle, read_bundle
+from tavernlab.workspace.atomic import replace_durably
 
 #: How the setup cell makes ``run`` the extension's current run (an assumption, see above).
 BIND_RUN = "tavernlab.notebook.current_session().use_run(run)"
@@ -211,7 +211,6 @@ def write_notebook(bundle_path: str | Path, output: str | Path) -> Path:
     reference = os.path.relpath(Path(bundle_path).resolve(), target.parent)
     notebook = notebook_from_bundle(bundle, Path(reference).as_posix())
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
-    nbformat.write(notebook, str(temp))  # type: ignore[no-untyped-call]
-    os.replace(temp, target)
+    text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    replace_durably(target, (text if text.endswith("\n") else text + "\n").encode("utf-8"))
     return target

@@ -33,8 +33,6 @@ script imports (the added entry code would run on import), is left as it is and 
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +49,7 @@ from tavernlab.skills.lint import (
 )
 from tavernlab.skills.package import SKILL_MD, SkillPackage
 from tavernlab.skills.script_facts import EntryExport, ScriptFacts
+from tavernlab.workspace.atomic import replace_durably
 
 ENTRY_NAME = "legacyEntry"
 
@@ -265,9 +264,5 @@ def write_migration(folder: Path, plan: MigrationPlan) -> list[Path]:
         if target.read_bytes() != script.before:
             raise SkillStorageError(f"{target} changed since it was read; run migrate again")
     for target, script in targets:
-        handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        with os.fdopen(handle, "wb") as out:
-            out.write(script.after)
-        os.chmod(temp, target.stat().st_mode & 0o7777)
-        os.replace(temp, target)
+        replace_durably(target, script.after, target.stat().st_mode & 0o7777)
     return [target for target, _ in targets]

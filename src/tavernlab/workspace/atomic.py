@@ -56,6 +56,29 @@ def publish(target: str, data: bytes) -> None:
         raise
 
 
+def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+    """Write a whole file the way a user's artefact should be written (a replay bundle, a
+    notebook, a cached kit module, a migrated script): to a temporary sibling with ``mode``,
+    fsynced, then renamed over ``target``; a failure removes the temporary file and leaves
+    ``target`` as it was. Unlike :func:`publish` (the workspace port, which flushes as
+    upstream does) this survives a crash right after it returns."""
+    path = os.fspath(target)
+    temp = temp_sibling(path if "/" in path else f"./{path}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        try:
+            os.fchmod(fd, mode)  # not narrowed by the umask
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
 def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None) -> None:
     """Append ``data`` to ``target`` (created if missing, never through a final symlink).
     ``shared`` says the file has other links: then its bytes are copied first (``old``, when

@@ -17,11 +17,9 @@ the next fetch. Nothing is created until there is something verified to store.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any
 
 from tavernlab.js.kit.build import BuiltModule
 from tavernlab.js.kit.pins import BUILD_FORMAT, PINS, KitPin, kit_key
+from tavernlab.workspace.atomic import replace_durably
 
 #: Environment variable naming the cache root (tests and shared machines point it elsewhere).
 CACHE_ENV = "TAVERNLAB_KIT_CACHE"
@@ -102,8 +101,8 @@ class KitCache:
             "sha256": hashlib.sha256(data).hexdigest(),
         }
         self.directory.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.module_path(pin), data)
-        _write_atomic(self.manifest_path(pin),
+        replace_durably(self.module_path(pin), data)
+        replace_durably(self.manifest_path(pin),
                       (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
         return CachedModule(pin, built.source, manifest, self.module_path(pin))
 
@@ -112,19 +111,3 @@ def _identity(pin: KitPin) -> dict[str, Any]:
     """The manifest fields that must match the pin for a cached module to be used."""
     return {"package": pin.package, "version": pin.version, "integrity": pin.integrity,
             "buildFormat": BUILD_FORMAT}
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                    suffix=".tmp")
-    try:
-        os.fchmod(handle, 0o644)
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
