@@ -30,6 +30,9 @@ from pathlib import Path
 import pytest
 
 from tavernlab.host import Lab, Run
+from tavernlab.js.kit.cache import CACHE_ENV
+from tavernlab.js.kit.provider import KitSettings, fetch_kit
+from tavernlab.js.kit.registry import REGISTRY_ENV, registry_url
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
 
@@ -56,6 +59,24 @@ def put() -> Callable[[Run, str, str], None]:
     does: through the run's scoped view, unchecked, creating parents, with no read record
     (the auto-commit tracker does see it)."""
     return _shell_write
+
+
+@pytest.fixture(scope="session")
+def kit_settings(tmp_path_factory: pytest.TempPathFactory) -> KitSettings:
+    """The session's kit cache, filled from the real registry."""
+    reuse = os.environ.get(CACHE_ENV, "").strip()
+    root = Path(reuse) if reuse else tmp_path_factory.mktemp("kit-cache")
+    settings = KitSettings(root, registry_url())
+    fetch_kit(settings=settings)
+    return settings
+
+
+@pytest.fixture
+def kit_env(kit_settings: KitSettings, monkeypatch: pytest.MonkeyPatch) -> KitSettings:
+    """The environment names the session's kit cache (and the real registry)."""
+    monkeypatch.setenv(CACHE_ENV, str(kit_settings.cache_root))
+    monkeypatch.setenv(REGISTRY_ENV, kit_settings.registry)
+    return kit_settings
 
 
 @pytest.fixture

@@ -2,13 +2,12 @@
 the script kit's cache, and a recorded run that uses every workspace tool, the shell, ``js``,
 the skill, the kit and the legacy tool.
 
-The kit is fetched from the npm registry once per session into a temporary cache, or taken
-from ``$TAVERNLAB_KIT_CACHE`` when it is set (the same rule as ``tests/js/kit``).
+The kit comes from the session fixtures `kit_settings` and `kit_env` of tests/conftest.py
+(fetched once per session, or taken from ``$TAVERNLAB_KIT_CACHE`` when it is set).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +16,7 @@ import pytest
 
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.js.kit.cache import CACHE_ENV
-from tavernlab.js.kit.provider import KitSettings, fetch_kit
-from tavernlab.js.kit.registry import REGISTRY_ENV, registry_url
+from tavernlab.js.kit.provider import KitSettings
 
 ROLL = ("import {workspace} from '@tauritavern/runtime';\n"
         "const n = Number(process.argv[2] ?? 1);\n"
@@ -56,24 +53,6 @@ def write_package(folder: Path, files: dict[str, str]) -> Path:
 def deterministic_lab(root: Path) -> Lab:
     """A lab whose runs replay byte for byte."""
     return Lab(root, clock=FixedClock(), ids=SequentialIds("replay-tests"))
-
-
-@pytest.fixture(scope="session")
-def kit_cache(tmp_path_factory: pytest.TempPathFactory) -> KitSettings:
-    """The session's kit cache, filled from the registry (or ``$TAVERNLAB_KIT_CACHE``)."""
-    reuse = os.environ.get(CACHE_ENV, "").strip()
-    root = Path(reuse) if reuse else tmp_path_factory.mktemp("kit-cache")
-    settings = KitSettings(root, registry_url())
-    fetch_kit(settings=settings)
-    return settings
-
-
-@pytest.fixture
-def kit(kit_cache: KitSettings, monkeypatch: pytest.MonkeyPatch) -> KitSettings:
-    """The environment names the session's kit cache (so do child processes)."""
-    monkeypatch.setenv(CACHE_ENV, str(kit_cache.cache_root))
-    monkeypatch.setenv(REGISTRY_ENV, kit_cache.registry)
-    return kit_cache
 
 
 @dataclass
@@ -132,7 +111,7 @@ def cancel_a_running_job(lab: Lab, run: Run) -> None:
 
 
 @pytest.fixture
-def recorded(tmp_path: Path, kit: KitSettings) -> Recorded:
+def recorded(tmp_path: Path, kit_env: KitSettings) -> Recorded:
     """The run of :func:`play_everything`, exported."""
     package = write_package(tmp_path / "dice", SKILL)
     lab = deterministic_lab(tmp_path / "recording" / "lab")

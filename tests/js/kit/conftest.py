@@ -1,6 +1,7 @@
 """Fixtures for the script kit: one real fetch per test session, a local registry, a dead one.
 
-``kit_settings`` fetches the six tarballs from the npm registry (``$TAVERNLAB_NPM_REGISTRY`` /
+``kit_settings`` and ``kit_env`` live in ``tests/conftest.py`` (the replay tests use them
+too): the first fetches the six tarballs from the npm registry (``$TAVERNLAB_NPM_REGISTRY`` /
 ``$npm_config_registry`` / the public one) once per session into a temporary cache, or reuses
 ``$TAVERNLAB_KIT_CACHE`` when it is set (a warm cache makes reruns fast). ``kit_env`` points
 the environment at that cache for code that reads it at call time (the module loaders, the
@@ -10,37 +11,14 @@ CLI). ``local_registry`` is a real HTTP server on 127.0.0.1 serving the bytes a 
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-from tavernlab.js.kit.cache import CACHE_ENV
 from tavernlab.js.kit.pins import KitPin
-from tavernlab.js.kit.provider import KitSettings, fetch_kit
-from tavernlab.js.kit.registry import REGISTRY_ENV, registry_url
-
-
-@pytest.fixture(scope="session")
-def kit_settings(tmp_path_factory: pytest.TempPathFactory) -> KitSettings:
-    """The session's kit cache, filled from the real registry."""
-    reuse = os.environ.get(CACHE_ENV, "").strip()
-    root = Path(reuse) if reuse else tmp_path_factory.mktemp("kit-cache")
-    settings = KitSettings(root, registry_url())
-    fetch_kit(settings=settings)
-    return settings
-
-
-@pytest.fixture
-def kit_env(kit_settings: KitSettings, monkeypatch: pytest.MonkeyPatch) -> KitSettings:
-    """The environment names the session's kit cache (and the real registry)."""
-    monkeypatch.setenv(CACHE_ENV, str(kit_settings.cache_root))
-    monkeypatch.setenv(REGISTRY_ENV, kit_settings.registry)
-    return kit_settings
 
 
 class LocalRegistry:
