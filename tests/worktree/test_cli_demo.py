@@ -82,6 +82,10 @@ def test_outside_a_repository(tmp_path: Path) -> None:
     done = tavernlab("worktree", "ls", cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("error: ")
     assert "not a git repository" in done.stderr and "Traceback" not in done.stderr
+    missing = tmp_path / "nowhere"
+    done = tavernlab("worktree", "ls", "--repo", str(missing), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        1, f"error: worktree.spawn_failed: the repository directory {missing} does not exist\n")
 
 
 def test_services_archive_and_gc_in_process(repo: Repo, capsys: pytest.CaptureFixture[str],

@@ -43,7 +43,9 @@ def git_run(repo_root: str | os.PathLike[str], args: Sequence[str], *,
     try:
         return run_argv(argv, cwd=root, env=GIT_ENVIRONMENT, signal=signal, stdin=stdin)
     except SpawnError as exc:
-        raise SpawnError(f"could not run git in {root}: {exc}") from exc
+        if not os.path.isdir(root):
+            raise SpawnError(f"the repository directory {root} does not exist") from exc
+        raise
 
 
 def git(repo_root: str | os.PathLike[str], args: Sequence[str], *,
