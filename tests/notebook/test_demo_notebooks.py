@@ -8,7 +8,8 @@ the notebook removed its temporary folder) and the kit cache pinned to the user'
 vary is normalised before comparing: the notebooks' temporary folders (``tempfile.mkdtemp
 (prefix="tavernlab-NN-")``, shown as ``<tavernlab-NN>``) and widget model ids. Times and ids
 come from each notebook's lab (a fixed clock and sequential ids), so they are compared as
-they are. Cells that show an error on purpose carry nbclient's ``raises-exception`` tag; every
+they are; a cell's stdout and stderr are compared as two texts (their interleaving depends on
+when the kernel flushed them). Cells that show an error on purpose carry nbclient's ``raises-exception`` tag; every
 other cell must run cleanly, and every tagged cell must error. No process a notebook started
 may outlive it.
 
@@ -67,10 +68,22 @@ def _output(output: dict[str, Any]) -> dict[str, Any]:
     return {"type": kind, **shown}
 
 
+def _cell_outputs(cell: nbformat.NotebookNode) -> list[dict[str, Any]]:
+    """One cell's outputs, normalised: its stdout, then its stderr (each merged into one
+    output: how a job's chunks are split and how the two streams interleave depends on when
+    the kernel flushed them), then the other outputs in order."""
+    shown = [_output(o) for o in cell.outputs]
+    streams = {}
+    for output in shown:
+        if output["type"] == "stream":
+            streams[output["name"]] = streams.get(output["name"], "") + output["text"]
+    return ([{"type": "stream", "name": name, "text": streams[name]} for name in sorted(streams)]
+            + [o for o in shown if o["type"] != "stream"])
+
+
 def outputs(notebook: nbformat.NotebookNode) -> list[list[dict[str, Any]]]:
-    """Every code cell's outputs, normalised (in order; one list per code cell)."""
-    return [[_output(o) for o in cell.outputs] for cell in notebook.cells
-            if cell.cell_type == "code"]
+    """Every code cell's outputs, normalised (one list per code cell)."""
+    return [_cell_outputs(cell) for cell in notebook.cells if cell.cell_type == "code"]
 
 
 def _errored(notebook: nbformat.NotebookNode) -> tuple[list[str], list[str]]:
@@ -82,12 +95,13 @@ def _errored(notebook: nbformat.NotebookNode) -> tuple[list[str], list[str]]:
 
 def execute(source: Path, workdir: Path) -> nbformat.NotebookNode:
     """Execute a copy of ``source`` in ``workdir`` with the settings the committed outputs
-    were made with (the tavernlab kernel, no timing, errors only where tagged)."""
+    were made with (the tavernlab kernel, no timing, errors only where tagged, each cell's
+    stream outputs merged per stream as a reader wants them)."""
     notebook = nbformat.read(str(source), as_version=4)
     copied = workdir / source.name
     nbformat.write(notebook, str(copied))
     NotebookClient(notebook, timeout=120, allow_errors=False, record_timing=False,
-                   kernel_name="tavernlab",
+                   kernel_name="tavernlab", coalesce_streams=True,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return notebook
 
