@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from process_tree import PROC, command_line, live_descendants
 
 from tavernlab.host import Lab, Run
 from tavernlab.js.kit.cache import CACHE_ENV
@@ -92,7 +93,6 @@ def outside(tmp_path: Path) -> Path:
 # -- the suite leaves no process behind ----------------------------------------------------
 
 PR_SET_CHILD_SUBREAPER = 36
-_PROC = Path("/proc")
 LEFTOVER_GRACE_SECONDS = 15.0
 
 
@@ -100,21 +100,6 @@ def _become_subreaper() -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _process_table() -> dict[int, tuple[int, str]]:
-    """``{pid: (ppid, state)}`` of every process in ``/proc``."""
-    table = {}
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text(errors="replace")
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2:].split()
-        table[int(entry.name)] = (int(fields[1]), fields[0])
-    return table
 
 
 def _session_owned() -> set[int]:
@@ -134,32 +119,14 @@ def _session_owned() -> set[int]:
 
 def _leftovers(root: int) -> list[int]:
     """Live (non-zombie) descendants of ``root`` that the session does not own."""
-    table = _process_table()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, stack = [], list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        stack.extend(children.get(pid, []))
-        if table[pid][1] not in ("Z", "X"):
-            found.append(pid)
     owned = _session_owned()
-    return sorted(pid for pid in found if pid not in owned)
-
-
-def _command_line(pid: int) -> str:
-    try:
-        raw = (_PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return "?"
-    return raw.replace(b"\0", b" ").decode(errors="replace").strip() or "?"
+    return [pid for pid in live_descendants(root) if pid not in owned]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     """Fail the run if a process started by the suite survives it (see the module doc)."""
-    if not _PROC.is_dir():
+    if not PROC.is_dir():
         yield
         return
     _become_subreaper()
@@ -170,7 +137,7 @@ def no_leftover_processes() -> Iterator[None]:
         time.sleep(0.1)
     if not survivors:
         return
-    report = "\n".join(f"  {pid}: {_command_line(pid)}" for pid in survivors)
+    report = "\n".join(f"  {pid}: {command_line(pid)}" for pid in survivors)
     for pid in survivors:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)

@@ -10,6 +10,7 @@ import pytest
 from IPython.core.error import UsageError
 from notebook_support import Notebook
 
+from tavernlab.clock import DEFAULT_EPOCH, FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
 from tavernlab.notebook import Subcommand, current_session, register_tavern_command
 from tavernlab.notebook.display import EventList, SkillList
@@ -122,6 +123,23 @@ def test_tree_and_events(nb: Notebook) -> None:
     assert [e.payload.tool_id for e in only] == ["workspace.shell"]
 
 
+def test_lab_fixed_clock_and_ids_open_a_deterministic_lab(nb: Notebook, tmp_path: Path
+                                                         ) -> None:
+    lab = nb.cell(f"%tavern lab '{tmp_path / 'fixed'}' --fixed-clock --ids demo").value
+    assert lab.root == tmp_path / "fixed"
+    assert isinstance(lab.clock, FixedClock) and lab.clock.start == DEFAULT_EPOCH
+    assert isinstance(lab.ids, SequentialIds) and lab.ids.prefix_seed == "demo"
+    run = current_session(nb.shell).run
+    assert run.id == SequentialIds("demo").new("run")
+    plain = nb.cell(f"%tavern lab '{tmp_path / 'plain'}'").value
+    assert not isinstance(plain.clock, FixedClock) and not isinstance(plain.ids, SequentialIds)
+    refused = nb.cell("%tavern lab --ids demo")
+    assert isinstance(refused.error, UsageError)
+    assert str(refused.error) == ("%tavern lab: --fixed-clock and --ids need a PATH (they "
+                                  "apply when a lab is opened)")
+    assert current_session(nb.shell).lab is plain
+
+
 def test_status_shows_the_lab_run_and_settings(nb: Notebook, tmp_path: Path) -> None:
     before = nb.cell("%tavern status").value
     assert before.text == (f"lab: {tmp_path / '.tavernlab'}\nno current run (one starts on "
@@ -136,7 +154,8 @@ def test_status_shows_the_lab_run_and_settings(nb: Notebook, tmp_path: Path) -> 
 
 def test_help_lists_every_command(nb: Notebook) -> None:
     shown = nb.cell("%tavern?").stdout
-    for usage in ("%tavern lab [-h] [PATH]", "%tavern run new [-h] [--chat ID]",
+    for usage in ("%tavern lab [-h] [--fixed-clock] [--ids SEED] [PATH]",
+                  "%tavern run new [-h] [--chat ID]",
                   "%tavern run open [-h] RUN_ID", "%tavern run finish [-h] [--reason REASON]",
                   "%tavern run cancel [-h]", "%tavern status [-h]",
                   "%tavern skill install [-h] [--replace] [--scope SCOPE] DIR",

@@ -197,6 +197,29 @@ def test_options_repo_base_branch_worktree_gc_apply_and_proxy_port(
     assert not Path(made["cwd"]).exists()  # no commits beyond the base: nothing to lose
 
 
+def test_the_widget_progress_leaves_the_final_state_in_the_cell(nb: Notebook, repo: Repo
+                                                                ) -> None:
+    made = nb.cell("%worktree new shown --deps-cmd 'echo deps'")
+    assert made.error is None
+    snapshots = [o["text/plain"] for o in made.outputs if "text/plain" in o]
+    assert snapshots[0].startswith("Worktree shown: running")  # as the widget appeared
+    assert len(snapshots) == 2  # and as it ended: the display was updated in place
+    final = snapshots[1]
+    assert final.startswith("Worktree shown: ready in ")
+    assert [line.split()[:2] for line in final.splitlines()[1:]] == [
+        ["ok", "prepare"], ["ok", "deps"], ["ok", "setup"], ["|", "deps"]]
+    assert made.value["branch"] == "wt/shown"
+
+
+def test_a_gc_plan_is_stamped_by_the_lab_clock(nb: Notebook, repo: Repo, tmp_path: Path
+                                               ) -> None:
+    nb.cell(f"%tavern lab '{tmp_path / 'fixed'}' --fixed-clock")
+    made = nb.cell("%worktree new stamped --no-setup").value
+    plan = nb.cell("%worktree gc").value.data
+    assert [entry["path"] for entry in plan] == [made["cwd"]]
+    assert plan[0]["integration"]["checkedAt"].startswith("2026-01-01T00:00:00.")
+
+
 def test_a_shell_call_on_another_run(nb: Notebook) -> None:
     nb.cell("other = %tavern run new --chat other")
     nb.cell("%tavern run new --chat main")

@@ -34,7 +34,11 @@ def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *_IDENTITY, *args], cwd=cwd, check=True, capture_output=True)
 
 
-def _make_repository(base: Path) -> Path:
+def make_repository(base: Path) -> Path:
+    """A throwaway repository `shop` in ``base`` with a bare `origin` (so the default
+    `origin/main` base exists) and a committed `agentproto.json` (a setup and a teardown hook,
+    a `web` service on `$AGENTPROTO_PORT`, a `test` script); returns its path. The demo and
+    the worktree notebook both start from it."""
     origin, repo = base / "origin.git", base / "shop"
     _git(base, "init", "-q", "--bare", "-b", "main", str(origin))
     _git(base, "init", "-q", "-b", "main", str(repo))
@@ -89,7 +93,7 @@ def run(root: Path, out: TextIO) -> None:
     _remove_previous(base)
     base.mkdir(parents=True)
     print("\n== Worktrees for agents ==", file=out)
-    repo = _make_repository(base)
+    repo = make_repository(base)
     print(f"repository {repo} with a bare origin and a committed agentproto.json", file=out)
 
     started = time.monotonic()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import UsageError
 from tavernlab.host import Lab, Run
 from tavernlab.worktree.proxy import ProxyServer
@@ -84,13 +85,18 @@ class NotebookSession:
         assert self._lab is not None
         return self._lab
 
-    def use_lab(self, lab: Lab | str | Path) -> Lab:
-        """Make ``lab`` (a :class:`Lab`, or a path opened as one) current; the current run is
-        forgotten. A lab this session opened itself is closed when it is replaced."""
+    def use_lab(self, lab: Lab | str | Path, *, clock: Clock | None = None,
+                ids: IdFactory | None = None) -> Lab:
+        """Make ``lab`` (a :class:`Lab`, or a path opened as one with ``clock`` and ``ids``)
+        current; the current run is forgotten. A lab this session opened itself is closed
+        when it is replaced."""
         if isinstance(lab, Lab):
+            if clock is not None or ids is not None:
+                raise UsageError("clock and ids apply to a lab opened from a path; this Lab "
+                                 "has its own")
             self._set_lab(lab, owned=False)
         else:
-            self._set_lab(Lab(lab), owned=True)
+            self._set_lab(Lab(lab, clock=clock, ids=ids), owned=True)
         assert self._lab is not None
         return self._lab
 

@@ -12,6 +12,9 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from IPython.core.error import UsageError
+
+from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.notebook.commands import CommandTable, Subcommand, natural, positive
 from tavernlab.notebook.display import EventList, SkillList, notice, status_view
 from tavernlab.notebook.session import DEFAULT_CHAT, NotebookSession
@@ -19,16 +22,31 @@ from tavernlab.notebook.session import DEFAULT_CHAT, NotebookSession
 SUMMARY = """%tavern COMMAND [OPTIONS]: the notebook's current lab and run.
 
 The lab defaults to ./.tavernlab beside the notebook and is created on first use; the run
-starts on first use in the chat `notebook`. Each command returns a rich object."""
+starts on first use in the chat `notebook`. `%tavern lab PATH --fixed-clock --ids SEED` opens
+a lab whose times and ids are the same on every run of the notebook. Each command returns a
+rich object."""
 
 
 def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
-    return session.use_lab(args.path) if args.path else session.lab
+    """Show the current lab, or switch to the one at PATH; ``--fixed-clock`` and ``--ids
+    SEED`` open it with a :class:`FixedClock` / :class:`SequentialIds` (what a notebook whose
+    outputs must be the same on every run, such as the demo notebooks, starts with)."""
+    if not args.path:
+        if args.fixed_clock or args.ids is not None:
+            raise UsageError("%tavern lab: --fixed-clock and --ids need a PATH (they apply "
+                             "when a lab is opened)")
+        return session.lab
+    return session.use_lab(args.path, clock=FixedClock() if args.fixed_clock else None,
+                           ids=None if args.ids is None else SequentialIds(args.ids))
 
 
 def _lab_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", metavar="PATH",
                         help="switch to the lab at PATH (created on first use)")
+    parser.add_argument("--fixed-clock", action="store_true",
+                        help="open it with a fixed clock (2026-01-01, 1 ms per reading)")
+    parser.add_argument("--ids", metavar="SEED",
+                        help="open it with sequential ids derived from SEED")
 
 
 def _run_new(session: NotebookSession, args: argparse.Namespace) -> Any:

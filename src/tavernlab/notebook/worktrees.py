@@ -178,10 +178,14 @@ def _rm(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
     """Plan (or apply) GC; a repository whose ``origin`` is not on GitHub gets a forge that
-    is never asked, so branches not in the base are held (as the command line does)."""
+    is never asked, so branches not in the base are held (as the command line does). The
+    plan's ``checkedAt`` stamps come from the lab's clock (so a fixed-clock notebook shows
+    the same plan every time); the recent-write window stays on the system clock, since it
+    is measured against the files' real modification times."""
     repo = _repo(args)
     options = GcOptions(forge=forge_for_repo(repo) or UnreachableForge(),
-                        services=session.lab.services.worktree.services)
+                        services=session.lab.services.worktree.services,
+                        clock=session.lab.clock)
     plan = plan_gc(repo, options)
     if not args.apply:
         return WorktreeResult(f"gc plan for {repo}", plan)

@@ -26,13 +26,15 @@ from tavernlab.worktree.context import Outcome, OutputLine, ProgressEvent
 
 class WidgetProgress:
     """``%worktree new``'s progress seam shown by a :class:`ProvisionProgress` widget: its
-    Cancel button cancels the provision's own token."""
+    Cancel button cancels the provision's own token. The cell's output is updated once more
+    when the provision ends, so a saved notebook's text and HTML snapshot show the outcome
+    and every phase (not the state at the moment the widget appeared)."""
 
     def __init__(self, slug: str, token: CancelToken) -> None:
         self.widget: ProvisionProgress = progress_for(slug)
         self.widget.signal = token
         self.widget.context()  # the phases' time starts now
-        display(self.widget)  # type: ignore[no-untyped-call]
+        self._handle = display(self.widget, display_id=True)  # type: ignore[no-untyped-call]
 
     def update(self, event: ProgressEvent) -> None:
         """A progress event (any thread)."""
@@ -43,9 +45,12 @@ class WidgetProgress:
         self.widget.on_output(line)
 
     def close(self, outcome: Outcome) -> None:
-        """The provision ended; a failure before any progress event still shows as one."""
+        """The provision ended; a failure before any progress event still shows as one. The
+        snapshot in the cell's output is refreshed to the final state."""
         if outcome == "failed":
             self.widget.failed("the provision failed (see the error below)")
+        if self._handle is not None:
+            self._handle.update(self.widget)
 
 
 def _tree(session: NotebookSession, args: argparse.Namespace) -> Any:
