@@ -132,6 +132,9 @@ class RandomIds:
             digits += _uuid4_hex()
         return f"{prefix}_{digits[:hex_chars]}"
 
+    def __repr__(self) -> str:
+        return "RandomIds()"
+
 
 #: The version (4) and variant (RFC 4122) bits of a UUID v4, and the bits they replace.
 _UUID4_BITS = (4 << 76) | (2 << 62)
@@ -141,9 +144,6 @@ _UUID4_KEEP = ~((0xF << 76) | (0x3 << 62)) & ((1 << 128) - 1)
 def _uuid4_hex() -> str:
     """``uuid.uuid4().hex`` without building a ``UUID`` (ids are minted for every record)."""
     return f"{int.from_bytes(os.urandom(16)) & _UUID4_KEEP | _UUID4_BITS:032x}"
-
-    def __repr__(self) -> str:
-        return "RandomIds()"
 
 
 class SequentialIds:

@@ -356,3 +356,14 @@ def test_journal_records_are_never_written_to_events_jsonl(run: Run) -> None:
                .splitlines()]
     assert [r["seq"] for r in journal] == list(range(1, len(journal) + 1))
     assert all(isinstance(r, JournalRecord) for r in run.events() if r.source == "journal")
+
+
+def test_a_job_label_is_one_line_and_says_when_it_is_cut() -> None:
+    from tavernlab.events import JOB_LABEL_CHARS, job_label
+
+    assert job_label("js", ["-e", "\nconst x = 1;\n\tconsole.log(x)\n"]) == (
+        "js -e const x = 1; console.log(x)")
+    assert job_label("node", ["/skills/a/scripts/main.js", "b"]) == (
+        "node /skills/a/scripts/main.js b")
+    long = job_label("js", ["-e", "x" * 500])
+    assert len(long) == JOB_LABEL_CHARS and long.endswith("x…")

@@ -23,7 +23,7 @@ LABELS = [
     "js /skills/dice/scripts/roll.js 2", "js /skills/dice/scripts/kit.js Replay Me",
     "skill.run_script call_9", "skill.list call_10", "skill.read call_11",
     "start sub-agent critic", "task.return call_12", "js -e while (true) {}",
-    "js -e console.log('cell', 4)", "node -e console.log(1)\nconsole.log(2)",
+    "js -e console.log('cell', 4)", "node -e console.log(1) console.log(2)",
     "next round (end of round 1)", "workspace.shell call_13", "workspace.commit call_14",
     "workspace.finish call_15",
 ]

@@ -53,6 +53,7 @@ from tavernlab.events.commits import (
     RunCommitted,
 )
 from tavernlab.events.journal import (
+    JOB_LABEL_CHARS,
     JOURNAL_TYPES,
     ChangeKind,
     FileChange,
@@ -67,6 +68,7 @@ from tavernlab.events.journal import (
     SubagentStart,
     SubagentStarted,
     Writer,
+    job_label,
 )
 from tavernlab.events.lifecycle import (
     AgentInvocationCompleted,
@@ -114,6 +116,7 @@ RunEvent = Annotated[
 
 __all__ = [
     "EVENT_TYPES",
+    "JOB_LABEL_CHARS",
     "JOURNAL_TYPES",
     "TERMINAL_EVENT_TYPES",
     "AgentInvocationCompleted",
@@ -180,5 +183,6 @@ __all__ = [
     "WorkspaceInitialized",
     "WorkspacePatchApplied",
     "Writer",
+    "job_label",
     "parse_event",
 ]

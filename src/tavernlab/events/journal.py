@@ -27,6 +27,19 @@ class JournalRecord(Event):
     event_seq: int
 
 
+#: The longest label a job gets (:func:`job_label`), in characters.
+JOB_LABEL_CHARS = 120
+
+
+def job_label(command: str, argv: list[str]) -> str:
+    """One line naming a ``run.js`` job for a timeline bar or a replay divergence:
+    ``js -e console.log(1) console.log(2)`` for a multi-line ``%%js`` cell (every run of
+    whitespace, line breaks included, becomes one space), cut at :data:`JOB_LABEL_CHARS` with
+    a final ``…``. A label, not data: the record keeps the exact argv."""
+    text = " ".join(" ".join([command, *argv]).split())
+    return text if len(text) <= JOB_LABEL_CHARS else text[:JOB_LABEL_CHARS - 1] + "…"
+
+
 class JsJobStart(Model):
     """``js_job_started``: a ``run.js`` job (not a tool call) began."""
 

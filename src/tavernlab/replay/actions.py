@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from tavernlab.events import Event, Model
+from tavernlab.events import Event, Model, job_label
 from tavernlab.workspace.records import TERMINAL_STATUSES
 
 
@@ -105,7 +105,7 @@ def describe(action: Action) -> str:
     if isinstance(action, ToolCall):
         return f"{action.tool_id} {action.call_id}"
     if isinstance(action, JsJob):
-        return " ".join([action.command, *action.argv])[:120]
+        return job_label(action.command, action.argv)
     if isinstance(action, NextRound):
         return f"next round (end of round {action.round})"
     if isinstance(action, Subagent):

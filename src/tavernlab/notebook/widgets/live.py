@@ -119,6 +119,10 @@ class LiveWidget(anywidget.AnyWidget):
         """The widget's current state as plain text and as self-contained HTML."""
         return self._snapshot()
 
+    def __str__(self) -> str:
+        """The text snapshot (what ``print(widget)`` and ``display`` outside IPython show)."""
+        return self.snapshot()[0]
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:

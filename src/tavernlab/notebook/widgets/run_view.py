@@ -36,13 +36,15 @@ class RunView(ipywidgets.HBox):  # type: ignore[misc]
         if bundle is None:
             return None
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        tree_text, tree_html = self.tree.snapshot()
-        timeline_text, timeline_html = self.timeline.snapshot()
+        tree_html, timeline_html = self.tree.snapshot()[1], self.timeline.snapshot()[1]
         html = ('<table style="width:100%;border:none"><tr>'
                 f'<td style="vertical-align:top;width:44%">{tree_html}</td>'
                 f'<td style="vertical-align:top">{timeline_html}</td></tr></table>')
-        return {**data, "text/plain": f"{tree_text}\n\n{timeline_text}",
-                "text/html": html}, metadata
+        return {**data, "text/plain": str(self), "text/html": html}, metadata
+
+    def __str__(self) -> str:
+        """Both text snapshots (what ``run.show()`` prints outside IPython)."""
+        return f"{self.tree}\n\n{self.timeline}"
 
     def __repr__(self) -> str:
         return f"<RunView {self.tree.run_id}>"

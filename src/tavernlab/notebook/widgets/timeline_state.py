@@ -37,6 +37,7 @@ from tavernlab.events import (
     ToolCallRequested,
     ToolCallStarted,
     ToolResultStored,
+    job_label,
 )
 from tavernlab.host.feed import order_key
 
@@ -193,7 +194,7 @@ class TimelineState:
 
     def _job_started(self, record: JsJobStarted) -> None:
         job = record.payload
-        label = " ".join([job.command, *job.argv])
+        label = job_label(job.command, job.argv)
         self._add(Bar(job.job_id, "js", label, self.open_round, epoch_ms(record.timestamp),
                       facts={"command": job.command, "argv": job.argv, "cwd": job.cwd,
                              "stdin_bytes": job.stdin_bytes}))
