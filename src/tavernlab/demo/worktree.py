@@ -14,7 +14,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TextIO
@@ -50,7 +49,9 @@ def make_repository(base: Path) -> Path:
             "teardown": 'echo "tore down $AGENTPROTO_BRANCH_NAME"',
         },
         "scripts": {
-            "web": {"command": f"exec {sys.executable} -m http.server $AGENTPROTO_PORT "
+            # ``python3`` from PATH, not this interpreter's path: the committed config (and so
+            # the commit ids a notebook shows) must not depend on where the venv lives.
+            "web": {"command": "exec python3 -m http.server $AGENTPROTO_PORT "
                                "--bind 127.0.0.1 >/dev/null 2>&1", "type": "service"},
             "test": {"command": "test -f setup-ran.txt"},
         },
