@@ -123,6 +123,15 @@ def _serve_through_the_proxy(nb: Notebook) -> None:
     assert nb.cell("%worktree stop web").value.data == {"stopped": True}
 
 
+def test_switching_the_lab_stops_the_notebook_proxy(nb: Notebook, tmp_path: Path) -> None:
+    port = nb.cell("%worktree proxy").value["port"]
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    nb.cell(f"%tavern lab {tmp_path / 'other-lab'}")
+    assert current_session(nb.shell).proxy is None
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
 def test_the_progress_display_is_a_seam(nb: Notebook, repo: Repo) -> None:
     seen: list[tuple[str, object]] = []
 

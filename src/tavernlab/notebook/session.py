@@ -101,10 +101,15 @@ class NotebookSession:
         return self._lab
 
     def forget_lab(self) -> None:
-        """Drop the current lab (the next use opens the configured path again)."""
+        """Drop the current lab and stop its proxy (the next use opens the configured path
+        again)."""
         self._set_lab(None, owned=False)
 
     def _set_lab(self, lab: Lab | None, *, owned: bool) -> None:
+        if self._lab is not lab and self.proxy is not None:
+            # the proxy serves the routes of the old lab's worktree runtime
+            self.proxy.close()
+            self.proxy = None
         if self._lab is not None and self._owns_lab and self._lab is not lab:
             self._lab.close()
         self._lab, self._owns_lab = lab, owned
@@ -182,7 +187,4 @@ class NotebookSession:
 
     def close(self) -> None:
         """Close the proxy and the lab this session opened (unloading the extension)."""
-        if self.proxy is not None:
-            self.proxy.close()
-            self.proxy = None
         self.forget_lab()
