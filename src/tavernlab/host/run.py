@@ -14,22 +14,14 @@ with no records, so the model must read files again before rewriting them.
 
 from __future__ import annotations
 
-import base64
 import shlex
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from tavernlab.cancel import CancelToken
-from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import RunStateError, ToolError
 from tavernlab.events import (
     Event,
-    JsJobEnd,
-    JsJobFinished,
-    JsJobStart,
-    JsJobStarted,
     Reason,
     RunCancelRequested,
 )
@@ -37,21 +29,24 @@ from tavernlab.host import commits, dispatch
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import Subscription
 from tavernlab.host.invocation import Invocation
+from tavernlab.host.jobs import run_js_job
 from tavernlab.host.presentation import present
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.services import LabServices
-from tavernlab.js.command import CommandResult, run_js_command
 from tavernlab.paths import WorkspacePath
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs, sha256_hex
+from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.records import RunRecord, RunStatus, read_json, write_json
+from tavernlab.workspace.records import RunRecord, RunStatus, read_json
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
 from tavernlab.workspace.tree import TreeNode, build_tree
+
+if TYPE_CHECKING:
+    from tavernlab.js.command import CommandResult
 
 
 class Run:
@@ -295,48 +290,8 @@ class Run:
         args = shlex.split(argv) if isinstance(argv, str) else list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         with core.feed.batch():
-            return self._js_job(args, cwd, data, command, on_output, eval_name)
-
-    def _js_job(self, args: list[str], cwd: str, data: bytes | None,
-                command: Literal["js", "node", "deno"],
-                on_output: Callable[[Literal["stdout", "stderr"], str], None] | None,
-                eval_name: str | None) -> CommandResult:
-        """One ``run.js`` job with its journal records (written together when it ends, or
-        before its first output)."""
-        core = self._core
-        job_id = core.ids.new("job")
-        core.note(JsJobStarted, JsJobStart(
-            job_id=job_id, invocation_id=core.main.id, command=command, argv=args, cwd=cwd,
-            stdin_sha256=None if data is None else sha256_hex(data),
-            stdin_bytes=None if data is None else len(data)))
-        listener = None
-        if on_output is not None:
-            def listener(stream: Literal["stdout", "stderr"], text: str) -> None:
-                core.feed.flush()
-                on_output(stream, text)
-        started = core.clock.monotonic()
-        with (core.activities.activity("js", job_id), core.tracker.acting(job_id),
-              core.inflight.track(CancelToken()) as token):
-            fixed = is_deterministic(core.clock)
-            result = run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
-                                    stdin=data, command=command, token=token,
-                                    deadline=time.monotonic() + core.shell_deadline_s,
-                                    pool=self._services.js_pool,
-                                    clock=core.clock if fixed else None,
-                                    seed=seed_from(core.ids) if fixed else None,
-                                    on_output=listener, eval_name=eval_name)
-        out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
-        write_json(core.dir / "js-jobs" / f"{job_id}.json", {
-            "jobId": job_id, "evalName": eval_name,
-            "stdin": None if data is None else base64.b64encode(data).decode("ascii"),
-            "exitCode": result.exit_code, "stdout": result.stdout, "stderr": result.stderr})
-        core.note(JsJobFinished, JsJobEnd(
-            job_id=job_id, exit_code=result.exit_code, timed_out=result.timed_out,
-            cancelled=result.cancelled,
-            elapsed_ms=int((core.clock.monotonic() - started) * 1000),
-            stdout_sha256=sha256_hex(out), stdout_bytes=len(out), stderr_sha256=sha256_hex(err),
-            stderr_bytes=len(err)))
-        return result
+            return run_js_job(core, self._services.js_pool, args, cwd, data, command,
+                              on_output, eval_name)
 
     # -- reading ------------------------------------------------------------------------------
 
