@@ -14,7 +14,6 @@ with no records, so the model must read files again before rewriting them.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -287,7 +286,11 @@ class Run:
         core = self._core
         core.require_active()
         core.prepare_round()
-        args = shlex.split(argv) if isinstance(argv, str) else list(argv)
+        if isinstance(argv, str):
+            import shlex
+
+            argv = shlex.split(argv)
+        args = list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         with core.feed.batch():
             return run_js_job(core, self._services.js_pool, args, cwd, data, command,
