@@ -7,7 +7,11 @@ Each sample is a fresh ``python`` subprocess; the three kinds run interleaved (`
 (b) the first ``workspace.write_file`` of a fresh process: ``import tempfile; from tavernlab
     import Lab``, a lab in a fresh directory, ``lab.start_run(chat_id='c')`` and
     ``run.call_tool('workspace.write_file', {'path': 'output/a.md', 'content': 'x'})``;
-(c) ``python -c pass``, the baseline.
+(c) ``python -c pass``, the baseline;
+
+and, for reference, what pydantic alone costs (import, one model, one validation) and (b) with
+pydantic's plugin discovery switched off (``PYDANTIC_DISABLE_PLUGINS=__all__``, pydantic's own
+variable: tavernlab never sets it), so the report can say what of (b) is pydantic's floor.
 
 Printed: the median wall time of each (and the CPU time the children used, less sensitive to
 the load), the ratio (b)/(c), and the target: (b) <= 50 ms absolute. Then where (b) spends its
@@ -48,7 +52,15 @@ FIRST_CALL = (
     "import json, shutil; shutil.rmtree(d)\n"
     "print(json.dumps([_t1 - _t0, _t2 - _t1, _t3 - _t2, _t4 - _t3, _t5 - _t4, _t6 - _t5]))\n"
 )
-KINDS = {"pass": "pass", "import": "import tavernlab", "first": FIRST_CALL}
+#: The floor pydantic alone sets: import it, define one model and validate one instance.
+PYDANTIC_FLOOR = ("from pydantic import BaseModel\n"
+                  "class Probe(BaseModel):\n    x: int\n"
+                  "Probe(x=1)\n")
+#: (b) with pydantic's plugin discovery (a scan of every installed distribution's entry
+#: points on the first validator built) switched off by its documented variable.
+NO_PLUGINS = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n" + FIRST_CALL)
+KINDS = {"pass": "pass", "import": "import tavernlab", "first": FIRST_CALL,
+         "pydantic": PYDANTIC_FLOOR, "no-plugins": NO_PLUGINS}
 STEPS = ("import tempfile + tavernlab.Lab", "Lab(path)", "lab.start_run", "first call_tool",
          "(then) a second start_run", "(then) its first call_tool")
 #: Top-level packages counted as pydantic's own import.
@@ -142,6 +154,10 @@ def measure(samples: int, profile_runs: int) -> tuple[list[Row], list[str]]:
         lines.append(f"  {label:24} {wall[kind]:7.1f} ms wall  {cpu[kind]:7.1f} ms CPU")
     lines.append(f"  (b)/(c) {wall['first'] / wall['pass']:.1f}x; (b) - (c) "
                  f"{wall['first'] - wall['pass']:.1f} ms; target (b) <= 50 ms")
+    lines.append(f"  for reference: pydantic alone (import, one model, one validation) "
+                 f"{wall['pydantic']:.1f} ms wall {cpu['pydantic']:.1f} ms CPU; (b) with "
+                 f"PYDANTIC_DISABLE_PLUGINS=__all__ {wall['no-plugins']:.1f} ms wall "
+                 f"{cpu['no-plugins']:.1f} ms CPU")
     lines.append("where (b) goes, inside the process (median ms):")
     for index, step in enumerate(STEPS):
         lines.append(f"  {step:32} {statistics.median(s[index] for s in steps):7.1f}")
