@@ -139,9 +139,9 @@ def measure(samples: int, profile_runs: int) -> tuple[list[Row], list[str]]:
         steps: list[list[float]] = []
         for _ in range(samples):
             for kind, code in KINDS.items():
-                wall, cpu, out = sample(code, env)
-                walls[kind].append(wall)
-                cpus[kind].append(cpu)
+                elapsed, used, out = sample(code, env)
+                walls[kind].append(elapsed)
+                cpus[kind].append(used)
                 if kind == "first":
                     steps.append([s * 1000 for s in json.loads(out)])
         cumulative, own, groups = import_profile(env, profile_runs)
