@@ -9,8 +9,13 @@ Prints medians measured in one run:
    against re-reading the whole file (``run.events()``) and against a plain
    ``json.loads`` of every line: the incremental read must cost O(new records), so its
    ratio to the full read must be tiny and must not grow with the run.
+3. The issue-16 rows, on a run of about 71,000 records (events and journal): ``run.events()``
+   (every record, typed) against ``json.loads`` of every line of the same files (target:
+   <= 1.2x), and ``lab.open_run(id)`` (target: <= 20 ms absolute, the same ``json.loads``
+   given for reference).
 
-Usage: ``.venv/bin/python bench/events.py [--records N] [--repeats N]``.
+Usage: ``.venv/bin/python bench/events.py [--records N] [--repeats N] [--big N] [--quick]
+[--json]`` (``--json``/``--quick``: the issue-16 rows only).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from timing import Row, absolute_row, compare_once, emit, row, table_options
+
 from tavernlab.events import ContextAssembled, ContextSummary, Event
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 
 
 def median_us(call: Callable[[], object], repeats: int) -> float:
@@ -90,14 +97,51 @@ def reading(root: Path, records: int, repeats: int) -> tuple[float, float, float
     return incremental, full, raw, total
 
 
+def fill(run: Run, records: int) -> None:
+    """Grow ``run`` to about ``records`` records, a few of them journal records."""
+    payload = ContextSummary(has_host_context=False)
+    for index in range(5):
+        run.js(["-e", f"console.log({index})"])
+    for _ in range(records - len(run.events())):
+        run._core.emit(ContextAssembled, payload)
+
+
+def big_run_rows(root: Path, records: int, rounds: int) -> list[Row]:
+    """``run.events()`` and ``lab.open_run`` on a run of about ``records`` records."""
+    lab = Lab(root / "lab-big")
+    run = lab.start_run(chat_id="bench")
+    fill(run, records)
+    files = [run.dir / "events.jsonl", run.dir / "journal.jsonl"]
+    total = len(run.events())
+
+    def plain() -> None:
+        for path in files:
+            with open(path, encoding="utf-8") as handle:
+                [json.loads(line) for line in handle]
+
+    reading = compare_once(run.events, plain, rounds=rounds)
+    opening = compare_once(lambda: lab.open_run(run.id), plain, rounds=rounds)
+    lab.close()
+    return [row(f"run.events(), {total:,} records", reading, "json.loads", 1.2, "<= 1.2x",
+                "events.jsonl + journal.jsonl, every line"),
+            absolute_row(f"lab.open_run, {total:,} records", opening.figure, "json.loads",
+                         opening.baseline, 20.0, "checkpoint: no log is read")]
+
+
 def main() -> None:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--big", type=int, default=71_000, help="records of the big run")
+    table_options(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tavernlab-bench-events-") as tmp:
         root = Path(tmp)
+        big = big_run_rows(root, args.big, 3 if args.quick else 5)
+        if args.json:
+            emit(big, True)
+            return
         raw = raw_append_cost(root, args.repeats)
         print(f"raw flock + os.write of one line: {raw:8.1f} us (baseline)")
         for subscribers in (0, 1, 10):
@@ -109,7 +153,8 @@ def main() -> None:
         print(f"  events(after_seq=<10 from the end>): {incremental:8.3f} ms")
         print(f"  events() (re-read everything):        {full:8.3f} ms  "
               f"(incremental is x{incremental / full:.4f} of it)")
-        print(f"  plain json.loads of events.jsonl:     {plain:8.3f} ms (baseline)")
+        print(f"  plain json.loads of events.jsonl:     {plain:8.3f} ms (baseline)\n")
+        emit(big, False)
 
 
 if __name__ == "__main__":

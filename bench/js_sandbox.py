@@ -17,7 +17,9 @@ Prints medians (ms), p90s and ratios:
 4. Worker startup: spawn to ready, and the cost of a cancel that has to kill and replace a
    worker running a pure CPU loop.
 
-Usage: ``.venv/bin/python bench/js_sandbox.py [--runs N] [--jobs N] [--idle MS]``. Not a test.
+Usage: ``.venv/bin/python bench/js_sandbox.py [--runs N] [--jobs N] [--idle MS] [--quick]
+[--json]``. Not a test. ``--quick`` measures sections 1 and 3 only, with fewer samples;
+``--json`` ends with the issue-16 rows (warm latency, throughput with 2 submitting threads).
 The machine's load matters (2 cores shared): the figures are medians, and every ratio is
 against a baseline measured in the same run.
 """
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jsbox
+from timing import Comparison, Row, absolute_row, emit, row, table_options
 
 from tavernlab.cancel import CancelToken
 from tavernlab.js.command import run_js_command
@@ -178,7 +181,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000, help="jobs for throughput")
     parser.add_argument("--idle", type=float, default=5.0,
                         help="ms an idle worker gets before each warm sample (default 5)")
+    table_options(parser)
     options = parser.parse_args()
+    if options.quick:
+        options.runs, options.jobs = min(options.runs, 150), min(options.jobs, 1000)
+    rows: list[Row] = []
 
     root = Path(tempfile.mkdtemp(prefix="tavernlab-bench-"))
     for name in ("output", "scratch"):
@@ -211,6 +218,23 @@ def main() -> None:
     report("pool back-to-back", back_to_back, bare)
     ratio = statistics.median(warm) / statistics.median(bare)
     print(f"  warm/bare p50 ratio: {ratio:.2f} (target <= 1.5)")
+    rows.append(row("warm js -e 'console.log(1)'", Comparison(
+        statistics.median(warm), statistics.median(bare), ratio, ratio, ratio),
+        "fresh jsbox Runtime", 1.5, "<= 1.5x",
+        f"p90 {p90(warm):.3f} vs {p90(bare):.3f} ms; back-to-back p50 "
+        f"{statistics.median(back_to_back):.3f} ms"))
+    if not options.quick:
+        modules_section(options, js, pool)
+    throughput_section(options, js, pool, rows)
+    if not options.quick:
+        workers_section(root, scope, context, pool, cold_pool_ms)
+    pool.close()
+    emit(rows, options.json)
+
+
+def modules_section(options: argparse.Namespace, js: Callable[..., object],
+                    pool: WorkerPool) -> None:
+    """Section 2: a 3-module skill script, V5 command and legacy engine, against bare."""
 
     print("2. a 3-module skill script")
     bare_modules = {"/scratch/main.js": MAIN.replace("./lib/", "/scratch/lib/").replace(
@@ -231,19 +255,32 @@ def main() -> None:
     report("js /scratch/main.js (V5 command, warm)", v5, bare3)
     report("run_skill_script (legacy engine, warm)", legacy, bare3)
 
+
+def throughput_section(options: argparse.Namespace, js: Callable[..., object],
+                       pool: WorkerPool, rows: list[Row]) -> None:
+    """Section 3: jobs per second with 2 workers against a 2-process jsbox pool."""
     print("3. throughput with 2 workers (CPU ms per job: parent + workers, load-independent)")
     baseline_rate, baseline_cpu = baseline_throughput(options.jobs)
     print(f"  jsbox, 2-process multiprocessing pool (baseline): {baseline_rate:6.0f} jobs/s"
           f"   {baseline_cpu:.3f} CPU ms/job")
+    rates = {}
     for threads in (1, 2, 4):
         meter = CpuMeter(pool.worker_pids())
-        rate = pool_throughput(js, options.jobs, threads)
+        rate = rates[threads] = pool_throughput(js, options.jobs, threads)
         cpu = meter.per_job_ms(options.jobs // threads * threads)
         print(f"  run_js_command, {threads} submitting thread(s):      {rate:6.0f} jobs/s"
               f"   {cpu:.3f} CPU ms/job   x{rate / baseline_rate:.2f} of baseline rate")
     print("  target: >= 3000 jobs/s; 2 threads per worker never slower than 1")
     print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    rows.append(absolute_row("JS throughput, 2 workers (2 submitting threads)", rates[2],
+                             "2-process jsbox pool", baseline_rate, 3000.0,
+                             f"1 thread {rates[1]:,.0f}, 4 threads {rates[4]:,.0f} jobs/s",
+                             unit="jobs/s", at_least=True))
 
+
+def workers_section(root: Path, scope: ScopedWorkspaceFs, context: FrozenContext,
+                    pool: WorkerPool, cold_pool_ms: float) -> None:
+    """Section 4: worker startup and the cost of killing a CPU-bound job."""
     print("4. workers")
     print(f"  cold pool start (2 workers, spawn to ready): {cold_pool_ms:.1f} ms")
     spawn = []
@@ -281,7 +318,6 @@ def main() -> None:
         assert result.cancelled
     print(f"  cancel of a running CPU loop (grace {pool.grace * 1000:.0f} ms, then kill; the "
           f"replacement starts in the background): p50 {statistics.median(kills):.1f} ms")
-    pool.close()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 
 Every figure is measured on a fresh directory of tmpfs (``/dev/shm``) and of the real disk.
 
-Usage: ``.venv/bin/python bench/persist.py [--files 10000,50000] [--rounds N]``.
+Usage: ``.venv/bin/python bench/persist.py [--files 10000,50000] [--rounds N] [--json]``
+(``--quick`` changes nothing: three rounds is already the least that gives a median).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from timing import (
     Row,
     compare_once,
     compare_prepared,
+    emit,
     fresh_dir,
     fresh_dirs,
-    print_table,
     row,
+    table_options,
 )
 
 from tavernlab.host import Lab, Run
@@ -126,8 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--files", default="10000,50000")
+    table_options(parser)
     options = parser.parse_args()
-    print_table(rows(options.rounds, tuple(int(n) for n in options.files.split(","))))
+    emit(rows(options.rounds, tuple(int(n) for n in options.files.split(","))), options.json)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ record the host keeps. The raw baseline: reading the same file's bytes
 The 64 KiB and 1 MiB reads are previews (over the 80,000-character budget the file is shown
 in part), as a model sees them.
 
-Usage: ``.venv/bin/python bench/read_file.py [--rounds N]``.
+Usage: ``.venv/bin/python bench/read_file.py [--rounds N] [--quick] [--json]``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import argparse
 import random
 from pathlib import Path
 
-from timing import Row, compare, fresh_dir, print_table, row
+from timing import Row, compare, emit, fresh_dir, row, table_options
 
 from tavernlab.host import Lab
 
@@ -72,7 +72,9 @@ def main() -> None:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
-    print_table(rows(parser.parse_args().rounds))
+    table_options(parser)
+    options = parser.parse_args()
+    emit(rows(4 if options.quick else options.rounds), options.json)
 
 
 if __name__ == "__main__":

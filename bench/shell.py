@@ -1,107 +1,108 @@
-"""Benchmark: ``workspace.shell`` against bare bashkit, measured in one run.
+"""Benchmark (issue 16, rows 4 and 5): ``workspace.shell`` against bare bashkit and bash (not a
+test).
 
-Prints medians (ms) and ratios:
+1. ``run.shell('echo hi')``, the full tool call (arguments file, events, stored result, the
+   adapter's policy view, Python filesystem bridge, builtins and caps), against a bare
+   ``bashkit.Bash().execute_sync("echo hi")`` (a fresh interpreter, as the shell makes one per
+   call). Target: <= 2x. The adapter alone (``execute_shell``) and a reused bare interpreter
+   are printed beside it.
+2. A 5-command pipeline (``find | sort | head | xargs grep -l | wc -l``) over a workspace of
+   1,000 and of 10,000 files, as a full ``run.shell`` call, against ``bash -c`` running the
+   same pipeline on the same tree (a real process, real files). Target: <= 3x. Measured on a
+   fresh directory of tmpfs and of the real disk.
 
-1. ``echo hi``: a bare ``bashkit.Bash().execute_sync("echo hi")`` (fresh interpreter, as the
-   shell makes one per call), the same on a reused interpreter, ``execute_shell`` (the adapter:
-   policy view, Python filesystem bridge, builtins, caps), and the full tool call
-   ``run.call_tool("workspace.shell", ...)`` (adds the arguments file, events and the stored
-   result). Target: adapter overhead over the fresh bare interpreter <= 3 ms.
-2. A 5-command pipeline over a 1,000-file workspace, through the adapter vs bare bashkit with
-   the same directory mounted natively (``FileSystem.real``), so the ratio is the price of
-   routing every file operation through ``ScopedWorkspaceFs``.
-
-Usage: ``.venv/bin/python bench/shell.py [--runs N] [--files N]``. Not a test.
+Usage: ``.venv/bin/python bench/shell.py [--rounds N] [--files 1000,10000] [--quick] [--json]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import tempfile
-import time
-from collections.abc import Callable
+import subprocess
 from pathlib import Path
 
 import bashkit
+from timing import (
+    DISK_NOTE,
+    Row,
+    compare,
+    emit,
+    fresh_dir,
+    fresh_dirs,
+    ms,
+    row,
+    table_options,
+)
 
 from tavernlab.host import Lab
 from tavernlab.shell import execute_shell
 
-PIPELINE = ("find /scratch/notes -type f -name '*.md' | sort | head -n 800 "
+PIPELINE = ("find {root}scratch/notes -type f -name '*.md' | sort | head -n 800 "
             "| xargs grep -l lantern | wc -l")
 
 
-def median_ms(action: Callable[[], object], runs: int, warmup: int = 3) -> float:
-    """Median wall time of ``action`` in milliseconds."""
-    for _ in range(warmup):
-        action()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
 def fill(notes: Path, files: int) -> None:
-    """``files`` small markdown notes in 20 folders; every third mentions a lantern."""
+    """``files`` small markdown notes in folders of 50; every third mentions a lantern."""
     for index in range(files):
-        path = notes / f"part{index % 20:02d}" / f"note{index:04d}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = notes / f"part{index // 50:04d}"
+        if index % 50 == 0:
+            folder.mkdir(parents=True, exist_ok=True)
         word = "lantern" if index % 3 == 0 else "candle"
-        path.write_text(f"# Note {index}\nThe {word} burns.\n")
+        (folder / f"note{index:05d}.md").write_text(f"# Note {index}\nThe {word} burns.\n")
+
+
+def echo_row(base: Path, rounds: int) -> Row:
+    """``run.shell('echo hi')`` against a fresh bare interpreter."""
+    lab = Lab(base / "lab")
+    run = lab.start_run(chat_id="bench")
+    result = compare(lambda: run.shell("echo hi"), lambda: bashkit.Bash().execute_sync("echo hi"),
+                     rounds=rounds, per_round=20)
+    reused = bashkit.Bash()
+    side = compare(lambda: execute_shell(run.scope, run.context, "echo hi"),
+                   lambda: reused.execute_sync("echo hi"), rounds=max(3, rounds // 2),
+                   per_round=20)
+    lab.close()
+    return row("run.shell('echo hi'), full tool call", result, "fresh bashkit", 2.0, "<= 2x",
+               f"adapter alone {ms(side.figure)}; reused bare Bash {ms(side.baseline)}")
+
+
+def pipeline_row(kind: str, files: int, rounds: int) -> Row:
+    """The pipeline over ``files`` files, full tool call against ``bash -c``."""
+    with fresh_dir(kind) as base:
+        lab = Lab(base / "lab")
+        run = lab.start_run(chat_id="bench")
+        fill(run.workspace_dir / "scratch" / "notes", files)
+        ours = PIPELINE.format(root="/")
+        theirs = PIPELINE.format(root="./")
+        expected = run.shell(ours).stdout
+        bash = ["bash", "-c", theirs]
+        assert subprocess.run(bash, cwd=run.workspace_dir, capture_output=True, text=True,
+                              check=True).stdout == expected, "pipelines disagree"
+        result = compare(lambda: run.shell(ours),
+                         lambda: subprocess.run(bash, cwd=run.workspace_dir, check=True,
+                                                stdout=subprocess.DEVNULL),
+                         rounds=rounds, per_round=3 if files > 2000 else 5, warmup=1)
+        lab.close()
+    disk = f"; {DISK_NOTE}" if kind == "disk" else ""
+    return row(f"5-command pipeline, {files:,} files ({kind})", result, "bash -c", 3.0,
+               "<= 3x", f"{expected.strip()} files match{disk}")
+
+
+def rows(rounds: int, sizes: tuple[int, ...]) -> list[Row]:
+    """Every row of this script."""
+    with fresh_dir("tmpfs") as base:
+        out = [echo_row(base, rounds)]
+    return out + [pipeline_row(kind, files, rounds) for kind in fresh_dirs() for files in sizes]
 
 
 def main() -> None:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=200, help="samples for echo (default 200)")
-    parser.add_argument("--files", type=int, default=1000, help="workspace files (default 1000)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        lab = Lab(Path(tmp) / "lab")
-        run = lab.start_run(chat_id="bench")
-        scope = run.scope
-
-        reused = bashkit.Bash()
-        raw_fresh = median_ms(lambda: bashkit.Bash().execute_sync("echo hi"), args.runs)
-        raw_reused = median_ms(lambda: reused.execute_sync("echo hi"), args.runs)
-        adapter = median_ms(lambda: execute_shell(scope, run.context, "echo hi"), args.runs)
-        tool = median_ms(lambda: run.call_tool("workspace.shell", {"command": "echo hi"}),
-                         max(args.runs // 4, 20))
-        print("echo hi (median ms)")
-        print(f"  bare bashkit, fresh Bash()      {raw_fresh:8.3f}")
-        print(f"  bare bashkit, reused Bash       {raw_reused:8.3f}")
-        print(f"  execute_shell (adapter)         {adapter:8.3f}   overhead "
-              f"{adapter - raw_fresh:+.3f} ms   ratio {adapter / raw_fresh:.2f}x")
-        print(f"  run.call_tool(workspace.shell)  {tool:8.3f}   overhead "
-              f"{tool - raw_fresh:+.3f} ms   ratio {tool / raw_fresh:.2f}x  "
-              "(+ arguments file, events, stored result)")
-
-        notes = run.workspace_dir / "scratch" / "notes"
-        fill(notes, args.files)
-        expected = execute_shell(scope, run.context, PIPELINE).stdout
-        host = str(run.workspace_dir / "scratch")
-        native = bashkit.Bash()
-        native.mount("/scratch", bashkit.FileSystem.real(host, writable=False), read_only=True)
-        assert native.execute_sync(PIPELINE).stdout == expected, "pipelines disagree"
-        runs = max(args.runs // 20, 7)
-
-        def native_fresh() -> None:
-            bash = bashkit.Bash()
-            bash.mount("/scratch", bashkit.FileSystem.real(host, writable=False),
-                       read_only=True)
-            bash.execute_sync(PIPELINE)
-
-        raw_pipe = median_ms(native_fresh, runs, warmup=1)
-        ours_pipe = median_ms(lambda: execute_shell(scope, run.context, PIPELINE), runs,
-                              warmup=1)
-        print(f"\n5-command pipeline over {args.files} files: {PIPELINE}")
-        print(f"  result: {expected.strip()} files")
-        print(f"  bare bashkit, real-dir mount    {raw_pipe:8.3f}")
-        print(f"  execute_shell (adapter)         {ours_pipe:8.3f}   ratio "
-              f"{ours_pipe / raw_pipe:.2f}x")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--files", default="1000,10000")
+    table_options(parser)
+    options = parser.parse_args()
+    sizes = tuple(int(n) for n in options.files.split(","))
+    emit(rows(4 if options.quick else options.rounds, sizes), options.json)
 
 
 if __name__ == "__main__":

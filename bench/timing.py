@@ -6,12 +6,17 @@
   the median of the per-round ratios, printed with its spread (lowest-highest round).
 * :class:`Row` is one line of the table ``bench/all.py`` prints: the path, today's figure,
   the baseline, the ratio with its spread, the target and whether it is met.
+* :func:`table_options` adds the flags every script shares (``--quick``: fewer samples, so
+  ``bench/all.py`` finishes in minutes; ``--json``: the rows as one JSON line), :func:`emit`
+  prints the rows either way and :func:`rows_in` reads them back from a script's output.
 * :func:`fresh_dirs` gives a fresh directory on tmpfs (``/dev/shm``) and one on the real disk,
   for the file-heavy rows.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import statistics
@@ -19,11 +24,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+
+#: The prefix of the line that carries a script's rows as JSON (``--json``).
+ROWS_PREFIX = "bench-rows: "
 
 DISK_NOTE = ("disk: on this ext4, creating files right after a mass delete can cost 10x more "
              "(the allocator skips recently freed inodes); each disk figure uses a fresh "
@@ -140,6 +148,44 @@ def print_table(rows: list[Row]) -> None:
         if index == 0:
             print("  ".join("-" * width for width in widths))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def absolute_row(path: str, figure: float, baseline_name: str, baseline: float, limit: float,
+                 note: str = "", *, unit: str = "ms", at_least: bool = False) -> Row:
+    """A row whose target is absolute: ``figure <= limit`` (``>= limit`` with ``at_least``),
+    the ratio to the baseline given for reference."""
+    ratio = figure / baseline
+    shown = ms if unit == "ms" else (lambda v: f"{v:,.0f} {unit}")
+    return Row(path, shown(figure), f"{baseline_name} {shown(baseline)}", ratio, (ratio, ratio),
+               f"{'>=' if at_least else '<='} {shown(limit)}",
+               figure >= limit if at_least else figure <= limit, note)
+
+
+def table_options(parser: argparse.ArgumentParser) -> None:
+    """``--quick`` and ``--json``, the flags ``bench/all.py`` passes."""
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer samples (what bench/all.py runs)")
+    parser.add_argument("--json", action="store_true",
+                        help=f"print the rows as one line `{ROWS_PREFIX}<json>`")
+
+
+def emit(rows: list[Row], as_json: bool) -> None:
+    """Print ``rows``: as the table, or as one JSON line for ``bench/all.py``."""
+    if as_json:
+        print(ROWS_PREFIX + json.dumps([asdict(r) for r in rows]), flush=True)
+    else:
+        print_table(rows)
+
+
+def rows_in(output: str) -> list[Row]:
+    """The rows a script printed with ``--json``."""
+    rows = []
+    for line in output.splitlines():
+        if line.startswith(ROWS_PREFIX):
+            for item in json.loads(line.removeprefix(ROWS_PREFIX)):
+                item["spread"] = tuple(item["spread"])
+                rows.append(Row(**item))
+    return rows
 
 
 @contextmanager

@@ -8,7 +8,7 @@ write of the same 1 KiB (temporary sibling, write, rename over the file), in the
 directory. Target: <= 3x the atomic write. Measured on tmpfs and on the real disk, each in a
 fresh directory.
 
-Usage: ``.venv/bin/python bench/write_file.py [--rounds N]``.
+Usage: ``.venv/bin/python bench/write_file.py [--rounds N] [--quick] [--json]``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,16 @@ import argparse
 import os
 from pathlib import Path
 
-from timing import DISK_NOTE, Row, compare, fresh_dir, fresh_dirs, print_table, row
+from timing import (
+    DISK_NOTE,
+    Row,
+    compare,
+    emit,
+    fresh_dir,
+    fresh_dirs,
+    row,
+    table_options,
+)
 
 from tavernlab.host import Lab
 
@@ -68,7 +77,9 @@ def main() -> None:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
-    print_table(rows(parser.parse_args().rounds))
+    table_options(parser)
+    options = parser.parse_args()
+    emit(rows(4 if options.quick else options.rounds), options.json)
 
 
 if __name__ == "__main__":

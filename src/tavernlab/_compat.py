@@ -10,13 +10,15 @@ object.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import types
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 #: Old module -> (new module, the names it offered).
 MOVED: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -35,7 +37,10 @@ class _MovedModule(types.ModuleType):
         return getattr(importlib.import_module(target), name)
 
 
-class _MovedLoader(importlib.abc.Loader):
+class _MovedLoader:
+    """The loader of :data:`MOVED` modules (a plain class: ``importlib.abc`` costs more to
+    import than the whole hook)."""
+
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         return _MovedModule(spec.name)
 
@@ -43,13 +48,13 @@ class _MovedLoader(importlib.abc.Loader):
         module.__all__ = list(MOVED[module.__name__][1])  # type: ignore[attr-defined]
 
 
-class MovedModuleFinder(importlib.abc.MetaPathFinder):
+class MovedModuleFinder:
     """Finds the old module names of :data:`MOVED`."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname in MOVED:
-            return importlib.machinery.ModuleSpec(fullname, _MovedLoader())
+            return importlib.machinery.ModuleSpec(fullname, cast("Loader", _MovedLoader()))
         return None
 
 

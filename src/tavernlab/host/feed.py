@@ -24,7 +24,6 @@ last record a caller received; pass the record to follow both files without repe
 from __future__ import annotations
 
 import heapq
-import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -37,7 +36,6 @@ E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
 Callback = Callable[[Event], object]
 
-_log = logging.getLogger("tavernlab.subscribers")
 
 
 class Subscription:
@@ -170,8 +168,10 @@ class RunFeed:
             try:
                 subscription.callback(record)
             except Exception:
-                _log.exception("a subscriber of run %s failed on %s", self.events.run_id,
-                               record.type)
+                import logging  # only when a subscriber fails (it costs ms to import)
+
+                logging.getLogger("tavernlab.subscribers").exception(
+                    "a subscriber of run %s failed on %s", self.events.run_id, record.type)
 
     # -- following ----------------------------------------------------------------------------
 

@@ -1,31 +1,39 @@
-"""One ``run.js`` job (:meth:`tavernlab.Run.js`): the sandbox's ``js`` command run directly over
-the main agent's view, with its journal records (``js_job_started`` / ``js_job_finished``) and
-its ``js-jobs/<job id>.json`` record (eval name, stdin, exit code, output), which a replay
-plays again."""
+"""One ``run.js`` job (:meth:`tavernlab.host.run.Run.js`) with its journal records.
+
+The journal keeps digests only (``js_job_started`` / ``js_job_finished``); the job's own bytes
+(stdin, ``eval_name``, exit code, stdout, stderr) go to the run's hidden
+``js-jobs/<job-id>.json`` (stdin as base64), which is what lets :mod:`tavernlab.replay` play
+the job again. The sandbox (:mod:`tavernlab.js.command`) is imported by the first job, not by
+the host: a process that never runs JavaScript never loads it.
+"""
 
 from __future__ import annotations
 
 import base64
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.events import JsJobEnd, JsJobFinished, JsJobStart, JsJobStarted
 from tavernlab.host.core import RunCore
-from tavernlab.js.command import CommandResult, run_js_command
-from tavernlab.js.pool import WorkerPool
 from tavernlab.workspace.fs import sha256_hex
 from tavernlab.workspace.records import write_json
+
+if TYPE_CHECKING:
+    from tavernlab.js.command import CommandResult
+    from tavernlab.js.pool import WorkerPool
 
 
 def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data: bytes | None,
                command: Literal["js", "node", "deno"],
                on_output: Callable[[Literal["stdout", "stderr"], str], None] | None,
                eval_name: str | None) -> CommandResult:
-    """One ``run.js`` job with its journal records (written together when it ends, or
-    before its first output)."""
+    """Run one job on ``pool`` over the main agent's view, with its journal records (written
+    together when it ends, or before its first output)."""
+    from tavernlab.js.command import run_js_command
+
     job_id = core.ids.new("job")
     core.note(JsJobStarted, JsJobStart(
         job_id=job_id, invocation_id=core.main.id, command=command, argv=args, cwd=cwd,
@@ -42,8 +50,8 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
         fixed = is_deterministic(core.clock)
         result = run_js_command(args, scope=core.main.scope, context=core.frozen, cwd=cwd,
                                 stdin=data, command=command, token=token,
-                                deadline=time.monotonic() + core.shell_deadline_s, pool=pool,
-                                clock=core.clock if fixed else None,
+                                deadline=time.monotonic() + core.shell_deadline_s,
+                                pool=pool, clock=core.clock if fixed else None,
                                 seed=seed_from(core.ids) if fixed else None,
                                 on_output=listener, eval_name=eval_name)
     out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
@@ -58,4 +66,3 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
         stdout_sha256=sha256_hex(out), stdout_bytes=len(out), stderr_sha256=sha256_hex(err),
         stderr_bytes=len(err)))
     return result
-

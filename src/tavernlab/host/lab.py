@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.clock import (
     RANDOM_IDS,
@@ -45,18 +45,20 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.registry import ToolProvider, ToolRegistry
-from tavernlab.host.retention import Retention
 from tavernlab.host.run import Run
 from tavernlab.host.services import LabServices
 from tavernlab.host.sessions import Session, SessionStore
 from tavernlab.host.starting import RunFactory, resolve_profile
-from tavernlab.skills.repository import SkillRepository
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.ids import ChatKind
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import ChatTarget, RunRecord
 from tavernlab.workspace.tooling import ToolSpec
+
+if TYPE_CHECKING:
+    from tavernlab.host.retention import Retention
+    from tavernlab.skills.repository import SkillRepository
 
 DATA_DIR = "_tauritavern"
 #: How often :meth:`Lab.follow` looks at the files when nothing new has arrived.
@@ -95,13 +97,13 @@ class Lab:
         self.services = services or LabServices.shared()
         self.tools = ToolRegistry.build(tools, self.services)
         self.index = RunIndex(self.workspaces_dir)
-        self.retention = Retention(self.data_dir, self.workspaces_dir, self.index)
+        self._retention: Retention | None = None
         self._sessions: SessionStore | None = None
         self._skills: SkillRepository | None = None
         self._runs: weakref.WeakSet[RunCore] = weakref.WeakSet()
         self._factory = RunFactory(index=self.index, skills=self._installed_skills,
                                    clock=self.clock, ids=self.ids,
-                                   on_end=self.retention.auto_prune)
+                                   on_end=self._auto_prune)
         self.closed = False
 
     def __repr__(self) -> str:
@@ -146,9 +148,23 @@ class Lab:
         return self._sessions
 
     @property
+    def retention(self) -> Retention:
+        """Run retention: plan, apply and auto-prune (spec/workspace.md section 11)."""
+        if self._retention is None:
+            from tavernlab.host.retention import Retention
+
+            self._retention = Retention(self.data_dir, self.workspaces_dir, self.index)
+        return self._retention
+
+    def _auto_prune(self) -> None:
+        self.retention.auto_prune()
+
+    @property
     def skills(self) -> SkillRepository:
         """The skill repository of this lab (install, list, validate, export)."""
         if self._skills is None:
+            from tavernlab.skills.repository import SkillRepository
+
             self._skills = SkillRepository(self.root, clock=self.clock, ids=self.ids)
         return self._skills
 

@@ -32,14 +32,16 @@ def workspace_tools(services: LabServices) -> Iterable[ToolSpec]:
 
 
 def shell_tools(services: LabServices) -> Iterable[ToolSpec]:
-    """``workspace.shell``, on the lab's worker pool and helper thread."""
-    return make_shell_tools(ShellResources(pool=services.js_pool, helper=services.shell_helper))
+    """``workspace.shell``, on the lab's worker pool and helper thread (made when a shell call
+    first runs)."""
+    return make_shell_tools(lambda: ShellResources(pool=services.js_pool,
+                                                   helper=services.shell_helper))
 
 
 def legacy_skill_tools(services: LabServices) -> Iterable[ToolSpec]:
     """``skill.run_script`` (on the lab's worker pool), ``skill.list`` and ``skill.read``
     (compatibility mode only)."""
-    return (*run_script_tools(services.js_pool), *SKILL_COMPAT_TOOLS)
+    return (*run_script_tools(lambda: services.js_pool), *SKILL_COMPAT_TOOLS)
 
 
 #: The tools of a lab built without ``tools=``.

@@ -14,10 +14,9 @@ with no records, so the model must read files again before rewriting them.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.errors import RunStateError, ToolError
 from tavernlab.events import Event, Reason, RunCancelRequested
@@ -29,7 +28,6 @@ from tavernlab.host.jobs import run_js_job
 from tavernlab.host.presentation import present
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.services import LabServices
-from tavernlab.js.command import CommandResult
 from tavernlab.paths import WorkspacePath
 from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.chat import Chat
@@ -41,6 +39,9 @@ from tavernlab.workspace.records import RunRecord, RunStatus, read_json
 from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
 from tavernlab.workspace.tree import TreeNode, build_tree
+
+if TYPE_CHECKING:
+    from tavernlab.js.command import CommandResult
 
 
 class Run:
@@ -281,7 +282,11 @@ class Run:
         core = self._core
         core.require_active()
         core.prepare_round()
-        args = shlex.split(argv) if isinstance(argv, str) else list(argv)
+        if isinstance(argv, str):
+            import shlex
+
+            argv = shlex.split(argv)
+        args = list(argv)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         with core.feed.batch():
             return run_js_job(core, self._services.js_pool, args, cwd, data, command,

@@ -11,50 +11,138 @@ benchmark, an isolated replay) passes ``services=LabServices.private()`` and clo
 stops what it started: its worker processes, its helper thread, the services its worktrees
 started and the proxies they opened. Closing a lab never stops the shared services, which
 live until the process exits (the worktree services' exit hook stops them then).
+
+Each resource is made on first use, from a factory (issue 16: a process whose first tool call
+writes a file loads neither the worker pool nor the worktree runtime, nor their engines).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from tavernlab.js.pool import WorkerPool, default_pool
 from tavernlab.shell.resources import DEFAULT_HELPER, MainThreadHelper
-from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
+
+if TYPE_CHECKING:
+    from tavernlab.js.pool import WorkerPool
+    from tavernlab.worktree.runtime import WorktreeRuntime
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+R = TypeVar("R", bound=_Closable)
+
+
+class _OnFirstUse(Generic[R]):
+    """A resource made by ``factory`` the first time it is asked for (once, under a lock).
+    Once :meth:`close` ran, a resource made later is closed before it is handed out, so a
+    closed lab's services stay closed (a job on them fails as it did before)."""
+
+    def __init__(self, factory: Callable[[], R]) -> None:
+        self._factory = factory
+        self._value: R | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def get(self) -> R:
+        """The resource, made now if this is the first use."""
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+                if self._closed:
+                    self._value.close()
+            return self._value
+
+    def close(self) -> None:
+        """Close the resource if it was made (a resource never used has nothing to stop)."""
+        with self._lock:
+            self._closed = True
+            value = self._value
+        if value is not None:
+            value.close()
+
+
+def _shared_pool() -> WorkerPool:
+    from tavernlab.js.pool import default_pool
+
+    return default_pool()
+
+
+def _shared_runtime() -> WorktreeRuntime:
+    from tavernlab.worktree.runtime import default_runtime
+
+    return default_runtime()
+
+
+def _own_runtime() -> WorktreeRuntime:
+    from tavernlab.worktree.runtime import WorktreeRuntime
+
+    return WorktreeRuntime()
+
+
+def _own_pool(size: int) -> Callable[[], WorkerPool]:
+    def make() -> WorkerPool:
+        from tavernlab.js.pool import WorkerPool
+
+        return WorkerPool(size=size)
+
+    return make
 
 
 class LabServices:
     """The JavaScript worker pool, the shell's main-thread helper and the worktree runtime a
-    lab hands to its runs' tools, ``run.js`` jobs and worktree tools."""
+    lab hands to its runs' tools, ``run.js`` jobs and worktree tools (each made on first use
+    by the factory given here)."""
 
     _shared: LabServices | None = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, js_pool: WorkerPool, shell_helper: MainThreadHelper,
-                 worktree: WorktreeRuntime, *, owned: bool) -> None:
-        self.js_pool = js_pool
-        self.shell_helper = shell_helper
-        self.worktree = worktree
+    def __init__(self, js_pool: Callable[[], WorkerPool],
+                 shell_helper: Callable[[], MainThreadHelper],
+                 worktree: Callable[[], WorktreeRuntime], *, owned: bool) -> None:
+        self._js_pool = _OnFirstUse(js_pool)
+        self._shell_helper = _OnFirstUse(shell_helper)
+        self._worktree = _OnFirstUse(worktree)
         self.owned = owned
+
+    @property
+    def js_pool(self) -> WorkerPool:
+        """The worker pool of ``js`` jobs and legacy skill scripts."""
+        return self._js_pool.get()
+
+    @property
+    def shell_helper(self) -> MainThreadHelper:
+        """The thread that runs shell interpreters for callers on the main thread."""
+        return self._shell_helper.get()
+
+    @property
+    def worktree(self) -> WorktreeRuntime:
+        """The worktree runtime (service registry, scheduler, proxy table)."""
+        return self._worktree.get()
 
     @classmethod
     def shared(cls) -> LabServices:
         """The process-wide services (the default of every lab)."""
         with cls._shared_lock:
             if cls._shared is None:
-                cls._shared = cls(default_pool(), DEFAULT_HELPER, default_runtime(), owned=False)
+                cls._shared = cls(_shared_pool, lambda: DEFAULT_HELPER, _shared_runtime,
+                                  owned=False)
             return cls._shared
 
     @classmethod
     def private(cls, *, js_workers: int = 2) -> LabServices:
         """Services of one lab only: a worker pool of its own, stopped when the lab closes."""
-        return cls(WorkerPool(size=js_workers), MainThreadHelper(), WorktreeRuntime(), owned=True)
+        return cls(_own_pool(js_workers), MainThreadHelper, _own_runtime, owned=True)
 
     def close(self) -> None:
-        """Stop what these services started, when they are owned (shared ones stay)."""
+        """Stop what these services started, when they are owned (shared ones stay); a
+        resource never used was never made and has nothing to stop."""
         if self.owned:
-            self.js_pool.close()
-            self.shell_helper.close()
-            self.worktree.close()
+            self._js_pool.close()
+            self._shell_helper.close()
+            self._worktree.close()
 
     def __repr__(self) -> str:
         return f"<LabServices {'private' if self.owned else 'shared'}>"

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Mapping
 from functools import cache, partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter
 
@@ -44,15 +44,6 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.index import RunIndex
 from tavernlab.host.sessions import SessionStore
-from tavernlab.skills.binding import (
-    SkillBinding,
-    bind_skills,
-    bindings_from_json,
-    bindings_to_json,
-    render_skill_prompt,
-)
-from tavernlab.skills.mount import BoundSkillsMount
-from tavernlab.skills.repository import SkillRepository
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
@@ -71,6 +62,11 @@ from tavernlab.workspace.records import (
     read_json,
     write_json,
 )
+
+if TYPE_CHECKING:  # the skill engine is loaded only by a run that binds or reopens skills
+    from tavernlab.skills.binding import SkillBinding
+    from tavernlab.skills.mount import BoundSkillsMount
+    from tavernlab.skills.repository import SkillRepository
 
 Presentation = Literal["foreground", "background"]
 
@@ -179,6 +175,8 @@ class RunFactory:
             if names:
                 raise SkillUnavailable(sorted(names)[0])
             return {}, None
+        from tavernlab.skills.binding import bind_skills
+
         return bind_skills(repository, profile, names=names, scopes=scopes, macros=macros)
 
     # -- reopening ----------------------------------------------------------------------------
@@ -197,6 +195,9 @@ class RunFactory:
         stored = read_json(run_dir / "input" / "skill_bindings.json")
         repository = self._skills()
         if stored and repository is not None:
+            from tavernlab.skills.binding import bindings_from_json
+            from tavernlab.skills.mount import BoundSkillsMount
+
             bound = bindings_from_json(repository, stored)
             mount = BoundSkillsMount(bound, macros)
         persist = None if chat is None else partial(read_persist_snapshot, run_dir)
@@ -238,10 +239,14 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
     run to the model (``calling_model``)."""
     core.set_status("assembling_context")
     core.announce(core.main)
-    stored = bindings_to_json(bound) if bound else []
+    stored: list[dict[str, Any]] = []
+    prompt = ""
+    if bound:
+        from tavernlab.skills.binding import bindings_to_json, render_skill_prompt
+
+        stored, prompt = bindings_to_json(bound), render_skill_prompt(bound)
     write_json(core.dir / "input" / "skill_bindings.json", stored)
-    (core.dir / "input" / "system_prompt.md").write_text(
-        render_skill_prompt(bound) if bound else "", encoding="utf-8")
+    (core.dir / "input" / "system_prompt.md").write_text(prompt, encoding="utf-8")
     core.emit(SkillScopesResolved, SkillSet(skills=stored))
     core.emit(ContextAssembled, ContextSummary(has_host_context=core.frozen.snapshot is not None))
     core.set_status("calling_model")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tavernlab.clock import Clock
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from tavernlab.js.pool import WorkerPool
 
 
@@ -33,6 +34,8 @@ class MainThreadHelper:
         """Run ``fn`` on the helper thread."""
         with self._lock:
             if self._executor is None or self._pid != os.getpid():
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._executor = ThreadPoolExecutor(max_workers=1,
                                                     thread_name_prefix="tavernlab-shell")
                 self._pid = os.getpid()

@@ -10,6 +10,8 @@ returns the shell's tool result (a :class:`~tavernlab.shell.result.ShellToolResu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.resources import ShellOptions, ShellResources
@@ -32,10 +34,12 @@ patching it with the text tools."""
 ARGUMENT_NAMES = ("command", "workdir")
 
 
-def shell_tools(resources: ShellResources | None = None) -> tuple[ToolSpec, ...]:
+def shell_tools(resources: ShellResources | Callable[[], ShellResources] | None = None
+                ) -> tuple[ToolSpec, ...]:
     """The shell tool, running its calls with ``resources`` (the worker pool of its ``js``
-    builtins and the main-thread helper; default: the process-wide ones)."""
-    chosen = resources or ShellResources()
+    builtins and the main-thread helper; default: the process-wide ones). ``resources`` may
+    be a function that gives them, asked at each call: a lab offers the shell without making
+    its worker pool until a shell call runs."""
 
     def shell_tool(ctx: ToolContext, args: Arguments) -> ToolResult:
         """Handle one ``workspace.shell`` call (the interpreter is loaded on the first)."""
@@ -46,6 +50,7 @@ def shell_tools(resources: ShellResources | None = None) -> tuple[ToolSpec, ...]
         fixed = is_deterministic(ctx.clock)
         options = ShellOptions(clock=ctx.clock if fixed else None,
                                seed=seed_from(ctx.ids) if fixed else 0, on_output=ctx.output)
+        chosen = resources() if callable(resources) else resources or ShellResources()
         result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
                                deadline_s=ctx.shell_deadline_s, token=ctx.token,
                                resources=chosen, options=options)

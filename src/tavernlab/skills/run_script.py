@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,17 +71,19 @@ with workspace.writeText are applied after the script succeeds, with conflict ch
 Read the skill's SKILL.md for its scripts and their arguments."""
 
 
-def handle_run_script(ctx: ToolContext, args: Arguments, pool: WorkerPool | None = None
-                      ) -> ToolResult:
+def handle_run_script(ctx: ToolContext, args: Arguments,
+                      pool: WorkerPool | Callable[[], WorkerPool] | None = None) -> ToolResult:
     """The ``skill.run_script`` handler (see the module docstring), on ``pool`` (default:
-    the process-wide one); under a deterministic lab clock the script's ``Date`` and
-    ``Math.random`` are fixed. The sandbox is loaded on the first call."""
+    the process-wide one; a function that gives the pool is asked at each call); under a
+    deterministic lab clock the script's ``Date`` and ``Math.random`` are fixed. The sandbox
+    is loaded on the first call."""
     from tavernlab.js.legacy import run_skill_script
 
     request = build_request(ctx, args)
     fixed = is_deterministic(ctx.clock)
     try:
-        outcome = run_skill_script(request, token=ctx.token, pool=pool,
+        outcome = run_skill_script(request, token=ctx.token,
+                                   pool=pool() if callable(pool) else pool,
                                    clock=ctx.clock if fixed else None,
                                    seed=seed_from(ctx.ids) if fixed else None)
     except SkillScriptError as exc:
@@ -244,8 +246,9 @@ def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
 
 
 #: The legacy ``skill.run_script`` tool (compatibility mode only).
-def run_script_tools(pool: WorkerPool | None = None) -> tuple[ToolSpec, ...]:
+def run_script_tools(pool: WorkerPool | Callable[[], WorkerPool] | None = None
+                     ) -> tuple[ToolSpec, ...]:
     """The legacy ``skill.run_script`` tool (compatibility mode only), running its scripts
-    on ``pool``."""
+    on ``pool`` (or on the pool a function gives at each call)."""
     return (ToolSpec("skill.run_script", partial(handle_run_script, pool=pool), True,
                      DESCRIPTION, ("skill", "script", "args"), compat=True),)

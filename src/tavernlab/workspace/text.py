@@ -14,6 +14,7 @@ import hashlib
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cache
 from itertools import accumulate
 from operator import add
 
@@ -40,12 +41,36 @@ _CJK_CLASS = (
 # ``[X][X]*``: ``re`` counts such a repeat without keeping backtracking state, so no pattern
 # needs memory in proportion to a run, and a pattern that opens with the class (unlike
 # ``[X]+``) lets ``re`` skip ahead to its first character in C.
-_RUN_CHAR = re.compile(f"[^\\W_{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}][{_CJK_CLASS}]*")
 _ALNUM = re.compile(r"[^\W_]")
-_NOT_RUN = re.compile(f"[\\W_{_CJK_CLASS}]")
-_WIDE_RUN = re.compile(f"[^\\W_\\x00-\\x7f{_CJK_CLASS}][^\\W_\\x00-\\x7f{_CJK_CLASS}]*")
-_WIDE_OTHER_RUN = re.compile(r"[^\w\x00-\x7f][^\w\x00-\x7f]*")
+
+
+class _WidePatterns:
+    """The patterns that name the CJK ranges. Compiling them costs tens of milliseconds, so
+    they are compiled when a text with a character past Latin-1 is first measured (ASCII and
+    Latin-1 text never needs them)."""
+
+    def __init__(self) -> None:
+        self.run_char = re.compile(f"[^\\W_{_CJK_CLASS}]")
+        self.cjk_run = re.compile(f"[{_CJK_CLASS}][{_CJK_CLASS}]*")
+        self.not_run = re.compile(f"[\\W_{_CJK_CLASS}]")
+        self.wide_run = re.compile(
+            f"[^\\W_\\x00-\\x7f{_CJK_CLASS}][^\\W_\\x00-\\x7f{_CJK_CLASS}]*")
+        self.wide_other_run = re.compile(r"[^\w\x00-\x7f][^\w\x00-\x7f]*")
+
+
+@cache
+def _wide() -> _WidePatterns:
+    return _WidePatterns()
+
+
+def _starts_run(text: str) -> bool:
+    """Whether ``text`` starts with a run character (alphanumeric and not CJK)."""
+    first = text[:1]
+    if first.isascii():
+        return first.isalnum()
+    return _wide().run_char.match(first) is not None
+
+
 _ASCII_BYTES = bytes(range(128))
 # ``bytes.translate`` tables: a byte of a run character becomes ``a``, any other byte a space.
 _LATIN1_MARKS = bytes(ord("a" if _ALNUM.match(chr(code)) else " ") for code in range(256))
@@ -116,9 +141,9 @@ def _count_words(text: str, window: int) -> int:
     for start in range(0, len(text), window):
         part = text[start:start + window]  # the text itself when it fits in one window
         words += _window_words(part)
-        if carried and _RUN_CHAR.match(part) is not None:
+        if carried and _starts_run(part):
             words -= 1
-        carried = _RUN_CHAR.match(part[-1]) is not None
+        carried = _starts_run(part[-1])
     return words
 
 
@@ -142,9 +167,10 @@ def _window_words(part: str) -> int:
         pass
     utf8 = part.encode("utf-8", "surrogatepass")
     wide = utf8.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
-    if _NOT_RUN.search(wide) is None:  # every wide character is a run character
+    patterns = _wide()
+    if patterns.not_run.search(wide) is None:  # every wide character is a run character
         return _runs(utf8, _UTF8_MARKS)
-    other = _CJK_RUN.sub("", wide)  # the wide characters that are not CJK
+    other = patterns.cjk_run.sub("", wide)  # the wide characters that are not CJK
     cjk = len(wide) - len(other)
     if _ALNUM.search(other) is None:  # ASCII with "?" for each wide character
         return cjk + _runs(part.encode("ascii", "replace"), _ASCII_MARKS)
@@ -161,12 +187,13 @@ def _mixed_wide_runs(part: str, other: str, cjk: int) -> int:
     or Cyrillic prose), the runs of CJK and of wide non-alphanumerics become spaces and every
     byte of the remaining wide characters is marked ``a``.
     """
+    patterns = _wide()
     if len(other) * _DENSE_SHARE < len(part):
-        return _runs(_WIDE_RUN.sub("a", part).encode("ascii", "replace"), _ASCII_MARKS)
+        return _runs(patterns.wide_run.sub("a", part).encode("ascii", "replace"), _ASCII_MARKS)
     if cjk:
-        part = _CJK_RUN.sub(" ", part)
-    if not cjk or _NOT_RUN.search(other) is not None:  # without CJK, the wide separator
-        part = _WIDE_OTHER_RUN.sub(" ", part)           # found in ``wide`` is in ``other``
+        part = patterns.cjk_run.sub(" ", part)
+    if not cjk or patterns.not_run.search(other) is not None:  # without CJK, the wide
+        part = patterns.wide_other_run.sub(" ", part)  # separator found in ``wide`` is in ``other``
     return _runs(part.encode("utf-8", "surrogatepass"), _UTF8_MARKS)
 
 

@@ -1,0 +1,120 @@
+"""Every issue-16 benchmark in one table (not a test).
+
+Runs each benchmark script as its own subprocess with ``--json`` (and ``--quick`` unless
+``--full``), collects the rows they print (:func:`timing.rows_in`) and prints the issue's table:
+path | now (median) | raw baseline (median, measured in the same run of the same script) |
+ratio (spread over rounds) | target | met?. Nothing is measured here: each figure comes from
+its script, measured with :mod:`timing`. File-heavy rows are measured on a fresh directory of
+tmpfs (``/dev/shm``) and of the real disk (the system temporary directory, or
+``TAVERNLAB_BENCH_DISK``); the footer says which file system that is. Each script's full
+output is kept in a log directory (printed at the end).
+
+Usage: ``.venv/bin/python bench/all.py [--full] [--only NAME,...]``; about 5 minutes on 2
+shared cores with ``--quick`` (the default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from timing import DISK_NOTE, Row, print_table, rows_in
+
+HERE = Path(__file__).resolve().parent
+
+#: The scripts, in the order of the issue's table, with the arguments all.py adds.
+SCRIPTS: dict[str, list[str]] = {
+    "write_file": [],
+    "read_file": [],
+    "shell": [],
+    "events": [],
+    "persist": [],
+    "js_sandbox": [],
+    "imports": [],
+}
+#: Within a script, rows whose path starts with an earlier prefix come first (the issue's
+#: order: every "finish" row, then every "next run" row).
+ORDER = ("finish", "next run")
+
+
+def file_system(path: str) -> str:
+    """The type of the file system ``path`` is on (from ``/proc/mounts``)."""
+    best, kind = "", "unknown"
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            for line in mounts:
+                fields = line.split()
+                point = fields[1]
+                if (path == point or path.startswith(point.rstrip("/") + "/")) and \
+                        len(point) > len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        pass
+    return kind
+
+
+def run_script(name: str, extra: list[str], quick: bool, logs: Path) -> tuple[list[Row], str]:
+    """The rows of ``bench/<name>.py`` and a line saying how it went."""
+    command = [sys.executable, str(HERE / f"{name}.py"), "--json", *extra]
+    if quick:
+        command.append("--quick")
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    elapsed = time.perf_counter() - start
+    (logs / f"{name}.log").write_text(
+        f"$ {' '.join(command)}\n{done.stdout}\n--- stderr ---\n{done.stderr}", encoding="utf-8")
+    rows = rows_in(done.stdout)
+    status = "ok" if done.returncode == 0 and rows else f"FAILED (exit {done.returncode})"
+    return rows, f"{name}.py {status} in {elapsed:.0f} s"
+
+
+def ordered(rows: list[Row]) -> list[Row]:
+    """``rows`` with the :data:`ORDER` prefixes grouped, otherwise as measured."""
+    def rank(item: Row) -> int:
+        for index, prefix in enumerate(ORDER):
+            if item.path.startswith(prefix):
+                return index
+        return -1
+
+    return sorted(rows, key=rank)
+
+
+def main() -> None:
+    """Run every script and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="each script's default settings")
+    parser.add_argument("--only", default="", help="comma-separated script names")
+    options = parser.parse_args()
+    chosen = [n for n in options.only.split(",") if n] or list(SCRIPTS)
+    logs = Path(tempfile.mkdtemp(prefix="tavernlab-bench-all-"))
+    started = time.perf_counter()
+    rows: list[Row] = []
+    statuses = []
+    for name in chosen:
+        found, status = run_script(name, SCRIPTS[name], not options.full, logs)
+        print(status, file=sys.stderr, flush=True)
+        rows += ordered(found)
+        statuses.append(status)
+    for item in rows:
+        item.note = item.note.replace(f"; {DISK_NOTE}", "").replace(DISK_NOTE, "")
+    disk = os.environ.get("TAVERNLAB_BENCH_DISK", tempfile.gettempdir())
+    print(f"issue 16, {'full' if options.full else 'quick'} run: medians; every baseline "
+          "measured in the same run of the same script, interleaved with the path")
+    print(f"file-heavy rows: a fresh directory on tmpfs (/dev/shm, {file_system('/dev/shm')}) "
+          f"and on the disk ({disk}, {file_system(disk)})")
+    print()
+    print_table(rows)
+    met = sum(r.met for r in rows)
+    print(f"{met} of {len(rows)} rows met; {'; '.join(statuses)}; "
+          f"{time.perf_counter() - started:.0f} s in all")
+    print(f"(*) {DISK_NOTE}")
+    print(f"each script's full output: {logs}")
+
+
+if __name__ == "__main__":
+    main()
