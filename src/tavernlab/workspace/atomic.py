@@ -42,18 +42,7 @@ def temp_sibling(target: str) -> str:
 def publish(target: str, data: bytes) -> None:
     """Write ``data`` to a temporary sibling, flush it (never fsync: upstream "flushes") and
     rename it over ``target``; readers see the old bytes or the new ones."""
-    temp = temp_sibling(target)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    _replace(target, data, 0o644, durable=False)
 
 
 def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
@@ -63,16 +52,22 @@ def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o6
     ``target`` as it was. Unlike :func:`publish` (the workspace port, which flushes as
     upstream does) this survives a crash right after it returns."""
     path = os.fspath(target)
-    temp = temp_sibling(path if "/" in path else f"./{path}")
+    _replace(path if "/" in path else f"./{path}", data, mode, durable=True)
+
+
+def _replace(target: str, data: bytes, mode: int, *, durable: bool) -> None:
+    temp = temp_sibling(target)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         try:
-            os.fchmod(fd, mode)  # not narrowed by the umask
+            if durable:
+                os.fchmod(fd, mode)  # not narrowed by the umask
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, path)
+        os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
