@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tavernlab.js.pool import WorkerPool
     from tavernlab.worktree.runtime import WorktreeRuntime
 
+
 class _Closable(Protocol):
     def close(self) -> None: ...
 
