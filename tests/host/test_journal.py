@@ -367,3 +367,35 @@ def test_a_job_label_is_one_line_and_says_when_it_is_cut() -> None:
         "node /skills/a/scripts/main.js b")
     long = job_label("js", ["-e", "x" * 500])
     assert len(long) == JOB_LABEL_CHARS and long.endswith("x…")
+
+
+def test_a_reader_between_the_two_halves_of_an_append_keeps_the_order(lab: Lab) -> None:
+    """The writer appends a batch's journal records, then its events; a reader in another
+    process may look in between. It must not yield a journal record before the events it is
+    anchored after (seen as a flaky ``lab.follow`` test)."""
+    from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
+    from tavernlab.host.feed import RunFeed
+    from tavernlab.workspace.logs import EventLog, JournalLog
+
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "x"})
+    events_path, journal_path = run.dir / "events.jsonl", run.dir / "journal.jsonl"
+    last_event = json.loads(events_path.read_bytes().splitlines()[-1])
+    last_note = json.loads(journal_path.read_bytes().splitlines()[-1])
+    # the state mid-append: the journal half of the next batch is written, its events not yet
+    next_event = {**last_event, "seq": last_event["seq"] + 1, "id": "evt_next"}
+    note = {**last_note, "seq": last_note["seq"] + 1, "id": "jrn_next",
+            "eventSeq": next_event["seq"]}
+    with open(journal_path, "ab") as handle:
+        handle.write(json.dumps(note).encode() + b"\n")
+
+    def reader() -> RunFeed:
+        events = EventLog(events_path, run.id, clock=SYSTEM_CLOCK, ids=RANDOM_IDS)
+        return RunFeed(events, JournalLog(journal_path, events))
+
+    before = reader().read()
+    assert "jrn_next" not in [r.id for r in before]
+    with open(events_path, "ab") as handle:
+        handle.write(json.dumps(next_event).encode() + b"\n")
+    after = [r.id for r in reader().read()]
+    assert after[-2:] == ["evt_next", "jrn_next"]

@@ -204,10 +204,15 @@ class RunFeed:
         else:
             event_after = after.seq if isinstance(after, Event) else (after or 0)
             journal_after, anchor = 0, event_after
-        records: Iterator[Event] = iter(self.events.read(event_after))
+        events = self.events.read(event_after)
+        records: Iterator[Event] = iter(events)
         if journal:
-            records = heapq.merge(records,
-                                  self.journal.read(journal_after, from_event_seq=anchor),
-                                  key=order_key)
+            # Events first, then the journal (the writer appends them the other way round):
+            # a journal record anchored past the last event read belongs after events this
+            # read did not see, so it waits for the next read.
+            seen = events[-1].seq if events else event_after
+            notes = [r for r in self.journal.read(journal_after, from_event_seq=anchor)
+                     if r.event_seq <= seen]
+            records = heapq.merge(records, notes, key=order_key)
         wanted = None if types is None else set(types)
         return [r for r in records if wanted is None or r.type in wanted]

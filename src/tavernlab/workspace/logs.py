@@ -339,10 +339,14 @@ def _line(data: dict[str, Any]) -> bytes:
 def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
                    ) -> None:
     """Number and write ``built`` (events and journal records of one run, in their order):
-    the events in one locked append to ``events.jsonl``, then the journal records in one
-    locked append to ``journal.jsonl``, each anchored on the last event before it (in
-    ``built`` or, for those before any, already in the file). The models' ``seq`` and
-    ``eventSeq`` are set here."""
+    the journal records in one locked append to ``journal.jsonl``, each anchored on the last
+    event before it (in ``built`` or, for those before any, already in the file), then the
+    events in one locked append to ``events.jsonl``. The models' ``seq`` and ``eventSeq`` are
+    set here.
+
+    The journal goes first so that a reader in another process that sees an event also sees
+    every journal record anchored before it (:meth:`tavernlab.host.feed.RunFeed.read` reads
+    the events first and holds back journal records anchored past the last event it saw)."""
     with events._lock, locked_open(events.path, _APPEND) as fd:
         size = os.fstat(fd).st_size
         events._catch_up(fd, size)
@@ -359,11 +363,11 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
                 seq += 1
                 record.__dict__["seq"] = data["seq"] = seq
                 event_lines.append(_line(data))
-        if event_lines:
-            events._write(fd, size, event_lines)
         if notes:
             assert journal is not None, "journal records need the journal"
             _append_journal(journal, notes)
+        if event_lines:
+            events._write(fd, size, event_lines)
 
 
 def _append_journal(journal: JournalLog, notes: list[Built]) -> None:
