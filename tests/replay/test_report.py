@@ -40,6 +40,7 @@ def test_report_forms() -> None:
     html = report._repr_html_()
     assert html == report_html(report)
     assert "<b>diverged</b>" in html and "<details><summary>diff</summary>" in html
+    assert "diverged: diverged" not in html and "</b>: 1 divergence in " in html
     assert "<td>changed</td>" in html
     same = ReplayReport("b.tavernrun", "run_1", 5)
     assert str(same) == "identical: 5 actions of run_1 replayed byte for byte"

@@ -180,9 +180,8 @@ def divergence_html(divergence: Divergence) -> str:
 
 def report_html(report: ReplayReport) -> str:
     """The whole report as HTML."""
-    status = "identical" if report.identical else "diverged"
-    parts = [_STYLE, '<div class="tl-replay">',
-             f"<p><b>{status}</b>: {escape(report.headline())}</p>"]
+    status, _, rest = report.headline().partition(": ")  # "identical" / "diverged"
+    parts = [_STYLE, '<div class="tl-replay">', f"<p><b>{status}</b>: {escape(rest)}</p>"]
     if report.skills:
         skills = "".join(
             f"<tr><td>{escape(s.name)}</td><td><code>{escape(s.recorded_hash)}</code></td>"
