@@ -57,10 +57,10 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
               f"{words} of {total_words}")
     if selection.truncated:
         header += " (preview)"
-    content = header + "\n" + number_lines(selection.rows)
+    content = header + "\n" + number_lines(selection.start_line, selection.lines)
     if selection.next_start_line is not None:
         content += (f"\n\nPreview ended before the file. Continue with start_line="
-                    f"{selection.next_start_line} and line_count={len(selection.rows)}.")
+                    f"{selection.next_start_line} and line_count={len(selection.lines)}.")
     if selection.line_truncated:
         content += (f"\n\nLine {selection.start_line} is longer than this reader can return "
                     "safely, so only its beginning is shown. Search this file for specific "
