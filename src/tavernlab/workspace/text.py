@@ -173,8 +173,8 @@ def _window_words(part: str) -> int:
         return _runs(utf8, _UTF8_MARKS)
     other = patterns.cjk_run.sub("", wide)  # the wide characters that are not CJK
     cjk = len(wide) - len(other)
-    if _ALNUM.search(other) is None:  # ASCII with "?" for each wide character
-        return cjk + _runs(part.encode("ascii", "replace"), _ASCII_MARKS)
+    if _ALNUM.search(other) is None:  # no wide run character: every wide byte separates
+        return cjk + _runs(utf8, _ASCII_MARKS)
     return cjk + _mixed_wide_runs(part, other, cjk)
 
 
