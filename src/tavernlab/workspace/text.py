@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -112,22 +114,37 @@ def text_metrics(text: str) -> tuple[int, int]:
 
 
 class TextMeasures:
-    """The ``(chars, words)`` of the texts one tool call reports, computed once per content:
-    cached by the SHA-256 of the UTF-8 text (given when the caller already has it, as a read
-    file's digest; computed otherwise). ``workspace.read_file`` reports the whole file's
-    metrics and the selection's, in its header and in ``structured``: a full read measures the
-    file once."""
+    """The ``(chars, words)`` of texts, computed once per content: cached by a key that
+    names the content - the SHA-256 of the UTF-8 text (given when the caller already has
+    it, as a read file's digest; computed otherwise) or another name the caller derives from
+    one, such as a line window of a file with that digest.
 
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[int, int]] = {}
+    ``workspace.read_file`` reports the whole file's metrics and the selection's, in its
+    header and in ``structured``: a full read measures the file once, and the tool keeps one
+    bounded instance for the process, so reading an unchanged file again (or the same window
+    of it) measures nothing. With ``limit`` the cache keeps that many most recently used
+    contents (a few hundred bytes each); thread-safe.
+    """
 
-    def of(self, text: str, sha256: str | None = None) -> tuple[int, int]:
-        """``(chars, words)`` of ``text`` (whose digest is ``sha256``, when known)."""
-        key = sha256 if sha256 is not None else hashlib.sha256(
-            text.encode("utf-8", "surrogatepass")).hexdigest()
-        known = self._known.get(key)
-        if known is None:
-            known = self._known[key] = text_metrics(text)
+    def __init__(self, limit: int | None = None) -> None:
+        self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def of(self, text: str, key: str | None = None) -> tuple[int, int]:
+        """``(chars, words)`` of ``text`` (whose content ``key`` names, when known)."""
+        if key is None:
+            key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            known = self._known.get(key)
+            if known is not None:
+                self._known.move_to_end(key)
+                return known
+        known = text_metrics(text)
+        with self._lock:
+            self._known[key] = known
+            if self._limit is not None and len(self._known) > self._limit:
+                self._known.popitem(last=False)
         return known
 
 

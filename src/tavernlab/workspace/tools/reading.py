@@ -23,6 +23,9 @@ from tavernlab.workspace.tools.common import require_visible, required_path, sto
 
 #: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
 READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
+#: The metrics of the files (and windows of files) read lately, by content: rereading an
+#: unchanged file measures nothing (tavernlab choice: 4096 entries of a few hundred bytes).
+_MEASURES = TextMeasures(limit=4096)
 
 
 def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
@@ -48,10 +51,11 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     except LineRangeError as exc:
         raise ToolError("workspace.invalid_line_range", str(exc)) from None
     selected = selection.text
-    measures = TextMeasures()
-    total_chars, total_words = measures.of(file.text, file.sha256)
-    # An untruncated selection is the whole file (same content, same digest).
-    chars, words = measures.of(selected, None if selection.truncated else file.sha256)
+    total_chars, total_words = _MEASURES.of(file.text, file.sha256)
+    # An untruncated selection is the whole file; a truncated one is named by its window.
+    window = (f"{file.sha256}:{selection.start_line}-{selection.end_line}"
+              f"{':cut' if selection.line_truncated else ''}")
+    chars, words = _MEASURES.of(selected, window if selection.truncated else file.sha256)
     header = (f"{path.text} lines {selection.start_line}-{selection.end_line} of "
               f"{selection.total_lines}, chars {chars} of {total_chars}, words "
               f"{words} of {total_words}")
