@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from tavernlab.workspace.text import (
+from tavernlab.workspace.selection import (
     MAX_READ_CHARS,
     MAX_READ_LINES,
     LineRangeError,
+    select_lines,
+)
+from tavernlab.workspace.text import (
     count_chars,
     count_words,
     number_lines,
     query_tokens,
     search_text,
-    select_lines,
     split_lines,
     token_weight,
 )

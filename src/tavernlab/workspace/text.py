@@ -3,7 +3,6 @@
 * :func:`count_words` / :func:`count_chars` / :func:`text_metrics` - upstream's word and
   character metrics, in linear time and constant extra memory; :class:`TextMeasures` - the
   same, once per content within one tool call.
-* :func:`select_lines` - the line window of ``workspace.read_file`` with its budgets.
 * :func:`query_tokens` / :func:`search_text` - the plain-text token search of
   ``workspace.search_files``.
 """
@@ -13,13 +12,10 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
-from operator import add
 
 # CJK ideographs, kana and hangul: each code point counts as one word.
 _CJK_CLASS = (
@@ -131,15 +127,21 @@ class TextMeasures:
         self._limit = limit
         self._lock = threading.Lock()
 
-    def of(self, text: str, key: str | None = None) -> tuple[int, int]:
-        """``(chars, words)`` of ``text`` (whose content ``key`` names, when known)."""
-        if key is None:
-            key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    def known(self, key: str) -> tuple[int, int] | None:
+        """The ``(chars, words)`` of the content ``key`` names, if it was measured lately."""
         with self._lock:
             known = self._known.get(key)
             if known is not None:
                 self._known.move_to_end(key)
-                return known
+            return known
+
+    def of(self, text: str, key: str | None = None) -> tuple[int, int]:
+        """``(chars, words)`` of ``text`` (whose content ``key`` names, when known)."""
+        if key is None:
+            key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        known = self.known(key)
+        if known is not None:
+            return known
         known = text_metrics(text)
         with self._lock:
             self._known[key] = known
@@ -244,96 +246,6 @@ def number_lines(first: int, lines: Sequence[str]) -> str:
     parts[2::4] = lines
     parts.pop()  # no line break after the last row
     return "".join(parts)
-
-
-# --- read_file selection ----------------------------------------------------------------
-
-MAX_READ_BYTES = 256 * 1024
-MAX_READ_LINES = 1200
-MAX_READ_CHARS = 80_000
-
-
-class LineRangeError(ValueError):
-    """A ``start_line``/``line_count`` that upstream refuses (``workspace.invalid_line_range``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LineSelection:
-    """The lines ``workspace.read_file`` returns and how they relate to the whole file."""
-
-    start_line: int
-    end_line: int
-    total_lines: int
-    lines: list[str]  # the selected lines, from ``start_line`` on
-    line_truncated: bool
-    truncated: bool
-    next_start_line: int | None
-
-    @property
-    def rows(self) -> list[tuple[int, str]]:
-        """The selected lines with their numbers."""
-        return list(zip(range(self.start_line, self.end_line + 1), self.lines, strict=True))
-
-    @property
-    def text(self) -> str:
-        """The selected text (lines joined with ``\n``)."""
-        return "\n".join(self.lines)
-
-
-def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
-                 *, file_bytes: int | None = None) -> LineSelection:
-    """Select lines per spec/workspace.md 7.5.
-
-    The character budget is unlimited only for a full read (start 1, no count) of a file that
-    fits all three limits (256 KiB, 1200 lines, 80 000 characters); otherwise 80 000. The
-    1200-line cap always applies. A first line longer than the budget is cut to the budget
-    and flagged ``line_truncated``. Only the part of the text the selection can reach is
-    split into lines.
-    """
-    if start_line < 1:
-        raise LineRangeError("start_line must be >= 1")
-    if line_count is not None and line_count < 1:
-        raise LineRangeError("line_count must be >= 1")
-    total = 0 if text == "" else text.count("\n") + 1
-    if start_line > max(total, 1):
-        raise LineRangeError(f"start_line {start_line} is beyond total lines {total}")
-    size = len(text.encode("utf-8")) if file_bytes is None else file_bytes
-    fits = size <= MAX_READ_BYTES and total <= MAX_READ_LINES and len(text) <= MAX_READ_CHARS
-    budget = None if start_line == 1 and line_count is None and fits else MAX_READ_CHARS
-    requested_end = total if line_count is None else min(start_line + line_count - 1, total)
-    wanted = max(0, min(requested_end, start_line + MAX_READ_LINES - 1) - start_line + 1)
-    start = _line_offset(text, start_line)
-    # Every line that fits the budget lies within its first ``budget + 1`` characters.
-    window = text[start:] if budget is None else text[start:start + budget + 1]
-    lines = window.split("\n", wanted)[:wanted]
-    if budget is None:
-        fitting = len(lines)
-    else:  # lines whose joined length (with separators) stays within the budget
-        joined = list(map(add, accumulate(map(len, lines)), range(1, len(lines) + 1)))
-        fitting = bisect_right(joined, budget + 1)
-    selected = lines[:fitting]
-    line_truncated = not selected and bool(lines)
-    if line_truncated:
-        assert budget is not None
-        selected = [lines[0][:budget]]
-    end = start_line + len(selected) - 1
-    return LineSelection(
-        start_line=start_line,
-        end_line=end,
-        total_lines=total,
-        lines=selected,
-        line_truncated=line_truncated,
-        truncated=line_truncated or start_line > 1 or end < total,
-        next_start_line=end + 1 if end < total else None,
-    )
-
-
-def _line_offset(text: str, line: int) -> int:
-    """Where line ``line`` (from 1) of ``text`` starts."""
-    offset = 0
-    for _ in range(line - 1):
-        offset = text.index("\n", offset) + 1
-    return offset
 
 
 # --- search -------------------------------------------------------------------------------

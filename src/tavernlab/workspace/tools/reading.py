@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tavernlab.errors import (
     ToolError,
     WorkspaceError,
 )
-from tavernlab.workspace.text import (
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.contract import decode_text, sha256_hex
+from tavernlab.workspace.selection import (
     LineRangeError,
-    TextMeasures,
-    number_lines,
+    LineSelection,
+    select_encoded_lines,
     select_lines,
 )
+from tavernlab.workspace.text import TextMeasures, number_lines
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
@@ -42,16 +46,9 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     require_visible(ctx, path)
     start = args.integer("start_line", default=1)
     count = args.integer("line_count")
-    try:
-        file = ctx.scope.read_text(path)
-    except WorkspaceError as exc:
-        raise storage_error(exc, path.text) from None
-    try:
-        selection = select_lines(file.text, start, count, file_bytes=file.bytes)
-    except LineRangeError as exc:
-        raise ToolError("workspace.invalid_line_range", str(exc)) from None
+    file = _read(ctx, path, start, count)
+    selection, total_chars, total_words = file.selection, file.chars, file.words
     selected = selection.text
-    total_chars, total_words = _MEASURES.of(file.text, file.sha256)
     # An untruncated selection is the whole file; a truncated one is named by its window.
     window = (f"{file.sha256}:{selection.start_line}-{selection.end_line}"
               f"{':cut' if selection.line_truncated else ''}")
@@ -85,3 +82,35 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
         structured["nextStartLine"] = selection.next_start_line
     return ToolResult(content=content, structured=structured, resource_refs=[path.text])
 
+
+
+@dataclass(frozen=True, slots=True)
+class _FileRead:
+    """A read file: its digest, the selection and the whole file's metrics."""
+
+    sha256: str
+    selection: LineSelection
+    chars: int
+    words: int
+
+
+def _read(ctx: ToolContext, path: WorkspacePath, start: int, count: int | None) -> _FileRead:
+    """Read ``path`` and select its lines. A file whose digest was measured lately is known
+    to be UTF-8 text of known metrics: only the window it shows is decoded."""
+    try:
+        data = ctx.scope.read_file(path, None)
+        digest = sha256_hex(data)
+        known = _MEASURES.known(digest)
+        text = decode_text(path.text, data) if known is None else None
+    except WorkspaceError as exc:
+        raise storage_error(exc, path.text) from None
+    try:
+        if known is None:
+            assert text is not None  # decoded above
+            selection = select_lines(text, start, count, file_bytes=len(data))
+            known = _MEASURES.of(text, digest)
+        else:
+            selection = select_encoded_lines(data, known[0], start, count)
+    except LineRangeError as exc:
+        raise ToolError("workspace.invalid_line_range", str(exc)) from None
+    return _FileRead(digest, selection, *known)
