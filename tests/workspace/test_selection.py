@@ -24,10 +24,10 @@ _TEXT = st.text(st.sampled_from(["\n", "a", " ", "é", "中", "\U0001f600", "\u2
 def _both(text: str, start: int, count: int | None
           ) -> tuple[LineSelection | str, LineSelection | str]:
     """Both selections of ``text`` (a refusal as its message)."""
-    data = text.encode("utf-8")
+    data, lines = text.encode("utf-8"), len(text.split("\n")) if text else 0
     results: list[LineSelection | str] = []
     for select in (lambda: select_lines(text, start, count, file_bytes=len(data)),
-                   lambda: select_encoded_lines(data, len(text), start, count)):
+                   lambda: select_encoded_lines(data, len(text), lines, start, count)):
         try:
             results.append(select())
         except LineRangeError as exc:

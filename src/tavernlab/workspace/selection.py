@@ -69,13 +69,13 @@ def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
     return plan.select(text[start:] if budget is None else text[start:start + budget + 1])
 
 
-def select_encoded_lines(data: bytes, chars: int, start_line: int = 1,
+def select_encoded_lines(data: bytes, chars: int, lines: int, start_line: int = 1,
                          line_count: int | None = None) -> LineSelection:
     """:func:`select_lines` of ``data.decode("utf-8")``, for ``data`` known to be UTF-8 of
-    ``chars`` characters; lines are found on the bytes (a ``\\n`` byte is only ever a line
-    break in UTF-8) and only the window is decoded."""
+    ``chars`` characters in ``lines`` lines; the first line is found on the bytes (a
+    ``\\n`` byte is only ever a line break in UTF-8) and only the window is decoded."""
     _check_arguments(start_line, line_count)
-    plan = _Plan.of(start_line, line_count, data.count(b"\n") + 1 if data else 0,
+    plan = _Plan.of(start_line, line_count, lines,
                     len(data) <= MAX_READ_BYTES and chars <= MAX_READ_CHARS)
     start = _line_offset(data, start_line, b"\n")
     if plan.budget is None:

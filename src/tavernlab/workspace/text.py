@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 # CJK ideographs, kana and hangul: each code point counts as one word.
 _CJK_CLASS = (
@@ -109,8 +110,17 @@ def text_metrics(text: str) -> tuple[int, int]:
     return len(text), _count_words(text, _WINDOW)
 
 
+class Measures(NamedTuple):
+    """What :class:`TextMeasures` knows of a text: characters, words and lines (as
+    :func:`split_lines` counts them)."""
+
+    chars: int
+    words: int
+    lines: int
+
+
 class TextMeasures:
-    """The ``(chars, words)`` of texts, computed once per content: cached by a key that
+    """The :class:`Measures` of texts, computed once per content: cached by a key that
     names the content - the SHA-256 of the UTF-8 text (given when the caller already has
     it, as a read file's digest; computed otherwise) or another name the caller derives from
     one, such as a line window of a file with that digest.
@@ -123,26 +133,26 @@ class TextMeasures:
     """
 
     def __init__(self, limit: int | None = None) -> None:
-        self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._known: OrderedDict[str, Measures] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 
-    def known(self, key: str) -> tuple[int, int] | None:
-        """The ``(chars, words)`` of the content ``key`` names, if it was measured lately."""
+    def known(self, key: str) -> Measures | None:
+        """The measures of the content ``key`` names, if it was measured lately."""
         with self._lock:
             known = self._known.get(key)
             if known is not None:
                 self._known.move_to_end(key)
             return known
 
-    def of(self, text: str, key: str | None = None) -> tuple[int, int]:
-        """``(chars, words)`` of ``text`` (whose content ``key`` names, when known)."""
+    def of(self, text: str, key: str | None = None) -> Measures:
+        """The measures of ``text`` (whose content ``key`` names, when known)."""
         if key is None:
             key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         known = self.known(key)
         if known is not None:
             return known
-        known = text_metrics(text)
+        known = Measures(*text_metrics(text), text.count("\n") + 1 if text else 0)
         with self._lock:
             self._known[key] = known
             if self._limit is not None and len(self._known) > self._limit:

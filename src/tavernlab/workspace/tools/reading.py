@@ -52,7 +52,7 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     # An untruncated selection is the whole file; a truncated one is named by its window.
     window = (f"{file.sha256}:{selection.start_line}-{selection.end_line}"
               f"{':cut' if selection.line_truncated else ''}")
-    chars, words = _MEASURES.of(selected, window if selection.truncated else file.sha256)
+    chars, words, _ = _MEASURES.of(selected, window if selection.truncated else file.sha256)
     header = (f"{path.text} lines {selection.start_line}-{selection.end_line} of "
               f"{selection.total_lines}, chars {chars} of {total_chars}, words "
               f"{words} of {total_words}")
@@ -110,7 +110,7 @@ def _read(ctx: ToolContext, path: WorkspacePath, start: int, count: int | None) 
             selection = select_lines(text, start, count, file_bytes=len(data))
             known = _MEASURES.of(text, digest)
         else:
-            selection = select_encoded_lines(data, known[0], start, count)
+            selection = select_encoded_lines(data, known.chars, known.lines, start, count)
     except LineRangeError as exc:
         raise ToolError("workspace.invalid_line_range", str(exc)) from None
-    return _FileRead(digest, selection, *known)
+    return _FileRead(digest, selection, known.chars, known.words)
