@@ -29,6 +29,8 @@ from tavernlab.workspace.tools.common import require_visible, required_path, sto
 READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
 #: The metrics of the files (and windows of files) read lately, by content: rereading an
 #: unchanged file measures nothing (tavernlab choice: 4096 entries of a few hundred bytes).
+#: Only this module fills it, with the digests of files that decoded as UTF-8 and window
+#: names (``<digest>:<start>-<end>``): a digest found here proves its bytes are text.
 _MEASURES = TextMeasures(limit=4096)
 
 
