@@ -29,3 +29,11 @@ def test_a_state_manifest_shape() -> None:
                 "directories": [], "changes": [], "baseStateId": None, "reused": False}
     assert pretty_json(manifest) == json.dumps(manifest, indent=2, ensure_ascii=False)
     assert pretty_json({1: "int key"}) == json.dumps({1: "int key"}, indent=2)
+
+
+def test_ascii_only_escapes_what_json_escapes() -> None:
+    """DEL and every character past ASCII (astral ones as surrogate pairs, lowercase hex),
+    in keys and values; a tool call's arguments file is written this way."""
+    value = {"ké\x7f": ["\x7f é \U0001f600 \u2028 \uffff \x00 \"\\ ~"], "n": [1, None, True]}
+    assert pretty_json(value, ascii_only=True) == json.dumps(value, indent=2)
+    assert "\\ud83d\\ude00" in pretty_json(value, ascii_only=True)

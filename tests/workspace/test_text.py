@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from tavernlab.workspace.text import (
+from tavernlab.workspace.selection import (
     MAX_READ_CHARS,
     MAX_READ_LINES,
     LineRangeError,
+    select_lines,
+)
+from tavernlab.workspace.text import (
     count_chars,
     count_words,
     number_lines,
     query_tokens,
     search_text,
-    select_lines,
     split_lines,
     token_weight,
 )
@@ -49,11 +51,11 @@ def test_lines_and_numbering() -> None:
     assert split_lines("") == []
     assert split_lines("a\n") == ["a", ""]
     assert split_lines("a\nb") == ["a", "b"]
-    assert number_lines([(9, "nine"), (10, "ten"), (11, "eleven")]) == (
+    assert number_lines(9, ["nine", "ten", "eleven"]) == (
         " 9 | nine\n10 | ten\n11 | eleven")                       # Acceptance 7.4.3
-    assert number_lines([(1, "x")]) == "1 | x"
-    assert number_lines([(99, ""), (100, "c")]) == " 99 | \n100 | c"
-    assert number_lines([]) == ""
+    assert number_lines(1, ["x"]) == "1 | x"
+    assert number_lines(99, ["", "c"]) == " 99 | \n100 | c"
+    assert number_lines(1, []) == ""
 
 
 # --- read_file selection ------------------------------------------------------------------

@@ -353,8 +353,11 @@ def test_text_measures_count_each_content_once() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(text_module, "text_metrics",
                       lambda text: calls.append(text) or (len(text), count_words(text)))
-        assert measures.of("hello world", "digest") == (11, 2)
-        assert measures.of("something else entirely", "digest") == (11, 2)  # same digest
-        assert measures.of("abc中文") == (5, 3)
-        assert measures.of("abc中文") == (5, 3)
-    assert calls == ["hello world", "abc中文"]
+        assert measures.of("hello world", "digest") == (11, 2, 1)
+        assert measures.of("something else entirely", "digest") == (11, 2, 1)  # same digest
+        assert measures.of("abc中文") == (5, 3, 1)
+        assert measures.of("abc中文") == (5, 3, 1)
+        assert measures.of("a\nb\n", "lines") == (4, 2, 3)
+        assert measures.of("", "empty") == (0, 0, 0)
+        assert measures.known("digest") == (11, 2, 1) and measures.known("other") is None
+    assert calls == ["hello world", "abc中文", "a\nb\n", ""]

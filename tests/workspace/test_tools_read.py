@@ -122,6 +122,23 @@ def test_line_cap(run: Run, put: Put) -> None:
     assert "\n   1 | 1\n" in content
 
 
+@pytest.mark.parametrize("text", [
+    "", "one\ntwo\nthree", "x" * 100_000, "y" * 90_000 + "\nsecond",
+    "\n".join(["中文 words é \U0001f600"] * 3000), "é" * 100_000 + "\nz"])
+@pytest.mark.parametrize("window", [{}, {"start_line": 2}, {"start_line": 1, "line_count": 2},
+                                    {"start_line": 2999, "line_count": 5}, {"start_line": 9}])
+def test_a_reread_is_the_first_read(run: Run, put: Put, text: str,
+                                    window: dict[str, object]) -> None:
+    """The second read of unchanged content (metrics known: only its window is decoded)
+    returns exactly what the first returned."""
+    # Content no other read saw: the first read measures it.
+    put(run, "scratch/again.md", f"{text}\u2029reread {sorted(window.items())}")
+    args = {"path": "scratch/again.md", **window}
+    first, second = (run.call_tool("workspace.read_file", args) for _ in range(2))
+    assert (second.content, second.structured, second.is_error, second.error_code) == (
+        first.content, first.structured, first.is_error, first.error_code)
+
+
 @pytest.mark.parametrize(("args", "message"), [
     ({"start_line": 5}, "start_line 5 is beyond total lines 3"),      # Acceptance 4
     ({"start_line": 0}, "start_line must be >= 1"),                    # Acceptance 8

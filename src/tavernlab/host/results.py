@@ -9,8 +9,6 @@ first 3 000 characters plus a pointer to the view.
 
 from __future__ import annotations
 
-import json
-
 from tavernlab.events import (
     StoredResult,
     StoredResultView,
@@ -21,6 +19,7 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.records import pretty_json
 from tavernlab.workspace.tooling import ToolResult
 
 #: Characters of an externalized result the model still sees inline.
@@ -47,8 +46,7 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
     if external and len(result.content) > limit:
         view_path = WorkspacePath(f"tool-results/{key}/{record_name}.txt")
         model_result = _externalize(core, invocation, result, view_path, json_path, limit)
-    core.fs.write_text(json_path, json.dumps(result.to_json(), ensure_ascii=False, indent=2),
-                       WriteGuard.unchecked())
+    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.unchecked())
     core.emit(ToolResultStored, StoredResult(
         invocation_id=invocation.id, round=core.counters.round, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=json_path.text))

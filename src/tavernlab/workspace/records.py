@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -66,15 +67,33 @@ def pretty_json(data: Any, *, ascii_only: bool = False) -> str:
 
     Data made of strings, integers, booleans, ``None``, lists and string-keyed objects is
     encoded by pydantic-core (an order of magnitude faster on the large manifests and
-    snapshots of persist states; it writes exactly what ``json`` writes for these types);
-    anything else - a float (their shortest forms differ), another key type, ASCII-only
-    output - is left to ``json.dumps``."""
-    if not ascii_only and _plain(data):
+    snapshots of persist states and on tool results; it writes exactly what ``json`` writes
+    for these types), ASCII-only output then escaping what ``json`` escapes beyond that
+    (see :func:`_escape_non_ascii`); anything else - a float (their shortest forms differ),
+    another key type, a lone surrogate - is left to ``json.dumps``."""
+    if _plain(data):
         try:
-            return to_json(data, indent=2).decode("utf-8")
+            text = to_json(data, indent=2).decode("utf-8")
         except (ValueError, UnicodeDecodeError):  # a lone surrogate: json's handling
             pass
+        else:
+            return _NOT_PRINTABLE_ASCII.sub(_escape_non_ascii, text) if ascii_only else text
     return json.dumps(data, ensure_ascii=ascii_only, indent=2)
+
+
+# What ``json.dumps(ensure_ascii=True)`` escapes on top of what it always escapes (quotes,
+# backslashes, control characters): DEL and everything past ASCII. Outside strings JSON
+# text is ASCII, so each match lies within a string.
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x00-\x7e]")
+
+
+def _escape_non_ascii(match: re.Match[str]) -> str:
+    """``\\uXXXX`` (lowercase hex) as ``json`` writes it; past the BMP a surrogate pair."""
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
 
 
 _SCALARS = (str, int, bool, type(None))

@@ -3,7 +3,6 @@
 * :func:`count_words` / :func:`count_chars` / :func:`text_metrics` - upstream's word and
   character metrics, in linear time and constant extra memory; :class:`TextMeasures` - the
   same, once per content within one tool call.
-* :func:`select_lines` - the line window of ``workspace.read_file`` with its budgets.
 * :func:`query_tokens` / :func:`search_text` - the plain-text token search of
   ``workspace.search_files``.
 """
@@ -12,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
-from operator import add
+from typing import NamedTuple
 
 # CJK ideographs, kana and hangul: each code point counts as one word.
 _CJK_CLASS = (
@@ -110,23 +110,53 @@ def text_metrics(text: str) -> tuple[int, int]:
     return len(text), _count_words(text, _WINDOW)
 
 
+class Measures(NamedTuple):
+    """What :class:`TextMeasures` knows of a text: characters, words and lines (as
+    :func:`split_lines` counts them)."""
+
+    chars: int
+    words: int
+    lines: int
+
+
 class TextMeasures:
-    """The ``(chars, words)`` of the texts one tool call reports, computed once per content:
-    cached by the SHA-256 of the UTF-8 text (given when the caller already has it, as a read
-    file's digest; computed otherwise). ``workspace.read_file`` reports the whole file's
-    metrics and the selection's, in its header and in ``structured``: a full read measures the
-    file once."""
+    """The :class:`Measures` of texts, computed once per content: cached by a key that
+    names the content - the SHA-256 of the UTF-8 text (given when the caller already has
+    it, as a read file's digest; computed otherwise) or another name the caller derives from
+    one, such as a line window of a file with that digest.
 
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[int, int]] = {}
+    ``workspace.read_file`` reports the whole file's metrics and the selection's, in its
+    header and in ``structured``: a full read measures the file once, and the tool keeps one
+    bounded instance for the process, so reading an unchanged file again (or the same window
+    of it) measures nothing. With ``limit`` the cache keeps that many most recently used
+    contents (a few hundred bytes each); thread-safe.
+    """
 
-    def of(self, text: str, sha256: str | None = None) -> tuple[int, int]:
-        """``(chars, words)`` of ``text`` (whose digest is ``sha256``, when known)."""
-        key = sha256 if sha256 is not None else hashlib.sha256(
-            text.encode("utf-8", "surrogatepass")).hexdigest()
-        known = self._known.get(key)
-        if known is None:
-            known = self._known[key] = text_metrics(text)
+    def __init__(self, limit: int | None = None) -> None:
+        self._known: OrderedDict[str, Measures] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def known(self, key: str) -> Measures | None:
+        """The measures of the content ``key`` names, if it was measured lately."""
+        with self._lock:
+            known = self._known.get(key)
+            if known is not None:
+                self._known.move_to_end(key)
+            return known
+
+    def of(self, text: str, key: str | None = None) -> Measures:
+        """The measures of ``text`` (whose content ``key`` names, when known)."""
+        if key is None:
+            key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        known = self.known(key)
+        if known is not None:
+            return known
+        known = Measures(*text_metrics(text), text.count("\n") + 1 if text else 0)
+        with self._lock:
+            self._known[key] = known
+            if self._limit is not None and len(self._known) > self._limit:
+                self._known.popitem(last=False)
         return known
 
 
@@ -172,8 +202,8 @@ def _window_words(part: str) -> int:
         return _runs(utf8, _UTF8_MARKS)
     other = patterns.cjk_run.sub("", wide)  # the wide characters that are not CJK
     cjk = len(wide) - len(other)
-    if _ALNUM.search(other) is None:  # ASCII with "?" for each wide character
-        return cjk + _runs(part.encode("ascii", "replace"), _ASCII_MARKS)
+    if _ALNUM.search(other) is None:  # no wide run character: every wide byte separates
+        return cjk + _runs(utf8, _ASCII_MARKS)
     return cjk + _mixed_wide_runs(part, other, cjk)
 
 
@@ -209,97 +239,23 @@ def split_lines(text: str) -> list[str]:
     return [] if text == "" else text.split("\n")
 
 
-def number_lines(rows: list[tuple[int, str]]) -> str:
-    """``"{n:>w} | {line}"`` rows, ``w`` the digit count of the last number shown."""
-    if not rows:
-        return ""
-    numbered = f"{{:>{len(str(rows[-1][0]))}}} | {{}}".format
-    return "\n".join([numbered(n, line) for n, line in rows])
+def number_lines(first: int, lines: Sequence[str]) -> str:
+    """``"{n:>w} | {line}"`` rows numbered from ``first``, ``w`` the digit count of the last
+    number shown.
 
-
-# --- read_file selection ----------------------------------------------------------------
-
-MAX_READ_BYTES = 256 * 1024
-MAX_READ_LINES = 1200
-MAX_READ_CHARS = 80_000
-
-
-class LineRangeError(ValueError):
-    """A ``start_line``/``line_count`` that upstream refuses (``workspace.invalid_line_range``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LineSelection:
-    """The lines ``workspace.read_file`` returns and how they relate to the whole file."""
-
-    start_line: int
-    end_line: int
-    total_lines: int
-    rows: list[tuple[int, str]]
-    line_truncated: bool
-    truncated: bool
-    next_start_line: int | None
-
-    @property
-    def text(self) -> str:
-        """The selected text (lines joined with ``\n``)."""
-        return "\n".join(line for _, line in self.rows)
-
-
-def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
-                 *, file_bytes: int | None = None) -> LineSelection:
-    """Select lines per spec/workspace.md 7.5.
-
-    The character budget is unlimited only for a full read (start 1, no count) of a file that
-    fits all three limits (256 KiB, 1200 lines, 80 000 characters); otherwise 80 000. The
-    1200-line cap always applies. A first line longer than the budget is cut to the budget
-    and flagged ``line_truncated``. Only the part of the text the selection can reach is
-    split into lines.
+    Built with one ``join`` over a precomputed list (numbers, separators, lines and line
+    breaks in turn) rather than one format per row: a 1200-line preview costs a third.
     """
-    if start_line < 1:
-        raise LineRangeError("start_line must be >= 1")
-    if line_count is not None and line_count < 1:
-        raise LineRangeError("line_count must be >= 1")
-    total = 0 if text == "" else text.count("\n") + 1
-    if start_line > max(total, 1):
-        raise LineRangeError(f"start_line {start_line} is beyond total lines {total}")
-    size = len(text.encode("utf-8")) if file_bytes is None else file_bytes
-    fits = size <= MAX_READ_BYTES and total <= MAX_READ_LINES and len(text) <= MAX_READ_CHARS
-    budget = None if start_line == 1 and line_count is None and fits else MAX_READ_CHARS
-    requested_end = total if line_count is None else min(start_line + line_count - 1, total)
-    wanted = max(0, min(requested_end, start_line + MAX_READ_LINES - 1) - start_line + 1)
-    start = _line_offset(text, start_line)
-    # Every line that fits the budget lies within its first ``budget + 1`` characters.
-    window = text[start:] if budget is None else text[start:start + budget + 1]
-    lines = window.split("\n", wanted)[:wanted]
-    if budget is None:
-        fitting = len(lines)
-    else:  # lines whose joined length (with separators) stays within the budget
-        joined = list(map(add, accumulate(map(len, lines)), range(1, len(lines) + 1)))
-        fitting = bisect_right(joined, budget + 1)
-    rows = list(zip(range(start_line, start_line + fitting), lines[:fitting], strict=True))
-    line_truncated = not rows and bool(lines)
-    if line_truncated:
-        assert budget is not None
-        rows = [(start_line, lines[0][:budget])]
-    end = rows[-1][0] if rows else start_line - 1
-    return LineSelection(
-        start_line=start_line,
-        end_line=end,
-        total_lines=total,
-        rows=rows,
-        line_truncated=line_truncated,
-        truncated=line_truncated or start_line > 1 or end < total,
-        next_start_line=end + 1 if end < total else None,
-    )
-
-
-def _line_offset(text: str, line: int) -> int:
-    """Where line ``line`` (from 1) of ``text`` starts."""
-    offset = 0
-    for _ in range(line - 1):
-        offset = text.index("\n", offset) + 1
-    return offset
+    count = len(lines)
+    if not count:
+        return ""
+    width = len(str(first + count - 1))
+    parts = ["\n"] * (4 * count)
+    parts[0::4] = [str(number).rjust(width) for number in range(first, first + count)]
+    parts[1::4] = [" | "] * count
+    parts[2::4] = lines
+    parts.pop()  # no line break after the last row
+    return "".join(parts)
 
 
 # --- search -------------------------------------------------------------------------------
@@ -369,6 +325,6 @@ def search_text(path: str, text: str, tokens: list[str], *, limit: int, context_
             continue
         if len(chosen) == limit:
             return chosen, True
-        rows = [(n, lines[n - 1]) for n in range(start, end + 1)]
-        chosen.append(SearchHit(path, score, start, end, number_lines(rows), number))
+        snippet = number_lines(start, lines[start - 1:end])
+        chosen.append(SearchHit(path, score, start, end, snippet, number))
     return chosen, False

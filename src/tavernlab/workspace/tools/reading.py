@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tavernlab.errors import (
     ToolError,
     WorkspaceError,
 )
-from tavernlab.workspace.text import (
+from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.contract import decode_text, sha256_hex
+from tavernlab.workspace.selection import (
     LineRangeError,
-    TextMeasures,
-    number_lines,
+    LineSelection,
+    select_encoded_lines,
     select_lines,
 )
+from tavernlab.workspace.text import TextMeasures, number_lines
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
@@ -23,6 +27,11 @@ from tavernlab.workspace.tools.common import require_visible, required_path, sto
 
 #: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
 READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
+#: The metrics of the files (and windows of files) read lately, by content: rereading an
+#: unchanged file measures nothing (tavernlab choice: 4096 entries of a few hundred bytes).
+#: Only this module fills it, with the digests of files that decoded as UTF-8 and window
+#: names (``<digest>:<start>-<end>``): a digest found here proves its bytes are text.
+_MEASURES = TextMeasures(limit=4096)
 
 
 def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
@@ -39,28 +48,22 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     require_visible(ctx, path)
     start = args.integer("start_line", default=1)
     count = args.integer("line_count")
-    try:
-        file = ctx.scope.read_text(path)
-    except WorkspaceError as exc:
-        raise storage_error(exc, path.text) from None
-    try:
-        selection = select_lines(file.text, start, count, file_bytes=file.bytes)
-    except LineRangeError as exc:
-        raise ToolError("workspace.invalid_line_range", str(exc)) from None
+    file = _read(ctx, path, start, count)
+    selection, total_chars, total_words = file.selection, file.chars, file.words
     selected = selection.text
-    measures = TextMeasures()
-    total_chars, total_words = measures.of(file.text, file.sha256)
-    # An untruncated selection is the whole file (same content, same digest).
-    chars, words = measures.of(selected, None if selection.truncated else file.sha256)
+    # An untruncated selection is the whole file; a truncated one is named by its window.
+    window = (f"{file.sha256}:{selection.start_line}-{selection.end_line}"
+              f"{':cut' if selection.line_truncated else ''}")
+    chars, words, _ = _MEASURES.of(selected, window if selection.truncated else file.sha256)
     header = (f"{path.text} lines {selection.start_line}-{selection.end_line} of "
               f"{selection.total_lines}, chars {chars} of {total_chars}, words "
               f"{words} of {total_words}")
     if selection.truncated:
         header += " (preview)"
-    content = header + "\n" + number_lines(selection.rows)
+    content = header + "\n" + number_lines(selection.start_line, selection.lines)
     if selection.next_start_line is not None:
         content += (f"\n\nPreview ended before the file. Continue with start_line="
-                    f"{selection.next_start_line} and line_count={len(selection.rows)}.")
+                    f"{selection.next_start_line} and line_count={len(selection.lines)}.")
     if selection.line_truncated:
         content += (f"\n\nLine {selection.start_line} is longer than this reader can return "
                     "safely, so only its beginning is shown. Search this file for specific "
@@ -81,3 +84,35 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
         structured["nextStartLine"] = selection.next_start_line
     return ToolResult(content=content, structured=structured, resource_refs=[path.text])
 
+
+
+@dataclass(frozen=True, slots=True)
+class _FileRead:
+    """A read file: its digest, the selection and the whole file's metrics."""
+
+    sha256: str
+    selection: LineSelection
+    chars: int
+    words: int
+
+
+def _read(ctx: ToolContext, path: WorkspacePath, start: int, count: int | None) -> _FileRead:
+    """Read ``path`` and select its lines. A file whose digest was measured lately is known
+    to be UTF-8 text of known metrics: only the window it shows is decoded."""
+    try:
+        data = ctx.scope.read_file(path, None)
+        digest = sha256_hex(data)
+        known = _MEASURES.known(digest)
+        text = decode_text(path.text, data) if known is None else None
+    except WorkspaceError as exc:
+        raise storage_error(exc, path.text) from None
+    try:
+        if known is None:
+            assert text is not None  # decoded above
+            selection = select_lines(text, start, count, file_bytes=len(data))
+            known = _MEASURES.of(text, digest)
+        else:
+            selection = select_encoded_lines(data, known.chars, known.lines, start, count)
+    except LineRangeError as exc:
+        raise ToolError("workspace.invalid_line_range", str(exc)) from None
+    return _FileRead(digest, selection, known.chars, known.words)
