@@ -22,7 +22,7 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,7 +43,7 @@ from tavernlab.locks import locked_open
 from tavernlab.workspace.log_reading import (
     CHUNK_BYTES,
     anchor_of,
-    parse_records,
+    parse_all,
     read_chunks,
     seq_of_last_line,
 )
@@ -233,9 +233,10 @@ class EventLog(SequencedLog):
         append_records(self, None, [(event, data)])
         return event
 
-    def read(self, after_seq: int = 0) -> list[Event]:
-        """The events with ``seq > after_seq``, parsed into their typed models."""
-        return [e for chunk in self._read_from(lambda: after_seq) for e in parse_records(chunk)]
+    def read(self, after_seq: int = 0, *, types: Collection[str] | None = None) -> list[Event]:
+        """The events with ``seq > after_seq`` (of ``types`` only, if given), parsed into
+        their typed models."""
+        return parse_all(self._read_from(lambda: after_seq), types)
 
 
 class JournalLog(SequencedLog):
@@ -312,13 +313,14 @@ class JournalLog(SequencedLog):
     def _indexed_lines(self, lines: list[bytes]) -> None:
         self._anchors.extend(anchor_of(line) for line in lines)
 
-    def read(self, after_seq: int = 0, *, from_event_seq: int = 0) -> list[JournalRecord]:
+    def read(self, after_seq: int = 0, *, from_event_seq: int = 0,
+             types: Collection[str] | None = None) -> list[JournalRecord]:
         """The records with ``seq > after_seq`` anchored at ``from_event_seq`` or later
-        (found by bisecting the anchors, so only those lines are parsed)."""
+        (found by bisecting the anchors, so only those lines are parsed), of ``types`` only
+        if given."""
         chunks = self._read_from(
             lambda: max(after_seq, bisect_left(self._anchors, from_event_seq)))
-        return [r for chunk in chunks for r in parse_records(chunk)
-                if isinstance(r, JournalRecord)]
+        return [r for r in parse_all(chunks, types) if isinstance(r, JournalRecord)]
 
 
 _ADAPTERS: dict[type[Any], TypeAdapter[list[Any]]] = {}
