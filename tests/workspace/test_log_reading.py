@@ -7,11 +7,12 @@ import gc
 import json
 import threading
 
+import pydantic
 import pytest
 
 from tavernlab.events import Event, ToolResultStored
 from tavernlab.host import Lab, Run
-from tavernlab.workspace.log_reading import TypeFilter, collector_paused
+from tavernlab.workspace.log_reading import TypeFilter, collector_paused, parse_records
 
 
 def busy(run: Run) -> None:
@@ -107,3 +108,31 @@ def test_concurrent_reads_share_one_pause(run: Run) -> None:
         thread.join()
     assert counts == [len(run.events())] * 4
     assert gc.isenabled()
+
+
+def test_a_type_with_no_model_reads_as_the_generic_event_in_bulk(run: Run) -> None:
+    busy(run)
+    log = run.dir / "events.jsonl"
+    typed = run.events(journal=False)
+    last = typed[-1]
+    upstream = {"seq": last.seq + 1, "id": "evt_up", "runId": run.id,
+                "timestamp": "2026-12-01T00:00:00Z", "type": "agent_loop_finished",
+                "payload": {"rounds": [1, 2]}}
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(upstream) + "\n")
+    records = parse_records(log.read_bytes().splitlines())
+    assert [type(r) for r in records] == [type(r) for r in typed] + [Event]
+    assert (records[-1].type, records[-1].payload) == ("agent_loop_finished", {"rounds": [1, 2]})
+    assert dumped(records[:-1]) == dumped(typed)
+
+
+def test_a_bad_payload_of_a_known_type_names_the_line(run: Run) -> None:
+    busy(run)
+    lines = (run.dir / "events.jsonl").read_bytes().splitlines()
+    index = next(i for i, line in enumerate(lines) if b'"tool_result_stored"' in line)
+    data = json.loads(lines[index])
+    data["payload"] = {"path": 5}
+    lines[index] = json.dumps(data).encode()
+    with pytest.raises(pydantic.ValidationError) as caught:
+        parse_records(lines)
+    assert caught.value.title == "ToolResultStored"

@@ -4,8 +4,10 @@ into their typed models, and the last ``seq`` of a log from its last line.
 Lines are parsed in chunks of about :data:`CHUNK_BYTES`: each chunk is handed to pydantic-core
 as one JSON array validated against the union of every typed record class (discriminated on
 ``type``), which builds the models straight from the bytes, about as fast as ``json.loads``
-alone would parse them. A chunk that does not validate that way (a type tavernlab has no
-model for, a malformed line) is parsed line by line with
+alone would parse them. A chunk with a type tavernlab has no model for is validated in bulk
+again against the same union with the generic :class:`~tavernlab.events.Event` added (chosen
+by a tag function, which is slower); a chunk that does not validate either way (a malformed
+line, a bad payload) is parsed line by line with
 :func:`~tavernlab.events.parse_event`, which gives unknown types the generic
 :class:`~tavernlab.events.Event` and raises exactly what reading one line raises
 (``json.JSONDecodeError`` for a broken line). Every line is validated when read, including
@@ -33,35 +35,59 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Union
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError
 
 from tavernlab.events import Event, parse_event
 
 #: Bytes read (and parsed in bulk) at a time.
 CHUNK_BYTES = 1 << 20
 
-_adapter: tuple[int, TypeAdapter[list[Any]]] | None = None
+#: A generic record's tag in :func:`_tolerant_adapter` (no event type is spelled so).
+GENERIC = "*"
+
+_adapters: dict[bool, tuple[int, TypeAdapter[list[Any]]]] = {}
 
 
-def _records_adapter() -> TypeAdapter[list[Any]]:
-    """The bulk adapter over every typed record class (rebuilt if a class was added)."""
-    global _adapter
-    classes = tuple(Event.registry.values())
-    if _adapter is None or _adapter[0] != len(classes):
-        union = Annotated[Union[classes], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
-        _adapter = (len(classes), TypeAdapter(list[union]))
-    return _adapter[1]
+def _records_adapter(tolerant: bool = False) -> TypeAdapter[list[Any]]:
+    """The bulk adapter over every typed record class, discriminated on ``type`` (rebuilt if
+    a class was added). ``tolerant``: a type with no class validates as the generic
+    :class:`~tavernlab.events.Event` (a tag function instead of pydantic-core's lookup:
+    slower, so used only for a chunk the strict adapter refused)."""
+    classes = dict(Event.registry)
+    built = _adapters.get(tolerant)
+    if built is None or built[0] != len(classes):
+        union: Any
+        if tolerant:
+            members = [Annotated[cls, Tag(name)] for name, cls in classes.items()]
+            union = Annotated[Union[(*members, Annotated[Event, Tag(GENERIC)])],
+                              Discriminator(_tag)]
+        else:
+            union = Annotated[Union[tuple(classes.values())],  # noqa: UP007
+                              Field(discriminator="type")]
+        built = _adapters[tolerant] = (len(classes), TypeAdapter(list[union]))
+    return built[1]
+
+
+def _tag(value: Any) -> str:
+    """The member of the tolerant union ``value`` (one record, as parsed) validates as."""
+    name = value.get("type") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name in Event.registry else GENERIC
 
 
 def parse_records(lines: Sequence[bytes]) -> list[Event]:
-    """The typed models of ``lines`` (complete JSON lines of a run log), in order."""
+    """The typed models of ``lines`` (complete JSON lines of a run log), in order: in bulk,
+    strictly, then tolerating types with no class, then line by line (which raises what
+    reading the first bad line raises)."""
     if not lines:
         return []
-    try:
-        records: list[Event] = _records_adapter().validate_json(b"[" + b",".join(lines) + b"]")
-        return records
-    except ValidationError:
-        return [parse_event(json.loads(line)) for line in lines]
+    array = b"[" + b",".join(lines) + b"]"
+    for tolerant in (False, True):
+        try:
+            records: list[Event] = _records_adapter(tolerant).validate_json(array)
+            return records
+        except ValidationError:
+            continue
+    return [parse_event(json.loads(line)) for line in lines]
 
 
 def parse_all(chunks: Iterable[Sequence[bytes]], types: Collection[str] | None = None
