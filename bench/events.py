@@ -14,6 +14,9 @@ Prints medians measured in one run:
    <= 1.2x), and ``lab.open_run(id)`` (target: <= 20 ms absolute, the same ``json.loads``
    given for reference).
 
+Also printed: ``run.events(types=...)`` for a type the 10,000-record run does not have (its
+lines are ruled out on their bytes, not parsed).
+
 Usage: ``.venv/bin/python bench/events.py [--records N] [--repeats N] [--big N] [--quick]
 [--json]`` (``--json``/``--quick``: the issue-16 rows only).
 """
@@ -75,8 +78,10 @@ def raw_append_cost(root: Path, count: int) -> float:
     return median_us(append, count)
 
 
-def reading(root: Path, records: int, repeats: int) -> tuple[float, float, float, int]:
-    """``(incremental ms, full ms, json.loads ms, total records)`` on a run of ``records``."""
+def reading(root: Path, records: int, repeats: int
+            ) -> tuple[float, float, float, float, int]:
+    """``(incremental ms, full ms, json.loads ms, filtered ms, total records)`` on a run of
+    ``records`` (filtered: ``types=`` one type no line of the run has)."""
     run = Lab(root / "lab-read").start_run(chat_id="bench")
     payload = ContextSummary(has_host_context=False)
     for _ in range(records - len(run.events(journal=False))):
@@ -94,7 +99,8 @@ def reading(root: Path, records: int, repeats: int) -> tuple[float, float, float
     incremental = median_us(lambda: run.events(after_seq=after), repeats) / 1000
     full = median_us(lambda: run.events(), max(3, repeats // 10)) / 1000
     raw = median_us(plain, max(3, repeats // 10)) / 1000
-    return incremental, full, raw, total
+    filtered = median_us(lambda: run.events(types="run_failed"), max(3, repeats // 10)) / 1000
+    return incremental, full, raw, filtered, total
 
 
 def fill(run: Run, records: int) -> None:
@@ -148,11 +154,13 @@ def main() -> None:
             cost = emit_cost(root, subscribers, args.repeats)
             print(f"emit, {subscribers:2d} subscriber(s):            {cost:8.1f} us  "
                   f"(x{cost / raw:.1f} the raw append)")
-        incremental, full, plain, total = reading(root, args.records, args.repeats)
+        incremental, full, plain, filtered, total = reading(root, args.records, args.repeats)
         print(f"\nrun of {total} records (events + journal):")
         print(f"  events(after_seq=<10 from the end>): {incremental:8.3f} ms")
         print(f"  events() (re-read everything):        {full:8.3f} ms  "
               f"(incremental is x{incremental / full:.4f} of it)")
+        print(f"  events(types='run_failed') (none):    {filtered:8.3f} ms  "
+              f"(lines are skipped on their bytes)")
         print(f"  plain json.loads of events.jsonl:     {plain:8.3f} ms (baseline)\n")
         emit(big, False)
 

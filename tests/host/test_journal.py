@@ -369,12 +369,14 @@ def test_a_job_label_is_one_line_and_says_when_it_is_cut() -> None:
     assert len(long) == JOB_LABEL_CHARS and long.endswith("x…")
 
 
-def test_a_reader_between_the_two_halves_of_an_append_keeps_the_order(lab: Lab) -> None:
-    """The writer appends a batch's journal records, then its events; a reader in another
-    process may look in between. It must not yield a journal record before the events it is
-    anchored after (seen as a flaky ``lab.follow`` test)."""
+def test_a_reader_never_sees_half_of_an_append(lab: Lab) -> None:
+    """A writer holds ``events.jsonl`` exclusively while it appends a batch's events and then
+    its journal records; a reader (here in another thread, with its own lock as another
+    process would) waits and sees the whole batch, in order (seen as a flaky cross-process
+    ``lab.follow`` test: a journal record came after events it is anchored before)."""
     from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
     from tavernlab.host.feed import RunFeed
+    from tavernlab.locks import locked_open
     from tavernlab.workspace.logs import EventLog, JournalLog
 
     run = lab.start_run(chat_id="alice")
@@ -382,20 +384,20 @@ def test_a_reader_between_the_two_halves_of_an_append_keeps_the_order(lab: Lab) 
     events_path, journal_path = run.dir / "events.jsonl", run.dir / "journal.jsonl"
     last_event = json.loads(events_path.read_bytes().splitlines()[-1])
     last_note = json.loads(journal_path.read_bytes().splitlines()[-1])
-    # the state mid-append: the journal half of the next batch is written, its events not yet
-    next_event = {**last_event, "seq": last_event["seq"] + 1, "id": "evt_next"}
-    note = {**last_note, "seq": last_note["seq"] + 1, "id": "jrn_next",
-            "eventSeq": next_event["seq"]}
-    with open(journal_path, "ab") as handle:
-        handle.write(json.dumps(note).encode() + b"\n")
-
-    def reader() -> RunFeed:
-        events = EventLog(events_path, run.id, clock=SYSTEM_CLOCK, ids=RANDOM_IDS)
-        return RunFeed(events, JournalLog(journal_path, events))
-
-    before = reader().read()
-    assert "jrn_next" not in [r.id for r in before]
-    with open(events_path, "ab") as handle:
-        handle.write(json.dumps(next_event).encode() + b"\n")
-    after = [r.id for r in reader().read()]
-    assert after[-2:] == ["evt_next", "jrn_next"]
+    anchor = last_event["seq"]
+    next_events = [{**last_event, "seq": anchor + n, "id": f"evt_next{n}"} for n in (1, 2)]
+    note = {**last_note, "seq": last_note["seq"] + 1, "id": "jrn_next", "eventSeq": anchor}
+    events = EventLog(events_path, run.id, clock=SYSTEM_CLOCK, ids=RANDOM_IDS)
+    feed = RunFeed(events, JournalLog(journal_path, events))
+    seen: list[list[str]] = []
+    with locked_open(events_path, os.O_WRONLY | os.O_APPEND):  # the writer's batch
+        with open(events_path, "ab") as handle:
+            handle.writelines(json.dumps(e).encode() + b"\n" for e in next_events)
+        reader = threading.Thread(target=lambda: seen.append([r.id for r in feed.read()]))
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive()  # it waits for the batch
+        with open(journal_path, "ab") as handle:
+            handle.write(json.dumps(note).encode() + b"\n")
+    reader.join(10)
+    assert seen[0][-3:] == ["jrn_next", "evt_next1", "evt_next2"]

@@ -24,12 +24,15 @@ last record a caller received; pass the record to follow both files without repe
 from __future__ import annotations
 
 import heapq
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 from tavernlab.events import Event, EventScope, JournalRecord, Level, Model
+from tavernlab.locks import locked_open
+from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records
 
 E = TypeVar("E", bound=Event)
@@ -196,23 +199,24 @@ class RunFeed:
     def read(self, after: int | Event | None = None, *, types: Iterable[str] | None = None,
              journal: bool = True) -> list[Event]:
         """Events (and journal records, unless ``journal`` is false) after ``after``, merged
-        in order; ``types`` keeps only those types. Only lines after the position are
-        parsed; what an open batch holds is written first."""
+        in order; ``types`` keeps only those types (lines of other types are skipped
+        unparsed). Only lines after the position are parsed; what an open batch holds is
+        written first. The records are built in bulk with the garbage collector paused
+        (:mod:`tavernlab.workspace.log_reading` says why)."""
         self.flush()
         if isinstance(after, JournalRecord):
             event_after, journal_after, anchor = after.event_seq, after.seq, after.event_seq
         else:
             event_after = after.seq if isinstance(after, Event) else (after or 0)
             journal_after, anchor = 0, event_after
-        events = self.events.read(event_after)
-        records: Iterator[Event] = iter(events)
-        if journal:
-            # Events first, then the journal (the writer appends them the other way round):
-            # a journal record anchored past the last event read belongs after events this
-            # read did not see, so it waits for the next read.
-            seen = events[-1].seq if events else event_after
-            notes = [r for r in self.journal.read(journal_after, from_event_seq=anchor)
-                     if r.event_seq <= seen]
-            records = heapq.merge(records, notes, key=order_key)
-        wanted = None if types is None else set(types)
-        return [r for r in records if wanted is None or r.type in wanted]
+        wanted = None if types is None else frozenset(types)
+        # A shared lock on events.jsonl for both reads: a writer holds it exclusively while it
+        # appends a batch's events and journal records, so a reader in another process (or
+        # thread) never sees the one half without the other (lab.follow's order).
+        with locked_open(self.events.path, os.O_RDONLY | os.O_CREAT, shared=True), \
+                collector_paused():  # over the merge too: see workspace.log_reading
+            records: list[Event] = self.events.read(event_after, types=wanted)
+            if not journal:
+                return records
+            notes = self.journal.read(journal_after, from_event_seq=anchor, types=wanted)
+            return list(heapq.merge(records, notes, key=order_key)) if notes else records

@@ -301,8 +301,12 @@ class Run:
         ``after_seq`` reads incrementally: an ``int`` is an ``events.jsonl`` seq (what came
         after that event), a record continues after that record (pass the last record you
         got to follow both files without repeats); only what follows is parsed. ``types``
-        keeps those types (one name or several); ``journal=False`` reads ``events.jsonl``
-        only. Each record's ``source`` says which file it came from.
+        keeps those types (one name or several; lines that cannot be of them are skipped
+        unparsed, so a filtered read costs and holds only what it returns); ``journal=False``
+        reads ``events.jsonl`` only. Each record's ``source`` says which file it came from.
+        Every line read is validated into its model, the lab's own lines too (tavernlab
+        choice: a damaged line raises rather than giving a wrong record); the models are built
+        in bulk with the garbage collector paused (:mod:`tavernlab.workspace.log_reading`).
         """
         self._core.activities.flush("host", None)
         wanted = [types] if isinstance(types, str) else types

@@ -22,7 +22,7 @@ import os
 import threading
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,7 +43,7 @@ from tavernlab.locks import locked_open
 from tavernlab.workspace.log_reading import (
     CHUNK_BYTES,
     anchor_of,
-    parse_records,
+    parse_all,
     read_chunks,
     seq_of_last_line,
 )
@@ -233,9 +233,10 @@ class EventLog(SequencedLog):
         append_records(self, None, [(event, data)])
         return event
 
-    def read(self, after_seq: int = 0) -> list[Event]:
-        """The events with ``seq > after_seq``, parsed into their typed models."""
-        return [e for chunk in self._read_from(lambda: after_seq) for e in parse_records(chunk)]
+    def read(self, after_seq: int = 0, *, types: Collection[str] | None = None) -> list[Event]:
+        """The events with ``seq > after_seq`` (of ``types`` only, if given), parsed into
+        their typed models."""
+        return parse_all(self._read_from(lambda: after_seq), types)
 
 
 class JournalLog(SequencedLog):
@@ -312,13 +313,14 @@ class JournalLog(SequencedLog):
     def _indexed_lines(self, lines: list[bytes]) -> None:
         self._anchors.extend(anchor_of(line) for line in lines)
 
-    def read(self, after_seq: int = 0, *, from_event_seq: int = 0) -> list[JournalRecord]:
+    def read(self, after_seq: int = 0, *, from_event_seq: int = 0,
+             types: Collection[str] | None = None) -> list[JournalRecord]:
         """The records with ``seq > after_seq`` anchored at ``from_event_seq`` or later
-        (found by bisecting the anchors, so only those lines are parsed)."""
+        (found by bisecting the anchors, so only those lines are parsed), of ``types`` only
+        if given."""
         chunks = self._read_from(
             lambda: max(after_seq, bisect_left(self._anchors, from_event_seq)))
-        return [r for chunk in chunks for r in parse_records(chunk)
-                if isinstance(r, JournalRecord)]
+        return [r for r in parse_all(chunks, types) if isinstance(r, JournalRecord)]
 
 
 _ADAPTERS: dict[type[Any], TypeAdapter[list[Any]]] = {}
@@ -339,14 +341,12 @@ def _line(data: dict[str, Any]) -> bytes:
 def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
                    ) -> None:
     """Number and write ``built`` (events and journal records of one run, in their order):
-    the journal records in one locked append to ``journal.jsonl``, each anchored on the last
-    event before it (in ``built`` or, for those before any, already in the file), then the
-    events in one locked append to ``events.jsonl``. The models' ``seq`` and ``eventSeq`` are
-    set here.
-
-    The journal goes first so that a reader in another process that sees an event also sees
-    every journal record anchored before it (:meth:`tavernlab.host.feed.RunFeed.read` reads
-    the events first and holds back journal records anchored past the last event it saw)."""
+    the events in one locked append to ``events.jsonl``, then the journal records in one
+    locked append to ``journal.jsonl``, each anchored on the last event before it (in
+    ``built`` or, for those before any, already in the file). The models' ``seq`` and
+    ``eventSeq`` are set here. The exclusive lock on ``events.jsonl`` is held over both
+    halves, so a reader holding it shared (:meth:`tavernlab.host.feed.RunFeed.read`) sees a
+    whole batch or none of it."""
     with events._lock, locked_open(events.path, _APPEND) as fd:
         size = os.fstat(fd).st_size
         events._catch_up(fd, size)
@@ -363,11 +363,11 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
                 seq += 1
                 record.__dict__["seq"] = data["seq"] = seq
                 event_lines.append(_line(data))
+        if event_lines:
+            events._write(fd, size, event_lines)
         if notes:
             assert journal is not None, "journal records need the journal"
             _append_journal(journal, notes)
-        if event_lines:
-            events._write(fd, size, event_lines)
 
 
 def _append_journal(journal: JournalLog, notes: list[Built]) -> None:
