@@ -164,9 +164,10 @@ class ProxyServer:
     # -- one client connection -------------------------------------------------------------
 
     def _serve(self, client: socket.socket) -> None:
-        _no_delay(client).settimeout(self.timeout)
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
         try:
+            # inside the try: close() may destroy the socket before this thread set it up
+            _no_delay(client).settimeout(self.timeout)
             while True:
                 event = _next_event(conn, client)
                 if not isinstance(event, h11.Request):
