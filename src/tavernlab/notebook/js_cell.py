@@ -23,8 +23,8 @@ from typing import Literal
 from tavernlab.host import Run
 from tavernlab.js.command import CommandResult
 from tavernlab.js.command_line import shell_path
-from tavernlab.notebook.errors import CellSource, JSError, cell_interrupted
-from tavernlab.notebook.output import CellOutput, Stopwatch
+from tavernlab.notebook.errors import CellSource, JSError
+from tavernlab.notebook.output import CellOutput, run_cell_job
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.contract import WriteGuard
@@ -89,21 +89,9 @@ def run_js(session: NotebookSession, request: JsRequest,
     session.enter_cell(request.run)
     argv, eval_name, source = _plan(request, session.cell)
     output = CellOutput(session.shell, show=request.show, stream=request.stream)
-    watch = Stopwatch()
-    try:
-        result = request.run.js(argv, cwd=request.cwd, stdin=request.stdin,
-                                command=request.command, on_output=output.js_chunk,
-                                eval_name=eval_name)
-    except KeyboardInterrupt:
-        output.finish()
-        output.note(watch.cancelled_line())
-        raise cell_interrupted() from None
-    output.finish()
-    if keep is not None:
-        keep(result)
-    if result.exit_code != 0:
-        error = JSError(result, source)
-        if request.raise_on_error:
-            raise error
-        output.note(f"{error.code}: {error.message}")
-    return result
+    return run_cell_job(
+        output, lambda: request.run.js(argv, cwd=request.cwd, stdin=request.stdin,
+                                       command=request.command, on_output=output.js_chunk,
+                                       eval_name=eval_name),
+        keep=keep, raise_on_error=request.raise_on_error,
+        error_of=lambda result: JSError(result, source) if result.exit_code != 0 else None)

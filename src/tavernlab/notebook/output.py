@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
-from typing import Any, Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, TypeVar
 
 from tavernlab.clock import SYSTEM_CLOCK, Clock
+from tavernlab.errors import NotebookError
+from tavernlab.notebook.errors import cell_interrupted
 
 #: Shortest time between two explicit flushes of one stream while streaming.
 FLUSH_INTERVAL_S = 0.05
@@ -126,3 +128,32 @@ class Stopwatch:
     def cancelled_line(self) -> str:
         """``cancelled after 1.2 s``."""
         return f"cancelled after {self.elapsed:.1f} s"
+
+
+R = TypeVar("R")
+
+
+def run_cell_job(output: CellOutput, job: Callable[[], R], *,
+                 keep: Callable[[R], None] | None,
+                 error_of: Callable[[R], NotebookError | None], raise_on_error: bool) -> R:
+    """What ``%%js`` and ``%ws_shell`` do around their job: run it with its output streaming
+    into the cell; on a kernel interrupt print ``cancelled after 1.2 s`` and re-raise
+    (:func:`~tavernlab.notebook.errors.cell_interrupted`); hand the result to ``keep``
+    (``--out VAR``) before anything can raise; and for a failed result (``error_of``) raise
+    its error, or with ``--no-raise`` print it as one line and return the result."""
+    watch = Stopwatch()
+    try:
+        result = job()
+    except KeyboardInterrupt:
+        output.finish()
+        output.note(watch.cancelled_line())
+        raise cell_interrupted() from None
+    output.finish()
+    if keep is not None:
+        keep(result)
+    error = error_of(result)
+    if error is not None:
+        if raise_on_error:
+            raise error
+        output.note(f"{error.code}: {error.message}")
+    return result

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tavernlab.host import Run
-from tavernlab.notebook.errors import ShellError, cell_interrupted
-from tavernlab.notebook.output import CellOutput, Stopwatch
+from tavernlab.notebook.errors import ShellError
+from tavernlab.notebook.output import CellOutput, run_cell_job
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.shell.result import ShellResult
 
@@ -38,20 +38,8 @@ def run_shell(session: NotebookSession, request: ShellRequest,
     (``--out VAR``), so it is kept even when :class:`ShellError` is raised."""
     session.enter_cell(request.run)
     output = CellOutput(session.shell, stream=request.stream)
-    watch = Stopwatch()
-    try:
-        result = request.run.shell(request.command, request.workdir,
-                                   on_output=output.shell_chunk)
-    except KeyboardInterrupt:
-        output.finish()
-        output.note(watch.cancelled_line())
-        raise cell_interrupted() from None
-    output.finish()
-    if keep is not None:
-        keep(result)
-    if result.is_error:
-        error = ShellError(result)
-        if request.raise_on_error:
-            raise error
-        output.note(f"{error.code}: {error.message}")
-    return result
+    return run_cell_job(
+        output, lambda: request.run.shell(request.command, request.workdir,
+                                          on_output=output.shell_chunk),
+        keep=keep, raise_on_error=request.raise_on_error,
+        error_of=lambda result: ShellError(result) if result.is_error else None)
