@@ -9,7 +9,8 @@ Prints, measured in one run:
 2. the peak memory traced (tracemalloc) while counting one 5,000,000-character word, old vs
    new (the old pattern keeps backtracking state for every character of a run).
 
-The old implementation is copied below verbatim. Both must agree on every text measured.
+The old implementation is the tests' frozen oracle (``tests/text_oracle.py``). Both must
+agree on every text measured.
 
 Usage: ``.venv/bin/python bench/text_metrics.py [--repeats N]``.
 """
@@ -18,40 +19,18 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
 from tavernlab.workspace.text import count_words
 
-# --- the implementation before windowing, verbatim -------------------------------------------
-
-_CJK_CLASS = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u2e80-\u2fdf"  # CJK radicals
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\ua960-\ua97f"  # Hangul Jamo extended A
-    "\uac00-\ud7af"  # Hangul syllables
-    "\ud7b0-\ud7ff"  # Hangul Jamo extended B
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # half-width katakana
-    "\uffa0-\uffdc"  # half-width hangul
-    "\U00020000-\U0003134f"  # CJK extensions B-H
-)
-_WORD = re.compile(f"[{_CJK_CLASS}]|(?:(?![{_CJK_CLASS}])[^\\W_])+")
-
-
-def old_count_words(text: str) -> int:
-    """The old ``count_words``: one regex match per CJK code point or alphanumeric run."""
-    return sum(1 for _ in _WORD.finditer(text))
-
+# the frozen old implementation, shared with the tests that use it as their oracle
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from text_oracle import old_count_words
 
 # --- corpora ---------------------------------------------------------------------------------
 

@@ -1,15 +1,14 @@
 """The word metric (spec/workspace.md 7.2) against the implementation it replaced.
 
-``_oracle_count_words`` is the old regular expression, kept verbatim: the windowed
-:func:`count_words` must agree with it on every input, which the spec examples, a hypothesis
-property over hostile Unicode, and an exhaustive pass over every code point check. The memory
-tests pin the constant-memory promise that the old pattern broke on one long word.
+``old_count_words`` (``tests/text_oracle.py``) is the old regular expression, kept verbatim:
+the windowed :func:`count_words` must agree with it on every input, which the spec examples,
+a hypothesis property over hostile Unicode, and an exhaustive pass over every code point
+check. The memory tests pin the constant-memory promise that the old pattern broke on one long word.
 """
 
 from __future__ import annotations
 
 import random
-import re
 import tracemalloc
 from bisect import bisect_left
 from itertools import compress
@@ -17,36 +16,11 @@ from itertools import compress
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from text_oracle import WORD as ORACLE_WORD
+from text_oracle import old_count_words
 
 from tavernlab.workspace import text as text_module
 from tavernlab.workspace.text import count_chars, count_words, text_metrics
-
-# --- the oracle: the implementation before windowing, verbatim ------------------------------
-
-_ORACLE_CJK_CLASS = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u2e80-\u2fdf"  # CJK radicals
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\ua960-\ua97f"  # Hangul Jamo extended A
-    "\uac00-\ud7af"  # Hangul syllables
-    "\ud7b0-\ud7ff"  # Hangul Jamo extended B
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # half-width katakana
-    "\uffa0-\uffdc"  # half-width hangul
-    "\U00020000-\U0003134f"  # CJK extensions B-H
-)
-_ORACLE_WORD = re.compile(f"[{_ORACLE_CJK_CLASS}]|(?:(?![{_ORACLE_CJK_CLASS}])[^\\W_])+")
-
-
-def _oracle_count_words(text: str) -> int:
-    """The old ``count_words``: one match per CJK code point or run of other alphanumerics."""
-    return sum(1 for _ in _ORACLE_WORD.finditer(text))
-
 
 # --- examples -------------------------------------------------------------------------------
 
@@ -71,7 +45,7 @@ SNIPPET = "1 | red\n2 | silver moon rising\n3 | blue"
     ("\u3005\u4eba", 2, 2),     # the iteration mark is alphanumeric but not in the CJK ranges
 ])
 def test_examples(text: str, chars: int, words: int) -> None:
-    assert _oracle_count_words(text) == words
+    assert old_count_words(text) == words
     assert (count_chars(text), count_words(text)) == (chars, words)
     assert text_metrics(text) == (chars, words)
 
@@ -118,7 +92,7 @@ _TEXT = st.text(_CHARACTER, max_size=120)
 def test_agrees_with_the_oracle(text: str, window: int, share: int) -> None:
     """Any text, whole and cut into tiny windows (runs crossing window edges count once), with
     wide run characters taken as few or as many."""
-    words = _oracle_count_words(text)
+    words = old_count_words(text)
     assert count_words(text) == words
     assert text_metrics(text) == (len(text), words)
     assert text_module._count_words(text, window) == words
@@ -133,7 +107,7 @@ def test_agrees_across_real_windows(pieces: list[str], glue: str) -> None:
     """Texts longer than a real window, so the production window size is crossed too."""
     text = glue.join(pieces)
     text = text * (text_module._WINDOW * 2 // max(len(text), 1) + 1)
-    assert count_words(text) == _oracle_count_words(text)
+    assert count_words(text) == old_count_words(text)
 
 
 def _mixed(size: int, seed: int = 7) -> str:
@@ -164,7 +138,7 @@ def _mixed(size: int, seed: int = 7) -> str:
 @pytest.mark.parametrize("window", [1, 2, 5, 4096, text_module._WINDOW])
 def test_mixed_corpus(window: int) -> None:
     text = _mixed(100_000)
-    assert text_module._count_words(text, window) == _oracle_count_words(text)
+    assert text_module._count_words(text, window) == old_count_words(text)
 
 
 # --- exhaustive: every code point, alone and next to an ``a`` -------------------------------
@@ -177,7 +151,7 @@ def _oracle_per_segment(probe: str, width: int) -> bytes:
     start in a segment is exactly the oracle's count for that segment on its own.
     """
     counts = bytearray(len(probe) // width)
-    for match in _ORACLE_WORD.finditer(probe):
+    for match in ORACLE_WORD.finditer(probe):
         counts[match.start() // width] += 1
     return bytes(counts)
 
@@ -295,7 +269,7 @@ def test_mixed_text_in_constant_memory() -> None:
     chunk = _mixed(_MIB)
     joins = text_module._starts_run(chunk[-1]) and text_module._starts_run(chunk[0])
     words, peak = _traced_count(chunk * 20)
-    assert words == 20 * _oracle_count_words(chunk) - 19 * joins
+    assert words == 20 * old_count_words(chunk) - 19 * joins
     assert peak < 8 * _MIB
 
 
@@ -337,14 +311,14 @@ def test_read_file_metrics_agree_with_the_oracle(tmp_path_factory: pytest.TempPa
     selected = "\n".join(text.split("\n")[first - 1:int(data["endLine"])])
     if data["lineTruncated"]:
         selected = selected[:int(data["chars"])]
-    assert (data["totalChars"], data["totalWords"]) == (len(text), _oracle_count_words(text))
-    assert (data["chars"], data["words"]) == (len(selected), _oracle_count_words(selected))
+    assert (data["totalChars"], data["totalWords"]) == (len(text), old_count_words(text))
+    assert (data["chars"], data["words"]) == (len(selected), old_count_words(selected))
     assert result.content.splitlines()[0].split(" (preview)")[0].endswith(
         f"chars {data['chars']} of {data['totalChars']}, words {data['words']} of "
         f"{data['totalWords']}")
     written = run.call_tool("workspace.write_file", {"path": "scratch/t.md", "content": text,
                                                      "mode": "append"})
-    assert written.structured["words"] == _oracle_count_words(text + text)
+    assert written.structured["words"] == old_count_words(text + text)
 
 
 def test_text_measures_count_each_content_once() -> None:
