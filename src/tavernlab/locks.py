@@ -34,6 +34,22 @@ def locked_open(path: Path, flags: int = os.O_RDWR | os.O_CREAT, *,
 
 
 @contextlib.contextmanager
+def shared_lock_if_present(path: Path) -> Iterator[None]:
+    """Hold a shared ``flock`` on an existing file while reading it (a reader never creates
+    the file or its folders: a missing one has nothing to wait for)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold an ``flock`` on the lock file ``path`` (created if missing)."""
     with locked_open(path, shared=shared):

@@ -401,3 +401,15 @@ def test_a_reader_never_sees_half_of_an_append(lab: Lab) -> None:
             handle.write(json.dumps(note).encode() + b"\n")
     reader.join(10)
     assert seen[0][-3:] == ["jrn_next", "evt_next1", "evt_next2"]
+
+
+def test_reading_never_creates_a_missing_log(lab: Lab) -> None:
+    from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
+    from tavernlab.host.feed import RunFeed
+    from tavernlab.workspace.logs import EventLog, JournalLog
+
+    run = lab.start_run(chat_id="alice")
+    gone = run.dir / "elsewhere" / "events.jsonl"
+    events = EventLog(gone, run.id, clock=SYSTEM_CLOCK, ids=RANDOM_IDS)
+    assert RunFeed(events, JournalLog(gone.with_name("journal.jsonl"), events)).read() == []
+    assert not gone.parent.exists()

@@ -24,14 +24,13 @@ last record a caller received; pass the record to follow both files without repe
 from __future__ import annotations
 
 import heapq
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 from tavernlab.events import Event, EventScope, JournalRecord, Level, Model
-from tavernlab.locks import locked_open
+from tavernlab.locks import shared_lock_if_present
 from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records
 
@@ -213,7 +212,7 @@ class RunFeed:
         # A shared lock on events.jsonl for both reads: a writer holds it exclusively while it
         # appends a batch's events and journal records, so a reader in another process (or
         # thread) never sees the one half without the other (lab.follow's order).
-        with locked_open(self.events.path, os.O_RDONLY | os.O_CREAT, shared=True), \
+        with shared_lock_if_present(self.events.path), \
                 collector_paused():  # over the merge too: see workspace.log_reading
             records: list[Event] = self.events.read(event_after, types=wanted)
             if not journal:
