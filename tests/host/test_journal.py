@@ -166,6 +166,28 @@ def test_persist_initialisation_is_journaled(lab: Lab) -> None:
         ("persist/notes/a.md", "created", "file", "persist", sha("kept"))]
 
 
+def test_persist_initialisation_lines_are_what_the_model_writes(lab: Lab) -> None:
+    """The records of ``persist/`` filled from a state are written in bulk from plain
+    objects (no model per file); each payload is byte for byte what :class:`FileChange`
+    writes, and each line reads back as a :class:`FileChanged`."""
+    first = lab.start_run(chat_id="alice")
+    for path in ("persist/b.md", "persist/a/x.md", "persist/a/b/y.md"):
+        first.call_tool("workspace.write_file", {"path": path, "content": path})
+    first.call_tool("workspace.write_file", {"path": "output/main.md", "content": "x"})
+    first.call_tool("workspace.commit", {})
+    first.finish()
+    second = lab.start_run(chat_id="alice", persist_base=first.persist_state_id)
+    lines = [json.loads(line) for line in
+             (second.dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [line["payload"]["path"] for line in lines] == [
+        "persist/a", "persist/a/b", "persist/a/b/y.md", "persist/a/x.md", "persist/b.md"]
+    for line in lines:
+        model = FileChanged.model_validate(line)
+        assert json.dumps(line["payload"]) == json.dumps(
+            model.payload.model_dump(mode="json", by_alias=True))
+    assert [c.path for c in changes(second)] == [line["payload"]["path"] for line in lines]
+
+
 def test_a_long_shell_call_shows_its_files_while_it_runs(run: Run) -> None:
     seen: list[tuple[str, bool]] = []
     done = threading.Event()

@@ -322,3 +322,68 @@ def test_a_killed_publisher_leaves_no_visible_state_and_the_next_publish_works(l
     assert repo.state_ids() == [again.persist_state_id]
     assert not any(".tmp-" in p.name for p in states.iterdir())
     assert len(repo.load(again.persist_state_id).files) == 3000
+
+
+@pytest.mark.parametrize(("entry", "detail"), [
+    ({"path": "a.md", "sha256": "0" * 64}, "files[0] must be an object of path, sha256 and bytes"),
+    ({"path": "a.md", "sha256": "0" * 64, "bytes": 1, "mode": 420},
+     "files[0] must be an object of path, sha256 and bytes"),
+    ({"path": "a.md", "sha256": "0" * 64, "bytes": "1"}, "bytes an integer"),
+    ({"path": "a.md", "sha256": "0" * 64, "bytes": True}, "bytes an integer"),
+    ({"path": 7, "sha256": "0" * 64, "bytes": 1}, "path and sha256 must be strings"),
+    ("a.md", "files[0] must be an object"),
+])
+def test_a_malformed_file_entry_is_refused_with_the_entry_named(
+        lab: Lab, entry: object, detail: str) -> None:
+    """The manifest's file list is checked exactly (no coercion, no unknown keys): an entry
+    that is not ``{path, sha256, bytes}`` with a string, a string and an integer fails the
+    run's start with ``agent.persistent_state_invalid`` naming the entry."""
+    repo = lab.chat("alice").persist
+    write_json(repo.state_dir("pst_bad") / "manifest.json", {
+        "version": 2, "stateId": "pst_bad", "runId": "run_x", "workspaceId": repo.workspace_id,
+        "stableChatId": "alice", "createdAt": "2025-01-01T00:00:00Z", "files": [entry],
+        "directories": [], "changes": []})
+    (repo.state_dir("pst_bad") / "persist").mkdir()
+    with pytest.raises(PersistStateError) as info:
+        lab.start_run(chat_id="alice", persist_base="pst_bad")
+    assert info.value.code == "agent.persistent_state_invalid"
+    assert detail in info.value.message
+    assert lab.runs() == []
+
+
+def test_a_published_manifest_lists_files_as_path_sha256_bytes(lab: Lab) -> None:
+    """The manifest's on-disk shape of a file entry: exactly ``path``, ``sha256``, ``bytes``,
+    in that order (and the loaded manifest gives them back as entries)."""
+    import hashlib
+
+    run = lab.start_run(chat_id="alice")
+    put(run, "persist/notes/a.md", "alpha")
+    state = finish(run)
+    repo = lab.chat("alice").persist
+    raw = (repo.state_dir(state) / "manifest.json").read_text()
+    digest = hashlib.sha256(b"alpha").hexdigest()
+    assert (f'"files": [\n    {{\n      "path": "notes/a.md",\n      "sha256": "{digest}",\n'
+            f'      "bytes": 5\n    }}\n  ]') in raw
+    (entry,) = repo.load(state).files
+    assert (entry.path, entry.sha256, entry.bytes) == ("notes/a.md", digest, 5)
+
+
+@pytest.mark.parametrize(("change", "detail"), [
+    ({"path": "a.md"}, "changes[0] must be an object of kind, path"),
+    ({"kind": "added", "path": "a.md", "why": "x"}, "changes[0] must be an object of kind"),
+    ({"kind": "renamed", "path": "a.md"}, "kind must be one of added, deleted"),
+    ({"kind": "added", "path": "a.md", "bytes": 1.5}, "bytes an integer"),
+])
+def test_a_malformed_change_is_refused_with_the_change_named(
+        lab: Lab, change: object, detail: str) -> None:
+    """The manifest's change list is checked exactly too."""
+    repo = lab.chat("alice").persist
+    write_json(repo.state_dir("pst_bad") / "manifest.json", {
+        "version": 2, "stateId": "pst_bad", "runId": "run_x", "workspaceId": repo.workspace_id,
+        "stableChatId": "alice", "createdAt": "2025-01-01T00:00:00Z", "files": [],
+        "directories": [], "changes": [change]})
+    (repo.state_dir("pst_bad") / "persist").mkdir()
+    with pytest.raises(PersistStateError) as info:
+        lab.start_run(chat_id="alice", persist_base="pst_bad")
+    assert info.value.code == "agent.persistent_state_invalid"
+    assert detail in info.value.message

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
@@ -186,3 +187,26 @@ def test_link_or_copy_copies_across_devices(tmp_path: Path) -> None:
         assert os.lstat(tmp_path / "linked").st_nlink == 2
     finally:
         source.unlink()
+
+
+def test_a_planted_link_fails_the_publication_and_leaves_no_state(lab: Lab, base: str,
+                                                                  tmp_path: Path) -> None:
+    """Publication scans and stores ``persist/`` in one walk: a planted hard link found
+    midway fails the finish with the containment error, as upstream fails a commit
+    (``persistent_changes_commit_failed``, the run failed), and leaves neither a new state nor
+    a half-built staging directory."""
+    run = lab.start_run(chat_id="alice", persist_base=base)
+    run.scope.write_text(WorkspacePath("persist/notes/a.md"), "changed\n", WriteGuard.unchecked())
+    outside = tmp_path / "secret.txt"
+    outside.write_text("top secret\n")
+    os.link(outside, run.workspace_dir / "persist" / "zz-alias.md")  # walked last
+    run.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
+    assert not run.call_tool("workspace.commit", {}).is_error
+    with pytest.raises(InvalidData, match="regular files and directories"):
+        run.finish()
+    assert run.status == "failed"
+    failed = [e for e in run.events() if e.type == "persistent_changes_commit_failed"]
+    assert len(failed) == 1 and "regular files and directories" in failed[0].payload.error
+    states = lab.chat("alice").persist.states_dir
+    assert sorted(p.name for p in states.iterdir()) == [base]
+    assert outside.read_text() == "top secret\n"

@@ -92,10 +92,12 @@ class Activities:
                 self.feed.note(FileChanged, change)
         return changes
 
-    def record(self, changes: list[FileChange]) -> None:
-        """Journal changes the port did not see (``persist/`` filled from a state)."""
+    def record(self, changes: list[dict[str, object]]) -> None:
+        """Journal changes the port did not see (``persist/`` filled from a state), given as
+        ``file_changed`` payloads in their on-disk form (see
+        :func:`tavernlab.host.starting.persist_changes`)."""
         if changes:
-            self.feed.note_all(FileChanged, list(changes))
+            self.feed.note_all(FileChanged, changes)
 
 
 class _Ticker:

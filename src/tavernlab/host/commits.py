@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tavernlab.errors import PersistStateError, RunStateError, WorkspaceError
+from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
     AgentInvocationCompleted,
     ChatCommitRequest,
@@ -136,7 +136,7 @@ def _publish(core: RunCore) -> str:
             state, reused = chat.persist.publish(
                 run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
                 revision_of=counters.persist_state_id, links=core.fs.containment.links)
-    except (PersistStateError, OSError) as exc:
+    except (PersistStateError, InvalidData, OSError) as exc:  # InvalidData: a planted node
         core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
         core.fail(str(exc))
         raise

@@ -32,7 +32,7 @@ from typing import TypeVar
 from tavernlab.events import Event, EventScope, JournalRecord, Level, Model
 from tavernlab.locks import shared_lock_if_present
 from tavernlab.workspace.log_reading import collector_paused
-from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records
+from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records, model_of
 
 E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
@@ -107,14 +107,14 @@ class RunFeed:
             self._queue(record, data)
         return record
 
-    def note_all(self, kind: type[J], payloads: list[Model]) -> list[J]:
-        """Append many journal records of one kind, in order (built in bulk)."""
+    def note_all(self, kind: type[J], payloads: list[dict[str, object]]) -> None:
+        """Append many journal records of one kind, in order, from payloads in their on-disk
+        form (:meth:`~tavernlab.workspace.logs.JournalLog.lines_of`: no model is built unless
+        a subscriber is told)."""
         with self.lock:
-            built = self.journal.build_all(kind, payloads)
-            self._pending.extend(built)
+            self._pending.extend(self.journal.lines_of(kind, payloads))
             if self._owner != threading.get_ident():
                 self._write(batch_ended=self._owner is None)
-        return [record for record, _ in built]
 
     def _queue(self, record: Event, data: dict[str, object]) -> None:
         self._pending.append((record, data))
@@ -160,8 +160,9 @@ class RunFeed:
             append_records(self.events, self.journal, pending)
         if self.on_written is not None and (pending or batch_ended):
             self.on_written(batch_ended)
-        for record, _ in pending:
-            self._tell(record)
+        if self._subscribers:
+            for record, data in pending:
+                self._tell(model_of(record, data))
 
     def _tell(self, record: Event) -> None:
         for subscription in self._subscribers:

@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from functools import cache, partial
+from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import TypeAdapter
 
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import InvalidData, SkillUnavailable
 from tavernlab.events import (
     ContextAssembled,
     ContextSummary,
-    FileChange,
     PersistentProjectionInitialized,
     ProjectionSummary,
     RootList,
@@ -264,22 +262,22 @@ def read_persist_snapshot(run_dir: Path) -> PersistSnapshot:
     return PersistSnapshot.model_validate(read_json(run_dir / "input" / "persist_snapshot.json"))
 
 
-def persist_changes(snapshot: PersistSnapshot) -> list[FileChange]:
+def persist_changes(snapshot: PersistSnapshot) -> list[dict[str, object]]:
     """The journal's view of ``persist/`` filled from a state (copied past the port), sorted
-    by path (built in bulk: a large state has a record per file)."""
-    changes: list[dict[str, Any]] = [
-        {"path": f"persist/{d}", "change": "created", "node": "directory", "writer": "persist"}
+    by path: ``file_changed`` payloads in their on-disk form, the fields of
+    :class:`~tavernlab.events.FileChange` in its order (built as plain objects: a large state
+    has a record per file; their values come from the snapshot, whose file list is checked
+    when it is read)."""
+    changes: list[dict[str, object]] = [
+        {"path": f"persist/{d}", "change": "created", "node": "directory", "size": None,
+         "sha256": None, "fromPath": None, "writer": "persist", "callId": None}
         for d in snapshot.directory_set()]
     changes += [{"path": f"persist/{f.path}", "change": "created", "node": "file",
-                 "size": f.bytes, "sha256": f.sha256, "writer": "persist"}
+                 "size": f.bytes, "sha256": f.sha256, "fromPath": None, "writer": "persist",
+                 "callId": None}
                 for f in snapshot.files]
-    changes.sort(key=lambda c: c["path"])
-    return _file_changes().validate_python(changes)
-
-
-@cache
-def _file_changes() -> TypeAdapter[list[FileChange]]:
-    return TypeAdapter(list[FileChange])
+    changes.sort(key=itemgetter("path"))
+    return changes
 
 
 def resolve_profile(profile: Profile | Mapping[str, Any] | None, default: Callable[[], Profile]

@@ -84,6 +84,10 @@ class LabLinks:
         """A link the lab just made, of a file with ``content`` (its ``(sha256, size)``)."""
         self._known[key] = content
 
+    def content(self, st: os.stat_result) -> tuple[str, int] | None:
+        """``(sha256, size)`` of the file ``st`` if it is a link known to be the lab's."""
+        return self._known.get(link_key(st))
+
     def known(self) -> dict[LinkKey, tuple[str, int]]:
         """Every link known to be the lab's, with its ``(sha256, size)``."""
         return dict(self._known)

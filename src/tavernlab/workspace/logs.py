@@ -27,8 +27,6 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import TypeAdapter
-
 from tavernlab.clock import Clock, IdFactory, rfc3339
 from tavernlab.events import (
     EVENT_TYPES,
@@ -44,6 +42,7 @@ from tavernlab.workspace.log_reading import (
     CHUNK_BYTES,
     anchor_of,
     parse_all,
+    parse_records,
     read_chunks,
     seq_of_last_line,
 )
@@ -56,8 +55,10 @@ _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # read: the last line when it gr
 #: Journal record types whose byte offsets :attr:`JournalLog.written_at` keeps.
 OFFSET_TYPES = frozenset({"subagent_started"})
 
-#: A built record waiting to be written: the model and the JSON object of its line.
-Built = tuple[Event, dict[str, Any]]
+#: A built record waiting to be written: the model and the JSON object of its line. A model
+#: of ``None`` is a journal record built from its line alone (:meth:`JournalLog.lines_of`:
+#: in bulk, its model made only if a subscriber asks, see :func:`model_of`).
+Built = tuple[Event | None, dict[str, Any]]
 
 
 class SequencedLog:
@@ -267,26 +268,21 @@ class JournalLog(SequencedLog):
         }
         return record, data
 
-    def build_all(self, kind: type[J], payloads: Sequence[Model]
-                  ) -> list[tuple[J, dict[str, Any]]]:
-        """:meth:`build` for many records of one kind at once (validated and dumped in bulk
-        by pydantic-core: a run started from a large persist state journals a record per
-        file). The ids and times are taken in the same order as one by one."""
+    def lines_of(self, kind: type[J], payloads: Sequence[dict[str, Any]]) -> list[Built]:
+        """Records of one kind from payloads already in their on-disk form (the model's
+        camelCase keys, in its field order, JSON values the caller has checked), without
+        building a model each: a run started from a large persist state journals a record
+        per file. The ids and times are taken in order, one per record, as one by one."""
         type_name = kind.type_name()
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        stamps = [(events.ids.new("jrn"), events.clock.now()) for _ in payloads]
-        records: list[J] = _list_adapter(kind).validate_python(
-            [{"seq": 0, "event_seq": 0, "id": ident, "run_id": events.run_id,
-              "timestamp": moment, "payload": payload}
-             for (ident, moment), payload in zip(stamps, payloads, strict=True)])
-        dumped = _list_adapter(type(payloads[0])).dump_python(
-            list(payloads), mode="json", by_alias=True) if payloads else []
-        return [(record, {"seq": 0, "eventSeq": 0, "id": record.id, "runId": events.run_id,
-                          "timestamp": rfc3339(record.timestamp), "level": record.level,
-                          "type": type_name, "payload": payload})
-                for record, payload in zip(records, dumped, strict=True)]
+        new_id, now, run_id = events.ids.new, events.clock.now, events.run_id
+        level = kind.default_level()
+        return [(None, {"seq": 0, "eventSeq": 0, "id": new_id("jrn"), "runId": run_id,
+                        "timestamp": rfc3339(now()), "level": level, "type": type_name,
+                        "payload": payload})
+                for payload in payloads]
 
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
@@ -323,19 +319,17 @@ class JournalLog(SequencedLog):
         return [r for r in parse_all(chunks, types) if isinstance(r, JournalRecord)]
 
 
-_ADAPTERS: dict[type[Any], TypeAdapter[list[Any]]] = {}
+def model_of(record: Event | None, data: dict[str, Any]) -> Event:
+    """The model of a written record: ``record``, or one parsed from its line's object."""
+    return record if record is not None else parse_records([_line(data)])[0]
 
 
-def _list_adapter(kind: type[Any]) -> TypeAdapter[list[Any]]:
-    """A cached ``TypeAdapter(list[kind])`` (bulk validation and dumping)."""
-    adapter = _ADAPTERS.get(kind)
-    if adapter is None:
-        adapter = _ADAPTERS[kind] = TypeAdapter(list[kind])  # type: ignore[valid-type]
-    return adapter
+#: ``json.dumps(..., ensure_ascii=False)`` without building an encoder per line.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _line(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+    return (_ENCODE(data) + "\n").encode("utf-8")
 
 
 def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
@@ -356,8 +350,10 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
         for record, data in built:
             # Straight into the models' fields (pydantic's __setattr__ costs more than the
             # whole line for a large batch; these fields are plain ints, set at build).
-            if isinstance(record, JournalRecord):
-                record.__dict__["event_seq"] = data["eventSeq"] = seq
+            if record is None or isinstance(record, JournalRecord):
+                data["eventSeq"] = seq
+                if record is not None:
+                    record.__dict__["event_seq"] = seq
                 notes.append((record, data))
             else:
                 seq += 1
@@ -378,10 +374,12 @@ def _append_journal(journal: JournalLog, notes: list[Built]) -> None:
         lines = []
         offset = size
         for number, (record, data) in enumerate(notes, start=journal.last_seq + 1):
-            record.__dict__["seq"] = data["seq"] = number
+            data["seq"] = number
+            if record is not None:
+                record.__dict__["seq"] = number
             line = _line(data)
             if data["type"] in OFFSET_TYPES:
-                journal.written_at[record.id] = offset
+                journal.written_at[data["id"]] = offset
             offset += len(line)
             lines.append(line)
         journal._write(fd, size, lines)

@@ -34,7 +34,9 @@ import contextlib
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from pydantic import Field, ValidationError
@@ -46,9 +48,10 @@ from tavernlab.locks import file_lock
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.persist_tree import (
-    FileEntry,
-    PersistChange,
+    ChangeList,
+    FileList,
     Tree,
+    copy_tree,
     diff_trees,
     implied_directories,
     link_or_copy,
@@ -72,7 +75,7 @@ class PersistSnapshot(Model):
     """
 
     base_state_id: str | None = None
-    files: list[FileEntry] = Field(default_factory=list)
+    files: FileList = Field(default_factory=list)
     directories: list[str] | None = None
 
     def directory_set(self) -> set[str]:
@@ -93,9 +96,9 @@ class StateManifest(Model):
     base_state_id: str | None = None
     revision_of: str | None = None
     created_at: datetime
-    files: list[FileEntry] = Field(default_factory=list)
+    files: FileList = Field(default_factory=list)
     directories: list[str] | None = None
-    changes: list[PersistChange] = Field(default_factory=list)
+    changes: ChangeList = Field(default_factory=list)
 
 
 class PersistRepository:
@@ -246,23 +249,27 @@ class PersistRepository:
         with self._lock():
             self.states_dir.mkdir(parents=True, exist_ok=True)
             self._remove_leftovers()
-            base = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
+            if revision_of is None:  # nothing to compare with: scan and store in one walk
+                return self._new_state(run_id, partial(copy_tree, persist_dir, links=links),
+                                       snapshot, revision_of), False
             tree = scan_tree(persist_dir, links=links)
-            if revision_of is not None:
-                for earlier in self._revision_chain(revision_of, run_id):
-                    if tree.same_as(earlier.files, self.directories_of(earlier)):
-                        return earlier, True
-            return self._new_state(run_id, tree, snapshot, base, revision_of), False
+            for earlier in self._revision_chain(revision_of, run_id):
+                if tree.same_as(earlier.files, self.directories_of(earlier)):
+                    return earlier, True
+            return self._new_state(run_id, partial(_materialized, tree), snapshot,
+                                   revision_of), False
 
-    def _new_state(self, run_id: str, tree: Tree, snapshot: PersistSnapshot,
-                   base: dict[str, tuple[str, int]], revision_of: str | None) -> StateManifest:
+    def _new_state(self, run_id: str, store: Callable[[Path], Tree], snapshot: PersistSnapshot,
+                   revision_of: str | None) -> StateManifest:
+        """A new state whose ``persist/`` ``store(target)`` fills, returning its tree."""
         state_id = self.ids.new("pst")
         if self.state_dir(state_id).exists():
             raise _state_error("exists", f"persist state `{state_id}` already exists",
                                code="agent.persistent_state_exists")
         staging = self.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
         try:
-            materialize(tree, staging / PERSIST_ROOT)
+            tree = store(staging / PERSIST_ROOT)
+            base = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
             manifest = StateManifest(
                 state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
                 stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
@@ -331,6 +338,12 @@ class PersistRepository:
                 shutil.rmtree(self.state_dir(state_id))
                 deleted.append(state_id)
             return deleted
+
+
+def _materialized(tree: Tree, target: Path) -> Tree:
+    """``tree`` stored at ``target`` (:func:`materialize`): a ``store`` of ``_new_state``."""
+    materialize(tree, target)
+    return tree
 
 
 def _link_or_copy(source: str, target: str) -> None:

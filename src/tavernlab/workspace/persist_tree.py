@@ -25,10 +25,11 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal, NamedTuple, get_args
+
+from pydantic import PlainSerializer, PlainValidator
 
 from tavernlab.errors import InvalidData
-from tavernlab.events import Model
 from tavernlab.workspace.containment import (
     UNSUPPORTED_NODE,
     LabLinks,
@@ -44,21 +45,97 @@ _CANNOT_LINK = frozenset({errno.EXDEV, errno.EMLINK, errno.EPERM, errno.ENOTSUP,
 STATE_FILE_MODE = 0o444
 
 
-class FileEntry(Model):
-    """A file of a persist tree."""
+class FileEntry(NamedTuple):
+    """A file of a persist tree: ``{"path", "sha256", "bytes"}`` on disk. A named tuple, not
+    a model: a state's manifest and a run's snapshot list every file, and building tens of
+    thousands of models cost more than linking the files (issue 16); :data:`FileList`
+    validates and writes a whole list in one pass."""
 
     path: str
     sha256: str
     bytes: int
 
 
-class PersistChange(Model):
-    """One change of a publication."""
+_ENTRY_KEYS = frozenset({"path", "sha256", "bytes"})
 
-    kind: Literal["added", "modified", "deleted", "directoryAdded", "directoryDeleted"]
+
+def _file_list(value: Any) -> list[FileEntry]:
+    """A JSON list of file entries, checked exactly (no coercion, no unknown keys)."""
+    if not isinstance(value, list):
+        raise ValueError("files must be a list")
+    entries: list[FileEntry] = []
+    for index, item in enumerate(value):
+        if isinstance(item, FileEntry):
+            entries.append(item)
+            continue
+        if not isinstance(item, dict) or item.keys() != _ENTRY_KEYS:
+            raise ValueError(f"files[{index}] must be an object of path, sha256 and bytes")
+        path, digest, size = item["path"], item["sha256"], item["bytes"]
+        if type(path) is not str or type(digest) is not str or type(size) is not int:
+            raise ValueError(f"files[{index}]: path and sha256 must be strings, bytes an "
+                             "integer")
+        entries.append(FileEntry(path, digest, size))
+    return entries
+
+
+def _file_dicts(entries: list[FileEntry]) -> list[dict[str, Any]]:
+    return [{"path": e.path, "sha256": e.sha256, "bytes": e.bytes} for e in entries]
+
+
+#: A model field holding file entries (validated and dumped in bulk).
+FileList = Annotated[list[FileEntry], PlainValidator(_file_list),
+                     PlainSerializer(_file_dicts, return_type=list[dict[str, Any]])]
+
+
+ChangeKind = Literal["added", "modified", "deleted", "directoryAdded", "directoryDeleted"]
+_CHANGE_KINDS = frozenset(get_args(ChangeKind))
+_CHANGE_KEYS = frozenset({"kind", "path", "sha256", "bytes"})
+
+
+class PersistChange(NamedTuple):
+    """One change of a publication: ``{"kind", "path", "sha256"?, "bytes"?}`` on disk (a
+    named tuple, like :class:`FileEntry`; a first state lists every file as ``added``)."""
+
+    kind: ChangeKind
     path: str
     sha256: str | None = None
     bytes: int | None = None
+
+
+def _change_list(value: Any) -> list[PersistChange]:
+    """A JSON list of changes, checked exactly (no coercion, no unknown keys)."""
+    if not isinstance(value, list):
+        raise ValueError("changes must be a list")
+    changes: list[PersistChange] = []
+    for index, item in enumerate(value):
+        if isinstance(item, PersistChange):
+            changes.append(item)
+            continue
+        if not isinstance(item, dict) or not {"kind", "path"} <= item.keys() <= _CHANGE_KEYS:
+            raise ValueError(f"changes[{index}] must be an object of kind, path and optional "
+                             "sha256 and bytes")
+        kind, path = item["kind"], item["path"]
+        digest, size = item.get("sha256"), item.get("bytes")
+        if (kind not in _CHANGE_KINDS or type(path) is not str
+                or (digest is not None and type(digest) is not str)
+                or (size is not None and type(size) is not int)):
+            raise ValueError(f"changes[{index}]: kind must be one of "
+                             f"{', '.join(sorted(_CHANGE_KINDS))}, path and sha256 strings, "
+                             "bytes an integer")
+        changes.append(PersistChange(kind, path, digest, size))
+    return changes
+
+
+def _change_dicts(changes: list[PersistChange]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in zip(_CHANGE_FIELDS, change, strict=True) if v is not None}
+            for change in changes]
+
+
+_CHANGE_FIELDS = PersistChange._fields
+#: A model field holding a change list (validated and dumped in bulk; absent digests and
+#: sizes are left out, as upstream-style ``exclude_none`` writes them).
+ChangeList = Annotated[list[PersistChange], PlainValidator(_change_list),
+                       PlainSerializer(_change_dicts, return_type=list[dict[str, Any]])]
 
 
 def implied_directories(paths: Iterable[str]) -> set[str]:
@@ -84,7 +161,7 @@ class Tree:
 
     def file_entries(self) -> list[FileEntry]:
         """Files sorted by path."""
-        return [FileEntry(path=p, sha256=h, bytes=n) for p, (h, n) in sorted(self.files.items())]
+        return [FileEntry(p, h, n) for p, (h, n) in sorted(self.files.items())]
 
     def same_as(self, files: list[FileEntry], directories: set[str]) -> bool:
         """Whether this tree equals a recorded one."""
@@ -156,6 +233,32 @@ def materialize(tree: Tree, target: Path) -> None:
             copy_file(host, f"{root}/{rel}", mode=STATE_FILE_MODE)
 
 
+def copy_tree(root: Path, target: Path, *, links: LabLinks | None = None) -> Tree:
+    """:func:`scan_tree` then :func:`materialize` in one walk, for a publication that needs
+    no comparison first: each directory made as it is found, each of the run's ``links``
+    linked (its digest the recorded one), every other file copied read-only and hashed as it
+    is copied. A refused node fails the walk; the caller removes ``target``."""
+    target.mkdir(parents=True)
+    out = str(target)
+    files: dict[str, tuple[str, int]] = {}
+    shared: set[str] = set()
+    directories: set[str] = set()
+    if root.exists():
+        for rel, host, st in walk(root, links=links):
+            if stat.S_ISDIR(st.st_mode):
+                os.mkdir(f"{out}/{rel}")
+                directories.add(rel)
+                continue
+            recorded = None if st.st_nlink < 2 or links is None else links.content(st)
+            if recorded is not None:
+                link_or_copy(host, f"{out}/{rel}")
+                files[rel] = recorded
+                shared.add(rel)
+            else:
+                files[rel] = copy_file(host, f"{out}/{rel}", mode=STATE_FILE_MODE)
+    return Tree(files, frozenset(directories), shared=frozenset(shared))
+
+
 def link_tree(source: Path, target: Path, *, link: bool = True
               ) -> tuple[Tree, list[tuple[str, LinkKey]]]:
     """Fill the empty (missing) ``target`` from the state tree ``source``: directories made,
@@ -193,12 +296,17 @@ def link_or_copy(source: str, target: str | Path) -> bool:
     return False
 
 
-def copy_file(source: str, target: str | Path, *, mode: int = 0o644) -> None:
-    """Copy the bytes of ``source`` to the new file ``target`` (created with ``mode``)."""
+def copy_file(source: str, target: str | Path, *, mode: int = 0o644) -> tuple[str, int]:
+    """Copy the bytes of ``source`` to the new file ``target`` (created with ``mode``);
+    returns their ``(sha256, size)``, taken as they are copied."""
+    digest = hashlib.sha256()
+    size = 0
     with open(source, "rb") as reader:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             while chunk := reader.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view):]
@@ -206,6 +314,7 @@ def copy_file(source: str, target: str | Path, *, mode: int = 0o644) -> None:
                 os.fchmod(fd, mode)
         finally:
             os.close(fd)
+    return digest.hexdigest(), size
 
 
 def _hash_file(source: str) -> tuple[str, int]:
