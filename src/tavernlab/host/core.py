@@ -212,13 +212,13 @@ class RunCore:
     # -- records ------------------------------------------------------------------------------
 
     def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
-             scope: EventScope | None = None) -> E:
+             scope: EventScope | None = None) -> None:
         """Append a typed event to ``events.jsonl`` (validated before it is written) and
         publish it to the run's subscribers."""
-        return self.feed.emit(kind, payload, level=level, scope=scope)
+        self.feed.emit(kind, payload, level=level, scope=scope)
 
-    def note(self, kind: type[J], payload: Model) -> J:
-        """Append a record to ``journal.jsonl`` and publish it."""
+    def note(self, kind: type[J], payload: Model) -> str:
+        """Append a record to ``journal.jsonl`` and publish it; returns its id."""
         return self.feed.note(kind, payload)
 
     def set_status(self, status: RunStatus, *, index: bool = True) -> None:
@@ -301,10 +301,10 @@ class RunCore:
         invocation = self.new_invocation(agent_id, "return", profile)
         self.subagents[invocation.id] = invocation
         with self.feed.lock:
-            record = self.note(SubagentStarted, SubagentStart(
+            record_id = self.note(SubagentStarted, SubagentStart(
                 invocation_id=invocation.id, agent_id=agent_id, profile=profile.to_json()))
             self.feed.flush()
-            self._subagent_offsets[invocation.id] = self.journal.written_at[record.id]
+            self._subagent_offsets[invocation.id] = self.journal.written_at[record_id]
         return invocation
 
     def announce(self, invocation: Invocation) -> None:

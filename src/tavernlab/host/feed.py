@@ -92,20 +92,19 @@ class RunFeed:
     # -- writing ------------------------------------------------------------------------------
 
     def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
-             scope: EventScope | None = None) -> E:
+             scope: EventScope | None = None) -> None:
         """Append a typed event to ``events.jsonl`` and publish it (at once, or when the
-        batch it belongs to is written; its ``seq`` is set then)."""
+        batch it belongs to is written; its ``seq`` is set then). The payload is validated
+        now; the event's model is made only for subscribers."""
         with self.lock:
-            event, data = self.events.build(kind, payload, level=level, scope=scope)
-            self._queue(event, data)
-        return event
+            self._queue(self.events.build(kind, payload, level=level, scope=scope))
 
-    def note(self, kind: type[J], payload: Model) -> J:
-        """Append a journal record and publish it (like :meth:`emit`)."""
+    def note(self, kind: type[J], payload: Model) -> str:
+        """Append a journal record and publish it (like :meth:`emit`); returns its id."""
         with self.lock:
-            record, data = self.journal.build(kind, payload)
-            self._queue(record, data)
-        return record
+            built = self.journal.build(kind, payload)
+            self._queue(built)
+        return str(built[1]["id"])
 
     def note_all(self, kind: type[J], payloads: list[dict[str, object]]) -> None:
         """Append many journal records of one kind, in order, from payloads in their on-disk
@@ -116,8 +115,8 @@ class RunFeed:
             if self._owner != threading.get_ident():
                 self._write(batch_ended=self._owner is None)
 
-    def _queue(self, record: Event, data: dict[str, object]) -> None:
-        self._pending.append((record, data))
+    def _queue(self, built: Built) -> None:
+        self._pending.append(built)
         if self._owner != threading.get_ident():
             self._write(batch_ended=self._owner is None)
 
@@ -161,8 +160,8 @@ class RunFeed:
         if self.on_written is not None and (pending or batch_ended):
             self.on_written(batch_ended)
         if self._subscribers:
-            for record, data in pending:
-                self._tell(model_of(record, data))
+            for make, data in pending:
+                self._tell(model_of(make, data))
 
     def _tell(self, record: Event) -> None:
         for subscription in self._subscribers:

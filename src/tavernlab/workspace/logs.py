@@ -55,10 +55,13 @@ _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # read: the last line when it gr
 #: Journal record types whose byte offsets :attr:`JournalLog.written_at` keeps.
 OFFSET_TYPES = frozenset({"subagent_started"})
 
-#: A built record waiting to be written: the model and the JSON object of its line. A model
-#: of ``None`` is a journal record built from its line alone (:meth:`JournalLog.lines_of`:
-#: in bulk, its model made only if a subscriber asks, see :func:`model_of`).
-Built = tuple[Event | None, dict[str, Any]]
+#: A built record waiting to be written: how to make its model, and the JSON object of its
+#: line (a journal record's has ``eventSeq``). The model is made only when somebody wants it
+#: (a subscriber, or the caller of ``append``), after the line is numbered (:func:`model_of`):
+#: a function that makes it, or ``None`` to parse it from the line (records built in bulk).
+#: Either way the payload was validated before anything is written.
+Maker = Callable[[dict[str, Any]], Event]
+Built = tuple[Maker | None, dict[str, Any]]
 
 
 class SequencedLog:
@@ -209,30 +212,40 @@ class EventLog(SequencedLog):
         self.ids = ids
 
     def build(self, kind: type[E], payload: Model, *, level: Level | None = None,
-              scope: EventScope | None = None) -> tuple[E, dict[str, Any]]:
-        """A validated event and its line, stamped now and numbered when written; only
-        upstream's event types exist as typed classes."""
+              scope: EventScope | None = None) -> Built:
+        """An event's line (stamped now, numbered when written) and the maker of its model;
+        only upstream's event types exist as typed classes. ``payload`` must be a validated
+        instance of the kind's payload model (anything else goes through the kind's own
+        validation, which raises ``ValidationError``)."""
         type_name = kind.type_name()
         if type_name not in EVENT_TYPES:
             raise ValueError(f"{kind.__name__} is not an upstream event type")
-        event = kind(seq=0, id=self.ids.new("evt"), run_id=self.run_id,
-                     timestamp=self.clock.now(), level=level or kind.default_level(),
-                     payload=payload, event_scope=scope)
+        ident, moment = self.ids.new("evt"), self.clock.now()
+        level = level or kind.default_level()
+        run_id = self.run_id
+        if not isinstance(payload, _payload_model(kind)):
+            kind(seq=0, id=ident, run_id=run_id, timestamp=moment, level=level,
+                 payload=payload, event_scope=scope)  # raises; or coerces nothing we keep
+
+        def make(data: dict[str, Any]) -> Event:
+            return kind(seq=data["seq"], id=ident, run_id=run_id, timestamp=moment,
+                        level=level, payload=payload, event_scope=scope)
+
         data: dict[str, Any] = {
-            "seq": 0, "id": event.id, "runId": self.run_id,
-            "timestamp": rfc3339(event.timestamp), "level": event.level, "type": type_name,
+            "seq": 0, "id": ident, "runId": run_id, "timestamp": rfc3339(moment),
+            "level": level, "type": type_name,
             "payload": payload.model_dump(mode="json", by_alias=True),
         }
         if scope is not None:
             data["eventScope"] = scope.model_dump(mode="json", by_alias=True)
-        return event, data
+        return make, data
 
     def append(self, kind: type[E], payload: Model, *, level: Level | None = None,
                scope: EventScope | None = None) -> E:
         """Append one typed event and return it (validated before the line is written)."""
-        event, data = self.build(kind, payload, level=level, scope=scope)
-        append_records(self, None, [(event, data)])
-        return event
+        built = self.build(kind, payload, level=level, scope=scope)
+        append_records(self, None, [built])
+        return model_of(*built)  # type: ignore[return-value]
 
     def read(self, after_seq: int = 0, *, types: Collection[str] | None = None) -> list[Event]:
         """The events with ``seq > after_seq`` (of ``types`` only, if given), parsed into
@@ -253,20 +266,28 @@ class JournalLog(SequencedLog):
         #: a reopened run finds its sub-agents there without reading the journal.
         self.written_at: dict[str, int] = {}
 
-    def build(self, kind: type[J], payload: Model) -> tuple[J, dict[str, Any]]:
-        """A validated journal record and its line (numbered and anchored when written)."""
+    def build(self, kind: type[J], payload: Model) -> Built:
+        """A journal record's line (numbered and anchored when written) and the maker of its
+        model (see :meth:`EventLog.build`)."""
         type_name = kind.type_name()
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        record = kind(seq=0, event_seq=0, id=events.ids.new("jrn"), run_id=events.run_id,
-                      timestamp=events.clock.now(), payload=payload)
+        ident, moment, run_id = events.ids.new("jrn"), events.clock.now(), events.run_id
+        if not isinstance(payload, _payload_model(kind)):
+            kind(seq=0, event_seq=0, id=ident, run_id=run_id, timestamp=moment,
+                 payload=payload)  # raises
+
+        def make(data: dict[str, Any]) -> Event:
+            return kind(seq=data["seq"], event_seq=data["eventSeq"], id=ident, run_id=run_id,
+                        timestamp=moment, payload=payload)
+
         data: dict[str, Any] = {
-            "seq": 0, "eventSeq": 0, "id": record.id, "runId": events.run_id,
-            "timestamp": rfc3339(record.timestamp), "level": record.level,
+            "seq": 0, "eventSeq": 0, "id": ident, "runId": run_id,
+            "timestamp": rfc3339(moment), "level": kind.default_level(),
             "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
         }
-        return record, data
+        return make, data
 
     def lines_of(self, kind: type[J], payloads: Sequence[dict[str, Any]]) -> list[Built]:
         """Records of one kind from payloads already in their on-disk form (the model's
@@ -287,9 +308,9 @@ class JournalLog(SequencedLog):
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
         validated before the line is written."""
-        record, data = self.build(kind, payload)
-        append_records(self.events, self, [(record, data)])
-        return record
+        built = self.build(kind, payload)
+        append_records(self.events, self, [built])
+        return model_of(*built)  # type: ignore[return-value]
 
     def offset_of(self, seq: int) -> int:
         """The byte offset of the indexed line with ``seq``."""
@@ -319,9 +340,21 @@ class JournalLog(SequencedLog):
         return [r for r in parse_all(chunks, types) if isinstance(r, JournalRecord)]
 
 
-def model_of(record: Event | None, data: dict[str, Any]) -> Event:
-    """The model of a written record: ``record``, or one parsed from its line's object."""
-    return record if record is not None else parse_records([_line(data)])[0]
+def model_of(make: Maker | None, data: dict[str, Any]) -> Event:
+    """The model of a written (numbered) record."""
+    return make(data) if make is not None else parse_records([_line(data)])[0]
+
+
+_PAYLOADS: dict[type[Any], type[Any]] = {}
+
+
+def _payload_model(kind: type[Event]) -> type[Any]:
+    """The payload model a typed event or journal record class requires."""
+    model = _PAYLOADS.get(kind)
+    if model is None:
+        annotation = kind.model_fields["payload"].annotation
+        model = _PAYLOADS[kind] = annotation if isinstance(annotation, type) else object
+    return model
 
 
 #: ``json.dumps(..., ensure_ascii=False)`` without building an encoder per line.
@@ -337,27 +370,23 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
     """Number and write ``built`` (events and journal records of one run, in their order):
     the events in one locked append to ``events.jsonl``, then the journal records in one
     locked append to ``journal.jsonl``, each anchored on the last event before it (in
-    ``built`` or, for those before any, already in the file). The models' ``seq`` and
-    ``eventSeq`` are set here. The exclusive lock on ``events.jsonl`` is held over both
-    halves, so a reader holding it shared (:meth:`tavernlab.host.feed.RunFeed.read`) sees a
-    whole batch or none of it."""
+    ``built`` or, for those before any, already in the file). The lines' ``seq`` and
+    ``eventSeq`` are set here (a model is made from them afterwards). The exclusive lock on
+    ``events.jsonl`` is held over both halves, so a reader holding it shared
+    (:meth:`tavernlab.host.feed.RunFeed.read`) sees a whole batch or none of it."""
     with events._lock, locked_open(events.path, _APPEND) as fd:
         size = os.fstat(fd).st_size
         events._catch_up(fd, size)
         seq = events.last_seq
         event_lines: list[bytes] = []
-        notes: list[Built] = []
-        for record, data in built:
-            # Straight into the models' fields (pydantic's __setattr__ costs more than the
-            # whole line for a large batch; these fields are plain ints, set at build).
-            if record is None or isinstance(record, JournalRecord):
+        notes: list[dict[str, Any]] = []
+        for _, data in built:
+            if "eventSeq" in data:  # a journal record: anchored on the last event before it
                 data["eventSeq"] = seq
-                if record is not None:
-                    record.__dict__["event_seq"] = seq
-                notes.append((record, data))
+                notes.append(data)
             else:
                 seq += 1
-                record.__dict__["seq"] = data["seq"] = seq
+                data["seq"] = seq
                 event_lines.append(_line(data))
         if event_lines:
             events._write(fd, size, event_lines)
@@ -366,17 +395,15 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
             _append_journal(journal, notes)
 
 
-def _append_journal(journal: JournalLog, notes: list[Built]) -> None:
+def _append_journal(journal: JournalLog, notes: list[dict[str, Any]]) -> None:
     """The journal half of :func:`append_records` (the events' lock is held)."""
     with journal._lock, locked_open(journal.path, _APPEND) as fd:
         size = os.fstat(fd).st_size
         journal._catch_up(fd, size)
         lines = []
         offset = size
-        for number, (record, data) in enumerate(notes, start=journal.last_seq + 1):
+        for number, data in enumerate(notes, start=journal.last_seq + 1):
             data["seq"] = number
-            if record is not None:
-                record.__dict__["seq"] = number
             line = _line(data)
             if data["type"] in OFFSET_TYPES:
                 journal.written_at[data["id"]] = offset
