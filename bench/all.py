@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS: dict[str, list[str]] = {
     "write_file": [],
     "read_file": [],
+    "floor": [],
     "shell": [],
     "events": [],
     "persist": [],
