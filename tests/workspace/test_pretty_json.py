@@ -4,7 +4,9 @@ run records and persist states stays byte for byte the same)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,3 +39,31 @@ def test_ascii_only_escapes_what_json_escapes() -> None:
     value = {"ké\x7f": ["\x7f é \U0001f600 \u2028 \uffff \x00 \"\\ ~"], "n": [1, None, True]}
     assert pretty_json(value, ascii_only=True) == json.dumps(value, indent=2)
     assert "\\ud83d\\ude00" in pretty_json(value, ascii_only=True)
+
+
+def test_write_model_writes_what_write_json_of_the_dump_writes(tmp_path: Path) -> None:
+    """``write_model`` (pydantic-core in one pass) and ``write_json(dump_model(...))`` give
+    the same bytes for a persist manifest, non-ASCII, escapes and absent fields included; a
+    lone surrogate in a name fails both the same way, writing nothing."""
+    from datetime import UTC, datetime
+
+    from tavernlab.workspace.persist import StateManifest
+    from tavernlab.workspace.persist_tree import FileEntry, PersistChange
+    from tavernlab.workspace.records import dump_model, write_json, write_model
+
+    for name in ("plain.md", "ü \x01\u2028\"\\ 中文.md", "bad-\udcff.md"):
+        manifest = StateManifest(
+            state_id="pst_1", run_id="run_1", workspace_id="chat_1", stable_chat_id=name,
+            created_at=datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+            files=[FileEntry(name, "0" * 64, 3)], directories=["a"],
+            changes=[PersistChange("added", name, "0" * 64, 3), PersistChange("deleted", "x")])
+        if "\udcff" in name:
+            with pytest.raises(UnicodeEncodeError):
+                write_model(tmp_path / "bad.json", manifest)
+            with pytest.raises(UnicodeEncodeError):
+                write_json(tmp_path / "bad.json", dump_model(manifest))
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["json.json", "model.json"]
+            continue
+        write_model(tmp_path / "model.json", manifest)
+        write_json(tmp_path / "json.json", dump_model(manifest))
+        assert (tmp_path / "model.json").read_bytes() == (tmp_path / "json.json").read_bytes()

@@ -59,6 +59,7 @@ from tavernlab.workspace.records import (
     dump_model,
     read_json,
     write_json,
+    write_model,
 )
 
 if TYPE_CHECKING:  # the skill engine is loaded only by a run that binds or reopens skills
@@ -134,7 +135,7 @@ class RunFactory:
                                               core.fs.containment.links, base)
             core.persist_snapshot = persist
             core.activities.record(persist_changes(persist))
-            write_json(run_dir / "input" / "persist_snapshot.json", dump_model(persist))
+            write_model(run_dir / "input" / "persist_snapshot.json", persist)
             core.emit(PersistentProjectionInitialized, ProjectionSummary(
                 base_state_id=persist_base, files=len(persist.files),
                 directories=len(persist.directories or [])))

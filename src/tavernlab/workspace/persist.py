@@ -47,6 +47,7 @@ from tavernlab.events import Model
 from tavernlab.locks import file_lock
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.ids import check_dir_name
+from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.persist_tree import (
     ChangeList,
     FileList,
@@ -59,7 +60,7 @@ from tavernlab.workspace.persist_tree import (
     materialize,
     scan_tree,
 )
-from tavernlab.workspace.records import read_json, write_json
+from tavernlab.workspace.records import read_json, write_model
 
 STATES_DIR = "persistent-states"
 MANIFEST = "manifest.json"
@@ -219,7 +220,8 @@ class PersistRepository:
         source = self.state_dir(base_state_id) / PERSIST_ROOT
         if persist_dir.exists():
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
-        tree, made = link_tree(source, persist_dir, link=links is not None)
+        with collector_paused():  # see publish
+            tree, made = link_tree(source, persist_dir, link=links is not None)
         recorded = {f.path: f.bytes for f in manifest.files}
         if {path: size for path, (_, size) in tree.files.items()} != recorded:
             shutil.rmtree(persist_dir)
@@ -246,7 +248,7 @@ class PersistRepository:
         is linked into the new state; every other file is copied. Returns the state and
         whether an earlier state of the revision chain was reused.
         """
-        with self._lock():
+        with self._lock(), collector_paused():  # tens of thousands of acyclic objects
             self.states_dir.mkdir(parents=True, exist_ok=True)
             self._remove_leftovers()
             if revision_of is None:  # nothing to compare with: scan and store in one walk
@@ -277,8 +279,7 @@ class PersistRepository:
                 files=tree.file_entries(), directories=sorted(tree.directories),
                 changes=diff_trees(base, snapshot.directory_set(), tree),
             )
-            write_json(staging / MANIFEST, manifest.model_dump(
-                mode="json", by_alias=True, exclude_none=True))
+            write_model(staging / MANIFEST, manifest)
             os.rename(staging, self.state_dir(state_id))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -314,8 +315,7 @@ class PersistRepository:
                                 symlinks=True, copy_function=_link_or_copy)
                 manifest.workspace_id = other.workspace_id
                 manifest.stable_chat_id = other.stable_chat_id
-                write_json(staging / MANIFEST, manifest.model_dump(
-                    mode="json", by_alias=True, exclude_none=True))
+                write_model(staging / MANIFEST, manifest)
                 os.rename(staging, other.state_dir(state_id))
 
     def prune(self, candidates: list[str], referenced: set[str]) -> list[str]:

@@ -63,19 +63,26 @@ def _file_list(value: Any) -> list[FileEntry]:
     """A JSON list of file entries, checked exactly (no coercion, no unknown keys)."""
     if not isinstance(value, list):
         raise ValueError("files must be a list")
-    entries: list[FileEntry] = []
-    for index, item in enumerate(value):
-        if isinstance(item, FileEntry):
-            entries.append(item)
-            continue
-        if not isinstance(item, dict) or item.keys() != _ENTRY_KEYS:
-            raise ValueError(f"files[{index}] must be an object of path, sha256 and bytes")
-        path, digest, size = item["path"], item["sha256"], item["bytes"]
-        if type(path) is not str or type(digest) is not str or type(size) is not int:
-            raise ValueError(f"files[{index}]: path and sha256 must be strings, bytes an "
-                             "integer")
-        entries.append(FileEntry(path, digest, size))
-    return entries
+    try:  # the common case in one pass; any doubt goes through the entry-by-entry check
+        entries = [item if type(item) is FileEntry else FileEntry(**item) for item in value]
+    except TypeError:
+        entries = []
+    if len(entries) == len(value) and all(
+            type(e.path) is str and type(e.sha256) is str and type(e.bytes) is int
+            for e in entries):
+        return entries
+    return [_file_entry(index, item) for index, item in enumerate(value)]
+
+
+def _file_entry(index: int, item: Any) -> FileEntry:
+    if isinstance(item, FileEntry):
+        return item
+    if not isinstance(item, dict) or item.keys() != _ENTRY_KEYS:
+        raise ValueError(f"files[{index}] must be an object of path, sha256 and bytes")
+    path, digest, size = item["path"], item["sha256"], item["bytes"]
+    if type(path) is not str or type(digest) is not str or type(size) is not int:
+        raise ValueError(f"files[{index}]: path and sha256 must be strings, bytes an integer")
+    return FileEntry(path, digest, size)
 
 
 def _file_dicts(entries: list[FileEntry]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
@@ -45,7 +45,25 @@ def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: boo
     and only an existing file takes the temp-and-rename path."""
     text = (pretty_json(data, ascii_only=ascii_only) if indent == 2
             else json.dumps(data, ensure_ascii=ascii_only, indent=indent))
-    content = (text + "\n").encode("utf-8")
+    _write_bytes(path, (text + "\n").encode("utf-8"), fresh=fresh)
+
+
+def write_model(path: Path, model: Model) -> None:
+    """``write_json(path, dump_model(model))``, byte for byte, serialized by pydantic-core in
+    one pass (a persist state's manifest and a run's persist snapshot list every file). Only
+    for models without float fields (their shortest forms differ from ``json``'s); a lone
+    surrogate (a file name that is not UTF-8) is left to :func:`write_json` (which refuses
+    it as it always did)."""
+    try:
+        text = model.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    except PydanticSerializationError:  # a lone surrogate: what write_json does with it
+        write_json(path, dump_model(model))
+        return
+    _write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def _write_bytes(path: Path, content: bytes, *, fresh: bool = False) -> None:
+    """Write ``content`` atomically (see :func:`write_json`)."""
     if fresh:
         try:
             _create(path, content)
