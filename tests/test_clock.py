@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tavernlab.clock import (
     FixedClock,
@@ -138,3 +141,47 @@ def test_only_the_deterministic_pair_can_be_rebuilt() -> None:
         clock_from_settings({"kind": "system"})
     with pytest.raises(ValueError, match="not sequential ids' settings"):
         ids_from_settings({"kind": "random"})
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                    timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)),
+                                               timezone(timedelta(hours=-8))])))
+def test_rfc3339_is_isoformat_in_utc_with_z(moment: datetime) -> None:
+    """The per-second cache writes exactly what ``astimezone(UTC).isoformat()`` writes,
+    microseconds of 0 (no fraction) and other offsets included."""
+    expected = moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    assert rfc3339(moment) == expected
+    assert rfc3339(moment.replace(microsecond=0)) == expected.split(".")[0].removesuffix(
+        "Z") + "Z"
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+def test_random_ids_never_repeat_across_threads_and_a_fork() -> None:
+    """Ids come from urandom read in blocks: threads never share bytes, and a forked child
+    does not hand out what its parent will."""
+    ids = RandomIds()
+    seen: list[list[str]] = [[] for _ in range(4)]
+
+    def mint(out: list[str]) -> None:
+        out.extend(ids.new("x") for _ in range(2000))
+
+    threads = [threading.Thread(target=mint, args=(out,)) for out in seen]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    minted = [i for out in seen for i in out]
+    assert len(set(minted)) == len(minted) == 8000
+    assert all(i[2:][12] == "4" and i[2:][16] in "89ab" for i in minted)  # UUID v4 bits
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, then leave at once
+        os.write(write, " ".join(ids.new("x") for _ in range(5)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split()
+    parent = [ids.new("x") for _ in range(5)]
+    assert len(child) == 5 and not set(child) & set(parent)

@@ -387,3 +387,32 @@ def test_a_malformed_change_is_refused_with_the_change_named(
         lab.start_run(chat_id="alice", persist_base="pst_bad")
     assert info.value.code == "agent.persistent_state_invalid"
     assert detail in info.value.message
+
+
+def test_a_manifest_rewritten_in_place_is_read_again(lab: Lab) -> None:
+    """Loaded manifests are kept per process while the file is the same file: a manifest
+    rewritten in place with its size and modification time restored is still noticed (its
+    change time moved), and what a caller does to a loaded manifest never reaches the next
+    load."""
+    run = lab.start_run(chat_id="alice")
+    put(run, "persist/a.md", "alpha")
+    state = finish(run)
+    repo = lab.chat("alice").persist
+    first = repo.load(state)
+    first.stable_chat_id = "changed by the caller"
+    first.files.clear()
+    again = repo.load(state)
+    assert again.stable_chat_id == "alice" and [f.path for f in again.files] == ["a.md"]
+    path = repo.state_dir(state) / "manifest.json"
+    before = path.stat()
+    text = path.read_text()
+    other = "chat_" + "f" * 16
+    assert repo.workspace_id != other and len(other) == len(repo.workspace_id)
+    time.sleep(0.01)  # a change time the rewrite can move
+    with open(path, "r+", encoding="utf-8") as handle:  # in place: same inode, same size
+        handle.write(text.replace(repo.workspace_id, other))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    with pytest.raises(PersistStateError) as info:
+        repo.load(state)
+    assert info.value.code == "agent.persistent_state_workspace_mismatch"

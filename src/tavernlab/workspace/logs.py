@@ -41,6 +41,7 @@ from tavernlab.locks import locked_open
 from tavernlab.workspace.log_reading import (
     CHUNK_BYTES,
     anchor_of,
+    collector_paused,
     parse_all,
     parse_records,
     read_chunks,
@@ -300,10 +301,11 @@ class JournalLog(SequencedLog):
         events = self.events
         new_id, now, run_id = events.ids.new, events.clock.now, events.run_id
         level = kind.default_level()
-        return [(None, {"seq": 0, "eventSeq": 0, "id": new_id("jrn"), "runId": run_id,
-                        "timestamp": rfc3339(now()), "level": level, "type": type_name,
-                        "payload": payload})
-                for payload in payloads]
+        with collector_paused():  # tens of thousands of acyclic dicts (see log_reading)
+            return [(None, {"seq": 0, "eventSeq": 0, "id": new_id("jrn"), "runId": run_id,
+                            "timestamp": rfc3339(now()), "level": level, "type": type_name,
+                            "payload": payload})
+                    for payload in payloads]
 
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);

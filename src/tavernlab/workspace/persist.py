@@ -46,6 +46,7 @@ from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.events import Model
 from tavernlab.locks import file_lock
 from tavernlab.workspace.containment import LabLinks
+from tavernlab.workspace.file_cache import ParsedFiles, identity
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.persist_tree import (
@@ -133,9 +134,9 @@ class PersistRepository:
         directory = self.state_dir(state_id)
         if not directory.is_dir() or directory.is_symlink():
             raise _state_error("not_found", f"persist state `{state_id}` does not exist")
-        manifest = self._parsed(state_id, directory / MANIFEST)
-        if manifest is None:
-            manifest = self._checked(state_id, directory / MANIFEST)
+        path = directory / MANIFEST
+        parsed = _MANIFESTS.get(str(path), lambda: self._parsed(state_id, path))
+        manifest = _copied(parsed) if parsed is not None else self._checked(state_id, path)
         return self._validated(state_id, manifest)
 
     @staticmethod
@@ -281,6 +282,8 @@ class PersistRepository:
             )
             write_model(staging / MANIFEST, manifest)
             os.rename(staging, self.state_dir(state_id))
+            path = str(self.state_dir(state_id) / MANIFEST)
+            _MANIFESTS.put(path, identity(path), _copied(manifest))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -338,6 +341,20 @@ class PersistRepository:
                 shutil.rmtree(self.state_dir(state_id))
                 deleted.append(state_id)
             return deleted
+
+
+#: Parsed manifests of this process (a state's manifest never changes once it is published;
+#: the next run, every regenerate and swipe start from the same state).
+_MANIFESTS: ParsedFiles[StateManifest] = ParsedFiles()
+
+
+def _copied(manifest: StateManifest) -> StateManifest:
+    """A copy of ``manifest`` that shares nothing mutable with it (its lists are copied;
+    their entries are tuples)."""
+    directories = manifest.directories
+    return manifest.model_copy(update={
+        "files": list(manifest.files), "changes": list(manifest.changes),
+        "directories": None if directories is None else list(directories)})
 
 
 def _materialized(tree: Tree, target: Path) -> Tree:
