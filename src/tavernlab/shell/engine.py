@@ -140,11 +140,11 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
     """
     if threading.current_thread() is not threading.main_thread():
         return bash.execute_sync(command, on_output=on_output)
-    future = helper.submit(bash.execute_sync, command, on_output=on_output)
+    call = helper.submit(bash.execute_sync, command, on_output=on_output)
     interrupted: KeyboardInterrupt | None = None
     while True:
         try:
-            result: bashkit.ExecResult = future.result()
+            result: bashkit.ExecResult = call.wait()
             break
         except KeyboardInterrupt as exc:
             interrupted = interrupted or exc
