@@ -104,7 +104,8 @@ class _Ticker:
     """One thread for the whole process that ticks each run whose activity has been open
     for :data:`FLUSH_INTERVAL_S`, then every :data:`FLUSH_INTERVAL_S` (started on first use;
     it sleeps while nothing is open, so no thread is started per tool call, and a call that
-    ends sooner is never ticked)."""
+    ends sooner is never ticked). After the last call it lingers one interval, so calls in
+    quick succession never wake it."""
 
     def __init__(self) -> None:
         #: ``id(activities)`` -> (activities, open count, when it is due; real time).
@@ -144,9 +145,16 @@ class _Ticker:
     def _due(self) -> list[Activities]:
         """Wait (holding the condition) until some watched run is due; mark it ticked."""
         while True:
-            self._idle = True
-            self._wake.wait_for(lambda: bool(self._watched))
-            self._idle = False
+            if not self._watched:
+                # Linger one interval before sleeping until woken: a call that starts
+                # meanwhile needs no wake-up (its first tick is due after the linger ends),
+                # so back-to-back calls never wake this thread just to be watched.
+                self._wake.wait(FLUSH_INTERVAL_S)
+                if not self._watched:
+                    self._idle = True
+                    self._wake.wait_for(lambda: bool(self._watched))
+                    self._idle = False
+                continue
             now = time.monotonic()
             first = min(due for _, _, due in self._watched.values())
             if first > now:
