@@ -89,16 +89,27 @@ class Event(Model):
     @classmethod
     def type_name(cls) -> str:
         """The ``type`` tag of a typed event class (``status_changed``...)."""
-        default = cls.model_fields["type"].default
-        if not isinstance(default, str):
-            raise TypeError(f"{cls.__name__} is not a typed event")
-        return default
+        name = _TYPE_NAMES.get(cls)
+        if name is None:
+            default = cls.model_fields["type"].default
+            if not isinstance(default, str):
+                raise TypeError(f"{cls.__name__} is not a typed event")
+            name = _TYPE_NAMES[cls] = default
+        return name
 
     @classmethod
     def default_level(cls) -> Level:
         """The level an event of this class is written with unless the emitter says otherwise."""
-        level: Level = cls.model_fields["level"].default
+        level = _LEVELS.get(cls)
+        if level is None:
+            level = _LEVELS[cls] = cls.model_fields["level"].default
         return level
+
+
+#: Each typed class's tag and default level, looked up once (``model_fields`` is a
+#: descriptor that costs more than writing an event's line; every event asks for both).
+_TYPE_NAMES: dict[type[Event], str] = {}
+_LEVELS: dict[type[Event], Level] = {}
 
 
 def parse_event(data: dict[str, Any]) -> Event:
