@@ -1,4 +1,5 @@
-"""Sequenced JSON-lines logs: a run's ``events.jsonl`` (and the journal beside it).
+"""A run's ``events.jsonl`` and the journal beside it: building, numbering and writing their
+records (the file's numbering and line index: :mod:`tavernlab.workspace.sequenced_log`).
 
 spec/workspace.md 8.3: every line carries ``seq`` from 1, +1 per append. Appends hold an
 ``flock`` on the log itself, so two processes appending to one run still get contiguous
@@ -7,23 +8,19 @@ and the log stays readable), and is numbered only when it is written: :func:`app
 writes any number of records of one run in one locked append per file, which is how the
 host writes all the records of a tool call at once (:mod:`tavernlab.host.feed`).
 
-Nothing here reads a whole log to append to it: when the file grew behind this process's back
-(another writer), the last ``seq`` is read from its last line. Reading after a sequence number
-is incremental: each log keeps the byte offset of every line it has indexed, so
-``read(after_seq=n)`` seeks straight to line ``n + 1`` and parses only what follows; the index
-is built the first time a read needs it, and extended from where it ended (counting newlines,
-not parsing JSON). Reading parses in bulk (:mod:`tavernlab.workspace.log_reading`).
+Nothing here reads a whole log to append to it, and ``read(after_seq=n)`` parses only the
+lines after ``n`` (the index of :class:`~tavernlab.workspace.sequenced_log.SequencedLog`), in
+bulk (:mod:`tavernlab.workspace.log_reading`). A record's model is made only when somebody
+wants it (:data:`Built`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Iterator, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,14 +36,12 @@ from tavernlab.events import (
 )
 from tavernlab.locks import locked_open
 from tavernlab.workspace.log_reading import (
-    CHUNK_BYTES,
     anchor_of,
     collector_paused,
     parse_all,
     parse_records,
-    read_chunks,
-    seq_of_last_line,
 )
+from tavernlab.workspace.sequenced_log import SequencedLog
 
 E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
@@ -63,144 +58,6 @@ OFFSET_TYPES = frozenset({"subagent_started"})
 #: Either way the payload was validated before anything is written.
 Maker = Callable[[dict[str, Any]], Event]
 Built = tuple[Maker | None, dict[str, Any]]
-
-
-class SequencedLog:
-    """An append-only JSON-lines file whose lines carry contiguous ``seq`` numbers from 1."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._known_size = -1  # the file's size when this process last looked (-1: never)
-        self._seq = 0  # the last seq of the file at ``_known_size``
-        #: ``_offsets[k]`` is the byte offset of the line with ``seq == k + 1``; the index
-        #: covers the first ``_indexed_to`` bytes of the file.
-        self._offsets = array("q")
-        self._indexed_to = 0
-
-    @property
-    def last_seq(self) -> int:
-        """The last ``seq`` this process has written or seen."""
-        return self._seq
-
-    @property
-    def known_size(self) -> int:
-        """The file's size when this process last wrote or looked (``-1``: never)."""
-        return self._known_size
-
-    def position(self) -> tuple[int, int]:
-        """``(size, last seq)`` of the file as this process knows it (looked up from the
-        file's last line if it never did; a missing file is ``(0, 0)``)."""
-        with self._lock:
-            if self._known_size < 0:
-                try:
-                    fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-                except FileNotFoundError:
-                    return 0, 0
-                try:
-                    self._catch_up(fd, os.fstat(fd).st_size)
-                finally:
-                    os.close(fd)
-            return self._known_size, self._seq
-
-    def known(self, size: int, seq: int) -> None:
-        """The file is known to end at ``size`` with ``seq`` (a reopened run read its tail);
-        appends then need not look at it again."""
-        with self._lock:
-            if self._known_size < 0:
-                self._known_size, self._seq = size, seq
-
-    # -- appending (the caller holds ``_lock`` and the file's flock) ----------------------------
-
-    def _catch_up(self, fd: int, size: int) -> None:
-        """Learn the last ``seq`` when the file changed behind our back (O(1): its last line)."""
-        if size == self._known_size:
-            return
-        if size < self._indexed_to:  # replaced behind our back: start over
-            self._reset_index()
-        self._seq = len(self._offsets) if size == self._indexed_to else seq_of_last_line(
-            fd, size)
-        self._known_size = size
-
-    def _reset_index(self) -> None:
-        self._offsets, self._indexed_to = array("q"), 0
-
-    def _write(self, fd: int, size: int, lines: list[bytes]) -> None:
-        """Append ``lines`` (each ending with a newline) at ``size`` in one write."""
-        data = b"".join(lines)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        if self._indexed_to == size:  # the index was complete: keep it so
-            self._offsets.extend(accumulate((len(line) for line in lines[:-1]), initial=size))
-            self._indexed_to = size + len(data)
-        self._known_size = size + len(data)
-        self._seq += len(lines)
-
-    # -- the index --------------------------------------------------------------------------
-
-    def _index_to(self, size: int) -> None:
-        """Index the lines between the last indexed offset and ``size`` (complete lines
-        only; an unfinished last line is indexed once it ends)."""
-        if size < self._indexed_to:
-            self._reset_index()
-        if size > self._indexed_to:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._indexed_to)
-                position, carry, remaining = self._indexed_to, b"", size - self._indexed_to
-                while remaining > 0 and (chunk := handle.read(min(CHUNK_BYTES, remaining))):
-                    remaining -= len(chunk)
-                    data = carry + chunk
-                    end = data.rfind(b"\n") + 1
-                    if end:
-                        lines = data[:end - 1].split(b"\n")
-                        self._offsets.extend(accumulate((len(line) + 1 for line in lines[:-1]),
-                                                        initial=position))
-                        self._indexed_lines(lines)
-                        position += end
-                    carry = data[end:]
-            self._indexed_to = position
-        self._seq, self._known_size = len(self._offsets), size
-
-    def _indexed_lines(self, lines: list[bytes]) -> None:
-        """Lines were indexed (subclasses keep more per line)."""
-
-    def refresh(self) -> None:
-        """Index what other writers appended since the last look."""
-        if self.path.exists():
-            with self._lock:
-                self._index_to(self.path.stat().st_size)
-
-    # -- reading ----------------------------------------------------------------------------
-
-    def read_lines(self, after_seq: int = 0) -> Iterator[bytes]:
-        """The raw lines with ``seq > after_seq``, in order (complete lines only)."""
-        for chunk in self._read_from(lambda: after_seq):
-            yield from chunk
-
-    def lines_from_offset(self, offset: int) -> Iterator[list[bytes]]:
-        """The raw lines from the byte ``offset`` (a line start) to the end of the file as it
-        is now, in chunks, without the index (a reopened run replays its tail this way)."""
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            return
-        yield from read_chunks(self.path, offset, size)
-
-    def _read_from(self, first: Callable[[], int]) -> Iterator[list[bytes]]:
-        """The raw lines from index ``first()`` (computed under the lock) to the end, in
-        chunks of about :data:`CHUNK_BYTES` (memory stays bounded while reading)."""
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            return
-        with self._lock:
-            self._index_to(size)
-            index = max(first(), 0)
-            if index >= len(self._offsets):
-                return
-            start, end = self._offsets[index], self._indexed_to
-        yield from read_chunks(self.path, start, end)
 
 
 class EventLog(SequencedLog):
