@@ -19,7 +19,6 @@ Usage: ``.venv/bin/python bench/floor.py [--rounds N] [--quick] [--json]``.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import itertools
 import json
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_core import to_json
-from timing import DISK_NOTE, Row, compare, emit, fresh_dir, fresh_dirs, row, table_options
+from timing import DISK_NOTE, Row, compare, fresh_dir, fresh_dirs, rounds_main, row
 from write_file import atomic_write
 
 from tavernlab.host import Lab, Run
@@ -176,11 +175,7 @@ def rows(rounds: int = 7) -> list[Row]:
 
 def main() -> None:
     """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    table_options(parser)
-    options = parser.parse_args()
-    emit(rows(4 if options.quick else options.rounds), options.json)
+    rounds_main(__doc__, rows)
 
 
 if __name__ == "__main__":

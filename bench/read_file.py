@@ -13,11 +13,10 @@ Usage: ``.venv/bin/python bench/read_file.py [--rounds N] [--quick] [--json]``.
 
 from __future__ import annotations
 
-import argparse
 import random
 from pathlib import Path
 
-from timing import Row, compare, emit, fresh_dir, row, table_options
+from timing import Row, compare, fresh_dir, rounds_main, row
 
 from tavernlab.host import Lab
 
@@ -70,11 +69,7 @@ def rows(rounds: int = 7) -> list[Row]:
 
 def main() -> None:
     """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    table_options(parser)
-    options = parser.parse_args()
-    emit(rows(4 if options.quick else options.rounds), options.json)
+    rounds_main(__doc__, rows)
 
 
 if __name__ == "__main__":

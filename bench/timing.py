@@ -169,6 +169,17 @@ def table_options(parser: argparse.ArgumentParser) -> None:
                         help=f"print the rows as one line `{ROWS_PREFIX}<json>`")
 
 
+def rounds_main(doc: str, rows: Callable[[int], list[Row]], *, rounds: int = 7,
+                quick_rounds: int = 4) -> None:
+    """The ``main`` of a script whose only knob is its number of rounds: ``--rounds N``
+    (default ``rounds``), ``--quick`` (``quick_rounds``) and ``--json``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=rounds)
+    table_options(parser)
+    options = parser.parse_args()
+    emit(rows(quick_rounds if options.quick else options.rounds), options.json)
+
+
 def emit(rows: list[Row], as_json: bool) -> None:
     """Print ``rows``: as the table, or as one JSON line for ``bench/all.py``."""
     if as_json:

@@ -13,7 +13,6 @@ Usage: ``.venv/bin/python bench/write_file.py [--rounds N] [--quick] [--json]``.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -21,11 +20,10 @@ from timing import (
     DISK_NOTE,
     Row,
     compare,
-    emit,
     fresh_dir,
     fresh_dirs,
+    rounds_main,
     row,
-    table_options,
 )
 
 from tavernlab.host import Lab
@@ -75,11 +73,7 @@ def rows(rounds: int = 7) -> list[Row]:
 
 def main() -> None:
     """Measure and print."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    table_options(parser)
-    options = parser.parse_args()
-    emit(rows(4 if options.quick else options.rounds), options.json)
+    rounds_main(__doc__, rows)
 
 
 if __name__ == "__main__":
