@@ -9,6 +9,8 @@ import threading
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tavernlab.events import Event, ToolResultStored
 from tavernlab.host import Lab, Run
@@ -136,3 +138,22 @@ def test_a_bad_payload_of_a_known_type_names_the_line(run: Run) -> None:
     with pytest.raises(pydantic.ValidationError) as caught:
         parse_records(lines)
     assert caught.value.title == "ToolResultStored"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(), st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12), max_size=6))
+def test_a_record_line_is_json_dumps_of_its_object(data: dict[str, object]) -> None:
+    """The log's line encoder (one C encoder, no cycle check) writes what
+    ``json.dumps(data, ensure_ascii=False)`` writes, floats, NaN and any text included."""
+    from tavernlab.workspace.logs import _line
+
+    try:
+        expected = (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: both refuse it
+        with pytest.raises(UnicodeEncodeError):
+            _line(data)
+        return
+    assert _line(data) == expected
