@@ -54,6 +54,18 @@ def test_a_bad_payload_raises_before_anything_is_written(run: Run) -> None:
     assert run.events(journal=False)[-1].seq == before.count(b"\n")
 
 
+def test_a_payload_that_is_not_the_model_goes_through_the_envelope(run: Run) -> None:
+    """A payload given as its JSON object (not the model) is validated by the envelope and
+    written exactly as the model would be; a subscriber gets the typed event."""
+    seen: list[Event] = []
+    with run.subscribe(seen.append):
+        run._core.emit(StatusChanged, {"from": "calling_model", "to": "calling_model"})  # type: ignore[arg-type]
+    line = json.loads((run.dir / "events.jsonl").read_text().splitlines()[-1])
+    assert line["type"] == "status_changed"
+    assert line["payload"] == {"from": "calling_model", "to": "calling_model"}
+    assert isinstance(seen[-1], StatusChanged) and seen[-1].seq == line["seq"]
+
+
 def test_every_event_tavernlab_writes_reads_back_typed(run: Run) -> None:
     run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "hi"})
     run.call_tool("workspace.read_file", {"path": "nope/x.md"})

@@ -82,9 +82,9 @@ class EventLog(SequencedLog):
         ident, moment = self.ids.new("evt"), self.clock.now()
         level = level or kind.default_level()
         run_id = self.run_id
-        if not isinstance(payload, _payload_model(kind)):
-            kind(seq=0, id=ident, run_id=run_id, timestamp=moment, level=level,
-                 payload=payload, event_scope=scope)  # raises; or coerces nothing we keep
+        if not isinstance(payload, _payload_model(kind)):  # the envelope says what is wrong
+            payload = kind(seq=0, id=ident, run_id=run_id, timestamp=moment, level=level,
+                           payload=payload, event_scope=scope).payload
 
         def make(data: dict[str, Any]) -> Event:
             return kind(seq=data["seq"], id=ident, run_id=run_id, timestamp=moment,
@@ -133,9 +133,9 @@ class JournalLog(SequencedLog):
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
         ident, moment, run_id = events.ids.new("jrn"), events.clock.now(), events.run_id
-        if not isinstance(payload, _payload_model(kind)):
-            kind(seq=0, event_seq=0, id=ident, run_id=run_id, timestamp=moment,
-                 payload=payload)  # raises
+        if not isinstance(payload, _payload_model(kind)):  # the envelope says what is wrong
+            payload = kind(seq=0, event_seq=0, id=ident, run_id=run_id, timestamp=moment,
+                           payload=payload).payload
 
         def make(data: dict[str, Any]) -> Event:
             return kind(seq=data["seq"], event_seq=data["eventSeq"], id=ident, run_id=run_id,

@@ -282,11 +282,11 @@ class PersistRepository:
             )
             write_model(staging / MANIFEST, manifest)
             os.rename(staging, self.state_dir(state_id))
-            path = str(self.state_dir(state_id) / MANIFEST)
-            _MANIFESTS.put(path, identity(path), _copied(manifest))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        path = str(self.state_dir(state_id) / MANIFEST)
+        _MANIFESTS.put(path, identity(path), _copied(manifest))  # the next run starts here
         return manifest
 
     def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
