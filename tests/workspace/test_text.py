@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tavernlab.workspace.selection import (
     MAX_READ_CHARS,
@@ -233,3 +235,15 @@ def test_lowercasing_is_per_line_even_for_context_sensitive_letters() -> None:
     assert sorted(h.line for h in hits) == per_line == [1, 2, 5]
     assert search_text("f.md", "nothing here", ["zebra"], limit=5, context_lines=0) == (
         [], False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=12_000), st.integers(min_value=0, max_value=120))
+def test_numbering_from_the_cached_column_is_the_formatted_one(first: int, count: int) -> None:
+    """Line numbers of up to four digits come from a column made once; rows are exactly
+    ``f"{n:>w} | {line}"`` wherever they start, across the four-to-five digit edge too."""
+    lines = [f"line {i}" for i in range(count)]
+    width = len(str(first + count - 1)) if count else 0
+    expected = "\n".join(f"{n:>{width}} | {line}"
+                         for n, line in zip(range(first, first + count), lines, strict=True))
+    assert number_lines(first, lines) == expected

@@ -239,6 +239,20 @@ def split_lines(text: str) -> list[str]:
     return [] if text == "" else text.split("\n")
 
 
+#: Line numbers up to this many digits come from :func:`_numbers` (9,999 strings at most).
+_CACHED_WIDTH = 4
+_NUMBER_COLUMNS: dict[int, list[str]] = {}
+
+
+def _numbers(width: int) -> list[str]:
+    """``str(n).rjust(width)`` for every ``n`` below ``10 ** width``, made once per width
+    (formatting the numbers was most of numbering a long preview)."""
+    column = _NUMBER_COLUMNS.get(width)
+    if column is None:
+        column = _NUMBER_COLUMNS[width] = [str(n).rjust(width) for n in range(10 ** width)]
+    return column
+
+
 def number_lines(first: int, lines: Sequence[str]) -> str:
     """``"{n:>w} | {line}"`` rows numbered from ``first``, ``w`` the digit count of the last
     number shown.
@@ -249,9 +263,13 @@ def number_lines(first: int, lines: Sequence[str]) -> str:
     count = len(lines)
     if not count:
         return ""
-    width = len(str(first + count - 1))
+    last = first + count - 1
+    width = len(str(last))
     parts = ["\n"] * (4 * count)
-    parts[0::4] = [str(number).rjust(width) for number in range(first, first + count)]
+    if width <= _CACHED_WIDTH and first >= 0:
+        parts[0::4] = _numbers(width)[first:last + 1]
+    else:
+        parts[0::4] = [str(number).rjust(width) for number in range(first, last + 1)]
     parts[1::4] = [" | "] * count
     parts[2::4] = lines
     parts.pop()  # no line break after the last row
