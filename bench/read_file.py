@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from timing import Row, compare, fresh_dir, rounds_main, row
+from timing import Row, bench_run, compare, fresh_dir, rounds_main, row
 
 from tavernlab.host import Lab
 
@@ -45,7 +45,7 @@ def rows(rounds: int = 7) -> list[Row]:
     """Every row of this script (on tmpfs: the figures are CPU-bound)."""
     out = []
     with fresh_dir("tmpfs") as base:
-        run = Lab(base / "lab").start_run(chat_id="bench")
+        run = bench_run(Lab(base / "lab"))
         for label, (size, limit) in SIZES.items():
             path = f"scratch/{size}.md"
             run.call_tool("workspace.write_file", {"path": path, "content": mixed_text(size)})

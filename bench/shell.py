@@ -24,6 +24,7 @@ import bashkit
 from timing import (
     DISK_NOTE,
     Row,
+    bench_run,
     compare,
     emit,
     fresh_dir,
@@ -53,7 +54,7 @@ def fill(notes: Path, files: int) -> None:
 def echo_row(base: Path, rounds: int) -> Row:
     """``run.shell('echo hi')`` against a fresh bare interpreter."""
     lab = Lab(base / "lab")
-    run = lab.start_run(chat_id="bench")
+    run = bench_run(lab)
     result = compare(lambda: run.shell("echo hi"), lambda: bashkit.Bash().execute_sync("echo hi"),
                      rounds=rounds, per_round=20)
     reused = bashkit.Bash()
@@ -69,7 +70,7 @@ def pipeline_row(kind: str, files: int, rounds: int) -> Row:
     """The pipeline over ``files`` files, full tool call against ``bash -c``."""
     with fresh_dir(kind) as base:
         lab = Lab(base / "lab")
-        run = lab.start_run(chat_id="bench")
+        run = bench_run(lab)
         fill(run.workspace_dir / "scratch" / "notes", files)
         ours = PIPELINE.format(root="/")
         theirs = PIPELINE.format(root="./")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -197,6 +197,16 @@ def rows_in(output: str) -> list[Row]:
                 item["spread"] = tuple(item["spread"])
                 rows.append(Row(**item))
     return rows
+
+
+def bench_run(lab: Any) -> Any:
+    """A run of ``lab`` whose tool-call budget never runs out (a full benchmark makes more
+    calls than the default profile's 200)."""
+    from tavernlab.workspace.profile import Profile
+
+    profile = Profile()
+    profile.tools.max_calls_per_run = None
+    return lab.start_run(chat_id="bench", profile=profile)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from pathlib import Path
 from timing import (
     DISK_NOTE,
     Row,
+    bench_run,
     compare,
     fresh_dir,
     fresh_dirs,
@@ -45,7 +46,7 @@ def atomic_write(target: Path, data: bytes) -> None:
 def measure(kind: str, rounds: int) -> Row:
     """The row on one kind of directory."""
     with fresh_dir(kind) as base:
-        run = Lab(base / "lab").start_run(chat_id="bench")
+        run = bench_run(Lab(base / "lab"))
         contents = ["a" * SIZE, "b" * SIZE]
         turn = iter(range(10**9))
         args = {"path": "scratch/file.md", "content": contents[0]}
