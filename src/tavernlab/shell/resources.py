@@ -62,8 +62,9 @@ class MainThreadHelper:
     in a forked child, which inherits this object but not its thread).
 
     The handoff is a queue and one lock per call, not a ``concurrent.futures`` executor:
-    its future and condition cost about 0.1 ms more per call, measured in
-    ``bench/shell.py`` (a shell call on the main thread crosses threads twice)."""
+    its future and condition cost about 0.1 ms more per round trip on a 2-core machine (a
+    shell call on the main thread crosses threads twice; ``bench/shell.py`` times that call
+    whole)."""
 
     def __init__(self) -> None:
         self._queue: SimpleQueue[HelperCall | None] | None = None
