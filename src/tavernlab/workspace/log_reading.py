@@ -108,14 +108,13 @@ class TypeFilter:
     """Which raw lines may be records of some ``types``, decided on the bytes.
 
     A line whose ``type`` is ``name`` holds ``name`` as a JSON string: written as-is (how
-    tavernlab writes it), or with some characters escaped - as ``\\uXXXX`` (any
-    character) or as a short escape (only ``"``, ``\\``, ``/`` and control characters
-    have one). So a line that holds neither the plain spelling of any of the names nor a
-    backslash that could start such an escape cannot match, and is skipped unparsed - unless
-    it does not end as a JSON object does (``}``): a cut or overwritten line is parsed, so it
-    raises as in a full read (tavernlab choice: damage inside a line of another type that
-    still ends in ``}`` is reported by a full read only).
-    """
+    tavernlab writes it), or with some characters escaped - as a ``\\u`` escape of four hex
+    digits, such as ``\\u0074`` for ``t`` (any character), or as a short escape (only ``"``,
+    ``\\``, ``/`` and control characters have one). So a line that holds neither the plain
+    spelling of any of the names nor a backslash that could start such an escape cannot match,
+    and is skipped unparsed - unless it does not end as a JSON object does (``}``): a cut or
+    overwritten line is parsed, so it raises as in a full read (tavernlab choice: damage inside
+    a line of another type that still ends in ``}`` is reported by a full read only). """
 
     def __init__(self, types: Iterable[str]) -> None:
         self.names = frozenset(types)

@@ -106,7 +106,8 @@ _NOT_PRINTABLE_ASCII = re.compile(r"[^\x00-\x7e]")
 
 
 def _escape_non_ascii(match: re.Match[str]) -> str:
-    """``\\uXXXX`` (lowercase hex) as ``json`` writes it; past the BMP a surrogate pair."""
+    """The ``\\u`` escape ``json`` writes for one character: four lowercase hex digits
+    (``\\u00e9`` for ``é``); past the BMP a surrogate pair (``\\ud83d\\ude00``)."""
     code = ord(match.group())
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
