@@ -114,7 +114,7 @@ class TypeFilter:
     spelling of any of the names nor a backslash that could start such an escape cannot match,
     and is skipped unparsed - unless it does not end as a JSON object does (``}``): a cut or
     overwritten line is parsed, so it raises as in a full read (tavernlab choice: damage inside
-    a line of another type that still ends in ``}`` is reported by a full read only). """
+    a line of another type that still ends in ``}`` is reported by a full read only)."""
 
     def __init__(self, types: Iterable[str]) -> None:
         self.names = frozenset(types)
