@@ -24,16 +24,14 @@ Usage: ``.venv/bin/python bench/events.py [--records N] [--repeats N] [--big N] 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
-import os
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from timing import Row, absolute_row, compare_once, emit, row, table_options
+from timing import Row, absolute_row, append_locked, compare_once, emit, row, table_options
 
 from tavernlab.events import ContextAssembled, ContextSummary, Event
 from tavernlab.host import Lab, Run
@@ -67,15 +65,7 @@ def raw_append_cost(root: Path, count: int) -> float:
                         "type": "context_assembled", "payload": {"hasHostContext": False}})
             + "\n").encode()
 
-    def append() -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-        finally:
-            os.close(fd)
-
-    return median_us(append, count)
+    return median_us(lambda: append_locked(path, line), count)
 
 
 def reading(root: Path, records: int, repeats: int

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_core import to_json
-from timing import DISK_NOTE, Row, compare, fresh_dir, fresh_dirs, rounds_main, row
+from timing import DISK_NOTE, Row, append_locked, compare, fresh_dir, fresh_dirs, rounds_main, row
 from write_file import atomic_write
 
 from tavernlab.host import Lab, Run
@@ -84,15 +84,10 @@ def create(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def append_locked(path: Path, lines: list[dict[str, Any]]) -> None:
+def append_lines(path: Path, lines: list[dict[str, Any]]) -> None:
     """One ``flock``ed append of every line, as the host appends a call's records."""
-    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    append_locked(path, "".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                for line in lines).encode())
 
 
 def floor_of(captured: Captured, base: Path, work: Callable[[], None]) -> Callable[[], None]:
@@ -116,9 +111,9 @@ def floor_of(captured: Captured, base: Path, work: Callable[[], None]) -> Callab
             os.close(fd)
         for result in captured.results:
             atomic_write(root / f"result-{n}.json", pretty(result).encode())
-        append_locked(root / "events.jsonl", captured.events)
+        append_lines(root / "events.jsonl", captured.events)
         if captured.journal:
-            append_locked(root / "journal.jsonl", captured.journal)
+            append_lines(root / "journal.jsonl", captured.journal)
         atomic_write(root / "run.json", pretty(captured.record).encode())
 
     return floor

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -197,6 +198,17 @@ def rows_in(output: str) -> list[Row]:
                 item["spread"] = tuple(item["spread"])
                 rows.append(Row(**item))
     return rows
+
+
+def append_locked(path: Path, data: bytes) -> None:
+    """Append ``data`` under an exclusive ``flock``, the way the host appends to a log (the
+    raw baseline of an append)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 def bench_run(lab: Any) -> Any:

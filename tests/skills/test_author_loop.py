@@ -123,11 +123,16 @@ def test_skill_run_binds_the_skills(skill_run, tmp_path):
 '''
 
 
+def run_pytest(folder: Path, name: str, source: str) -> subprocess.CompletedProcess[str]:
+    """``source`` written to ``folder/name`` and run by a fresh pytest in that folder."""
+    (folder / name).write_text(source)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(folder / name)], capture_output=True, text=True, timeout=300,
+                          cwd=folder)
+
+
 def test_the_plugin_fixtures_in_a_fresh_pytest(tmp_path: Path) -> None:
-    (tmp_path / "test_plugin.py").write_text(PLUGIN_TEST)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_plugin.py")], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    done = run_pytest(tmp_path, "test_plugin.py", PLUGIN_TEST)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
 
@@ -162,10 +167,7 @@ def test_a_changed_skill_fails_with_the_first_divergence(skill_run, tmp_path):
 
 def test_assert_replays_passes_on_an_identical_replay_and_fails_with_the_divergence(
         tmp_path: Path) -> None:
-    (tmp_path / "test_replays.py").write_text(REPLAY_TEST)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(tmp_path / "test_replays.py")], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    done = run_pytest(tmp_path, "test_replays.py", REPLAY_TEST)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed, 1 passed" in done.stdout
     failure = done.stdout[done.stdout.index("test_a_changed_skill_fails"):]
