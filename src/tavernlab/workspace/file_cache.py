@@ -63,8 +63,3 @@ class ParsedFiles(Generic[T]):
             self._entries.move_to_end(path)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        """Forget every entry."""
-        with self._lock:
-            self._entries.clear()

@@ -262,7 +262,9 @@ def copy_tree(root: Path, target: Path, *, links: LabLinks | None = None) -> Tre
                 files[rel] = recorded
                 shared.add(rel)
             else:
-                files[rel] = copy_file(host, f"{out}/{rel}", mode=STATE_FILE_MODE)
+                digest = hashlib.sha256()
+                size = copy_file(host, f"{out}/{rel}", mode=STATE_FILE_MODE, hasher=digest)
+                files[rel] = (digest.hexdigest(), size)
     return Tree(files, frozenset(directories), shared=frozenset(shared))
 
 
@@ -303,16 +305,18 @@ def link_or_copy(source: str, target: str | Path) -> bool:
     return False
 
 
-def copy_file(source: str, target: str | Path, *, mode: int = 0o644) -> tuple[str, int]:
+def copy_file(source: str, target: str | Path, *, mode: int = 0o644,
+              hasher: Any = None) -> int:
     """Copy the bytes of ``source`` to the new file ``target`` (created with ``mode``);
-    returns their ``(sha256, size)``, taken as they are copied."""
-    digest = hashlib.sha256()
+    returns their size. ``hasher`` (a ``hashlib`` object), when given, is fed the bytes as
+    they are copied."""
     size = 0
     with open(source, "rb") as reader:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             while chunk := reader.read(1 << 20):
-                digest.update(chunk)
+                if hasher is not None:
+                    hasher.update(chunk)
                 size += len(chunk)
                 view = memoryview(chunk)
                 while view:
@@ -321,7 +325,7 @@ def copy_file(source: str, target: str | Path, *, mode: int = 0o644) -> tuple[st
                 os.fchmod(fd, mode)
         finally:
             os.close(fd)
-    return digest.hexdigest(), size
+    return size
 
 
 def _hash_file(source: str) -> tuple[str, int]:
