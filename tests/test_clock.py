@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -20,6 +21,7 @@ from tavernlab.clock import (
     epoch_ms,
     ids_from_settings,
     ids_settings,
+    many_ids,
     parse_rfc3339,
     rfc3339,
     rfc3339_millis,
@@ -185,3 +187,40 @@ def test_random_ids_never_repeat_across_threads_and_a_fork() -> None:
         child = pipe.read().split()
     parent = [ids.new("x") for _ in range(5)]
     assert len(child) == 5 and not set(child) & set(parent)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 10_000])
+def test_random_ids_in_bulk_are_uuid4_ids_as_new_mints_them(count: int) -> None:
+    """``RandomIds.many`` (one read of entropy for a persist state's records) gives
+    ``count`` distinct ids of the form ``new`` gives: the prefix and 32 hex digits of a
+    UUID v4 with RFC 4122's variant."""
+    minted = RandomIds().many("jrn", count)
+    assert len(minted) == len(set(minted)) == count
+    for ident in minted:
+        prefix, _, digits = ident.partition("_")
+        parsed = uuid.UUID(hex=digits)
+        assert prefix == "jrn" and digits == parsed.hex
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    assert {len(i) for i in minted} <= {len(RandomIds().new("jrn"))}
+
+
+def test_many_ids_are_the_ids_new_would_mint_in_order() -> None:
+    """Sequential ids in bulk continue the same counters; a factory with only ``new`` is
+    asked once per id."""
+    bulk, single = SequentialIds("seed"), SequentialIds("seed")
+    bulk.new("jrn")
+    single.new("jrn")
+    assert many_ids(bulk, "jrn", 3) == [single.new("jrn") for _ in range(3)]
+    assert bulk.counters == single.counters
+
+    class OnlyNew:
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def new(self, prefix: str, hex_chars: int = 32) -> str:
+            self.asked += 1
+            return f"{prefix}_{self.asked:0{hex_chars}x}"
+
+    plain = OnlyNew()
+    assert many_ids(plain, "jrn", 2) == [f"jrn_{1:032x}", f"jrn_{2:032x}"]
+    assert plain.asked == 2

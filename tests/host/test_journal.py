@@ -15,6 +15,8 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tavernlab.events import (
     EVENT_TYPES,
@@ -27,6 +29,9 @@ from tavernlab.events import (
 )
 from tavernlab.host import Lab, Run
 from tavernlab.host.feed import order_key
+from tavernlab.host.starting import persist_changes
+from tavernlab.workspace.persist import PersistSnapshot
+from tavernlab.workspace.persist_tree import FileEntry
 
 WRITE_JS = "import {workspace} from '@tauritavern/runtime';"
 
@@ -189,15 +194,51 @@ def test_persist_initialisation_lines_are_what_the_model_writes(lab: Lab) -> Non
     first.call_tool("workspace.commit", {})
     first.finish()
     second = lab.start_run(chat_id="alice", persist_base=first.persist_state_id)
-    lines = [json.loads(line) for line in
-             (second.dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
+    texts = (second.dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = [json.loads(line) for line in texts]
     assert [line["payload"]["path"] for line in lines] == [
         "persist/a", "persist/a/b", "persist/a/b/y.md", "persist/a/x.md", "persist/b.md"]
-    for line in lines:
+    assert [line["seq"] for line in lines] == [1, 2, 3, 4, 5]
+    for text, line in zip(texts, lines, strict=True):  # rendered, then numbered, in bulk
+        assert text == json.dumps(line, ensure_ascii=False)  # what the encoder writes
         model = FileChanged.model_validate(line)
         assert json.dumps(line["payload"]) == json.dumps(
             model.payload.model_dump(mode="json", by_alias=True))
     assert [c.path for c in changes(second)] == [line["payload"]["path"] for line in lines]
+    anchor = lines[0]["eventSeq"]
+    assert {line["eventSeq"] for line in lines} == {anchor}
+    paths = [line["payload"]["path"] for line in lines]
+    for reader in (second, lab.open_run(second.id)):  # the index kept while writing, and read
+        assert [r.payload.path for r in reader.events(anchor, types="file_changed")
+                if isinstance(r, FileChanged)] == paths
+        assert reader.events(anchor + 1, types="file_changed") == []
+
+
+_NAMES = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(files=st.dictionaries(_NAMES, st.tuples(
+    st.text("0123456789abcdef\"\\\n", min_size=0, max_size=64),
+    st.integers(min_value=0, max_value=2**53)), max_size=8))
+def test_persist_payload_texts_are_what_the_encoder_writes_for_the_model(
+        files: dict[str, tuple[str, int]]) -> None:
+    """The rendered ``file_changed`` payloads of a persist state equal the generic
+    encoder's text of the :class:`FileChange` model, for any path (quotes, backslashes,
+    control characters, non-ASCII) and any digest text."""
+    snapshot = PersistSnapshot(
+        base_state_id="pst_x", files=[FileEntry(f"d/{name}", digest, size)
+                                      for name, (digest, size) in files.items()],
+        directories=["d"] if files else [])
+    expected = sorted(
+        [FileChange(path="persist/d", change="created", node="directory", writer="persist")]
+        * bool(files)
+        + [FileChange(path=f"persist/d/{name}", change="created", node="file", size=size,
+                      sha256=digest, writer="persist") for name, (digest, size) in files.items()],
+        key=lambda change: change.path)
+    assert persist_changes(snapshot) == [
+        json.dumps(c.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+        for c in expected]
 
 
 def test_a_long_shell_call_shows_its_files_while_it_runs(run: Run) -> None:

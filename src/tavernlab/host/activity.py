@@ -92,9 +92,9 @@ class Activities:
                 self.feed.note(FileChanged, change)
         return changes
 
-    def record(self, changes: list[dict[str, object]]) -> None:
+    def record(self, changes: list[str]) -> None:
         """Journal changes the port did not see (``persist/`` filled from a state), given as
-        ``file_changed`` payloads in their on-disk form (see
+        ``file_changed`` payloads rendered as JSON text (see
         :func:`tavernlab.host.starting.persist_changes`)."""
         if changes:
             self.feed.note_all(FileChanged, changes)

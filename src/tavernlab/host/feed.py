@@ -106,9 +106,9 @@ class RunFeed:
             self._queue(built)
         return str(built[1]["id"])
 
-    def note_all(self, kind: type[J], payloads: list[dict[str, object]]) -> None:
-        """Append many journal records of one kind, in order, from payloads in their on-disk
-        form (:meth:`~tavernlab.workspace.logs.JournalLog.lines_of`: no model is built unless
+    def note_all(self, kind: type[J], payloads: list[str]) -> None:
+        """Append many journal records of one kind, in order, from payloads rendered as JSON
+        text (:meth:`~tavernlab.workspace.logs.JournalLog.lines_of`: no model is built unless
         a subscriber is told)."""
         with self.lock:
             self._pending.extend(self.journal.lines_of(kind, payloads))

@@ -45,6 +45,7 @@ from tavernlab.host.sessions import SessionStore
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.logs import json_string
 from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
@@ -263,22 +264,24 @@ def read_persist_snapshot(run_dir: Path) -> PersistSnapshot:
     return PersistSnapshot.model_validate(read_json(run_dir / "input" / "persist_snapshot.json"))
 
 
-def persist_changes(snapshot: PersistSnapshot) -> list[dict[str, object]]:
+def persist_changes(snapshot: PersistSnapshot) -> list[str]:
     """The journal's view of ``persist/`` filled from a state (copied past the port), sorted
-    by path: ``file_changed`` payloads in their on-disk form, the fields of
-    :class:`~tavernlab.events.FileChange` in its order (built as plain objects: a large state
-    has a record per file; their values come from the snapshot, whose file list is checked
-    when it is read)."""
-    changes: list[dict[str, object]] = [
-        {"path": f"persist/{d}", "change": "created", "node": "directory", "size": None,
-         "sha256": None, "fromPath": None, "writer": "persist", "callId": None}
-        for d in snapshot.directory_set()]
-    changes += [{"path": f"persist/{f.path}", "change": "created", "node": "file",
-                 "size": f.bytes, "sha256": f.sha256, "fromPath": None, "writer": "persist",
-                 "callId": None}
-                for f in snapshot.files]
-    changes.sort(key=itemgetter("path"))
-    return changes
+    by path: ``file_changed`` payloads rendered as the line encoder writes a
+    :class:`~tavernlab.events.FileChange` (its fields in order; a large state has a record
+    per file, so each is one format, not a model and an encoding: ``tests/host/
+    test_journal.py`` pins the bytes). The values come from the snapshot, whose file list is
+    checked when it is read."""
+    rendered = [(f"persist/{d}", f'{{"path": {json_string(f"persist/{d}")}, "change": '
+                 '"created", "node": "directory", "size": null, "sha256": null, "fromPath": '
+                 'null, "writer": "persist", "callId": null}')
+                for d in snapshot.directory_set()]
+    rendered += [(f"persist/{f.path}", f'{{"path": {json_string(f"persist/{f.path}")}, '
+                  f'"change": "created", "node": "file", "size": {f.bytes}, "sha256": '
+                  f'{json_string(f.sha256)}, "fromPath": null, "writer": "persist", '
+                  '"callId": null}')
+                 for f in snapshot.files]
+    rendered.sort(key=itemgetter(0))
+    return [text for _, text in rendered]
 
 
 def resolve_profile(profile: Profile | Mapping[str, Any] | None, default: Callable[[], Profile]

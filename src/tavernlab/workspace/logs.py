@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tavernlab.clock import Clock, IdFactory, rfc3339
+from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339
 from tavernlab.events import (
     EVENT_TYPES,
     JOURNAL_TYPES,
@@ -55,8 +55,10 @@ OFFSET_TYPES = frozenset({"subagent_started"})
 #: A built record waiting to be written: how to make its model, and the JSON object of its
 #: line (a journal record's has ``eventSeq``). The model is made only when somebody wants it
 #: (a subscriber, or the caller of ``append``), after the line is numbered (:func:`model_of`):
-#: a function that makes it, or ``None`` to parse it from the line (records built in bulk).
-#: Either way the payload was validated before anything is written.
+#: a function that makes it, or ``None`` to parse it from the line (records built in bulk,
+#: whose object holds ``seq``, ``eventSeq``, ``id``, ``type`` and the rest of the line as
+#: text: :meth:`JournalLog.lines_of`). Either way the payload was checked before anything is
+#: written.
 Maker = Callable[[dict[str, Any]], Event]
 Built = tuple[Maker | None, dict[str, Any]]
 
@@ -148,22 +150,27 @@ class JournalLog(SequencedLog):
         }
         return make, data
 
-    def lines_of(self, kind: type[J], payloads: Sequence[dict[str, Any]]) -> list[Built]:
-        """Records of one kind from payloads already in their on-disk form (the model's
-        camelCase keys, in its field order, JSON values the caller has checked), without
-        building a model each: a run started from a large persist state journals a record
-        per file. The ids and times are taken in order, one per record, as one by one."""
+    def lines_of(self, kind: type[J], payloads: Sequence[str]) -> list[Built]:
+        """Records of one kind from payloads already rendered as JSON text (exactly what
+        the line encoder writes for the kind's payload: ``{"key": value, ...}``, the model's
+        camelCase keys in its field order, values the caller has checked), without a model
+        or an encoding each: a run started from a large persist state journals a record per
+        file. The ids and times are taken in order, one per record, as one by one; each
+        line is rendered now but for its numbers (:func:`_line`)."""
         type_name = kind.type_name()
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        new_id, now, run_id = events.ids.new, events.clock.now, events.run_id
-        level = kind.default_level()
+        now = events.clock.now
+        head = f', "runId": {json_string(events.run_id)}, "timestamp": "'
+        middle = (f'", "level": {json_string(kind.default_level())}, "type": '
+                  f'{json_string(type_name)}, "payload": ')
         with collector_paused():  # tens of thousands of acyclic dicts (see log_reading)
-            return [(None, {"seq": 0, "eventSeq": 0, "id": new_id("jrn"), "runId": run_id,
-                            "timestamp": rfc3339(now()), "level": level, "type": type_name,
-                            "payload": payload})
-                    for payload in payloads]
+            return [(None, {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
+                            _TAIL: f'"id": {json_string(ident)}{head}{rfc3339(now())}'
+                                   f'{middle}{payload}}}\n'})
+                    for ident, payload in zip(many_ids(events.ids, "jrn", len(payloads)),
+                                              payloads, strict=True)]
 
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
@@ -180,12 +187,14 @@ class JournalLog(SequencedLog):
         super()._reset_index()
         self._anchors = array("q")
 
-    def _write(self, fd: int, size: int, lines: list[bytes]) -> None:
+    def _write_anchored(self, fd: int, size: int, lines: list[bytes], anchors: list[int]
+                        ) -> None:
+        """Append ``lines`` whose ``eventSeq`` are ``anchors`` (kept in the index when it
+        was complete)."""
         indexed = self._indexed_to == size
-        super()._write(fd, size, lines)
-        if not indexed:
-            return
-        self._anchors.extend(anchor_of(line) for line in lines)
+        self._write(fd, size, lines)
+        if indexed:
+            self._anchors.extend(anchors)
 
     def _indexed_lines(self, lines: list[bytes]) -> None:
         self._anchors.extend(anchor_of(line) for line in lines)
@@ -233,8 +242,19 @@ def _line_encoder() -> Callable[[dict[str, Any]], str]:
 _ENCODE = _line_encoder()
 
 
+#: A JSON string as the line encoder writes it (``"..."``, non-ASCII kept).
+json_string: Callable[[str], str] = json.encoder.encode_basestring
+
+#: The key of a line rendered in bulk (:meth:`JournalLog.lines_of`): its text after
+#: ``"eventSeq": N, `` (no envelope has a field of that name).
+_TAIL = "tail"
+
+
 def _line(data: dict[str, Any]) -> bytes:
-    return (_ENCODE(data) + "\n").encode("utf-8")
+    tail = data.get(_TAIL)
+    if tail is None:
+        return (_ENCODE(data) + "\n").encode("utf-8")
+    return f'{{"seq": {data["seq"]}, "eventSeq": {data["eventSeq"]}, {tail}'.encode()
 
 
 def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
@@ -281,4 +301,4 @@ def _append_journal(journal: JournalLog, notes: list[dict[str, Any]]) -> None:
                 journal.written_at[data["id"]] = offset
             offset += len(line)
             lines.append(line)
-        journal._write(fd, size, lines)
+        journal._write_anchored(fd, size, lines, [data["eventSeq"] for data in notes])
