@@ -1,18 +1,20 @@
-"""Benchmark (issue 16, rows 1 and 2): the floor under a tool call's records (not a test).
+"""Benchmark (issue 16, rows 1, 2 and 4): the floor under a tool call's records (not a test).
 
-What is the least a ``workspace.write_file`` or ``workspace.read_file`` call can cost while it
-keeps the records upstream's formats and issue 16's item 1 ask for? This script runs one real
-call, notes every file it wrote (the arguments file, the stored result, the lines appended to
-``events.jsonl`` and ``journal.jsonl``, ``run.json``), then times **those same operations in
-plain Python**: the same objects encoded again (``json`` for log lines, pydantic-core for the
-indented files), each file created, replaced or appended the way the host does it (exclusive
-create, temporary file and rename, one locked append per log), and the call's own file work
-(read, or read and replace). No tavernlab code runs in the timed loop: no validation, no
-containment, no metrics, no ids.
+What is the least a ``workspace.write_file``, ``workspace.read_file`` or ``workspace.shell``
+call can cost while it keeps the records upstream's formats and issue 16's item 1 ask for?
+This script runs one real call, notes every file it wrote (the arguments file, the stored
+result, the lines appended to ``events.jsonl`` and ``journal.jsonl``, ``run.json``), then
+times **those same operations in plain Python**: the same objects encoded again (``json``
+for log lines, pydantic-core for the indented files), each file created, replaced or
+appended the way the host does it (exclusive create, temporary file and rename, one locked
+append per log), and the call's own file work (read, or read and replace; for the shell, a
+fresh bare bashkit running the command, which is the shell row's baseline). No tavernlab
+code runs in the timed loop: no validation, no containment, no metrics, no ids.
 
-The floor is measured against the same raw baselines as ``bench/write_file.py`` and
-``bench/read_file.py``, interleaved in the same run. A floor above a target's ratio shows
-the target cannot be met by any implementation that keeps the records.
+The floor is measured against the same raw baselines as ``bench/write_file.py``,
+``bench/read_file.py`` and ``bench/shell.py``, interleaved in the same run. A floor above a
+target's ratio shows the target cannot be met by any implementation that keeps the records;
+a floor below it (the shell's) puts a number on what the implementation itself may cost.
 
 Usage: ``.venv/bin/python bench/floor.py [--rounds N] [--quick] [--json]``.
 """
@@ -27,8 +29,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bashkit
 from pydantic_core import to_json
-from timing import DISK_NOTE, Row, append_locked, compare, fresh_dir, fresh_dirs, rounds_main, row
+from timing import (
+    DISK_NOTE,
+    Row,
+    append_locked,
+    bench_run,
+    compare,
+    fresh_dir,
+    fresh_dirs,
+    rounds_main,
+    row,
+)
 from write_file import atomic_write
 
 from tavernlab.host import Lab, Run
@@ -163,9 +176,28 @@ def read_rows(rounds: int) -> Row:
                10.0, "<= 10x", "tmpfs; " + captured.describe())
 
 
+def shell_rows(rounds: int) -> Row:
+    """The ``run.shell('echo hi')`` floor: its records in plain Python around a fresh bare
+    interpreter running the command (the baseline itself: the shell makes one per call)."""
+    with fresh_dir("tmpfs") as base:
+        lab = Lab(base / "lab")
+        run = bench_run(lab)
+        run.shell("echo hi")
+        captured = Captured(run, lambda: run.shell("echo hi"))
+
+        def work() -> None:
+            bashkit.Bash().execute_sync("echo hi")
+
+        result = compare(floor_of(captured, base, work), work, rounds=rounds, per_round=20)
+        lab.close()
+    return row("run.shell('echo hi'): its records in plain Python, the floor", result,
+               "fresh bashkit", 2.0, "<= 2x", "tmpfs; " + captured.describe())
+
+
 def rows(rounds: int = 7) -> list[Row]:
     """Every row of this script."""
-    return [*(write_rows(kind, rounds) for kind in fresh_dirs()), read_rows(rounds)]
+    return [*(write_rows(kind, rounds) for kind in fresh_dirs()), read_rows(rounds),
+            shell_rows(rounds)]
 
 
 def main() -> None:
