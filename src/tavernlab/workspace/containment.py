@@ -63,7 +63,7 @@ class LabLinks:
     """The hard links the lab made in one workspace: a run's ``persist/`` is filled with
     links to the files of its base persist state.
 
-    A regular file with several links is the lab's own when the lab made it (:meth:`add`,
+    A regular file with several links is the lab's own when the lab made it (:meth:`add_all`,
     when the run starts) or, for a run reopened later, when its bytes are those of a file of
     the run's base state (``base()`` gives their ``(sha256, size)``; each inode is checked
     once): such an alias can only show what the run was given, and the port never writes a
@@ -80,9 +80,10 @@ class LabLinks:
         self._known: dict[LinkKey, tuple[str, int]] = {}
         self._planted: set[LinkKey] = set()
 
-    def add(self, key: LinkKey, content: tuple[str, int]) -> None:
-        """A link the lab just made, of a file with ``content`` (its ``(sha256, size)``)."""
-        self._known[key] = content
+    def add_all(self, links: Iterable[tuple[LinkKey, tuple[str, int]]]) -> None:
+        """Links the lab just made: ``(key, content)`` each, ``content`` being the file's
+        ``(sha256, size)``."""
+        self._known.update(links)
 
     def content(self, st: os.stat_result) -> tuple[str, int] | None:
         """``(sha256, size)`` of the file ``st`` if it is a link known to be the lab's."""

@@ -223,18 +223,17 @@ class PersistRepository:
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
         with collector_paused():  # see publish
             tree, made = link_tree(source, persist_dir, link=links is not None)
-        recorded = {f.path: f.bytes for f in manifest.files}
-        if {path: size for path, (_, size) in tree.files.items()} != recorded:
+        contents = {f.path: (f.sha256, f.bytes) for f in manifest.files}
+        if tree.files.keys() != contents.keys() or any(
+                size != contents[path][1] for path, (_, size) in tree.files.items()):
             shutil.rmtree(persist_dir)
             persist_dir.mkdir()
             raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not match "
                                "its manifest")
         if links is not None:
-            contents = {f.path: (f.sha256, f.bytes) for f in manifest.files}
-            for path, key in made:
-                links.add(key, contents[path])
+            links.add_all((key, contents[path]) for path, key in made)
         return PersistSnapshot(base_state_id=base_state_id,
-                               files=sorted(manifest.files, key=lambda f: f.path),
+                               files=sorted(manifest.files),  # by path: the first field
                                directories=sorted(tree.directories))
 
     # -- publication ---------------------------------------------------------------------
