@@ -110,9 +110,11 @@ def main() -> None:
           f"and on the disk ({disk}, {file_system(disk)})")
     print()
     print_table(rows)
-    met = sum(r.met for r in rows)
-    print(f"{met} of {len(rows)} rows met; {'; '.join(statuses)}; "
-          f"{time.perf_counter() - started:.0f} s in all")
+    paths = [r for r in rows if not r.floor]
+    floors = [r for r in rows if r.floor]
+    print(f"{sum(r.met for r in paths)} of {len(paths)} rows met; "
+          f"{sum(not r.met for r in floors)} of {len(floors)} floors above their target; "
+          f"{'; '.join(statuses)}; {time.perf_counter() - started:.0f} s in all")
     print(f"(*) {DISK_NOTE}")
     print(f"each script's full output: {logs}")
 

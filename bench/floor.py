@@ -154,7 +154,7 @@ def write_rows(kind: str, rounds: int) -> Row:
                          lambda: atomic_write(raw, next(contents)), rounds=rounds, per_round=15)
     return row(f"write_file 1 KiB: its records in plain Python, the floor ({kind})", result,
                "atomic write", 3.0, "<= 3x",
-               captured.describe() + ("; " + DISK_NOTE if kind == "disk" else ""))
+               captured.describe() + ("; " + DISK_NOTE if kind == "disk" else ""), floor=True)
 
 
 def read_rows(rounds: int) -> Row:
@@ -173,7 +173,7 @@ def read_rows(rounds: int) -> Row:
 
         result = compare(floor_of(captured, base, work), work, rounds=rounds, per_round=15)
     return row("read_file 1 KiB: its records in plain Python, the floor", result, "raw read",
-               10.0, "<= 10x", "tmpfs; " + captured.describe())
+               10.0, "<= 10x", "tmpfs; " + captured.describe(), floor=True)
 
 
 def shell_rows(rounds: int) -> Row:
@@ -191,7 +191,7 @@ def shell_rows(rounds: int) -> Row:
         result = compare(floor_of(captured, base, work), work, rounds=rounds, per_round=20)
         lab.close()
     return row("run.shell('echo hi'): its records in plain Python, the floor", result,
-               "fresh bashkit", 2.0, "<= 2x", "tmpfs; " + captured.describe())
+               "fresh bashkit", 2.0, "<= 2x", "tmpfs; " + captured.describe(), floor=True)
 
 
 def rows(rounds: int = 7) -> list[Row]:

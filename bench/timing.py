@@ -117,13 +117,17 @@ class Row:
     target: str
     met: bool
     note: str = ""
+    #: A floor (``bench/floor.py``): not a path of the issue's table but the least its row
+    #: can cost, so it is under or above the row's target rather than met.
+    floor: bool = False
 
     def cells(self) -> list[str]:
         """The printed cells."""
         low, high = self.spread
+        status = ("floor under" if self.met else "floor ABOVE") if self.floor else (
+            "met" if self.met else "NOT met")
         return [self.path, self.figure, self.baseline,
-                f"{self.ratio:.2f}x ({low:.2f}-{high:.2f})", self.target,
-                "met" if self.met else "NOT met", self.note]
+                f"{self.ratio:.2f}x ({low:.2f}-{high:.2f})", self.target, status, self.note]
 
 
 def ms(value: float) -> str:
@@ -132,10 +136,10 @@ def ms(value: float) -> str:
 
 
 def row(path: str, result: Comparison, baseline_name: str, limit: float, target: str,
-        note: str = "") -> Row:
-    """A row whose target is ``ratio <= limit``."""
+        note: str = "", *, floor: bool = False) -> Row:
+    """A row whose target is ``ratio <= limit`` (a floor's: see :attr:`Row.floor`)."""
     return Row(path, ms(result.figure), f"{baseline_name} {ms(result.baseline)}", result.ratio,
-               (result.low, result.high), target, result.ratio <= limit, note)
+               (result.low, result.high), target, result.ratio <= limit, note, floor)
 
 
 def print_table(rows: list[Row]) -> None:
