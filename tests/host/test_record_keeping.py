@@ -17,12 +17,15 @@ from tavernlab.events import (
     ContextAssembled,
     ContextSummary,
     Event,
+    FileChange,
     FileChanged,
+    StatusChange,
+    StatusChanged,
     parse_event,
 )
 from tavernlab.host import Lab, Run
 from tavernlab.host.ledger import CHECKPOINT_EVERY_RECORDS, CHECKPOINTS
-from tavernlab.workspace.logs import EventLog
+from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.profile import Profile
 
 
@@ -204,3 +207,20 @@ def test_tail_of_the_log_is_found_from_its_last_line(tmp_path: Path) -> None:
     fresh = EventLog(tmp_path / "events.jsonl", "run_x", clock=SYSTEM_CLOCK, ids=RandomIds())
     assert fresh.append(ContextAssembled, ContextSummary(has_host_context=False)).seq == 4
     assert [e.seq for e in fresh.read(2)] == [3, 4]
+
+
+def test_text_that_cannot_be_written_is_refused_before_anything_is(tmp_path: Path) -> None:
+    """A lone surrogate validates as a Python string but has no UTF-8 form: the record is
+    refused when it is built, before anything is written, and neither log changes."""
+    events = EventLog(tmp_path / "events.jsonl", "run_x", clock=SYSTEM_CLOCK, ids=RandomIds())
+    journal = JournalLog(tmp_path / "journal.jsonl", events)
+    events.append(StatusChanged, StatusChange(to="calling_model"))
+    before = (tmp_path / "events.jsonl").read_bytes()
+    with pytest.raises(UnicodeEncodeError):
+        events.append(StatusChanged, StatusChange(to="bad \ud800"))
+    with pytest.raises(UnicodeEncodeError):
+        journal.append(FileChanged, FileChange(path="scratch/\ud800", change="created",
+                                               node="file", writer="tool"))
+    assert (tmp_path / "events.jsonl").read_bytes() == before
+    assert not (tmp_path / "journal.jsonl").exists()
+    assert events.append(StatusChanged, StatusChange(to="finished")).seq == 2

@@ -141,19 +141,29 @@ def test_a_bad_payload_of_a_known_type_names_the_line(run: Run) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.text(), st.recursive(
+@given(st.dictionaries(st.text().filter(lambda key: key not in ("seq", "eventSeq")),
+                       st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=12), max_size=6))
-def test_a_record_line_is_json_dumps_of_its_object(data: dict[str, object]) -> None:
-    """The log's line encoder (one C encoder, no cycle check) writes what
-    ``json.dumps(data, ensure_ascii=False)`` writes, floats, NaN and any text included."""
-    from tavernlab.workspace.logs import _line
+    max_leaves=12), min_size=1, max_size=6),
+       st.integers(min_value=1, max_value=2**40), st.integers(min_value=0, max_value=2**40),
+       st.booleans())
+def test_a_record_line_is_json_dumps_of_its_object(data: dict[str, object], seq: int,
+                                                   event_seq: int, anchored: bool) -> None:
+    """A record's line - the rest encoded when it is built by the log's one C encoder (no
+    cycle check), the numbers put in front when it is written - is what ``json.dumps(record,
+    ensure_ascii=False)`` writes for the whole record, floats, NaN and any text included;
+    text that cannot be written is refused when the record is built."""
+    from tavernlab.workspace.logs import _ENCODE, _line, _unnumbered
 
+    numbers: dict[str, object] = {"seq": seq, "eventSeq": event_seq} if anchored else {
+        "seq": seq}
     try:
-        expected = (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+        expected = (json.dumps({**numbers, **data}, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: both refuse it
         with pytest.raises(UnicodeEncodeError):
-            _line(data)
+            _unnumbered("x", "t", _ENCODE(data)[1:], anchored=anchored)
         return
-    assert _line(data) == expected
+    built = _unnumbered("x", "t", _ENCODE(data)[1:], anchored=anchored)
+    built.update(numbers)
+    assert _line(built) == expected

@@ -52,13 +52,13 @@ _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT  # read: the last line when it gr
 #: Journal record types whose byte offsets :attr:`JournalLog.written_at` keeps.
 OFFSET_TYPES = frozenset({"subagent_started"})
 
-#: A built record waiting to be written: how to make its model, and the JSON object of its
-#: line (a journal record's has ``eventSeq``). The model is made only when somebody wants it
-#: (a subscriber, or the caller of ``append``), after the line is numbered (:func:`model_of`):
-#: a function that makes it, or ``None`` to parse it from the line (records built in bulk,
-#: whose object holds ``seq``, ``eventSeq``, ``id``, ``type`` and the rest of the line as
-#: text: :meth:`JournalLog.lines_of`). Either way the payload was checked before anything is
-#: written.
+#: A built record waiting to be written: how to make its model, and its line as it stands
+#: before it is numbered (:func:`_unnumbered`: ``seq`` - and a journal record's ``eventSeq`` -
+#: set when it is written, ``id``, ``type`` and the rest of the line, already encoded). The
+#: model is made only when somebody wants it (a subscriber, or the caller of ``append``),
+#: after the line is numbered (:func:`model_of`): a function that makes it, or ``None`` to
+#: parse it from the line (records built in bulk). Either way the payload was checked, and
+#: the line encoded, before anything is written.
 Maker = Callable[[dict[str, Any]], Event]
 Built = tuple[Maker | None, dict[str, Any]]
 
@@ -92,14 +92,13 @@ class EventLog(SequencedLog):
             return kind(seq=data["seq"], id=ident, run_id=run_id, timestamp=moment,
                         level=level, payload=payload, event_scope=scope)
 
-        data: dict[str, Any] = {
-            "seq": 0, "id": ident, "runId": run_id, "timestamp": rfc3339(moment),
-            "level": level, "type": type_name,
-            "payload": payload.model_dump(mode="json", by_alias=True),
+        rest: dict[str, Any] = {
+            "id": ident, "runId": run_id, "timestamp": rfc3339(moment), "level": level,
+            "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
         }
         if scope is not None:
-            data["eventScope"] = scope.model_dump(mode="json", by_alias=True)
-        return make, data
+            rest["eventScope"] = scope.model_dump(mode="json", by_alias=True)
+        return make, _unnumbered(ident, type_name, _ENCODE(rest)[1:], anchored=False)
 
     def append(self, kind: type[E], payload: Model, *, level: Level | None = None,
                scope: EventScope | None = None) -> E:
@@ -143,12 +142,12 @@ class JournalLog(SequencedLog):
             return kind(seq=data["seq"], event_seq=data["eventSeq"], id=ident, run_id=run_id,
                         timestamp=moment, payload=payload)
 
-        data: dict[str, Any] = {
-            "seq": 0, "eventSeq": 0, "id": ident, "runId": run_id,
-            "timestamp": rfc3339(moment), "level": kind.default_level(),
-            "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
+        rest: dict[str, Any] = {
+            "id": ident, "runId": run_id, "timestamp": rfc3339(moment),
+            "level": kind.default_level(), "type": type_name,
+            "payload": payload.model_dump(mode="json", by_alias=True),
         }
-        return make, data
+        return make, _unnumbered(ident, type_name, _ENCODE(rest)[1:], anchored=True)
 
     def lines_of(self, kind: type[J], payloads: Sequence[str]) -> list[Built]:
         """Records of one kind from payloads already rendered as JSON text (exactly what
@@ -156,7 +155,7 @@ class JournalLog(SequencedLog):
         camelCase keys in its field order, values the caller has checked), without a model
         or an encoding each: a run started from a large persist state journals a record per
         file. The ids and times are taken in order, one per record, as one by one; each
-        line is rendered now but for its numbers (:func:`_line`)."""
+        line is rendered now but for its numbers (the same form :meth:`build` gives)."""
         type_name = kind.type_name()
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
@@ -166,9 +165,9 @@ class JournalLog(SequencedLog):
         middle = (f'", "level": {json_string(kind.default_level())}, "type": '
                   f'{json_string(type_name)}, "payload": ')
         with collector_paused():  # tens of thousands of acyclic dicts (see log_reading)
-            return [(None, {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
-                            _TAIL: f'"id": {json_string(ident)}{head}{rfc3339(now())}'
-                                   f'{middle}{payload}}}\n'})
+            return [(None, _unnumbered(ident, type_name,
+                                       f'"id": {json_string(ident)}{head}{rfc3339(now())}'
+                                       f'{middle}{payload}}}', anchored=True))
                     for ident, payload in zip(many_ids(events.ids, "jrn", len(payloads)),
                                               payloads, strict=True)]
 
@@ -245,16 +244,23 @@ _ENCODE = _line_encoder()
 #: A JSON string as the line encoder writes it (``"..."``, non-ASCII kept).
 json_string: Callable[[str], str] = json.encoder.encode_basestring
 
-#: The key of a line rendered in bulk (:meth:`JournalLog.lines_of`): its text after
-#: ``"eventSeq": N, `` (no envelope has a field of that name).
-_TAIL = "tail"
+
+def _unnumbered(ident: str, type_name: str, rest: str, *, anchored: bool) -> dict[str, Any]:
+    """A record's line before it is numbered: ``rest`` is the encoder's text of everything
+    after the numbers (``"id": ...}``, without the opening brace), kept as UTF-8 bytes with
+    the newline (so text that cannot be written, such as a lone surrogate, fails here, before
+    anything is written); ``seq`` (and, ``anchored``, ``eventSeq``) are set when it is."""
+    data: dict[str, Any] = {"seq": 0, "eventSeq": 0} if anchored else {"seq": 0}
+    data["id"], data["type"], data["rest"] = ident, type_name, (rest + "\n").encode("utf-8")
+    return data
 
 
 def _line(data: dict[str, Any]) -> bytes:
-    tail = data.get(_TAIL)
-    if tail is None:
-        return (_ENCODE(data) + "\n").encode("utf-8")
-    return f'{{"seq": {data["seq"]}, "eventSeq": {data["eventSeq"]}, {tail}'.encode()
+    """A numbered record's line: what ``json.dumps(..., ensure_ascii=False)`` writes for the
+    whole record, its numbers first (``tests/workspace/test_log_reading.py`` pins it)."""
+    if "eventSeq" in data:
+        return b'{"seq": %d, "eventSeq": %d, %b' % (data["seq"], data["eventSeq"], data["rest"])
+    return b'{"seq": %d, %b' % (data["seq"], data["rest"])
 
 
 def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
