@@ -90,10 +90,19 @@ class ReplayReport:
 
     def headline(self) -> str:
         """``identical: 12 actions of run_…`` or ``diverged: 3 divergences, first at …``."""
+        return f"{self.status}: {self.detail()}"
+
+    @property
+    def status(self) -> str:
+        """``identical`` or ``diverged``."""
+        return "identical" if self.identical else "diverged"
+
+    def detail(self) -> str:
+        """The headline after its status."""
         if self.identical:
-            return f"identical: {self.actions} actions of {self.run_id} replayed byte for byte"
+            return f"{self.actions} actions of {self.run_id} replayed byte for byte"
         first = self.divergences[0]
-        return (f"diverged: {len(self.divergences)} divergence"
+        return (f"{len(self.divergences)} divergence"
                 f"{'s' if len(self.divergences) != 1 else ''} in {self.run_id}, first: "
                 f"{first.summary()}")
 
@@ -180,8 +189,8 @@ def divergence_html(divergence: Divergence) -> str:
 
 def report_html(report: ReplayReport) -> str:
     """The whole report as HTML."""
-    status, _, rest = report.headline().partition(": ")  # "identical" / "diverged"
-    parts = [_STYLE, '<div class="tl-replay">', f"<p><b>{status}</b>: {escape(rest)}</p>"]
+    parts = [_STYLE, '<div class="tl-replay">',
+             f"<p><b>{report.status}</b>: {escape(report.detail())}</p>"]
     if report.skills:
         skills = "".join(
             f"<tr><td>{escape(s.name)}</td><td><code>{escape(s.recorded_hash)}</code></td>"

@@ -85,7 +85,6 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     return ToolResult(content=content, structured=structured, resource_refs=[path.text])
 
 
-
 @dataclass(frozen=True, slots=True)
 class _FileRead:
     """A read file: its digest, the selection and the whole file's metrics."""
