@@ -6,8 +6,8 @@ with a literal name. An import from a lower floor to a higher one fails, and so 
 between two packages (on any floor).
 
     floor 5  surface   cli/ notebook/ replay/ demo/ testing/ views.py (and the package face)
-    floor 4  host      host/
-    floor 3  engines   skills/ shell/ js/
+    floor 4  host      host/ agent/
+    floor 3  engines   skills/ shell/ js/ models/
     floor 2  storage   workspace/ worktree/
     floor 1  ground    errors.py paths.py cancel.py clock.py locks.py events/
 """
@@ -27,8 +27,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tavernlab"
 FLOORS: dict[str, int] = {
     "errors": 1, "paths": 1, "cancel": 1, "clock": 1, "locks": 1, "events": 1,
     "workspace": 2, "worktree": 2,
-    "skills": 3, "shell": 3, "js": 3,
-    "host": 4,
+    "skills": 3, "shell": 3, "js": 3, "models": 3,
+    "host": 4, "agent": 4,
     "cli": 5, "notebook": 5, "replay": 5, "demo": 5, "testing": 5, "views": 5,
     "__init__": 5, "_compat": 5,
 }

@@ -64,6 +64,9 @@ their module when they live beside their engine)::
     ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
     │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
+    ├── ModelError                      model.* / agent.* / network.*  a model call (models/_errors.py)
+    │   ├── ModelCallError              <code>           classified for the retry policy
+    │   └── ModelCancelled              agent.cancelled  the run was cancelled mid-call
     ├── ReplayError                     replay.*         record and replay (replay/errors.py)
     │   ├── RunNotExportable            replay.run_not_exportable
     │   ├── BundleTooLarge              replay.bundle_too_large
@@ -302,6 +305,13 @@ class NotebookError(TavernlabError):
     """Root of the notebook surface's errors (leaves in :mod:`tavernlab.notebook.errors`)."""
 
     code = "notebook.error"
+
+
+class ModelError(TavernlabError):
+    """A model call failed (the provider answered an error, the network failed, or the answer
+    broke the tool-call contract)."""
+
+    code = "model.error"
 
 
 class ReplayError(TavernlabError):

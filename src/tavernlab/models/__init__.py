@@ -1,0 +1,51 @@
+"""Model providers: the canonical request and response, and the adapters that speak each
+provider's wire format.
+
+``models`` knows wire formats, not runs: a provider turns a :class:`ModelRequest` into its
+SDK's call and the answer into a :class:`ModelResponse`, streaming :data:`Delta` pieces through
+a callback. The agent loop (:mod:`tavernlab.agent`) drives it and records everything.
+
+Providers: :class:`Scripted` (upstream's fixture shape, for tests, demos and docs);
+:class:`OpenAICompatible` (the official ``openai`` client, Chat Completions, any ``base_url``);
+:class:`ClaudeMessages` (the official ``anthropic`` client); :class:`Recorded` (the
+``model-responses/`` of a recorded run, for replay). The two SDK-backed providers are imported
+on first use, so ``import tavernlab.models`` stays light.
+"""
+
+from __future__ import annotations
+
+from tavernlab.models._canonical import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelTool,
+    NativePart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolInvocation,
+    ToolResult,
+    ToolResultPart,
+    Usage,
+)
+from tavernlab.models._errors import ModelCallError, ModelCancelled
+from tavernlab.models._provider import (
+    DEFAULT_TIMEOUT_S,
+    Delta,
+    DeltaCallback,
+    ModelProvider,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    next_provider_state,
+)
+from tavernlab.models._scripted import Scripted, ScriptedRequest
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S", "Delta", "DeltaCallback", "ModelCallError", "ModelCancelled",
+    "ModelMessage", "ModelProvider", "ModelRequest", "ModelResponse", "ModelTool", "NativePart",
+    "Part", "ReasoningDelta", "ReasoningPart", "Scripted", "ScriptedRequest", "TextDelta",
+    "TextPart", "ToolCallDelta", "ToolCallPart", "ToolInvocation", "ToolResult",
+    "ToolResultPart", "Usage", "next_provider_state",
+]
