@@ -64,7 +64,7 @@ their module when they live beside their engine)::
     ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
     │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
-    ├── ModelError                      model.* / agent.* / network.*  a model call (models/_errors.py)
+    ├── ModelError                      model.*          a model call (models/_errors.py)
     │   ├── ModelCallError              <code>           classified for the retry policy
     │   └── ModelCancelled              agent.cancelled  the run was cancelled mid-call
     ├── ReplayError                     replay.*         record and replay (replay/errors.py)
