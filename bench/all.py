@@ -37,6 +37,7 @@ SCRIPTS: dict[str, list[str]] = {
     "persist": [],
     "js_sandbox": [],
     "imports": [],
+    "start": [],
 }
 #: Within a script, rows whose path starts with an earlier prefix come first (the issue's
 #: order: every "finish" row, then every "next run" row).
