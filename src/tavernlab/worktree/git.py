@@ -22,6 +22,8 @@ from tavernlab.worktree.process import RunResult, run_argv
 
 #: Extra environment for every git child.
 GIT_ENVIRONMENT = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
+#: The ref new worktrees branch from and work is compared with, unless told another.
+DEFAULT_REF = "origin/main"
 #: Marks the end of options: everything after it is a value (git >= 2.24).
 END_OF_OPTIONS = "--end-of-options"
 

@@ -15,9 +15,8 @@ from typing import Any
 from tavernlab.clock import SYSTEM_CLOCK, Clock, rfc3339_millis
 from tavernlab.worktree.errors import ForgeUnavailableError, GitError
 from tavernlab.worktree.forge import Forge, PullRequest, VerdictMemo
-from tavernlab.worktree.git import END_OF_OPTIONS, git, git_run
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git, git_run
 
-DEFAULT_REF = "origin/main"
 _FORGE_STATES = frozenset({"merged", "partial", "open", "diverged"})
 
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from tavernlab.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from tavernlab.worktree.forge import Forge, VerdictMemo
-from tavernlab.worktree.git import END_OF_OPTIONS, git_run
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git_run
 from tavernlab.worktree.hostnames import repo_name
-from tavernlab.worktree.integration import DEFAULT_REF, integration_status
+from tavernlab.worktree.integration import integration_status
 from tavernlab.worktree.listing import list_worktrees, real
 from tavernlab.worktree.marker import read_creation_marker
 from tavernlab.worktree.sessions import liveness, load_sessions, provenance
