@@ -44,6 +44,15 @@ SUMMARY = """%worktree COMMAND [OPTIONS]: git worktrees for agents (like `tavern
 The repository defaults to the git repository around the notebook; `new` makes the new
 worktree the current one, which the other commands use unless given --worktree."""
 
+#: The ``Examples`` block of ``%worktree?``: one magic call a line.
+EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
+%worktree gate npm test
+%worktree start web
+%worktree ls
+%worktree rm fix-login --delete-branch
+%worktree gc
+%worktree gc --apply"""
+
 BASE = DEFAULT_REF
 
 
