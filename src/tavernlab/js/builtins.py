@@ -1,6 +1,6 @@
 """Built-in modules: the one place where a bare module name becomes a module.
 
-A script imports a built-in module by its exact name (spec/js-and-skills.md 3.8: names are
+A script imports a built-in module by its exact name (docs/js-and-skills.md: names are
 case-sensitive and never extended, so ``@tauritavern/Kit/marked`` and
 ``@tauritavern/kit/marked/lib.js`` are just other bare names). Every mode has one
 :class:`BuiltinModules` set, held by its module loader (:mod:`tavernlab.js.loaders`), and

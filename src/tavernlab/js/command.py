@@ -1,4 +1,4 @@
-"""The V5 ``js`` / ``node`` / ``deno`` command (spec/js-and-skills.md sections 3 and 5).
+"""The V5 ``js`` / ``node`` / ``deno`` command (docs/js-and-skills.md).
 
 :func:`run_js_command` is the one entry point; the shell registers it as a bashkit builtin and
 ``run.js(...)`` / ``%%js`` call it directly::

@@ -1,4 +1,4 @@
-"""The ``js`` / ``node`` / ``deno`` command line (spec/js-and-skills.md 3.1-3.3).
+"""The ``js`` / ``node`` / ``deno`` command line (docs/js-and-skills.md).
 
 :func:`parse_command_line` scans the arguments left to right until the source is known and
 option parsing stops; every problem is a :class:`~tavernlab.js.errors.JsArgumentError` with

@@ -1,4 +1,4 @@
-"""The legacy ``skill.run_script`` engine (spec/js-and-skills.md section 7, seed 003).
+"""The legacy ``skill.run_script`` engine (docs/js-and-skills.md, "The legacy engine").
 
 The tool (:mod:`tavernlab.skills.run_script`) builds a :class:`SkillScriptRequest` - the
 entry, the ``scripts/**/*.js`` module snapshot, ``args``, the Invocation's roots, a text

@@ -1,4 +1,4 @@
-"""The numbers and fixed messages of the JavaScript sandbox (spec/js-and-skills.md 2, 3, 7.7).
+"""The numbers and fixed messages of the JavaScript sandbox (docs/js-and-skills.md).
 
 Kept in one small module without other tavernlab imports because both sides of the process
 boundary need them: the parent (command, pool, runtime API, legacy engine) and the worker

@@ -1,6 +1,6 @@
 """The filesystem bridge between a shell call and the Invocation's ``ScopedWorkspaceFs``.
 
-spec/shell.md section 4. bashkit mounts one :class:`WorkspaceBridge` at ``/`` (through
+See docs/shell.md. bashkit mounts one :class:`WorkspaceBridge` at ``/`` (through
 :mod:`tavernlab.shell.vfs_abi`), so **every** file operation of the call - redirections,
 coreutils, ``find``, the embedded ``python3`` - reaches the scoped view, where visibility,
 writability, the ``skills/`` projection, locking and mutation tracking live:
@@ -74,7 +74,7 @@ def unsupported(operation: str) -> VfsError:
 
 
 def posix_error(error: WorkspaceError) -> VfsError:
-    """Map a storage error to the POSIX-style error the command sees (spec/shell.md 4.4)."""
+    """Map a storage error to the POSIX-style error the command sees (docs/shell.md)."""
     if isinstance(error, NotFound):
         kind = VfsErrorKind.NOT_FOUND
     elif isinstance(error, InvalidData):

@@ -1,4 +1,4 @@
-"""Outcomes of a shell call and how they are reported (spec/shell.md sections 5 and 6)."""
+"""Outcomes of a shell call and how they are reported (docs/shell.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scopes and the installed-skill index ``index/skills.json`` (spec/js-and-skills.md 8.6-8.7).
+"""Scopes and the installed-skill index ``index/skills.json`` (docs/js-and-skills.md).
 
 tavernlab choices where upstream detail is unknown:
 

@@ -1,5 +1,5 @@
 """What an installation reports: the choice on conflicts, the source reference, and the
-outcome of every package (spec/js-and-skills.md section 8.7).
+outcome of every package (docs/js-and-skills.md).
 
 :class:`SkillInstallReport` keeps the results of the valid packages and, apart from them, the
 packages of the source that failed validation; :func:`conflict_message` is the one wording of

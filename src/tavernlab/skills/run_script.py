@@ -1,4 +1,4 @@
-"""The legacy ``skill.run_script`` tool (spec/js-and-skills.md section 7, compatibility mode).
+"""The legacy ``skill.run_script`` tool (docs/js-and-skills.md, compatibility mode).
 
 Offered only when the Profile enables ``skills.legacyRunScript`` (``lab.start_run(...,
 legacy_run_script=True)``). The handler follows the processing steps of 7.1:

@@ -1,5 +1,5 @@
 """Containment: a workspace path is walked segment by segment and never leaves the
-workspace directory (spec/workspace.md section 5.4).
+workspace directory (docs/workspace.md).
 
 Every touched path is walked with ``lstat`` from the canonical workspace directory: a symlink
 or special file anywhere fails with ``workspace supports regular files and directories``.

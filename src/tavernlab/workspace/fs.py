@@ -1,6 +1,6 @@
 """``WorkspaceFs``: the single byte-level storage port of one run or session workspace.
 
-spec/workspace.md section 5. Every caller (text tools, shell bridge, JavaScript runtime,
+See docs/workspace.md. Every caller (text tools, shell bridge, JavaScript runtime,
 persist publication) goes through this class, so the rules live in one place:
 
 * **Locking** - one reader/writer lock per workspace directory, held with ``flock`` on a lock

@@ -1,6 +1,6 @@
 """A persist tree on disk: its files with digests, its directories, the exact change list
-between two trees, and the hard links that make states cost what changed (spec/workspace.md
-section 9, tavernlab's change-record format as documented in
+between two trees, and the hard links that make states cost what changed (docs/persist.md;
+tavernlab's change-record format as documented in
 :mod:`tavernlab.workspace.persist`).
 
 Storage by changes (tavernlab's, issue 16): a state keeps upstream's layout

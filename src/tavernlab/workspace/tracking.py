@@ -1,4 +1,4 @@
-"""Text-mutation tracking: what feeds auto-commit (spec/workspace.md sections 6 and 10).
+"""Text-mutation tracking: what feeds auto-commit (docs/workspace.md).
 
 A :class:`MutationTracker` holds upstream's ``{candidate, changed}`` for one round, the set
 of paths the round touched (the shell reports them as ``resourceRefs``), and who last set or

@@ -1,4 +1,4 @@
-"""``workspace.read_file`` (spec/workspace.md 7.5) and the read records it leaves."""
+"""``workspace.read_file`` (docs/workspace.md) and the read records it leaves."""
 
 from __future__ import annotations
 

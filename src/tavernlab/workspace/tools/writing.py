@@ -1,4 +1,4 @@
-"""``workspace.write_file`` and ``workspace.apply_patch`` (spec/workspace.md 7.6, 7.7) and
+"""``workspace.write_file`` and ``workspace.apply_patch`` (docs/workspace.md) and
 their read-record rules (6.1)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tavernlab.workspace.tooling import (
 )
 from tavernlab.workspace.tools.common import require_writable, required_path, storage_error
 
-# tavernlab wording where upstream's is unknown (spec/workspace.md 7.7, 7.9, 7.10).
+# tavernlab wording where upstream's is unknown (docs/workspace.md).
 PATCH_EMPTY = "old_string must not be empty; include the exact text to replace."
 PATCH_NO_CHANGE = "old_string and new_string are identical; the patch would change nothing."
 PATCH_REQUIRES_READ = "read the file with workspace_read_file before patching it"
