@@ -157,7 +157,7 @@ def test_acceptance_3_conflict_without_a_choice(repo: SkillRepository, make_skil
 
 def test_reinstalling_a_changed_skill_names_the_choice(repo: SkillRepository, make_skill,
                                                       capsys, tmp_path: Path) -> None:
-    """Issue 11 item 4: the message says how to choose, in Python and on the command line."""
+    """The conflict message says how to choose, in Python and on the command line."""
     folder = make_skill("notes", files={"references/a.md": "one\n"})
     repo.install(folder, scope="profile:writer")
     (folder / "references" / "a.md").write_text("two\n")

@@ -227,7 +227,7 @@ def test_patched_text_files_become_the_candidate(run: Run) -> None:
     assert run.tracker.candidate == "scratch/a.md"
 
 
-# --- the write limit (issue 9) -------------------------------------------------------------------
+# --- the write limit ---------------------------------------------------------------------------
 
 
 def too_large(size: int) -> str:

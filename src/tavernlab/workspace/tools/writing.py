@@ -40,7 +40,7 @@ WRITE_GONE = ("file changed since you last read or wrote it and is no longer pre
 
 #: The largest file a text tool writes (``write_file`` replace or append, ``apply_patch``):
 #: 8 MiB, what the shell reads of one file and the largest file ``search_files`` reads. The
-#: spec sets no write limit; tavernlab chooses this one (issue 9) so that a ``replace_all``
+#: spec sets no write limit; tavernlab chooses this one so that a ``replace_all``
 #: patch cannot inflate a file without bound.
 MAX_WRITE_BYTES = 8 * 1024 * 1024
 
