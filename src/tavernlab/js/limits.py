@@ -75,7 +75,7 @@ INTERRUPT_REASONS: dict[str, str] = {
     "stack": f"JavaScript exceeded the {STACK_LIMIT // KIB} KiB stack limit.",
 }
 
-# --- the legacy skill.run_script engine (spec 7.7) ------------------------------------------
+# --- the legacy skill.run_script engine (docs/js-and-skills.md) -----------------------------
 
 LEGACY_RESULT_LIMIT = 256 * KIB
 LEGACY_MAX_MODULES = 64

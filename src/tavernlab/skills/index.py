@@ -11,7 +11,7 @@ tavernlab choices where upstream detail is unknown:
   migrates every skill to the global scope (``installed/global/<name>/``) and rewrites the
   index as version 2 (see :mod:`tavernlab.skills.repository`).
 * Preset and character ids are any non-empty string without NUL (trimmed); profile ids use
-  ``[a-z0-9_-]``, at most 128 characters, as the spec requires.
+  ``[a-z0-9_-]``, at most 128 characters, as upstream requires.
 """
 
 from __future__ import annotations

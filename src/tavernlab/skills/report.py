@@ -56,7 +56,7 @@ class SkillInstallResult(IndexModel):
 @dataclass(frozen=True, slots=True)
 class SkillInstallReport:
     """The outcome of installing one source: a result per valid package and, kept apart, the
-    packages that failed validation (each with its origin and message; spec 8.7).
+    packages that failed validation (each with its origin and message).
 
     Invalid packages never stop the valid ones, and installing does not raise for them:
     check :attr:`ok` or call :meth:`check`. ``tavernlab skill install`` prints one line per

@@ -1,4 +1,4 @@
-"""The optional sidecar ``agents/tauritavern.json`` of a skill package (spec 8.3).
+"""The optional sidecar ``agents/tauritavern.json`` of a skill package (docs/js-and-skills.md).
 
 JSON, camelCase, strict types, unknown fields rejected (upstream ``deny_unknown_fields``),
 ``version`` must be ``1``. An invalid sidecar fails the whole package, with the first problem

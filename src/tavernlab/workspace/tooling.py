@@ -215,7 +215,7 @@ class Arguments:
 
     An unknown key reads ``<key> is not supported``. Upstream confirms this for ``read_file``
     and ``shell``; tavernlab applies it to every tool, and when several keys are unknown it
-    names the first in sorted key order (both tavernlab choices the spec makes).
+    names the first in sorted key order (both tavernlab's choices).
     """
 
     def __init__(self, raw: Any, allowed: Iterable[str]) -> None:

@@ -1,4 +1,4 @@
-"""``worktree.cleanup`` (spec section 2.3): stop services, tear down, remove, delete branch.
+"""``worktree.cleanup`` (docs/worktrees.md): stop services, tear down, remove, delete branch.
 
 Removal never discards work silently: without a discard flag git's own cleanliness check
 decides; with flags, every kind of change must be authorized by its own flag. The worktree's

@@ -1,4 +1,4 @@
-"""The two configuration files (spec sections 3.1-3.4).
+"""The two configuration files (docs/worktrees.md).
 
 * ``agentproto.json`` is read **only** from the committed base ref with
   ``git show <base>:agentproto.json``: a feature branch, or an agent editing files in a

@@ -1,4 +1,4 @@
-"""Worktree garbage collection (spec sections 9.1 and 9.2): plan, then apply with re-checks.
+"""Worktree garbage collection (docs/worktrees.md): plan, then apply with re-checks.
 
 ``plan_gc`` classifies every linked worktree; ``apply_gc`` acts on a plan but re-checks each
 entry first, because minutes may pass between the two and an agent may have started working

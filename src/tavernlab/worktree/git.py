@@ -1,4 +1,4 @@
-"""git through the worktree package's one process runner (spec section 1.3).
+"""git through the worktree package's one process runner (docs/worktrees.md).
 
 Every call is ``git -C <target> <args…>`` with the working directory set to the stable main
 repository root, never to a worktree that may already be gone. A non-zero exit raises

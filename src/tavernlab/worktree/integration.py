@@ -1,4 +1,4 @@
-"""How far a branch's work has made it into the default ref (spec section 8.2).
+"""How far a branch's work has made it into the default ref (docs/worktrees.md).
 
 Local ancestry first (``fresh``, no forge needed), then the forge's pull requests by branch
 and by commit (``merged``, ``partial``, ``open``, ``diverged``; memoized), then upstream

@@ -1,4 +1,4 @@
-"""``worktree.provision`` (spec section 2.1): a ready-to-work git worktree for an agent.
+"""``worktree.provision`` (docs/worktrees.md): a ready-to-work git worktree for an agent.
 
 Cheap steps (``git worktree add``, the creation marker, configuration, ``linkPaths``,
 ``writeFiles``) run at once; heavy phases (clone, deps, copy, setup) run under a slot of the

@@ -1,5 +1,5 @@
 """One-shot commands in a worktree: ``worktree.run-gate`` and ``worktree.run-script``
-(spec sections 2.2 and 2.4)."""
+(docs/worktrees.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Supervisors per worktree and the three service tools (spec sections 2.5-2.7 and 5.2).
+"""Supervisors per worktree and the three service tools (docs/worktrees.md).
 
 A :class:`ServiceRegistry` keeps one :class:`~tavernlab.worktree.supervisor.ServiceSupervisor`
 per worktree path (exact string key), created by the first start-service or list-services

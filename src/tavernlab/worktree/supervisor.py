@@ -1,4 +1,4 @@
-"""The supervised services of one worktree (spec sections 5.1 and 5.2).
+"""The supervised services of one worktree (docs/worktrees.md).
 
 A :class:`ServiceSupervisor` owns the worktree's ``type: "service"`` scripts from the
 committed ``agentproto.json``. Creating it reserves every service's port up front and

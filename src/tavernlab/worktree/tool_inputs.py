@@ -1,4 +1,4 @@
-"""Input models of the seven worktree tools (spec section 2), validated before dispatch.
+"""Input models of the seven worktree tools (docs/worktrees.md), validated before dispatch.
 
 Each model has upstream's camelCase field names and defaults. A violation becomes
 ``ToolError("input_invalid", "<field path>: <message>; …")`` and nothing has changed yet.

@@ -40,7 +40,7 @@ def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     Structured field names upstream does not fix are tavernlab's choice: ``{path, sha256,
     startLine, endLine, totalLines, chars, totalChars, words, totalWords, lineTruncated,
     truncated, nextStartLine?, fullRead}``. Files under ``skills/`` are macro-projected; all
-    others are returned raw. Checks run in the spec's order: unknown keys, ``path``
+    others are returned raw. Checks run in upstream's order: unknown keys, ``path``
     (trimmed; ``path is required``), its parse, visibility, ``start_line`` then
     ``line_count`` (``<key> must be a non-negative integer``), the read, the line range.
     """
