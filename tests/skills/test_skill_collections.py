@@ -1,4 +1,4 @@
-"""Sources holding several skills (spec/js-and-skills.md 8.7, revision 2, acceptance 3, 8, 9).
+"""Sources holding several skills (docs/js-and-skills.md, "Skill packages").
 
 Each package of a directory or ZIP is validated and installed on its own; invalid ones are
 reported with their folder and message, apart from the installed ones, and never block them.

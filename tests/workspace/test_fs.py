@@ -1,4 +1,4 @@
-"""The ``WorkspaceFs`` storage contract (spec/workspace.md section 5)."""
+"""The ``WorkspaceFs`` storage contract (docs/workspace.md, "The storage port")."""
 
 from __future__ import annotations
 

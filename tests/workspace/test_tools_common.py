@@ -1,4 +1,4 @@
-"""Common rules of the model-facing tools (spec/workspace.md 7.1): arguments, path errors,
+"""Common rules of the model-facing tools (docs/tool-calls.md): arguments, path errors,
 hidden files, planted symlinks, availability."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``workspace.apply_patch`` (spec/workspace.md 7.7) and the patch rules of 6.1."""
+"""``workspace.apply_patch`` (docs/workspace.md) and its read-record rules."""
 
 from __future__ import annotations
 

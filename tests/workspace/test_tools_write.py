@@ -1,4 +1,4 @@
-"""``workspace.write_file`` (spec/workspace.md 7.6) and its read-record rules (6.1)."""
+"""``workspace.write_file`` (docs/workspace.md) and its read-record rules."""
 
 from __future__ import annotations
 

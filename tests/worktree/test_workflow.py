@@ -1,4 +1,4 @@
-"""spec/worktree.md 7.1: the worktree-agent workflow (tavernlab ships no ``worktree-agent``
+"""The worktree-agent workflow (tavernlab ships no ``worktree-agent``
 command line, see :mod:`tavernlab.worktree.workflow`)."""
 
 from __future__ import annotations
