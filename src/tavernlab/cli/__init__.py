@@ -35,7 +35,7 @@ class Command(NamedTuple):
 
 
 #: Every command, in the order ``tavernlab --help`` lists them: its module and help line.
-#: ``tests/test_cli.py`` checks that each module registers exactly its commands of this
+#: ``tests/test_cli_start.py`` checks that each module registers exactly its commands of this
 #: table, with the same help lines, in this order.
 COMMANDS: dict[str, Command] = {
     "demo": Command("tavernlab.cli.demo",
