@@ -44,12 +44,10 @@ LOAD_LIMIT = 1.5
 LOAD_MOVE = 1.0
 
 
-def noise(before: float, after: float) -> str:
-    """The note for a row measured between two load-average readings: empty when quiet."""
-    if max(before, after) > LOAD_LIMIT or abs(after - before) > LOAD_MOVE:
-        return (f"NOISY: load {before:.2f} -> {after:.2f} (quiet: <= {LOAD_LIMIT}, "
-                f"moved <= {LOAD_MOVE})")
-    return ""
+def noisy(before: float, after: float) -> bool:
+    """Whether the machine was too busy to tell, from the load averages read before and after
+    the samples: either above :data:`LOAD_LIMIT`, or moved by more than :data:`LOAD_MOVE`."""
+    return max(before, after) > LOAD_LIMIT or abs(after - before) > LOAD_MOVE
 
 
 def measure(samples: int) -> list[Row]:
@@ -68,18 +66,20 @@ def measure(samples: int) -> list[Row]:
                 walls[kind].append(wall)
                 cpus[kind].append(cpu)
         after = os.getloadavg()[0]
-    note = noise(before, after)
+    load = f"load {before:.2f} -> {after:.2f}"
+    if noisy(before, after):
+        load = f"NOISY ({load}; quiet is <= {LOAD_LIMIT}, moving <= {LOAD_MOVE})"
     rows = []
     base = statistics.median(walls["pass"])
     for kind, path, limit in TARGETS:
         figure = statistics.median(walls[kind])
         ratios = [mine / theirs for mine, theirs in zip(walls[kind], walls["pass"], strict=True)]
         cpu = (f"CPU {statistics.median(cpus[kind]):.0f} ms vs "
-               f"{statistics.median(cpus['pass']):.0f} ms; load {before:.2f} -> {after:.2f}")
+               f"{statistics.median(cpus['pass']):.0f} ms")
         rows.append(Row(path, ms(figure), f"python -c pass {ms(base)}",
                         statistics.median(ratios), (min(ratios), max(ratios)),
                         f"<= {ms(limit)}", figure <= limit,
-                        f"{note}; {cpu}" if note else cpu))
+                        f"{load}; {cpu}"))
     return rows
 
 
