@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 
 Level = Literal["debug", "info", "warn", "error"]
 
-#: Every event type upstream V5 defines (section 8.3).
+#: Every event type upstream V5 defines (docs/events.md).
 EVENT_TYPES: frozenset[str] = frozenset({
     "run_created", "generation_intent_recorded", "status_changed", "workspace_initialized",
     "persistent_projection_initialized", "context_assembled", "skill_scopes_resolved",

@@ -50,7 +50,7 @@ MAX_FRONTMATTER_NODES = 10_000
 
 @dataclass(frozen=True, slots=True)
 class SkillFrontmatter:
-    """The YAML front matter of ``SKILL.md`` (section 8.2)."""
+    """The YAML front matter of ``SKILL.md``."""
 
     name: str
     description: str

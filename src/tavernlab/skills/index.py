@@ -113,7 +113,7 @@ class SkillSourceRef(IndexModel):
 
 
 class SkillIndexEntry(IndexModel):
-    """One installed skill (section 8.6)."""
+    """One installed skill: an entry of ``index/skills.json``."""
 
     scope: SkillScope = Field(default_factory=SkillScope)
     name: str

@@ -145,7 +145,7 @@ def media_type(path: str) -> str:
 
 
 def installed_hash(files: Mapping[str, bytes]) -> str:
-    """SHA-256 over all files sorted by path: path bytes, ``0x00``, content, ``0x00`` (8.5)."""
+    """SHA-256 over all files sorted by path: path bytes, ``0x00``, content, ``0x00``."""
     digest = hashlib.sha256()
     for path in sorted(files):
         digest.update(path.encode("utf-8"))

@@ -200,7 +200,7 @@ def workspace_snapshot(scope: ScopedWorkspaceFs) -> dict[str, SnapshotFile]:
 
 def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
                writes: Sequence[Any], last_write_path: str | None) -> list[str]:
-    """Apply a delta (7.6): validate every path first, then write in path order with guards
+    """Apply a delta: validate every path first, then write in path order with guards
     from the snapshot; returns the written paths.
 
     A non-writable path writes nothing; the first failing write stops the batch, keeps what

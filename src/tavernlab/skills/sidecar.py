@@ -31,7 +31,7 @@ class RecommendedContext(_SidecarModel):
 
 
 class Sidecar(_SidecarModel):
-    """``agents/tauritavern.json`` (section 8.3); ``version`` must be ``1``."""
+    """``agents/tauritavern.json``; ``version`` must be ``1``."""
 
     version: int
     display_name: str | None = None

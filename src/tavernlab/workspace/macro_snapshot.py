@@ -31,7 +31,7 @@ from typing import Any
 
 from tavernlab.errors import MacroError
 
-#: ``macroContext`` field -> macro names, per group (section 13 table).
+#: ``macroContext`` field -> macro names, per group (the macro table).
 FIELD_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
     "names": {
         "user": ("user",),

@@ -11,7 +11,7 @@ from typing import Literal
 from tavernlab.errors import InvalidData
 from tavernlab.paths import WorkspacePath
 
-#: The roots of a Chat target's default Profile (writable children, section 3.1).
+#: The roots of a Chat target's default Profile (writable children).
 DEFAULT_ROOTS: tuple[str, ...] = ("output", "scratch", "plan", "summaries", "persist")
 #: Roots the runtime always makes visible and never writable.
 READ_ONLY_ROOTS: tuple[str, ...] = ("tool-results", "skills")
@@ -49,7 +49,7 @@ class Access:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """The effective visible and writable roots of an Invocation (section 3.2)."""
+    """The effective visible and writable roots of an Invocation (docs/workspace.md)."""
 
     visible_roots: tuple[str, ...]
     writable_roots: tuple[str, ...]

@@ -286,7 +286,7 @@ class ScopedWorkspaceFs:
         self.tracker.removed(path)
 
     def rename(self, src: WorkspacePath, dst: WorkspacePath) -> None:
-        """Rename between writable paths; the candidate follows the rules of section 6."""
+        """Rename between writable paths; the candidate follows it (docs/workspace.md)."""
         self._begin()
         self.require_writable(src)
         self.require_writable(dst)

@@ -281,7 +281,7 @@ class Arguments:
 
     def boolean(self, key: str, *, default: bool = False) -> bool:
         """A boolean argument: absent gives ``default``; a present value that is not a JSON
-        boolean (``null`` included) is ``<key> must be a boolean`` (7.1)."""
+        boolean (``null`` included) is ``<key> must be a boolean``."""
         if key not in self.raw:
             return default
         value = self.raw[key]

@@ -41,7 +41,7 @@ def is_text_file(path: WorkspacePath | str) -> bool:
 
 @dataclass(slots=True)
 class MutationTracker:
-    """``{candidate, changed}`` for auto-commit (section 6), every touched path, and who set
+    """``{candidate, changed}`` for auto-commit (docs/workspace.md), every touched path, and who set
     the candidate.
 
     ``touched`` collects the paths created, changed or removed through the view (rename adds

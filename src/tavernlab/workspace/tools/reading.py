@@ -35,7 +35,7 @@ _MEASURES = TextMeasures(limit=4096)
 
 
 def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """``workspace.read_file``: a numbered window of a file; the read is recorded (6.1).
+    """``workspace.read_file``: a numbered window of a file; the read is recorded.
 
     Structured field names upstream does not fix are tavernlab's choice: ``{path, sha256,
     startLine, endLine, totalLines, chars, totalChars, words, totalWords, lineTruncated,

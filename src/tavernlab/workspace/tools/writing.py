@@ -1,5 +1,5 @@
 """``workspace.write_file`` and ``workspace.apply_patch`` (docs/workspace.md) and
-their read-record rules (6.1)."""
+their read-record rules."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.write_file``: replace (guarded by the read record) or append.
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.write_mode_invalid``; a
-    ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments`` (7.1).
+    ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments``.
     A resulting file over 8 MiB is refused (:func:`require_write_size`); for an append the
     size is the existing file's when the call starts plus the appended text.
     """
@@ -159,7 +159,7 @@ def _replacements(records: ReadRecords, path: str, file: WorkspaceFile, old: str
 def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.apply_patch``: exact string replacement guarded by the read record.
 
-    After the occurrences are counted (step 8) the resulting size is computed from the counts
+    After the occurrences are counted the resulting size is computed from the counts
     (``bytes + replacements * (len(new) - len(old))`` in UTF-8) and a result over 8 MiB is
     refused before it is built (:func:`require_write_size`), so a ``replace_all`` over many
     matches never allocates the oversized text.
