@@ -1,6 +1,6 @@
 """``Lab``: one data directory holding chats, runs, sessions, skills and settings.
 
-The on-disk layout is upstream's (spec/workspace.md section 8)::
+The on-disk layout is upstream's (docs/layout.md)::
 
     <lab>/_tauritavern/
       agent-workspaces/
@@ -141,7 +141,7 @@ class Lab:
 
     @property
     def sessions(self) -> SessionStore:
-        """Persistent agent sessions (spec/workspace.md section 12)."""
+        """Persistent agent sessions (docs/layout.md)."""
         if self._sessions is None:
             self._sessions = SessionStore(self.workspaces_dir, self.index, clock=self.clock,
                                           ids=self.ids)
@@ -149,7 +149,7 @@ class Lab:
 
     @property
     def retention(self) -> Retention:
-        """Run retention: plan, apply and auto-prune (spec/workspace.md section 11)."""
+        """Run retention: plan, apply and auto-prune (docs/persist.md)."""
         if self._retention is None:
             from tavernlab.host.retention import Retention
 

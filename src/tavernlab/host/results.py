@@ -1,5 +1,5 @@
 """Stored tool results: ``tool-results/<key>/<record>.json`` and readable views
-(spec/workspace.md 8.4).
+(docs/tool-calls.md).
 
 tavernlab choices where upstream is unknown: "external" results (every tool whose id does not
 start with ``workspace.``) longer than the Profile's inline limit (20 000 characters) get a

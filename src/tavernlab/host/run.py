@@ -1,4 +1,4 @@
-"""``Run``: the user's handle on one agent execution (spec/workspace.md sections 8 and 10).
+"""``Run``: the user's handle on one agent execution (docs/layout.md).
 
 A :class:`Run` is created by :meth:`tavernlab.Lab.start_run` (or reopened with
 :meth:`tavernlab.Lab.open_run`). A notebook drives it the way a model would:

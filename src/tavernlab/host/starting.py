@@ -1,5 +1,5 @@
 """Starting and reopening runs: validation first, then the run's files in upstream's order
-(spec/workspace.md sections 1, 8 and 13).
+(docs/layout.md).
 
 A new run writes ``run.json``, ``run_created``, its roots, ``input/`` (prompt snapshot,
 resolved Profile, skill bindings, system prompt, persist snapshot) and ``manifest.json``, then

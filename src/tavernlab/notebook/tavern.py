@@ -26,6 +26,14 @@ starts on first use in the chat `notebook`. `%tavern lab PATH --fixed-clock --id
 a lab whose times and ids are the same on every run of the notebook. Each command returns a
 rich object."""
 
+#: The ``Examples`` block of ``%tavern?``: one magic call a line.
+EXAMPLES = """%tavern lab ./demo-lab --fixed-clock --ids 7
+%tavern run new --chat notes --skills greeter
+%tavern tree output
+%tavern events --last 5
+%tavern skill dev skills/greeter
+%tavern run finish"""
+
 
 def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
     """Show the current lab, or switch to the one at PATH; ``--fixed-clock`` and ``--ids

@@ -1,4 +1,4 @@
-"""Identifiers (spec/workspace.md section 2): workspace ids, directory-safe names and the
+"""Identifiers (docs/layout.md): workspace ids, directory-safe names and the
 tool-record names; new ids are minted by the lab's :class:`~tavernlab.clock.IdFactory`."""
 
 from __future__ import annotations

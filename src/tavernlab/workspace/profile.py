@@ -1,7 +1,7 @@
 """Agent Profiles: roots, message body path, tool budgets and skill policy.
 
 A Profile is frozen into each run as ``input/resolved_profile.json``. Upstream defaults that
-are unknown are tavernlab choices (spec/workspace.md 7.11, 8.4): ``maxRounds`` 50,
+are unknown are tavernlab choices (docs/tool-calls.md): ``maxRounds`` 50,
 ``maxCallsPerRun`` 200, ``maxCallsPerTool`` unlimited, an inline result limit of 20 000
 characters.
 """

@@ -1,4 +1,4 @@
-"""The ``worktree-agent`` workflow.
+"""The ``worktree-agent`` workflow (docs/worktrees.md).
 
 provision → agent step (any Python callable, handed the worktree) → gate → approval →
 cleanup. A failed gate keeps the worktree for inspection; a rejected approval keeps it too.

@@ -1,4 +1,4 @@
-"""The model-facing workspace tools (spec/workspace.md section 7).
+"""The model-facing workspace tools (docs/workspace.md).
 
 ``workspace.list_files``, ``workspace.search_files``, ``workspace.read_file``,
 ``workspace.write_file``, ``workspace.apply_patch``, ``workspace.commit`` and
@@ -34,7 +34,7 @@ from tavernlab.workspace.tools.writing import (
     write_file,
 )
 
-#: The workspace tools (spec/workspace.md section 7), in the order the model is offered them.
+#: The workspace tools (docs/workspace.md), in the order the model is offered them.
 WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("workspace.list_files", list_files, False,
              "List visible workspace files and directories (depth <= 4, at most 200 entries).",
