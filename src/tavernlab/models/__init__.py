@@ -47,6 +47,7 @@ _LAZY = {
     "OpenAICompatible": "tavernlab.models._openai",
     "ClaudeMessages": "tavernlab.models._claude",
     "Recorded": "tavernlab.models._recorded",
+    "RecordedRequest": "tavernlab.models._recorded",
     "tool_definitions": "tavernlab.models._tools",
 }
 
@@ -84,6 +85,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningPart",
     "Recorded",
+    "RecordedRequest",
     "Scripted",
     "ScriptedRequest",
     "TextDelta",

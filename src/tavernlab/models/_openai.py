@@ -48,6 +48,7 @@ from tavernlab.models._provider import (
     ToolCallDelta,
     next_provider_state,
 )
+from tavernlab.models._tools import openai_tool
 
 PROVIDER_NAME = "OpenAI-compatible"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -56,15 +57,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 def compact_json(value: Any) -> str:
     """JSON without spaces, non-ASCII kept (what upstream sends as a call's arguments)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def openai_tool(tool: ModelTool) -> dict[str, Any]:
-    """A tool in the Chat Completions function form."""
-    function: dict[str, Any] = {"name": tool.model_alias}
-    if tool.description is not None:
-        function["description"] = tool.description
-    function["parameters"] = tool.input_schema
-    return {"type": "function", "function": function}
 
 
 def _alias_for(call_id: str, tool_id: str, aliases: Mapping[str, str],
