@@ -20,7 +20,8 @@ A turn may also misbehave (``"misbehave": <name>``; ignored by ``Scripted``):
 
 The server records every request body it received (``requests``, parsed JSON), its headers
 (``headers``) and, per request, the ``time.monotonic()`` at which each streamed chunk was sent
-(``sent_at``). It is stopped by its context manager; no thread is left behind.
+(``sent_at``) and how many answers it sent to their end (``finished``). It is stopped by its
+context manager; no thread is left behind.
 
 :func:`provider_for` builds a provider of each kind over such turns for the agent-loop tests.
 """
@@ -44,8 +45,9 @@ from tavernlab.models import Scripted
 TEST_KEY_ENV = "TAVERNLAB_TEST_KEY"
 #: The dummy key itself (tests check it never leaks).
 TEST_KEY = "sk-test-5ecr3t-never-written"
-#: Past this many bytes the providers refuse an answer.
-OVERSIZE_BYTES = 8 * 1024 * 1024 + 4096
+#: The size of an oversize answer's padding (the providers refuse answers past 8 MiB; this
+#: is well past it, so that a client that stops reading leaves the server unable to finish).
+OVERSIZE_BYTES = 24 * 1024 * 1024
 
 _PIECE_CHARS = 8
 
@@ -229,7 +231,8 @@ def anthropic_events(turn: Mapping[str, Any], index: int, model: str
             if "id" in block:
                 opening["id"] = block["id"]
             raw = block["input"]
-            text = raw if isinstance(raw, str) else (json.dumps(raw) if raw else "")
+            text = raw if isinstance(raw, str) else (
+                json.dumps(raw, ensure_ascii=False, separators=(",", ":")) if raw else "")
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(text)]
         events.append(("content_block_start", {"type": "content_block_start",
                                                "index": position, "content_block": opening}))
@@ -272,6 +275,8 @@ class ModelServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.sent_at: list[list[float]] = []
+        #: How many answers were sent to their end (a dropped or cut one is not counted).
+        self.finished = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -373,6 +378,8 @@ class _Handler(BaseHTTPRequestHandler):
         index, turn = server._next_turn(body, {k.lower(): v for k, v in self.headers.items()})
         try:
             self._answer(index, turn, body)
+            with server._lock:
+                server.finished += 1
         except (_Dropped, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             with contextlib.suppress(OSError):

@@ -30,6 +30,8 @@ from tavernlab.models._errors import (
 
 #: The largest answer a provider reads (bytes of the decoded body); past it the call fails.
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+#: How much of a non-JSON error body an error message quotes.
+BODY_PREVIEW_CHARS = 512
 
 #: What upstream says for each transport failure (the message after the code).
 NETWORK_MESSAGES: dict[str, str] = {
@@ -365,8 +367,16 @@ def map_sdk_error(error: BaseException, *, provider: str, endpoint: str | None,
     if isinstance(error, status_class):
         response = getattr(error, "response", None)
         status = int(getattr(error, "status_code", 0) or getattr(response, "status_code", 0))
-        body = getattr(error, "body", None)
-        fallback = f"HTTP {status}"
+        body: Any = getattr(error, "body", None)
+        text = ""
+        with contextlib.suppress(Exception):
+            text = str(response.text) if response is not None else ""
+        with contextlib.suppress(ValueError):
+            body = json.loads(text) if text.strip() else body
+        if isinstance(body, dict) and error_message(body) is None \
+                and isinstance(body.get("message"), str):
+            body = {"error": body}  # the SDK hands over the inner error object
+        fallback = text.strip()[:BODY_PREVIEW_CHARS] or f"HTTP {status}"
         return status_failure(provider, status, body, fallback)
     if isinstance(error, timeout_class):
         return transport_error("network.timeout", endpoint)
