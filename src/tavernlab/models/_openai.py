@@ -222,7 +222,7 @@ class _Assembly:
         message: dict[str, Any] = {"role": self.role,
                                    "content": "".join(self.content) if self.content else None}
         if self.calls:
-            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+            message["tool_calls"] = [_ordered_call(self.calls[i]) for i in sorted(self.calls)]
         for key, pieces in self.reasoning.items():
             message[key] = "".join(pieces)
         message.update(self.extra)
@@ -236,6 +236,12 @@ class _Assembly:
         if self.usage is not None:
             body["usage"] = self.usage
         return body
+
+
+def _ordered_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A streamed call with its keys in the order of a JSON answer (``id, type, function``)."""
+    first: dict[str, Any] = {k: call[k] for k in ("id", "type", "function") if k in call}
+    return {**first, **{k: v for k, v in call.items() if k not in first}}
 
 
 class OpenAICompatible:
