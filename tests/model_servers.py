@@ -5,7 +5,12 @@ upstream's fixture shape -- the same dicts :class:`tavernlab.models.Scripted` ta
 A turn is ``{"choices": [{"message": {...}, "finish_reason": ...}], "usage": {...}}`` or a
 failure ``{"error": {"status": 429, "message": ...}}`` (that HTTP status, with the provider's
 error JSON), ``{"error": {"network": ..., ...}}`` (the server drops the connection without an
-answer) or ``{"error": {"code": ...}}`` (served as a 400). ``"delayMs"`` pauses before each
+answer: a real client sees ``network.request_failed``, whatever code the fixture names) or
+``{"error": {"code": ...}}``: for ``model.invalid_tool_call`` a tool call without an id, for
+``model.unknown_tool_call`` a call of the alias ``error.alias`` (``unknown_tool``), for
+``model.output_truncated`` / ``model.provider_refusal`` an answer cut by its length or
+refused -- so the real client fails with that same code (its own message); any other code is
+served as an HTTP 400 with the message. ``"delayMs"`` pauses before each
 streamed chunk (before the body of a JSON answer), for cancellation and first-token tests.
 
 A turn may also misbehave (``"misbehave": <name>``; ignored by ``Scripted``):
@@ -255,6 +260,27 @@ def anthropic_error(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def _contract_turn(spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The answer that makes a real client fail with the contract error ``spec["code"]``
+    (a call without id, an unadvertised alias, a cut or refused answer), or ``None``."""
+    code = spec.get("code")
+    if code == "model.invalid_tool_call":
+        calls = [{"type": "function", "function": {"name": "scripted_call", "arguments": "{}"}}]
+        return {"choices": [{"message": {"role": "assistant", "content": None,
+                                         "tool_calls": calls}}]}
+    if code == "model.unknown_tool_call":
+        calls = [{"id": "call_unknown", "type": "function",
+                  "function": {"name": spec.get("alias", "unknown_tool"), "arguments": "{}"}}]
+        return {"choices": [{"message": {"role": "assistant", "content": None,
+                                         "tool_calls": calls}}]}
+    reason = {"model.output_truncated": "length", "model.provider_refusal": "refusal"}.get(
+        str(code))
+    if reason is not None:
+        return {"choices": [{"message": {"role": "assistant", "content": "..."},
+                             "finish_reason": reason}]}
+    return None
+
+
 # --- the server ----------------------------------------------------------------------------
 
 class _Dropped(Exception):
@@ -435,10 +461,22 @@ class _Handler(BaseHTTPRequestHandler):
             server.pause(delay)
             if "network" in spec:
                 self._drop()
+            contract = _contract_turn(spec)
+            if contract is not None:
+                self._answer_turn(index, contract, body, 0.0)
+                return
             status = int(spec.get("status", 400))
             message = str(spec.get("message", "scripted failure"))
             self._send_json(status, error_json(status, message))
             return
+        self._answer_turn(index, turn, body, delay)
+
+    def _answer_turn(self, index: int, turn: dict[str, Any], body: dict[str, Any],
+                     delay: float) -> None:
+        server = self.owner
+        wire = server.wire
+        error_json: Callable[[int, str], dict[str, Any]] = (
+            openai_error if wire == "openai" else anthropic_error)
         how = turn.get("misbehave")
         turn = _apply_misbehaviour(turn)
         stream = bool(body.get("stream"))

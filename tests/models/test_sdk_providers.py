@@ -324,3 +324,37 @@ def test_the_key_is_read_at_call_time(serve: Factory, wire: str,
 def _credential_header(headers: dict[str, str]) -> str:
     """The header the SDK put the key in (``x-api-key`` or ``authorization``)."""
     return headers.get("x-api-key") or headers["authorization"]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_key_echoed_by_the_server_is_masked(serve: Factory, wire: str) -> None:
+    _, provider = serve(wire, [{"error": {"status": 401,
+                                          "message": f"Incorrect API key provided: {TEST_KEY}"}}])
+    error = failure(provider, stream=False)
+    assert error.code == "agent.unauthorized"
+    assert TEST_KEY not in str(error)
+    assert str(error) == "agent.unauthorized: Incorrect API key provided: ***"
+
+
+CONTRACT = [
+    ({"code": "model.invalid_tool_call", "message": "missing id"},
+     "model.invalid_tool_call: tool call 0 is missing id"),
+    ({"code": "model.unknown_tool_call", "alias": "foo"},
+     "model.unknown_tool_call: model returned unadvertised tool alias `foo`"),
+    ({"code": "model.output_truncated"},
+     "model.output_truncated: provider stopped before completing the Agent turn (length)"),
+    ({"code": "model.provider_refusal"},
+     "model.provider_refusal: provider refused to complete the Agent turn"),
+]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize(("spec", "message"), CONTRACT, ids=[c[0]["code"] for c in CONTRACT])
+def test_scripted_contract_errors_are_real_answers_on_the_wire(
+        serve: Factory, wire: str, spec: dict[str, Any], message: str) -> None:
+    _, provider = serve(wire, [{"error": spec}])
+    error = failure(provider, stream=True)
+    if wire == "anthropic":
+        message = message.replace("(length)", "(max_tokens)")
+    assert str(error) == message
+    assert error.kind == "validation" and not error.retryable

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-import time
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +33,6 @@ from tavernlab.models._canonical import (
 )
 from tavernlab.models._decode import check_stop_reason, decode_tool_calls
 from tavernlab.models._errors import (
-    ModelCallError,
     ModelCancelled,
     contract_error,
     invalid_response,
@@ -41,8 +40,9 @@ from tavernlab.models._errors import (
 from tavernlab.models._http import (
     BodyReader,
     ClientPool,
+    SdkErrors,
+    exchange,
     json_event,
-    map_sdk_error,
     parse_json_body,
     provider_error,
     read_api_key,
@@ -339,43 +339,29 @@ class ClaudeMessages:
             raise ModelCancelled()
         key = read_api_key(self._api_key_env, PROVIDER_NAME)
         body = request_body(self._model, self._params, request, stream)
-        endpoint = sanitize_endpoint((self._base_url or DEFAULT_BASE_URL).rstrip("/")
+        endpoint = sanitize_endpoint((self._base_url or os.environ.get("ANTHROPIC_BASE_URL")
+                                      or DEFAULT_BASE_URL).rstrip("/")
                                      + "/v1/messages")
-        deadline = time.monotonic() + timeout_s
         extra = {k: v for k, v in body.items()
                  if k not in ("model", "messages", "stream", "max_tokens")}
-        with self._pool.lease(cancel) as lease:
+
+        def open_response(http: Any) -> Any:
             client = anthropic.Anthropic(api_key=key, base_url=self._base_url, max_retries=0,
-                                         timeout=timeout_s, http_client=lease.http)
-            try:
-                manager = client.messages.with_streaming_response.create(
-                    model=body["model"], messages=body["messages"],
-                    max_tokens=body["max_tokens"], stream=stream, extra_body=extra,
-                    timeout=timeout_s)
-                with manager as response:
-                    reader = BodyReader(response.http_response, lease, cancel,
-                                        provider=PROVIDER_NAME, endpoint=endpoint,
-                                        deadline=deadline)
-                    raw = (self._read_stream(reader, request, on_delta, endpoint) if stream
-                           else self._read_json(reader, response.status_code))
-            except ModelCallError:
-                if cancel.cancelled:
-                    raise ModelCancelled() from None
-                raise
-            except Exception as error:
-                if cancel.cancelled:
-                    raise ModelCancelled() from None
-                if isinstance(error, ModelCancelled):
-                    raise
-                mapped = map_sdk_error(error, provider=PROVIDER_NAME, endpoint=endpoint,
-                                       status_class=anthropic.APIStatusError,
-                                       timeout_class=anthropic.APITimeoutError,
-                                       connection_class=anthropic.APIConnectionError)
-                if mapped is error:
-                    raise
-                raise mapped from None
-        if cancel.cancelled:
-            raise ModelCancelled()
+                                         timeout=timeout_s, http_client=http)
+            return client.messages.with_streaming_response.create(
+                model=body["model"], messages=body["messages"],
+                max_tokens=body["max_tokens"], stream=stream, extra_body=extra,
+                timeout=timeout_s)
+
+        def read(reader: BodyReader, status: int) -> dict[str, Any]:
+            return (self._read_stream(reader, request, on_delta, endpoint) if stream
+                    else self._read_json(reader, status))
+
+        raw = exchange(self._pool, cancel, key=key, provider=PROVIDER_NAME, endpoint=endpoint,
+                       timeout_s=timeout_s, errors=SdkErrors(anthropic.APIStatusError,
+                                                             anthropic.APITimeoutError,
+                                                             anthropic.APIConnectionError),
+                       open_response=open_response, read=read)
         return self._decode(raw, request)
 
     @staticmethod

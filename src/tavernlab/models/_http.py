@@ -15,8 +15,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from tavernlab.cancel import CancelToken
@@ -27,6 +28,8 @@ from tavernlab.models._errors import (
     network_error,
     status_error,
 )
+
+T = TypeVar("T")
 
 #: The largest answer a provider reads (bytes of the decoded body); past it the call fails.
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -60,6 +63,14 @@ def read_api_key(env: str | None, provider: str) -> str:
             f"`{env}`, which is not set; set `{env}` (or choose another variable with "
             f"api_key_env=...) and run again", kind="unauthorized", env=env)
     return value.strip()
+
+
+def scrub_key(error: ModelCallError, key: str) -> ModelCallError:
+    """``error`` with the API key masked out of its message (a server may echo it)."""
+    if len(key) < 4 or key not in error.message:
+        return error
+    return ModelCallError(error.code, error.detail.replace(key, "***"), kind=error.kind,
+                          status=error.status)
 
 
 def sanitize_endpoint(url: str) -> str:
@@ -385,3 +396,52 @@ def map_sdk_error(error: BaseException, *, provider: str, endpoint: str | None,
     if _is_transport(error):
         return transport_error(classify_transport(error, body=False), endpoint)
     return error
+
+
+@dataclass(frozen=True, slots=True)
+class SdkErrors:
+    """The exception classes of one SDK: a status answer, a timeout, a failed connection."""
+
+    status: type[BaseException]
+    timeout: type[BaseException]
+    connection: type[BaseException]
+
+
+def exchange(pool: ClientPool, cancel: CancelToken, *, key: str, provider: str,
+             endpoint: str, timeout_s: float, errors: SdkErrors,
+             open_response: Callable[[Any], AbstractContextManager[Any]],
+             read: Callable[[BodyReader, int], T]) -> T:
+    """One request through an SDK: ``open_response(http_client)`` sends it (the SDK's
+    streaming-response context), ``read(reader, status)`` reads the answer. Every failure
+    comes out classified (or as :class:`ModelCancelled` once ``cancel`` is set), with the key
+    masked out of its message."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        with pool.lease(cancel) as lease:
+            try:
+                with open_response(lease.http) as response:
+                    reader = BodyReader(response.http_response, lease, cancel,
+                                        provider=provider, endpoint=endpoint,
+                                        deadline=deadline)
+                    result = read(reader, int(response.status_code))
+            except ModelCallError:
+                if cancel.cancelled:
+                    raise ModelCancelled() from None
+                raise
+            except Exception as error:
+                if cancel.cancelled:
+                    raise ModelCancelled() from None
+                if isinstance(error, ModelCancelled):
+                    raise
+                mapped = map_sdk_error(error, provider=provider, endpoint=endpoint,
+                                       status_class=errors.status,
+                                       timeout_class=errors.timeout,
+                                       connection_class=errors.connection)
+                if mapped is error:
+                    raise
+                raise mapped from None
+    except ModelCallError as error:
+        raise scrub_key(error, key) from None
+    if cancel.cancelled:
+        raise ModelCancelled()
+    return result

@@ -13,7 +13,7 @@ upstream's rules.
 from __future__ import annotations
 
 import json
-import time
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,12 +27,13 @@ from tavernlab.models._canonical import (
     ToolResultPart,
 )
 from tavernlab.models._decode import decode_openai_message
-from tavernlab.models._errors import ModelCallError, ModelCancelled, invalid_response
+from tavernlab.models._errors import ModelCancelled, invalid_response
 from tavernlab.models._http import (
     BodyReader,
     ClientPool,
+    SdkErrors,
+    exchange,
     json_event,
-    map_sdk_error,
     parse_json_body,
     provider_error,
     read_api_key,
@@ -314,41 +315,27 @@ class OpenAICompatible:
             raise ModelCancelled()
         key = read_api_key(self._api_key_env, PROVIDER_NAME)
         body = request_body(self._model, self._params, request, stream)
-        endpoint = sanitize_endpoint((self._base_url or DEFAULT_BASE_URL).rstrip("/")
+        endpoint = sanitize_endpoint((self._base_url or os.environ.get("OPENAI_BASE_URL")
+                                      or DEFAULT_BASE_URL).rstrip("/")
                                      + "/chat/completions")
-        deadline = time.monotonic() + timeout_s
         extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
-        with self._pool.lease(cancel) as lease:
+
+        def open_response(http: Any) -> Any:
             client = openai.OpenAI(api_key=key, base_url=self._base_url, max_retries=0,
-                                   timeout=timeout_s, http_client=lease.http)
-            try:
-                manager = client.chat.completions.with_streaming_response.create(
-                    model=body["model"], messages=body["messages"], stream=stream,
-                    extra_body=extra, timeout=timeout_s)
-                with manager as response:
-                    reader = BodyReader(response.http_response, lease, cancel,
-                                        provider=PROVIDER_NAME, endpoint=endpoint,
-                                        deadline=deadline)
-                    raw = (self._read_stream(reader, request, on_delta, endpoint) if stream
-                           else self._read_json(reader, response.status_code))
-            except ModelCallError:
-                if cancel.cancelled:
-                    raise ModelCancelled() from None
-                raise
-            except Exception as error:
-                if cancel.cancelled:
-                    raise ModelCancelled() from None
-                if isinstance(error, ModelCancelled):
-                    raise
-                mapped = map_sdk_error(error, provider=PROVIDER_NAME, endpoint=endpoint,
-                                       status_class=openai.APIStatusError,
-                                       timeout_class=openai.APITimeoutError,
-                                       connection_class=openai.APIConnectionError)
-                if mapped is error:
-                    raise
-                raise mapped from None
-        if cancel.cancelled:
-            raise ModelCancelled()
+                                   timeout=timeout_s, http_client=http)
+            return client.chat.completions.with_streaming_response.create(
+                model=body["model"], messages=body["messages"], stream=stream,
+                extra_body=extra, timeout=timeout_s)
+
+        def read(reader: BodyReader, status: int) -> dict[str, Any]:
+            return (self._read_stream(reader, request, on_delta, endpoint) if stream
+                    else self._read_json(reader, status))
+
+        raw = exchange(self._pool, cancel, key=key, provider=PROVIDER_NAME, endpoint=endpoint,
+                       timeout_s=timeout_s, errors=SdkErrors(openai.APIStatusError,
+                                                             openai.APITimeoutError,
+                                                             openai.APIConnectionError),
+                       open_response=open_response, read=read)
         return self._decode(raw, request)
 
     @staticmethod
