@@ -130,6 +130,6 @@ def test_native_continuation_is_restored_from_the_recording() -> None:
                                           "chatCompletionSource": "claude",
                                           "providerFormat": "claude_messages"}})
     state = ask(Recorded([response])).provider_state
-    assert state["nativeContinuation"] == {"provider": "claude_messages", "partCount": 2}
+    assert state["nativeContinuation"] == {"provider": "claude_messages", "partCount": 1}
     assert (state["chatCompletionSource"], state["providerFormat"], state["lastResponseId"]) \
         == ("claude", "claude_messages", "msg_1")

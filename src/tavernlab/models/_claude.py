@@ -34,7 +34,6 @@ from tavernlab.models._canonical import (
 from tavernlab.models._decode import check_stop_reason, decode_tool_calls
 from tavernlab.models._errors import (
     ModelCancelled,
-    contract_error,
     invalid_response,
 )
 from tavernlab.models._http import (
@@ -415,12 +414,13 @@ class ClaudeMessages:
         text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
         if text:
             parts.append(TextPart(text=text))
-        parts.extend(ToolCallPart(call=call) for call in calls)
         if blocks:
             parts.append(NativePart(provider=PROVIDER, value=copy.deepcopy(blocks)))
-        if calls and not any(isinstance(p, NativePart) for p in parts):
-            raise contract_error("model.native_metadata_lost",
-                                 f"{PROVIDER} continuation requires native metadata")
+        parts.extend(ToolCallPart(call=call) for call in calls)
+        # The calls come from the same blocks the native part keeps, so a tool-calling answer
+        # always carries its native metadata (upstream's `model.native_metadata_lost` cannot
+        # arise from this adapter).
+        native_parts = 1 if blocks else 0
         response_id = raw.get("id") if isinstance(raw.get("id"), str) else None
         model = raw.get("model") if isinstance(raw.get("model"), str) else self._model
         normalized: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -428,7 +428,7 @@ class ClaudeMessages:
             normalized["tool_calls"] = raw_calls
         if reasoning:
             normalized["reasoning_content"] = "\n\n".join(reasoning)
-        normalized["native"] = copy.deepcopy(blocks)
+        normalized["native"] = {PROVIDER: copy.deepcopy(blocks)}
         message = ModelMessage(role="assistant", parts=parts, provider_metadata={
             "message": normalized, "responseId": response_id, "model": model})
         response = ModelResponse(
@@ -440,5 +440,5 @@ class ClaudeMessages:
             raw_response=copy.deepcopy(raw))
         response.provider_state = next_provider_state(
             request, response, source=self.source, provider_format=self.provider_format,
-            nativeContinuation={"provider": PROVIDER, "partCount": len(blocks)})
+            nativeContinuation={"provider": PROVIDER, "partCount": native_parts})
         return response

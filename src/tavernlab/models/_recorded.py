@@ -170,10 +170,10 @@ class Recorded:
         extra: dict[str, Any] = {}
         native = response.message.native
         if native:
-            value = native[0].value
+            provider = native[0].provider
             extra["nativeContinuation"] = {
-                "provider": native[0].provider,
-                "partCount": len(value) if isinstance(value, list) else len(native)}
+                "provider": provider,
+                "partCount": sum(1 for part in native if part.provider == provider)}
         response.provider_state = next_provider_state(
             request, response, source=str(metadata.get("chatCompletionSource") or self.source),
             provider_format=str(metadata.get("providerFormat") or self.provider_format),
