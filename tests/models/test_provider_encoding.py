@@ -234,3 +234,23 @@ def test_stop_reasons(serve: Factory, wire: str, stream: bool) -> None:
     assert str(caught.value) == ("model.output_truncated: provider stopped before completing "
                                  f"the Agent turn ({reason})")
     assert caught.value.kind == "validation" and not caught.value.retryable
+
+
+def test_streamed_call_fragments_without_an_index() -> None:
+    from tavernlab.models._openai import _Assembly
+
+    seen: list[Any] = []
+    assembly = _Assembly(make_request(), seen.append)
+    base = {"id": "c", "model": "m", "choices": []}
+    for delta in ({"tool_calls": [{"id": "call_a", "function": {"name": "workspace_list_files",
+                                                                "arguments": '{"de'}}]},
+                  {"tool_calls": [{"function": {"arguments": 'pth":1}'}}]},
+                  {"tool_calls": [{"id": "call_b", "function": {"name": "workspace_list_files",
+                                                                "arguments": "{}"}}]}):
+        assembly.add({**base, "choices": [{"index": 0, "delta": delta}]})
+    assert assembly.message()["tool_calls"] == [
+        {"id": "call_a", "type": "function",
+         "function": {"name": "workspace_list_files", "arguments": '{"depth":1}'}},
+        {"id": "call_b", "type": "function",
+         "function": {"name": "workspace_list_files", "arguments": "{}"}}]
+    assert [d.tool_call_index for d in seen] == [0, 0, 1]

@@ -282,8 +282,10 @@ class ClaudeMessages:
     (its own retries off).
 
     ``api_key_env`` names the environment variable holding the key (read at each call, never
-    shown); ``params`` are Messages parameters (``max_tokens`` -- 4096 when not given --,
-    ``temperature``, ``thinking`` …) sent as they are.
+    shown; unset, the call fails with ``model.credentials_missing`` naming it).
+    ``api_key_env=None`` is for servers that need no key. ``params`` are Messages parameters
+    (``max_tokens`` -- 4096 when not given --, ``temperature``, ``thinking`` …) sent as they
+    are.
     """
 
     provider_format = PROVIDER

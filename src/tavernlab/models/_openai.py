@@ -199,8 +199,10 @@ class _Assembly:
         for raw in delta.get("tool_calls") or []:
             if not isinstance(raw, dict):
                 continue
-            index = raw.get("index", len(self.calls))
-            call = self.calls.setdefault(int(index), {"type": "function",
+            index = raw.get("index")
+            if not isinstance(index, int):  # servers that leave it out: a new id starts a call
+                index = len(self.calls) if raw.get("id") or not self.calls else max(self.calls)
+            call = self.calls.setdefault(index, {"type": "function",
                                                       "function": {"name": "", "arguments": ""}})
             if raw.get("id"):
                 call["id"] = raw["id"]
@@ -214,7 +216,7 @@ class _Assembly:
                 call["function"]["arguments"] += fragment
                 tool = self._request.tool_for_alias(call["function"]["name"].strip())
                 if tool is not None:
-                    self._emit(ToolCallDelta(int(index), tool.tool_id, fragment))
+                    self._emit(ToolCallDelta(index, tool.tool_id, fragment))
             for key in ("signature", "extra_content"):
                 if raw.get(key) is not None:
                     call[key] = raw[key]
@@ -250,8 +252,9 @@ class OpenAICompatible:
     client (its own retries off: the loop's retry policy is the only one).
 
     ``api_key_env`` names the environment variable holding the key; it is read at each call
-    and never shown (``describe()`` and errors name the variable only). ``api_key_env=None``
-    is for local servers that need no key. ``params`` are generation parameters
+    and never shown (``describe()`` and errors name the variable only); when it is not set
+    the call fails with ``model.credentials_missing`` (not retried) naming the variable.
+    ``api_key_env=None`` is for local servers that need no key. ``params`` are generation parameters
     (``temperature``, ``max_tokens``, ``reasoning_effort`` …) sent as they are.
     """
 
