@@ -416,32 +416,35 @@ def exchange(pool: ClientPool, cancel: CancelToken, *, key: str, provider: str,
     comes out classified (or as :class:`ModelCancelled` once ``cancel`` is set), with the key
     masked out of its message."""
     deadline = time.monotonic() + timeout_s
-    try:
-        with pool.lease(cancel) as lease:
-            try:
-                with open_response(lease.http) as response:
-                    reader = BodyReader(response.http_response, lease, cancel,
-                                        provider=provider, endpoint=endpoint,
-                                        deadline=deadline)
-                    result = read(reader, int(response.status_code))
-            except ModelCallError:
-                if cancel.cancelled:
-                    raise ModelCancelled() from None
-                raise
-            except Exception as error:
-                if cancel.cancelled:
-                    raise ModelCancelled() from None
-                if isinstance(error, ModelCancelled):
-                    raise
-                mapped = map_sdk_error(error, provider=provider, endpoint=endpoint,
-                                       status_class=errors.status,
-                                       timeout_class=errors.timeout,
-                                       connection_class=errors.connection)
-                if mapped is error:
-                    raise
-                raise mapped from None
-    except ModelCallError as error:
-        raise scrub_key(error, key) from None
+    failure: BaseException | None = None
+    result: T | None = None
+    with pool.lease(cancel) as lease:
+        try:
+            with open_response(lease.http) as response:
+                reader = BodyReader(response.http_response, lease, cancel, provider=provider,
+                                    endpoint=endpoint, deadline=deadline)
+                result = read(reader, int(response.status_code))
+        except Exception as error:  # classified below, outside the handler
+            failure = _classified(error, cancel, provider=provider, endpoint=endpoint,
+                                  errors=errors, key=key)
+    # Raised here, not in the handler, so that the SDK's exception (whose request carries the
+    # key in its headers) is not chained to what the caller sees.
+    if failure is not None:
+        if isinstance(failure, (ModelCallError, ModelCancelled)):
+            failure.__cause__ = failure.__context__ = None
+        raise failure
     if cancel.cancelled:
         raise ModelCancelled()
-    return result
+    return result  # type: ignore[return-value]
+
+
+def _classified(error: Exception, cancel: CancelToken, *, provider: str, endpoint: str,
+                errors: SdkErrors, key: str) -> BaseException:
+    if cancel.cancelled or isinstance(error, ModelCancelled):
+        return ModelCancelled()
+    if isinstance(error, ModelCallError):
+        return scrub_key(error, key)
+    mapped = map_sdk_error(error, provider=provider, endpoint=endpoint,
+                           status_class=errors.status, timeout_class=errors.timeout,
+                           connection_class=errors.connection)
+    return scrub_key(mapped, key) if isinstance(mapped, ModelCallError) else mapped
