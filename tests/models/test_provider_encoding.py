@@ -254,3 +254,33 @@ def test_streamed_call_fragments_without_an_index() -> None:
         {"id": "call_b", "type": "function",
          "function": {"name": "workspace_list_files", "arguments": "{}"}}]
     assert [d.tool_call_index for d in seen] == [0, 0, 1]
+
+
+def test_describe_and_source_without_a_server() -> None:
+    import tavernlab.models as models
+
+    openai = models.OpenAICompatible("gpt-x")
+    assert openai.describe() == {"provider": "openai_compatible", "model": "gpt-x",
+                                 "apiKeyEnv": "OPENAI_API_KEY"}
+    assert openai.source == "openai" and openai.model_id == "gpt-x"
+    assert models.OpenAICompatible("m", base_url="https://openrouter.ai/api/v1").source == \
+        "openrouter"
+    local = models.OpenAICompatible("qwen", base_url="http://127.0.0.1:8080/v1",
+                                    api_key_env=None)
+    assert local.source == "custom"
+    assert local.describe() == {"provider": "openai_compatible", "model": "qwen",
+                                "baseUrl": "http://127.0.0.1:8080/v1"}
+    claude = models.ClaudeMessages("claude-x", params={"max_tokens": 1000})
+    assert claude.describe() == {"provider": "claude_messages", "model": "claude-x",
+                                 "apiKeyEnv": "ANTHROPIC_API_KEY",
+                                 "params": {"max_tokens": 1000}}
+    assert (claude.source, claude.provider_format) == ("claude", "claude_messages")
+    for kind in (models.OpenAICompatible, models.ClaudeMessages):
+        with pytest.raises(ValueError, match="needs a model name"):
+            kind(" ")
+
+
+def test_a_server_that_needs_no_key(serve: Factory) -> None:
+    server, provider = serve("openai", [turn("local answer")], api_key_env=None)
+    assert answer(provider, make_request()).text == "local answer"
+    assert server.headers[0]["authorization"] == "Bearer tavernlab-no-key"
