@@ -6,7 +6,7 @@ import contextlib
 import os
 
 import pytest
-from conftest import call, make_request, turn
+from model_cases import call, make_request, turn
 from model_servers import TEST_KEY, TEST_KEY_ENV, provider_for
 
 from tavernlab.cancel import CancelToken

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import TOOLS, Factory, call, make_request, turn
+from model_cases import TOOLS, Factory, call, make_request, turn
 
 from tavernlab.cancel import CancelToken
 from tavernlab.models import (

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import call, make_request, turn
+from model_cases import call, make_request, turn
 
 from tavernlab.cancel import CancelToken
 from tavernlab.models import (

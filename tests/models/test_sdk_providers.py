@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import Factory, call, make_request, turn
+from model_cases import Factory, call, make_request, turn
 from model_servers import OVERSIZE_BYTES, TEST_KEY, TEST_KEY_ENV, ModelServer
 
 import tavernlab.models as models
