@@ -5,7 +5,8 @@ upstream's fixture shape -- the same dicts :class:`tavernlab.models.Scripted` ta
 A turn is ``{"choices": [{"message": {...}, "finish_reason": ...}], "usage": {...}}`` or a
 failure ``{"error": {"status": 429, "message": ...}}`` (that HTTP status, with the provider's
 error JSON), ``{"error": {"network": ..., ...}}`` (the server drops the connection without an
-answer: a real client sees ``network.request_failed``, whatever code the fixture names) or
+answer: a real client sees ``network.request_failed``, whatever code the fixture names; with
+a ``delayMs`` longer than the call's timeout it sees ``network.timeout``) or
 ``{"error": {"code": ...}}``: for ``model.invalid_tool_call`` a tool call without an id, for
 ``model.unknown_tool_call`` a call of the alias ``error.alias`` (``unknown_tool``), for
 ``model.output_truncated`` / ``model.provider_refusal`` an answer cut by its length or
