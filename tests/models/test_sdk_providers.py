@@ -363,3 +363,15 @@ def test_scripted_contract_errors_are_real_answers_on_the_wire(
         message = message.replace("(length)", "(max_tokens)")
     assert str(error) == message
     assert error.kind == "validation" and not error.retryable
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_tls_to_a_plain_http_server_fails_as_tls(serve: Factory, wire: str) -> None:
+    server, _ = serve(wire, [])
+    kind = models.OpenAICompatible if wire == "openai" else models.ClaudeMessages
+    secure = kind("m", base_url=server.base_url.replace("http://", "https://"),
+                  api_key_env=TEST_KEY_ENV)
+    error = failure(secure, stream=True)
+    secure.close()
+    assert error.code == "network.tls_failed"
+    assert "Could not establish a secure connection." in error.message

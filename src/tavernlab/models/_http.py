@@ -111,9 +111,11 @@ def classify_transport(error: BaseException, *, body: bool) -> str:
         current = current.__cause__ or current.__context__
     if any(isinstance(e, (httpx2.TimeoutException, TimeoutError, socket.timeout)) for e in chain):
         return "network.timeout"
-    if any(isinstance(e, httpx2.ProxyError) for e in chain) or "proxy" in text or "socks" in text:
+    if any(isinstance(e, httpx2.ProxyError) for e in chain):
         return "network.proxy_failed"
     if any(isinstance(e, httpx2.ConnectError) for e in chain):
+        if "proxy" in text or "socks" in text:
+            return "network.proxy_failed"
         if any(isinstance(e, socket.gaierror) for e in chain) or any(
                 signal in text for signal in ("name or service not known", "nodename",
                                               "name resolution", "getaddrinfo", "dns")):
