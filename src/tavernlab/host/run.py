@@ -33,6 +33,7 @@ from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
+from tavernlab.workspace.ids import check_call_id
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, read_json
@@ -191,7 +192,14 @@ class Run:
         another thread; a KeyboardInterrupt while waiting cancels it too and is re-raised.
         ``on_output(stdout, stderr)`` receives a streaming tool's output (the shell's) as it
         is produced, on the thread that produces it.
+
+        ``call_id`` (default: the run's next ``call_<n>``) must match
+        ``[A-Za-z0-9_.:-]{1,256}``, the shape of the ids the host mints and providers send;
+        any other value is refused with ``workspace.invalid_data`` naming ``call_id`` before
+        anything is written (an id reaches records, file names and generated notebooks).
         """
+        if call_id is not None:
+            check_call_id(call_id)
         return dispatch.call_tool(self._core, self._registry, invocation or self._core.main,
                                   tool_id, {} if arguments is None else arguments, call_id,
                                   on_output)
@@ -207,7 +215,10 @@ class Run:
 
         Its roots are filtered by its own (target) Profile; it cannot commit or finish and
         ends with the ``task.return`` tool, which writes ``summaries/<agent>-result.md``.
+        ``agent_id`` has the shape of a call id (``[A-Za-z0-9_.:-]{1,256}``, else
+        ``workspace.invalid_data`` naming ``agent_id``, before anything is written).
         """
+        check_call_id(agent_id, "agent_id")
         return self._core.start_subagent(agent_id, profile or self._core.profile)
 
     @property
