@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tavernlab.errors import RunStateError, ToolError
+from tavernlab.errors import InvalidData, RunStateError, ToolError
 from tavernlab.events import Event, Reason, RunCancelRequested
 from tavernlab.host import commits, dispatch
 from tavernlab.host.core import RunCore
@@ -200,6 +200,7 @@ class Run:
         """
         if call_id is not None:
             check_call_id(call_id)
+        _check_text(tool_id, "tool_id")
         return dispatch.call_tool(self._core, self._registry, invocation or self._core.main,
                                   tool_id, {} if arguments is None else arguments, call_id,
                                   on_output)
@@ -289,15 +290,24 @@ class Run:
         The journal keeps digests only; the job's own bytes (stdin, ``eval_name``, exit code,
         stdout, stderr) go to the run's hidden ``js-jobs/<job-id>.json`` (stdin as base64),
         which is what lets :mod:`tavernlab.replay` play the job again and diff its output.
+        Every argument, ``cwd``, a text ``stdin`` and ``eval_name`` must be text that can be
+        written (no lone surrogate), else ``workspace.invalid_data`` before anything runs.
         """
         core = self._core
-        core.require_active()
-        core.prepare_round()
         if isinstance(argv, str):
             import shlex
 
             argv = shlex.split(argv)
         args = list(argv)
+        for arg in args:
+            _check_text(arg, "argv")
+        _check_text(cwd, "cwd")
+        if isinstance(stdin, str):
+            _check_text(stdin, "stdin")
+        if eval_name is not None:
+            _check_text(eval_name, "eval_name")
+        core.require_active()
+        core.prepare_round()
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         with core.feed.batch():
             return run_js_job(core, self._services.js_pool, args, cwd, data, command,
@@ -370,3 +380,15 @@ class Run:
         """Every stored tool result of the run, in call order."""
         return [read_json(self.workspace_dir / event.payload.path)
                 for event in self.events(types="tool_result_stored", journal=False)]
+
+
+def _check_text(value: object, what: str) -> None:
+    """A string ``value`` must be text the run's records can hold (UTF-8: no lone
+    surrogate); other types are left to the checks further on."""
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidData(f"{what} must be valid Unicode text (found a lone surrogate)"
+                          ) from None
