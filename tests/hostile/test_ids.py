@@ -11,6 +11,7 @@ reservations do not know of, a new id that a record holds is refused, never writ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from IPython.terminal.interactiveshell import TerminalInteractiveShell
 from IPython.testing.globalipapp import start_ipython
 
 import tavernlab
-from tavernlab.clock import FixedClock, SequentialIds
+from tavernlab.clock import RESERVE_BLOCK, FixedClock, SequentialIds
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
 from tavernlab.host.reservations import FILE_NAME
@@ -118,7 +119,7 @@ def test_two_labs_with_one_seed_open_at_once_never_mint_the_same_id(tmp_path: Pa
 
 WORKER = """
 import sys
-from tavernlab.clock import FixedClock, SequentialIds
+from tavernlab.clock import RESERVE_BLOCK, FixedClock, SequentialIds
 from tavernlab.host import Lab
 with Lab(sys.argv[1], clock=FixedClock(), ids=SequentialIds(sys.argv[2])) as lab:
     for chat in ("alice", "bob", "carol"):
@@ -165,7 +166,8 @@ def test_a_fresh_lab_mints_the_ids_it_always_minted(tmp_path: Path) -> None:
         assert lab.start_run(chat_id="alice").id == SequentialIds(SEED).new("run")
     reservations = json.loads((tmp_path / "lab" / "_tauritavern" / FILE_NAME).read_text())
     assert reservations["formatVersion"] == 1
-    assert list(reservations["seeds"].values())[0]["run"] >= 1
+    seed = hashlib.sha256(SEED.encode()).hexdigest()
+    assert reservations["seeds"][seed]["run"] == RESERVE_BLOCK  # the first block, 1..1024
 
 
 def test_a_taken_id_is_refused_never_written_over(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ The on-disk layout is upstream's (spec/workspace.md section 8)::
       skills/                               see tavernlab.skills
       host-chats/<workspace-id>.json        the simulated host's chats
       settings.json                         agent.retention
+      sequential-ids.json                   ids SequentialIds handed out (host.reservations)
 
 A lab is created on first use; two processes (two kernels) may share one lab. Each lab has
 its own tool registry (``tools=``), services (``services=``), clock and id factory
