@@ -64,10 +64,12 @@ def _sentinel(tmp_path: Path) -> Path:
 
 def _payload(sentinel: Path) -> str:
     """Lines that create ``sentinel`` when they run as Python, as IPython input or as a host
-    shell command, plus every quoting character."""
+    shell command, plus every quoting character and IPython's other escapes (help requests,
+    autocall quoting)."""
     path = str(sentinel)
     return (f"{MARKER}\n!touch {path}\n%system touch {path}\nopen({path!r}, 'w').close()\n"
-            f"{{__import__('pathlib').Path({path!r}).touch()}} $HOME ''' \"\"\" \\ ' \" #")
+            f"{{__import__('pathlib').Path({path!r}).touch()}} $HOME ''' \"\"\" \\ ' \" #\n"
+            f"?open\n/print {path}\n;print {path}\n,print {path}\nopen??")
 
 
 def _record(tmp_path: Path, play: Callable[[Run], None]) -> Path:
