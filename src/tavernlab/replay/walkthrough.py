@@ -40,7 +40,9 @@ such a notebook in the real kernel): ``%%ws_shell --workdir W [--no-raise]`` cal
 ``workspace.shell`` with ``{"command": <the body without IPython's final newline>,
 "workdir": W}``; ``%%js`` runs ``js -e "\n" + BODY -- ARG...`` named ``<cell N>``, N the
 cell's execution count, which in a notebook run top to bottom in a fresh kernel is the code
-cell's position (:attr:`_Cells.next_count`).
+cell's position (:attr:`_Cells.next_count`). Both magics take their line as typed (no
+``$``/``{}`` expansion) and split it like a shell; a first ARG that starts with ``-`` would
+be read as an option, so a ``--`` goes before it (the magics drop one leading ``--``).
 """
 
 from __future__ import annotations
