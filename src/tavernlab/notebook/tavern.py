@@ -38,7 +38,8 @@ EXAMPLES = """%tavern lab ./demo-lab --fixed-clock --ids 7
 def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
     """Show the current lab, or switch to the one at PATH; ``--fixed-clock`` and ``--ids
     SEED`` open it with a :class:`FixedClock` / :class:`SequentialIds` (what a notebook whose
-    outputs must be the same on every run, such as the demo notebooks, starts with)."""
+    outputs must be the same on every run, such as the demo notebooks, starts with). A lab
+    opened again with the same seed continues after the ids it holds (never reusing one)."""
     if not args.path:
         if args.fixed_clock or args.ids is not None:
             raise UsageError("%tavern lab: --fixed-clock and --ids need a PATH (they apply "
