@@ -23,12 +23,18 @@ from typing import Any, Protocol
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import UsageError
 from tavernlab.host import Lab, Run
+from tavernlab.host.lab import DATA_DIR
 from tavernlab.worktree.proxy import ProxyServer
 
 #: The chat of the run a session starts on first use (and of ``%tavern run new``).
 DEFAULT_CHAT = "notebook"
 #: The lab directory when ``TavernMagics.lab_path`` is empty, relative to the working dir.
 DEFAULT_LAB = ".tavernlab"
+
+
+def is_lab(path: Path) -> bool:
+    """Whether ``path`` holds a lab already (its ``_tauritavern`` data folder)."""
+    return (path / DATA_DIR).is_dir()
 
 
 class Settings(Protocol):
@@ -84,6 +90,14 @@ class NotebookSession:
             self._set_lab(Lab(self.lab_path), owned=True)
         assert self._lab is not None
         return self._lab
+
+    def existing_lab(self) -> Lab | None:
+        """The current lab, or the one at :attr:`lab_path` when it exists on disk (opened as
+        the next use would open it); ``None`` when using it would create a lab. For what must
+        change nothing, such as tab completion."""
+        if self._lab is not None and not self._lab.closed:
+            return self._lab
+        return self.lab if is_lab(self.lab_path) else None
 
     def use_lab(self, lab: Lab | str | Path, *, clock: Clock | None = None,
                 ids: IdFactory | None = None) -> Lab:

@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.notebook.commands import CommandTable, Subcommand, natural, positive
+from tavernlab.notebook.completion import completes_with, local_paths
 from tavernlab.notebook.display import EventList, SkillList, notice, status_view
 from tavernlab.notebook.session import DEFAULT_CHAT, NotebookSession
 
@@ -41,8 +42,9 @@ def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _lab_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", metavar="PATH",
-                        help="switch to the lab at PATH (created on first use)")
+    completes_with(parser.add_argument("path", nargs="?", metavar="PATH",
+                                       help="switch to the lab at PATH (created on first use)"),
+                   local_paths)
     parser.add_argument("--fixed-clock", action="store_true",
                         help="open it with a fixed clock (2026-01-01, 1 ms per reading)")
     parser.add_argument("--ids", metavar="SEED",

@@ -26,6 +26,7 @@ from IPython.core.error import UsageError
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
 from tavernlab.notebook.commands import CommandTable, Subcommand
+from tavernlab.notebook.completion import completes_with, local_paths, no_values
 from tavernlab.notebook.display import WorktreeResult
 from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
@@ -108,8 +109,11 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _new_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("slug", metavar="SLUG", help="lowercase kebab-case name, e.g. fix-login")
-    parser.add_argument("--repo", help="repository (default: the one around the notebook)")
+    completes_with(parser.add_argument("slug", metavar="SLUG",
+                                       help="lowercase kebab-case name, e.g. fix-login"),
+                   no_values)
+    completes_with(parser.add_argument(
+        "--repo", help="repository (default: the one around the notebook)"), local_paths)
     parser.add_argument("--base", default=BASE, help=f"ref to branch from (default {BASE})")
     parser.add_argument("--branch", help="branch name (default wt/SLUG)")
     parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
