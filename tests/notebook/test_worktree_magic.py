@@ -126,7 +126,7 @@ def _serve_through_the_proxy(nb: Notebook) -> None:
 def test_switching_the_lab_stops_the_notebook_proxy(nb: Notebook, tmp_path: Path) -> None:
     port = nb.cell("%worktree proxy").value["port"]
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
-    nb.cell(f"%tavern lab {tmp_path / 'other-lab'}")
+    nb.cell(f"%tavern lab {tmp_path / 'other-lab'} --create")
     assert current_session(nb.shell).proxy is None
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
@@ -222,7 +222,7 @@ def test_the_widget_progress_leaves_the_final_state_in_the_cell(nb: Notebook, re
 
 def test_a_gc_plan_is_stamped_by_the_lab_clock(nb: Notebook, repo: Repo, tmp_path: Path
                                                ) -> None:
-    nb.cell(f"%tavern lab '{tmp_path / 'fixed'}' --fixed-clock")
+    nb.cell(f"%tavern lab '{tmp_path / 'fixed'}' --create --fixed-clock")
     made = nb.cell("%worktree new stamped --no-setup").value
     plan = nb.cell("%worktree gc").value.data
     assert [entry["path"] for entry in plan] == [made["cwd"]]
