@@ -229,3 +229,16 @@ def test_assert_replays_passes_on_an_identical_replay_and_fails_with_the_diverge
                             lines[2])
     assert versions is not None and versions[1] != versions[2]
     assert "replay_bundle(" not in failure  # __tracebackhide__: the plugin's frame is hidden
+
+
+def test_development_news_goes_to_stdout_and_an_invalid_edit_to_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scaffold_skill("greeter", tmp_path / "work")
+    lab = Lab(tmp_path / "lab")
+    lab.skills.develop(tmp_path / "work" / "greeter")
+    out, err = capsys.readouterr()
+    assert out.startswith("greeter: installed for development (hash ") and err == ""
+    (tmp_path / "work" / "greeter" / "SKILL.md").write_text("no front matter\n")
+    lab.skills.development.sync()
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("greeter: invalid edit, keeping the installed version")

@@ -229,7 +229,13 @@ def _parse(magic: Any, name: str, line: str) -> tuple[argparse.Namespace, list[s
         words = shlex.split(line)
         return magic.parser.parse_args(words), words
     except UsageError as exc:
-        raise UsageError(f"{name}: {exc}") from None
+        text = str(exc)
+        if text.startswith("unrecognized arguments: ") and name.lstrip("%") == "js":
+            first = text.removeprefix("unrecognized arguments: ").split(" ")[0]
+            rest = words[words.index(first):] if first in words else [first]
+            text += (f" (arguments for the script go after --: {name} -- "
+                     f"{shlex.join(rest)}; or --help for the options)")
+        raise UsageError(f"{name}: {text}") from None
     except ValueError as exc:  # unbalanced quotes
         raise UsageError(f"{name}: {exc}") from None
 

@@ -155,5 +155,6 @@ def run_cell_job(output: CellOutput, job: Callable[[], R], *,
     if error is not None:
         if raise_on_error:
             raise error
-        output.note(f"{error.code}: {error.message}")
+        # an error whose details were streamed already names only what is left to say
+        output.note(getattr(error, "streamed_note", f"{error.code}: {error.message}"))
     return result
