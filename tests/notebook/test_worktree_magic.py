@@ -235,3 +235,22 @@ def test_a_shell_call_on_another_run(nb: Notebook) -> None:
     nb.cell("%ws_shell --run other echo x > /scratch/mark.txt")
     assert nb.ns["other"].files("scratch") == ["scratch/mark.txt"]
     assert current_session(nb.shell).run.files("scratch") == []
+
+
+def test_new_in_a_repository_without_origin_branches_from_the_current_branch(
+        nb: Notebook, repo: Repo) -> None:
+    repo.git("remote", "remove", "origin")
+    repo.git("checkout", "-q", "-b", "trunk")
+    repo.write("trunk.txt", "on trunk\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "trunk work")
+    made = nb.cell("%worktree new from-trunk --no-setup")
+    assert made.error is None, made.error
+    assert (f"no origin/main in {repo.path}: branching from the current branch trunk\n"
+            in made.stdout)
+    assert made.stderr == ""
+    assert (Path(made.value["cwd"]) / "trunk.txt").read_text() == "on trunk\n"
+    # an explicit --base is used as given, with no note
+    again = nb.cell("%worktree new from-main --no-setup --base main")
+    assert again.error is None and "no origin/main" not in again.stdout
+    assert not (Path(again.value["cwd"]) / "trunk.txt").exists()

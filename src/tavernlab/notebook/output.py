@@ -112,6 +112,11 @@ class CellOutput:
         with self.router.routed():
             write("stderr", text + "\n")
 
+    def say(self, text: str) -> None:
+        """One line of news of the magic's own (what it chose for the user) on stdout."""
+        with self.router.routed():
+            write("stdout", text + "\n")
+
 
 class Stopwatch:
     """Elapsed wall time of one job, for ``cancelled after 1.2 s``."""
