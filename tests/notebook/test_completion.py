@@ -114,6 +114,10 @@ def test_other_lines_complete_as_python(nb: Notebook) -> None:
     with provisionalcompleter():
         body = [c.text for c in nb.shell.Completer.completions(text, len(text))]
     assert "print" in body
+    text = "%%js\n%tavern ru"  # a cell body is JavaScript, even where it looks like a magic
+    with provisionalcompleter():
+        body = [c.text for c in nb.shell.Completer.completions(text, len(text))]
+    assert "run" not in body
 
 
 def test_unloading_removes_the_matcher(nb: Notebook) -> None:

@@ -299,9 +299,10 @@ def _split(text: str) -> tuple[list[str], str]:
 def complete_line(magics: Any, before_cursor: str, *, first_line: bool = True
                   ) -> tuple[list[str], str] | None:
     """Candidates for the word before the cursor and the fragment they replace, when
-    ``before_cursor`` is a completable magic line (``None`` otherwise)."""
+    ``before_cursor`` is a completable magic line (``None`` otherwise, and for a line of a
+    cell magic's body: ``first_line`` false)."""
     match = _MAGIC_LINE.match(before_cursor)
-    if match is None or (before_cursor.lstrip().startswith("%%") and not first_line):
+    if match is None or not first_line:  # a cell magic's body is the magic's, not a line
         return None
     completer = MAGIC_COMPLETERS.get(match.group(1))
     if completer is None or match.group(2) is None:
@@ -321,8 +322,8 @@ def _matcher(magics: Any) -> Callable[[Any], dict[str, Any]]:
     @context_matcher(identifier="tavernlab.magic_arguments")  # type: ignore[untyped-decorator]
     def tavernlab_magic_matcher(context: Any) -> dict[str, Any]:
         """IPython matcher (API v2) for the tavernlab magics' lines."""
-        first = context.cursor_line == 0 or not context.full_text.lstrip().startswith("%%")
-        found = complete_line(magics, context.text_until_cursor, first_line=first)
+        in_cell_body = context.cursor_line > 0 and context.full_text.lstrip().startswith("%%")
+        found = complete_line(magics, context.text_until_cursor, first_line=not in_cell_body)
         if found is None:
             return {"completions": [], "suppress": False}
         candidates, fragment = found
