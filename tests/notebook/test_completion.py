@@ -83,6 +83,11 @@ def test_run_ids_skill_names_and_workspace_paths(nb: Notebook, tmp_path: Path) -
     assert complete(nb, "%js /output/") == ["/output/a.md", "/output/notes/"]
     assert complete(nb, "%%js --save output/n") == ["output/notes/"]
     assert complete(nb, "%tavern lab src-") == ["src-skills/"]  # a lab is a folder on disk
+    assert complete(nb, "%tavern skill install sr") == ["src-skills/"]
+    assert complete(nb, "%tavern skill dev src-skills/h") == ["src-skills/hello/",
+                                                             "src-skills/helper/"]
+    assert complete(nb, "%%ws_shell --workdir /output/") == ["/output/notes/"]
+    assert complete(nb, "%%js --cwd /o") == ["/output/"]
 
 
 def test_completing_creates_no_lab_and_starts_no_run(nb: Notebook, tmp_path: Path) -> None:

@@ -17,9 +17,10 @@ What a word completes to comes from the parsers the magics already have:
 * a value is completed by the argument's ``completer`` attribute when it has one (the
   convention of argcomplete: ``parser.add_argument(...).completer = fn``), else by its
   metavar through :data:`VALUE_COMPLETERS`: ``RUN_ID`` the current lab's run ids, ``PATH``,
-  ``ARG`` and ``CMD`` the current run's workspace paths, ``A,B`` skill names (after the last
-  comma), ``TYPE`` event types, ``VAR`` the user's variables, ``DIR`` folders and archives on
-  disk, ``SLUG`` and ``PATH|SLUG`` the repository's linked worktrees.
+  ``ARG`` and ``CMD`` the current run's workspace paths, ``DIR`` its folders (``--cwd``,
+  ``--workdir``), ``A,B`` skill names (after the last comma), ``TYPE`` event types, ``VAR``
+  the user's variables, ``SLUG`` and ``PATH|SLUG`` the repository's linked worktrees; a lab
+  or a skill to install completes to folders and archives on disk (:func:`local_paths`).
 
 Completing never changes anything: no lab is created, no run started (a value that needs one
 completes to nothing until it exists). A later magic plugs in with one entry:
@@ -99,6 +100,11 @@ def workspace_paths(magics: Any, word: str) -> list[str]:
     return [c for c in candidates if c.startswith(word)]
 
 
+def workspace_folders(magics: Any, word: str) -> list[str]:
+    """The folders among :func:`workspace_paths` (a shell's working directory)."""
+    return [p for p in workspace_paths(magics, word) if p.endswith("/")]
+
+
 def namespace_names(magics: Any, word: str) -> list[str]:
     """The user's variables (names not starting with ``_``)."""
     names = magics.shell.user_ns if magics.shell is not None else {}
@@ -164,7 +170,7 @@ VALUE_COMPLETERS: dict[str, ValueCompleter] = {
     "A,B": skill_names,
     "TYPE": event_types,
     "VAR": namespace_names,
-    "DIR": local_paths,
+    "DIR": workspace_folders,
     "SLUG": worktree_slugs,
     "PATH|SLUG": worktree_slugs,
     "SCOPE": scopes,

@@ -115,7 +115,8 @@ def _skill_install(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _skill_install_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="a skill folder, a folder of skills or a zip")
+    completes_with(parser.add_argument(
+        "dir", metavar="DIR", help="a skill folder, a folder of skills or a zip"), local_paths)
     parser.add_argument("--replace", action="store_true",
                         help="replace an installed skill whose content changed")
     parser.add_argument("--scope", default="global",
@@ -142,8 +143,9 @@ def _skill_dev(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _skill_dev_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", nargs="?", default=None, metavar="DIR",
-                        help="the skill's working directory (none: list the bound ones)")
+    completes_with(parser.add_argument(
+        "dir", nargs="?", default=None, metavar="DIR",
+        help="the skill's working directory (none: list the bound ones)"), local_paths)
     parser.add_argument("--scope", default="global",
                         help="global (default), preset:ID, profile:ID or character:ID")
 
