@@ -51,7 +51,12 @@ def test_skill_test_ignores_the_settings_of_a_project_around_the_skill(tmp_path:
     assert "2 passed" in tested.stdout
     assert "Unknown config option" not in tested.stdout + tested.stderr
     assert "warning" not in tested.stdout.lower()
-    assert not (tmp_path / "skills" / "greeter" / ".pytest_cache").exists()
+    # pytest's cache stays beside the tests, out of the package
+    assert (tmp_path / "skills" / "greeter" / ".pytest_cache").is_dir()
+    again = tavernlab("skill", "test", "skills/greeter", "--lf", "-q", cwd=tmp_path)
+    assert again.returncode == 0 and "2 passed" in again.stdout, again.stdout + again.stderr
+    validated = tavernlab("skill", "validate", "skills/greeter", cwd=tmp_path)
+    assert validated.stdout.startswith("ok greeter: 3 files, "), validated.stdout
 
 
 def test_skill_test_reads_the_skill_s_own_settings(tmp_path: Path) -> None:

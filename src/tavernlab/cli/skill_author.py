@@ -92,11 +92,12 @@ def pytest_command(folder: Path, extra: list[str]) -> list[str]:
     """The pytest command line that runs ``folder/tests``: rooted at the skill's folder, its
     settings taken from the skill's own config file or from none (an empty one), so the
     options of a project the skill happens to sit in (a ``timeout`` of pytest-timeout, say)
-    are neither applied nor warned about; no ``.pytest_cache`` is written into the skill."""
+    are neither applied nor warned about. pytest's cache (``--lf``) lives in the skill's
+    ``.pytest_cache/``, which no package contains."""
     own = any((folder / name).is_file() for name in _PYTEST_CONFIGS)
     config = [] if own else ["-c", os.devnull]
     return [sys.executable, "-m", "pytest", *config, "--rootdir", str(folder),
-            "-p", "no:cacheprovider", str(folder / "tests"), *extra]
+            str(folder / "tests"), *extra]
 
 
 def _test(args: argparse.Namespace) -> int:
