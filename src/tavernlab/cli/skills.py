@@ -3,8 +3,9 @@
 :mod:`tavernlab.cli.skill_author`).
 
 ``install`` and ``list`` work on a lab directory given with ``--lab`` (default
-``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``, the lab ``tavernlab demo`` creates; the
-shared rule of :func:`tavernlab.cli.common.lab_path`), whose skills live under
+``$TAVERNLAB_LAB``, else ``./.tavernlab``, the lab of a notebook in the folder; ``--demo``:
+the lab ``tavernlab demo`` creates; the shared rule of
+:func:`tavernlab.cli.common.lab_path`), whose skills live under
 ``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab.
 
 ``validate`` and ``install`` print one line per package found in the source, in the order of
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from tavernlab.cli.common import add_lab_argument, lab_path, print_json
 from tavernlab.cli.skill_author import invalid_line, register_authoring
+from tavernlab.host.lab import make_lab_dir
 from tavernlab.skills.archive import write_archive
 from tavernlab.skills.errors import InvalidSkillPackage, SkillOutputExists, SkillStorageError
 from tavernlab.skills.package import SkillPackage
@@ -124,8 +126,10 @@ def _result_lines(result: SkillInstallResult) -> list[str]:
 
 def _install(args: argparse.Namespace) -> int:
     on_conflict: ConflictChoice | None = args.on_conflict
-    report = SkillRepository(lab_path(args)).install(args.path, scope=args.scope,
-                                                     on_conflict=on_conflict)
+    folder = lab_path(args)
+    make_lab_dir(folder.resolve())
+    report = SkillRepository(folder).install(args.path, scope=args.scope,
+                                             on_conflict=on_conflict)
     if args.json:
         print_json(report.to_json())
         return 0 if report.ok else 1

@@ -1,6 +1,7 @@
 """Workspace sub-commands: ``runs``, ``events``, ``tool``, ``retention``, ``sessions``.
 
-They act on a lab directory (``--lab``, ``$TAVERNLAB_LAB`` or ``./tavernlab-demo/lab``):
+They act on a lab directory (``--lab``, ``$TAVERNLAB_LAB`` or ``./.tavernlab``; ``--demo``:
+``./tavernlab-demo/lab``):
 list runs, show a run's events, execute one model tool call on a run the way the host
 would, plan or apply retention, and manage sessions.
 """

@@ -16,7 +16,9 @@ The on-disk layout is upstream's (docs/layout.md)::
       settings.json                         agent.retention
       sequential-ids.json                   ids SequentialIds handed out (host.reservations)
 
-A lab is created on first use; two processes (two kernels) may share one lab. Each lab has
+A lab is created on first use, its folder with a ``.gitignore`` of ``*`` (only a folder the
+lab creates gets one: a lab opened in an existing folder leaves it as it is); two processes
+(two kernels) may share one lab. Each lab has
 its own tool registry (``tools=``), services (``services=``), clock and id factory
 (``clock=``, ``ids=``): a lab built with :class:`~tavernlab.clock.FixedClock` and
 :class:`~tavernlab.clock.SequentialIds` writes the same bytes every time it plays the same
@@ -72,6 +74,19 @@ FOLLOW_DRAIN_S = 0.3
 #: services anyway (the sandbox kills a job that ignores cancellation after 0.25 s).
 CLOSE_GRACE_S = 5.0
 WORKSPACES_DIR = "agent-workspaces"
+#: The ``.gitignore`` a new lab's folder gets, so that it is never committed by accident.
+LAB_GITIGNORE = "# a tavernlab lab: runs, chats and skills, not for version control\n*\n"
+
+
+def make_lab_dir(root: Path) -> Path:
+    """Create the folders of a lab at ``root`` (where missing) and return its data folder; a
+    ``root`` this creates gets :data:`LAB_GITIGNORE`, an existing folder is left as it is."""
+    created = not root.exists()
+    (root / DATA_DIR / WORKSPACES_DIR).mkdir(parents=True, exist_ok=True)
+    if created:
+        # runs, chats and installed skills are working data: kept out of git
+        (root / ".gitignore").write_text(LAB_GITIGNORE, encoding="utf-8")
+    return root / DATA_DIR
 
 
 class Lab:
@@ -97,7 +112,7 @@ class Lab:
         self.root = Path(path).resolve()
         self.data_dir = self.root / DATA_DIR
         self.workspaces_dir = self.data_dir / WORKSPACES_DIR
-        self.workspaces_dir.mkdir(parents=True, exist_ok=True)
+        make_lab_dir(self.root)
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.ids: IdFactory = ids or RANDOM_IDS
         if isinstance(self.ids, SequentialIds):

@@ -76,6 +76,8 @@ class ReplaySession:
         self.errors: list[Divergence] = []
         self.played = 0
         self._started = time.monotonic()  # real time: how long the replay took
+        self._report: ReplayReport | None = None
+        self.closed = False
 
     # -- preparing ----------------------------------------------------------------------------
 
@@ -177,19 +179,28 @@ class ReplaySession:
     # -- verifying ------------------------------------------------------------------------------
 
     def verify(self) -> ReplayReport:
-        """Compare what was played so far with the recording."""
+        """Compare what was played so far with the recording. Once the session is closed
+        (its lab may be gone) this is the report of the last comparison, so a notebook's
+        verify cell can run again; a session closed before any comparison refuses."""
+        if self.closed:
+            if self._report is None:
+                raise ReplaySetupError("this replay was closed before it was verified: "
+                                       "prepare the replay again to verify it")
+            return self._report
         changed = {s.replayed_hash: s.recorded_hash for s in self.skills if s.changed}
         found = self.errors + compare(self.bundle, self.run, changed)
         path = self.bundle.path
-        return ReplayReport(
+        self._report = ReplayReport(
             bundle=str(path) if path else "", run_id=self.bundle.manifest.run_id,
             actions=len(self.bundle.manifest.actions),
             divergences=sorted(found, key=lambda d: d.index), skills=list(self.skills),
             lab=None if self.temporary else str(self.lab.root),
             elapsed_s=time.monotonic() - self._started)
+        return self._report
 
     def close(self) -> None:
-        """Close the lab (and remove it when it was temporary)."""
+        """Close the lab (and remove it when it was temporary); safe to call again."""
+        self.closed = True
         self.lab.close()
         if self.temporary:
             shutil.rmtree(self.lab.root, ignore_errors=True)

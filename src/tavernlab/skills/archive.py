@@ -16,7 +16,9 @@ as ``scripts/a.js``; the check reads the name as stored in the archive.
 tavernlab choices where upstream detail is unknown:
 
 * Like upstream, macOS metadata entries (a ``__MACOSX`` segment, ``.DS_Store``, ``._*`` files)
-  are skipped; directory entries only imply folders.
+  are skipped; directory entries only imply folders. Inside a skill package the author's
+  working files (:func:`tavernlab.skills.collection.is_working_file`) are skipped too, as
+  they are in a directory source.
 * The ratio rule is ``uncompressed size > 100 x compressed size`` (so exactly 100:1 passes);
   an entry that claims data but has no compressed bytes fails too.
 * An entry that cannot be decompressed (bad CRC, unsupported method) makes its package
@@ -42,6 +44,7 @@ from tavernlab.skills.collection import (
     SourceScan,
     below,
     find_skill_roots,
+    is_working_file,
     no_skill_found,
     scan_roots,
 )
@@ -182,7 +185,8 @@ def scan_archive(path: Path) -> SourceScan:
 
             def load(root: str) -> SkillPackage:
                 own = [info for info, grouping in members
-                       if below(root, grouping) is not None]
+                       if (rel := below(root, grouping)) is not None
+                       and not is_working_file(rel)]
                 return _read_package(archive, label, own, root)
 
             return scan_roots(roots, load)
