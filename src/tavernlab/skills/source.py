@@ -44,6 +44,7 @@ from tavernlab.skills.package import (
     printable,
     validate_package,
 )
+from tavernlab.workspace.atomic import read_regular
 
 
 def is_archive(path: Path) -> bool:
@@ -126,7 +127,7 @@ def _read_package(members: list[tuple[str, _Entry]], root: str) -> SkillPackage:
     tree = FileTree()
     for path, entry in normalized:
         try:
-            data = entry.host.read_bytes()
+            data = read_regular(entry.host, entry.size)
         except OSError as exc:
             raise InvalidSkillPackage(
                 f"Failed to read Skill file '{path}': {exc.strerror or exc}") from None
