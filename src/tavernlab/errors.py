@@ -314,3 +314,13 @@ class UsageError(TavernlabError):
     """A malformed command line or magic line (unknown flag, missing value, bad JSON)."""
 
     code = "usage"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: line breaks, tabs and every other control or
+    separator character (``\\n``, ``\\r``, ``\\x85``, ``\\u2028``, NUL, ...) and lone
+    surrogates are written as Python escapes, so a message carrying recorded or hostile
+    values never spans several lines of a terminal, a log or a table."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
