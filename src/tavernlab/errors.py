@@ -104,8 +104,9 @@ class TavernlabError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows instead of a traceback: the one line ``code: message`` (these
-        are answers about the user's input, not faults to debug)."""
-        return [f"{self.code}: {self.message}"]
+        are answers about the user's input, not faults to debug; a line break in the
+        message is escaped, see :func:`one_line`)."""
+        return [f"{self.code}: {one_line(self.message)}"]
 
 
 # --- workspace storage (spec/workspace.md section 5.7) -------------------------------------

@@ -29,6 +29,7 @@ from tavernlab.js.kit.pins import PINS_BY_MODULE, kit_key
 from tavernlab.js.kit.provider import KitSettings
 from tavernlab.js.kit.registry import REGISTRY_ENV
 from tavernlab.paths import MAX_PATH_BYTES, MAX_PATH_SEGMENTS, WorkspacePath
+from tavernlab.skills.errors import InvalidSkillIndex
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.macros import FrozenMacros
@@ -285,3 +286,17 @@ def test_proxy_accepts_again_after_running_out_of_descriptors() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_fifo_as_the_skill_index_is_refused(lab: Lab, tmp_path: Path) -> None:
+    source = tmp_path / "sources" / "plain"
+    source.mkdir(parents=True)
+    (source / "SKILL.md").write_text("---\nname: plain\ndescription: Plain.\n---\n# plain\n")
+    lab.skills.install(source)
+    index = lab.root / "_tauritavern" / "skills" / "index" / "skills.json"
+    index.unlink()
+    with fifo(index):
+        with pytest.raises(InvalidSkillIndex) as info:
+            bounded(lambda: lab.skills.list())
+        assert info.value.message == (f"Failed to read Skill index '{index}': Not a regular "
+                                      "file")
