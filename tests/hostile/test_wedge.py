@@ -17,16 +17,19 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
+import tavernlab.js.kit.registry as registry_module
 from tavernlab.host import Lab, Run
 from tavernlab.js.command import run_js_command
+from tavernlab.js.errors import KitDownloadFailed
 from tavernlab.js.kit.cache import CACHE_ENV
 from tavernlab.js.kit.pins import PINS_BY_MODULE, kit_key
-from tavernlab.js.kit.provider import KitSettings
+from tavernlab.js.kit.provider import KitSettings, fetch_module
 from tavernlab.js.kit.registry import REGISTRY_ENV
 from tavernlab.paths import MAX_PATH_BYTES, MAX_PATH_SEGMENTS, WorkspacePath
 from tavernlab.skills.errors import InvalidSkillIndex
@@ -300,3 +303,45 @@ def test_fifo_as_the_skill_index_is_refused(lab: Lab, tmp_path: Path) -> None:
             bounded(lambda: lab.skills.list())
         assert info.value.message == (f"Failed to read Skill index '{index}': Not a regular "
                                       "file")
+
+
+@pytest.fixture
+def trickling_registry() -> Iterator[str]:
+    """A registry on 127.0.0.1 that answers every request with a large body sent one byte
+    at a time, until the client goes away."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.01)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_trickling_registry_fails_the_download_instead_of_holding_the_kit(
+        trickling_registry: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry_module, "DOWNLOAD_DEADLINE", 0.5)
+    settings = KitSettings(tmp_path / "kit", trickling_registry)
+    with pytest.raises(KitDownloadFailed) as info:
+        bounded(lambda: fetch_module(DAYJS, settings))
+    assert info.value.message == (
+        f"Downloading dayjs 1.11.21 from {trickling_registry}dayjs/-/dayjs-1.11.21.tgz "
+        "failed: it took longer than 0.5 seconds.")
+    assert not (tmp_path / "kit").exists()
