@@ -78,3 +78,13 @@ def test_follow_with_a_zero_timeout_prints_what_is_there(
                  "--lab", str(lab.root)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["type"] for line in lines] == [e.type for e in run.events()]
+
+
+def test_tool_arguments_nested_too_deeply_are_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = Lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="alice")
+    deep = "[" * 100_000 + "]" * 100_000
+    assert main(["tool", run.id, "workspace.read_file", deep, "--lab", str(lab.root)]) == 1
+    assert capsys.readouterr() == ("", "error: workspace.invalid_data: ARGS is not JSON this "
+                                       "tool can take: it is nested too deeply\n")
