@@ -11,7 +11,7 @@ Two things make the walk cheap without weakening it:
 
 * **what was looked at under the lock** - while the workspace lock is held, a directory found
   valid on the way to a path is remembered (:attr:`ContainedRoot.directories`), so the next
-  path below it starts there, and so is the ``lstat`` of every node looked at
+  path through it costs no system call there, and so is the ``lstat`` of every node looked at
   (:attr:`ContainedRoot.nodes`, from walks and directory scans). The storage port forgets a
   node (and its parent's ``lstat``) whenever it changes it, and a directory with everything
   below it when it removes or renames it; everything is forgotten when the lock is released
