@@ -44,7 +44,7 @@ from tavernlab.skills.package import (
     printable,
     validate_package,
 )
-from tavernlab.workspace.atomic import read_regular
+from tavernlab.workspace.atomic import read_all
 
 
 def is_archive(path: Path) -> bool:
@@ -127,7 +127,8 @@ def _read_package(members: list[tuple[str, _Entry]], root: str) -> SkillPackage:
     tree = FileTree()
     for path, entry in normalized:
         try:
-            data = read_regular(entry.host, entry.size)
+            # Up to one byte more than was seen: a file that grew is caught below.
+            data = read_all(entry.host, entry.size, entry.size)
         except OSError as exc:
             raise InvalidSkillPackage(
                 f"Failed to read Skill file '{path}': {exc.strerror or exc}") from None
