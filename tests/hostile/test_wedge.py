@@ -345,3 +345,20 @@ def test_a_trickling_registry_fails_the_download_instead_of_holding_the_kit(
         f"Downloading dayjs 1.11.21 from {trickling_registry}dayjs/-/dayjs-1.11.21.tgz "
         "failed: it took longer than 0.5 seconds.")
     assert not (tmp_path / "kit").exists()
+
+
+def test_a_js_job_waiting_for_a_slow_kit_download_ends_at_its_deadline(
+        trickling_registry: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry_module, "DOWNLOAD_DEADLINE", 5.0)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "kit"))
+    monkeypatch.setenv(REGISTRY_ENV, trickling_registry)
+    root = tmp_path / "run"
+    for name in ("input", "output", "scratch", "plan", "summaries", "persist"):
+        (root / name).mkdir(parents=True)
+    scope = ScopedWorkspaceFs(WorkspaceFs(root), Policy.from_profile())
+    context = FrozenContext(None, FrozenMacros.from_snapshot(None))
+    result = bounded(lambda: run_js_command(
+        ["-e", "import dayjs from '@tauritavern/kit/dayjs'; console.log(1)"], scope=scope,
+        context=context, cwd="/", stdin=None, command="js", token=None,
+        deadline=time.monotonic() + 0.5))
+    assert (result.exit_code, result.timed_out, result.stdout) == (1, True, "")
