@@ -24,6 +24,7 @@ from typing import TypeVar
 import pytest
 
 import tavernlab.js.kit.registry as registry_module
+from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
 from tavernlab.js.command import run_js_command
 from tavernlab.js.errors import KitDownloadFailed
@@ -33,6 +34,7 @@ from tavernlab.js.kit.provider import KitSettings, fetch_module
 from tavernlab.js.kit.registry import REGISTRY_ENV
 from tavernlab.paths import MAX_PATH_BYTES, MAX_PATH_SEGMENTS, WorkspacePath
 from tavernlab.skills.errors import InvalidSkillIndex
+from tavernlab.workspace.atomic import NotRegularFile, read_regular
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.macros import FrozenMacros
@@ -362,3 +364,22 @@ def test_a_js_job_waiting_for_a_slow_kit_download_ends_at_its_deadline(
         context=context, cwd="/", stdin=None, command="js", token=None,
         deadline=time.monotonic() + 0.5))
     assert (result.exit_code, result.timed_out, result.stdout) == (1, True, "")
+
+
+def test_a_file_swapped_for_a_fifo_after_it_was_looked_at_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    (root / "scratch").mkdir(parents=True)
+    (root / "scratch" / "a.txt").write_text("before")
+    fs = WorkspaceFs(root)
+    path = WorkspacePath.parse("scratch/a.txt")
+    with fs.lease():  # what was looked at stays remembered for the whole lease
+        assert fs.read_file(path, None) == b"before"
+        (root / "scratch" / "a.txt").unlink()  # behind the lock's back
+        with fifo(root / "scratch" / "a.txt"):
+            with pytest.raises(InvalidData) as info:
+                bounded(lambda: fs.read_file(path, None))
+            assert info.value.message == "workspace supports regular files and directories"
+            with pytest.raises(InvalidData):
+                bounded(lambda: fs.digest(path))
+    with pytest.raises(NotRegularFile), fifo(tmp_path / "plain-pipe"):
+        bounded(lambda: read_regular(tmp_path / "plain-pipe"))
