@@ -44,14 +44,20 @@ def lab_path(args: argparse.Namespace) -> Path:
     return Path(args.lab or os.environ.get(LAB_ENV) or DEFAULT_LAB)
 
 
-def open_lab(args: argparse.Namespace) -> Lab:
-    """The existing lab chosen by :func:`lab_path`; a missing one is an error."""
+def existing_lab_path(args: argparse.Namespace) -> Path:
+    """The directory of :func:`lab_path` when a lab is there; a missing one is an error
+    (``no lab at <dir> ...``), and nothing is created."""
     path = lab_path(args)
     if not (path / "_tauritavern").is_dir():
         hint = ("run `tavernlab demo` first" if getattr(args, "demo", False) else
                 "pass --lab DIR, or --demo for the lab `tavernlab demo` made")
         raise InvalidData(f"no lab at {path} ({hint})")
-    return Lab(path)
+    return path
+
+
+def open_lab(args: argparse.Namespace) -> Lab:
+    """The existing lab chosen by :func:`lab_path`; a missing one is an error."""
+    return Lab(existing_lab_path(args))
 
 
 def print_json(value: Any) -> None:

@@ -6,7 +6,9 @@
 ``$TAVERNLAB_LAB``, else ``./.tavernlab``, the lab of a notebook in the folder; ``--demo``:
 the lab ``tavernlab demo`` creates; the shared rule of
 :func:`tavernlab.cli.common.lab_path`), whose skills live under
-``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab.
+``<lab>/_tauritavern/skills/``. ``install`` creates the lab's skill storage when it is
+missing; ``list`` refuses a directory that holds no lab (``no lab at <dir> ...``, exit 1)
+and creates nothing. ``validate`` and ``pack`` need no lab.
 
 ``validate`` and ``install`` print one line per package found in the source, in the order of
 the package folders: ``ok <name>: ...`` / ``installed: <name> in <scope> ...`` for a valid
@@ -27,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-from tavernlab.cli.common import add_lab_argument, lab_path, print_json
+from tavernlab.cli.common import add_lab_argument, existing_lab_path, lab_path, print_json
 from tavernlab.cli.skill_author import invalid_line, register_authoring
 from tavernlab.host.lab import make_lab_dir
 from tavernlab.skills.archive import write_archive
@@ -140,7 +142,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    entries = SkillRepository(lab_path(args)).list(args.scope)
+    entries = SkillRepository(existing_lab_path(args)).list(args.scope)
     if args.json:
         print_json([e.model_dump(by_alias=True, exclude_none=True, mode="json")
                      for e in entries])

@@ -119,6 +119,9 @@ def _tool(args: argparse.Namespace) -> int:
         arguments: Any = json.loads(args.args)
     except ValueError as exc:
         raise InvalidData(f"ARGS is not JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidData("ARGS is not JSON this tool can take: it is nested too deeply"
+                          ) from None
     run = open_lab(args).open_run(args.run_id)
     result = run.call_tool(args.tool_id, arguments)
     if args.json:

@@ -27,6 +27,7 @@ run.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -275,8 +276,21 @@ class Lab:
         has been seen and :data:`FOLLOW_DRAIN_S` seconds passed with nothing new (the
         finishing call's own records come right after it), or when ``timeout`` seconds pass
         with nothing new.
+
+        ``timeout`` must be a finite number of seconds ``>= 0`` and ``poll`` a finite number
+        ``> 0``; anything else (``nan``, ``inf``, a negative number, a non-number) is refused
+        with :class:`InvalidData` when ``follow`` is called, before anything is read.
         """
+        if timeout is not None and not _finite(timeout, allow_zero=True):
+            raise InvalidData(
+                f"timeout must be a finite number of seconds >= 0, not {timeout!r}")
+        if not _finite(poll, allow_zero=False):
+            raise InvalidData(f"poll must be a finite number of seconds > 0, not {poll!r}")
         run_dir = self._locate(self.index.load(run_id))[0]
+        return self._follow(run_dir, run_id, after, timeout, poll)
+
+    def _follow(self, run_dir: Path, run_id: str, after: int | Event | None,
+                timeout: float | None, poll: float) -> Iterator[Event]:
         events = EventLog(run_dir / "events.jsonl", run_id, clock=self.clock, ids=self.ids)
         feed = RunFeed(events, JournalLog(run_dir / "journal.jsonl", events))
         quiet_since = time.monotonic()  # real time: this is waiting, not a recorded time
@@ -303,3 +317,10 @@ class Lab:
     def runs(self) -> list[RunRecord]:
         """Every indexed run, newest first."""
         return sorted(self.index.records(), key=lambda r: r.created_at, reverse=True)
+
+
+def _finite(value: object, *, allow_zero: bool) -> bool:
+    """Whether ``value`` is a real number (not a bool), finite, and positive (or zero)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and (value >= 0 if allow_zero else value > 0)

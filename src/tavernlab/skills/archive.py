@@ -33,11 +33,13 @@ the same rules through :func:`read_archive_files`, with their own size limits.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import stat
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from tavernlab.skills.collection import (
@@ -59,6 +61,7 @@ from tavernlab.skills.package import (
     printable,
     validate_package,
 )
+from tavernlab.workspace.atomic import open_regular
 
 #: File name extensions read as skill archives (compared case-insensitively).
 ARCHIVE_SUFFIXES = (".zip", ".ttskill")
@@ -156,6 +159,15 @@ def _read_package(archive: zipfile.ZipFile, label: str, entries: list[zipfile.Zi
     return validate_package(_read_entries(archive, label, entries, root).files, origin=root)
 
 
+@contextlib.contextmanager
+def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The ZIP at ``path``, opened as a regular file without waiting (a FIFO or a device
+    put in an archive's place fails as unreadable, see :func:`open_regular`)."""
+    with os.fdopen(open_regular(path, follow=True), "rb") as handle, \
+            zipfile.ZipFile(handle) as archive:
+        yield archive
+
+
 def read_archive_files(path: Path, check_limits: LimitCheck) -> dict[str, bytes]:
     """Every file of the ZIP at ``path``, by normalized path, read into memory under the skill
     archive rules (control characters in names, symlinks, the path rules, encryption, the
@@ -165,7 +177,7 @@ def read_archive_files(path: Path, check_limits: LimitCheck) -> dict[str, bytes]
     cannot be read too)."""
     label = path.name
     try:
-        with zipfile.ZipFile(path) as archive:
+        with _open_zip(path) as archive:
             entries = [info for info, _ in _members(archive)]
             return _read_entries(archive, label, entries, "", check_limits, True).files
     except _UNREADABLE as exc:
@@ -176,7 +188,7 @@ def scan_archive(path: Path) -> SourceScan:
     """Every package of a skill archive, each checked and read on its own."""
     label = path.name
     try:
-        with zipfile.ZipFile(path) as archive:
+        with _open_zip(path) as archive:
             members = _members(archive)
             roots = find_skill_roots(grouping for info, grouping in members
                                      if not info.is_dir())

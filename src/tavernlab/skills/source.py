@@ -46,6 +46,7 @@ from tavernlab.skills.package import (
     printable,
     validate_package,
 )
+from tavernlab.workspace.atomic import read_all
 
 
 def is_archive(path: Path) -> bool:
@@ -130,7 +131,8 @@ def _read_package(members: list[tuple[str, _Entry]], root: str) -> SkillPackage:
     tree = FileTree()
     for path, entry in normalized:
         try:
-            data = entry.host.read_bytes()
+            # Up to one byte more than was seen: a file that grew is caught below.
+            data = read_all(entry.host, entry.size, entry.size)
         except OSError as exc:
             raise InvalidSkillPackage(
                 f"Failed to read Skill file '{path}': {exc.strerror or exc}") from None

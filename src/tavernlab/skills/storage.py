@@ -36,6 +36,7 @@ from tavernlab.skills.errors import (
 )
 from tavernlab.skills.index import GLOBAL_SCOPE, INDEX_VERSION, SkillIndexFile
 from tavernlab.skills.package import validate_skill_name
+from tavernlab.workspace.atomic import read_regular
 
 
 def is_real_dir(path: Path) -> bool:
@@ -92,7 +93,7 @@ class SkillIndexStore:
     def load(self) -> SkillIndexFile:
         """The current index (version 2); migrates a version-1 index first. Hold the lock."""
         try:
-            raw = self.index_path.read_bytes()
+            raw = read_regular(self.index_path)  # a FIFO or device is refused, not waited on
         except FileNotFoundError:
             if self._has_installed_dirs():
                 raise InvalidSkillIndex(

@@ -13,9 +13,11 @@ too). Every other append is a native ``O_APPEND`` write.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import secrets
+import stat
 
 #: Prefix of the staged temporary file of an atomic write (in the target's directory).
 TEMP_PREFIX = ".tavernlab-tmp-"
@@ -91,20 +93,61 @@ def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None) 
         os.close(fd)
 
 
-def read_all(target: str, size_hint: int = 0, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``target`` (never through a final symlink). ``size_hint``
-    is its size when it was checked: the read is sized by it (plus one byte, which detects a
-    file that grew since); ``limit`` bounds what is read (the caller refuses more)."""
-    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+class NotRegularFile(OSError):
+    """A path meant to be read is not a regular file (a FIFO, socket, device or directory):
+    it is refused before anything waits on it."""
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        super().__init__(errno.EINVAL, "Not a regular file", os.fspath(target))
+
+
+def open_regular(target: str | os.PathLike[str], *, follow: bool = False) -> int:
+    """A read-only descriptor of the regular file ``target``, or :class:`NotRegularFile`.
+
+    Opening never waits: the open is ``O_NONBLOCK`` (a FIFO opens at once instead of waiting
+    for a writer) and the opened node is checked with ``fstat`` before anything is read, so
+    a node swapped for a FIFO or a device after an earlier ``lstat`` is refused too. A final
+    symlink is refused unless ``follow`` (``ELOOP``)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(target, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(target)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(target: str | os.PathLike[str], limit: int | None = None, *,
+                 follow: bool = False) -> bytes:
+    """The bytes of the regular file ``target`` (see :func:`open_regular`); more than
+    ``limit`` bytes raises ``OSError(EFBIG)`` (nothing beyond ``limit + 1`` is read)."""
+    data = read_all(target, 0, limit, follow=follow)
+    if limit is not None and len(data) > limit:
+        raise OSError(errno.EFBIG, f"File is larger than {limit} bytes", os.fspath(target))
+    return data
+
+
+def read_all(target: str | os.PathLike[str], size_hint: int = 0, limit: int | None = None,
+             *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``target`` (never through a final symlink unless
+    ``follow``; anything but a regular file is :class:`NotRegularFile`, refused without
+    waiting). ``size_hint`` is its size when it was checked: the read is sized by it (plus
+    one byte, which detects a file that grew since); ``limit`` bounds what is read (the
+    caller refuses more)."""
+    fd = open_regular(target, follow=follow)
     try:
         want = size_hint + 1 if limit is None else min(size_hint, limit) + 1
         parts = [os.read(fd, want)]
         if len(parts[0]) == want:  # it grew: read on (up to the bound)
-            while limit is None or sum(map(len, parts)) <= limit:
-                chunk = os.read(fd, 1 << 20)
+            total = want
+            while limit is None or total <= limit:
+                chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - total))
                 if not chunk:
                     break
                 parts.append(chunk)
+                total += len(chunk)
         return b"".join(parts) if len(parts) > 1 else parts[0]
     finally:
         os.close(fd)

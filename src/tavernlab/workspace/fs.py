@@ -119,6 +119,8 @@ class WorkspaceFs:
             # Sized by the file, not by the bound (reading 8 MiB allocates 8 MiB even for a
             # 1 KiB file); a file that grew behind the lock's back is read up to the bound.
             data = atomic.read_all(self.containment.host(path), st.st_size, max_bytes)
+        except atomic.NotRegularFile:  # swapped for a FIFO or a device since the walk
+            raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
         if max_bytes is not None and len(data) > max_bytes:
@@ -132,10 +134,12 @@ class WorkspaceFs:
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = os.open(self.containment.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = atomic.open_regular(self.containment.host(path))
             with os.fdopen(fd, "rb") as handle:
                 # Streamed through one reusable buffer: no copy of the whole content.
                 return hashlib.file_digest(handle, "sha256").hexdigest()
+        except atomic.NotRegularFile:
+            raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
 
