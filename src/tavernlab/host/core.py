@@ -45,7 +45,7 @@ from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.logs import EventLog, JournalLog
+from tavernlab.workspace.logs import EventLog, JournalLog, repair_logs
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, dump_model
@@ -325,7 +325,10 @@ class RunCore:
 
     def restore_counters(self) -> None:
         """Restore the counters and sub-agents of a run reopened from disk (from its
-        checkpoint, see :mod:`tavernlab.host.restore`); the run continues in a new round."""
+        checkpoint, see :mod:`tavernlab.host.restore`); the run continues in a new round.
+        An unfinished last line of either log (a writer killed mid-append) is cut away
+        first, and journaled (:func:`~tavernlab.workspace.logs.repair_logs`)."""
+        repair_logs(self.log, self.journal)
         restored = restore(self.log, self.journal)
         self.counters = RunCounters.restored(restored.values)
         for start, offset in restored.subagents:
