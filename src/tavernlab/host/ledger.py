@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.host.index import RunIndex
+from tavernlab.workspace.fs import STAGING_DIR_NAME
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.records import RunRecord, dump_model, write_json
 
@@ -80,7 +81,7 @@ class RunLedger:
         self._dirty = False
         data = dump_model(self.record)
         if data != self._written:
-            write_json(self.dir / "run.json", data)
+            write_json(self.dir / "run.json", data, staging=self.dir / STAGING_DIR_NAME)
             self._written = data
 
     def sync(self, batch_ended: bool) -> None:

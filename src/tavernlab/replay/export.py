@@ -46,7 +46,7 @@ from tavernlab.skills.errors import SkillError
 from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.source import load_directory
 from tavernlab.workspace.chat import Chat
-from tavernlab.workspace.fs import LOCK_FILE_NAME
+from tavernlab.workspace.fs import INTERNAL_NAMES
 from tavernlab.workspace.records import read_json
 
 #: How a user builds a lab whose runs can be exported.
@@ -92,7 +92,7 @@ def build_bundle(run: Run) -> Bundle:
         raise RunNotExportable(f"run `{run.id}` cannot be exported while "
                                f"{derivation.problems[0]}")
     blobs = _Blobs()
-    tree = scan_tree(run.dir, add=blobs.add, skip=frozenset({LOCK_FILE_NAME}))
+    tree = scan_tree(run.dir, add=blobs.add, skip=INTERNAL_NAMES)
     _check_action_files(run, derivation.actions, tree)
     index = RunIndex(chat.data_dir / WORKSPACES_DIR)
     index_tree = Tree(files={f"{folder.name}/{run.id}.json": blobs.add(file.read_bytes())
