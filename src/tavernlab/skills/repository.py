@@ -9,10 +9,12 @@ spec/js-and-skills.md section 8.7. Layout under ``<data_root>/_tauritavern/skill
 
 Install flow: read and validate the source in memory, each package on its own (an invalid
 package is reported in the :class:`SkillInstallReport` and never stops the others) ->
-compare the valid packages with the index -> write new packages into ``.staging/`` -> move
-them into place (replaced packages are moved aside first) -> save the index. If anything after
-the first move fails, including saving the index, every move is undone and the index keeps its
-old content. A source without any valid package writes nothing at all.
+compare the valid packages with the index -> write new packages into ``.staging/`` with the
+install's plan -> move them into place (replaced packages are moved aside first) -> save the
+index. If anything after the first move fails, including saving the index, every move is undone
+and the index keeps its old content; if the process is killed instead, the next one to load the
+index finishes or undoes the install by its plan (:mod:`tavernlab.skills.storage`). A source
+without any valid package writes nothing at all.
 
 Time (``installedAt``) and the names of work folders come from the ``clock`` and ``ids`` the
 repository is given (:mod:`tavernlab.clock`; the system ones by default), so a lab with a fixed
@@ -72,7 +74,14 @@ from tavernlab.skills.report import (
     conflict_message,
 )
 from tavernlab.skills.source import is_archive, load_directory, load_inline, load_source
-from tavernlab.skills.storage import SkillIndexStore, fresh_dir, is_real_dir, storage_error
+from tavernlab.skills.storage import (
+    IMPORT_PREFIX,
+    SkillIndexStore,
+    fresh_dir,
+    is_real_dir,
+    storage_error,
+    write_plan,
+)
 
 Plan = tuple[SkillPackage, SkillIndexEntry, InstallAction]
 
@@ -217,10 +226,12 @@ class SkillRepository:
         staging: Path | None = None
         undo: list[Callable[[], None]] = []
         try:
-            staging = fresh_dir(self.staging_root, "import", self.store.ids)
+            staging = fresh_dir(self.staging_root, IMPORT_PREFIX, self.store.ids)
             scope_dir = self.installed_root / scope.dir_name
             for package, _ in writes:
                 self._stage(staging / "new" / package.name, package.contents)
+            write_plan(staging, scope, [(p.name, action, p.installed_hash)
+                                        for p, action in writes])
             if writes and not is_real_dir(scope_dir):
                 scope_dir.mkdir()
                 undo.append(scope_dir.rmdir)
