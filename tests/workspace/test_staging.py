@@ -5,6 +5,8 @@ is opened again."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -62,13 +64,16 @@ def test_a_killed_writers_leftover_is_invisible_to_the_model_and_never_published
 def test_opening_a_run_removes_what_killed_writers_staged(lab: Lab) -> None:
     run = lab.start_run(chat_id="alice")
     port = leave_staged(run, f"{TEMP_PREFIX}{'1' * 32}")
-    fresh = leave_staged(run, ".run.json.tmp-" + "2" * 32)
-    stale = leave_staged(run, ".run.json.tmp-" + "3" * 32)
+    live = leave_staged(run, f".run.json.tmp-{os.getpid()}-{'2' * 32}")
+    stale = leave_staged(run, f".run.json.tmp-{os.getpid()}-{'3' * 32}")
     old = time.time() - STALE_STAGED_S - 60
     os.utime(stale, (old, old))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    dead = leave_staged(run, f".run.json.tmp-{gone.stdout.strip()}-{'4' * 32}")
     Lab(lab.root).open_run(run.id)
-    assert not port.exists() and not stale.exists()
-    assert fresh.exists()  # a record's temp file of a live writer is left alone
+    assert not port.exists() and not stale.exists() and not dead.exists()
+    assert live.exists()  # a record's temp file of a live writer is left alone
 
 
 def test_a_writer_holding_the_workspace_lock_keeps_its_staged_file(run: Run) -> None:

@@ -38,7 +38,6 @@ tavernlab choices where upstream detail is unknown:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -222,9 +221,13 @@ class SkillRepository:
 
     def _commit(self, index: SkillIndexFile, scope: SkillScope,
                 writes: list[tuple[SkillPackage, InstallAction]]) -> None:
-        """Stage, move into place, save the index; undo every move if any step fails."""
+        """Stage, move into place, save the index; undo every move if any step fails. The
+        work folder is removed afterwards - the folders moved aside first, so a kill while
+        it is removed never leaves them without the plan that says they are done with - or,
+        when an undo step failed, kept for the next load of the index to finish."""
         staging: Path | None = None
         undo: list[Callable[[], None]] = []
+        settled = True
         try:
             staging = fresh_dir(self.staging_root, IMPORT_PREFIX, self.store.ids)
             scope_dir = self.installed_root / scope.dir_name
@@ -251,13 +254,16 @@ class SkillRepository:
             self.store.save(index)
         except BaseException as exc:
             for step in reversed(undo):
-                with contextlib.suppress(OSError):
+                try:
                     step()
+                except OSError:
+                    settled = False
             if isinstance(exc, OSError):
                 raise storage_error("Failed to install Skill", exc) from None
             raise
         finally:
-            if staging is not None:
+            if staging is not None and settled:
+                shutil.rmtree(staging / "old", ignore_errors=True)
                 shutil.rmtree(staging, ignore_errors=True)
 
     @staticmethod

@@ -100,8 +100,8 @@ def clear_staging(directory: Path) -> list[str]:
     exclusive lock, so they are removed while this holds it - taken without waiting: when a
     writer holds the lock (a shell call of another process), the port's files are left for
     a later opening rather than making this one wait. Other staged files (a run record's
-    temporary file, written without the lock) are removed once older than
-    :data:`STALE_STAGED_S`."""
+    temporary file, written without the lock, named ``….tmp-<pid>-<hex>``) are removed when
+    the process that wrote them is gone, or once older than :data:`STALE_STAGED_S`."""
     staging = directory / STAGING_DIR_NAME
     try:
         names = sorted(os.listdir(staging))
@@ -121,7 +121,7 @@ def clear_staging(directory: Path) -> list[str]:
                 st = path.lstat()
             except FileNotFoundError:
                 continue
-            if not port and now - st.st_mtime <= STALE_STAGED_S:
+            if not port and _writer_alive(name) and now - st.st_mtime <= STALE_STAGED_S:
                 continue
             if stat.S_ISDIR(st.st_mode):
                 shutil.rmtree(path, ignore_errors=True)
@@ -133,6 +133,21 @@ def clear_staging(directory: Path) -> list[str]:
         if lock is not None:
             os.close(lock)
     return removed
+
+
+def _writer_alive(name: str) -> bool:
+    """Whether the process named in a record's temporary file (``….tmp-<pid>-<hex>``) may
+    still be writing it (a name without a process id: it may)."""
+    pid = name.rpartition(".tmp-")[2].partition("-")[0]
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
 
 
 def _try_exclusive(path: Path) -> int | None:

@@ -73,7 +73,9 @@ def write_model(path: Path, model: Model) -> None:
 
 
 def _temp_for(path: Path, staging: Path | None) -> Path:
-    name = f".{path.name}.tmp-{uuid.uuid4().hex}"
+    """A temporary name for ``path``'s new bytes: ``.<name>.tmp-<pid>-<32 hex>`` (the
+    writer's process id lets a cleaner tell a dead writer's leftover from a live write)."""
+    name = f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
     return path.with_name(name) if staging is None else staging / name
 
 
