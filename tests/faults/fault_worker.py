@@ -18,9 +18,12 @@ removal, a link or a new folder, as the interpreter's audit events report them (
 the number made is printed on stderr as ``operations: N`` at the end; ``--trace`` prints each
 one as ``op: N <event> <file name>``). ``--kill-on EVENT:TEXT:N`` kills just before the
 ``N``-th operation ``EVENT`` on a file whose name holds ``TEXT``. ``--fsize BYTES`` and
-``--nofile COUNT`` set ``RLIMIT_FSIZE`` / ``RLIMIT_NOFILE`` once the lab is open; an error then
+``--nofile COUNT`` set ``RLIMIT_FSIZE`` / ``RLIMIT_NOFILE`` (``COUNT`` new descriptors at most:
+the limit is the lowest free one plus ``COUNT``) once the lab is open, or just before the
+``--limit-at``-th operation; an error then
 prints ``error: <class>: <code>: <errno>: <message>`` and the process goes on with its next
-call (``--nofile`` is lifted again after the first error, to show nothing stayed wedged).
+call (``--nofile`` is lifted again after the first error, and a run that error failed is
+resumed, to show nothing stayed wedged).
 """
 
 from __future__ import annotations
@@ -41,8 +44,12 @@ class Killer:
     """Counts file-system operations; kills the process just before the chosen one, and
     with ``trace`` prints each on stderr (``op: <number> <event> <file name>``)."""
 
-    def __init__(self, at: int, *, trace: bool, on: str | None = None) -> None:
+    def __init__(self, at: int, *, trace: bool, on: str | None = None, limit_at: int = 0,
+                 limit: Any = None) -> None:
         self.at = at
+        self.limit_at = limit_at
+        self.limit = limit
+        self.limiting = False
         self.trace = trace
         self.seen = 0
         self.on: tuple[str, str, int] | None = None
@@ -57,6 +64,9 @@ class Killer:
             name = os.path.basename(str(args[0])) if args else ""
             if self.seen == self.at:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if self.seen == self.limit_at and not self.limiting:
+                self.limiting = True  # the limit's own listing is an operation too
+                self.limit()
             if self.on is not None and event == self.on[0] and self.on[1] in name:
                 self.matched += 1
                 if self.matched == self.on[2]:
@@ -87,6 +97,7 @@ def main() -> int:
     parser.add_argument("--nofile", type=int)
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--kill-on")
+    parser.add_argument("--limit-at", type=int, default=0)
     args = parser.parse_args()
 
     from tavernlab.clock import FixedClock, SequentialIds
@@ -101,13 +112,22 @@ def main() -> int:
         from tavernlab.skills import SkillRepository
 
         repository = SkillRepository(args.lab)
-    killer = Killer(args.kill_at, trace=args.trace, on=args.kill_on)
-    sys.addaudithook(killer)
     soft_nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if args.fsize is not None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize, resource.RLIM_INFINITY))
-    if args.nofile is not None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (args.nofile, soft_nofile[1]))
+
+    def limit() -> None:
+        if args.fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize, resource.RLIM_INFINITY))
+        if args.nofile is not None:
+            lowest_free = os.open(os.devnull, os.O_RDONLY)
+            os.close(lowest_free)
+            resource.setrlimit(resource.RLIMIT_NOFILE,
+                               (lowest_free + args.nofile, soft_nofile[1]))
+
+    killer = Killer(args.kill_at, trace=args.trace, on=args.kill_on,
+                    limit_at=args.limit_at, limit=limit)
+    if not args.limit_at:
+        limit()
+    sys.addaudithook(killer)
     failures = (TavernlabError, OSError)
     if args.mode == "burst":
         assert run is not None
@@ -119,6 +139,8 @@ def main() -> int:
                 report_error(exc)
                 if args.nofile is not None:
                     resource.setrlimit(resource.RLIMIT_NOFILE, soft_nofile)
+                    if run.status == "failed":  # the host's error ended it: go on
+                        run.resume()
                 continue
             assert not result.is_error, result.content
             print(json.dumps({"callId": result.call_id, "path": path, "content": content}),

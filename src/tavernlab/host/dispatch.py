@@ -19,6 +19,11 @@ tavernlab choices where upstream is unknown (documented here):
   arguments file and the stored result are created, never replaced: a call id already used
   in the round fails the run before the second call starts (``workspace.write_conflict``,
   the first call's files and records untouched).
+* The host's own writes of a call: when its arguments file cannot be written (no space, no
+  descriptor left) the call is refused with ``workspace.file_io`` before anything of it is
+  recorded, and the run goes on; when its stored result cannot be, the call is recorded as
+  ``tool_call_failed`` (level error) with that error, with no stored result, and the run
+  fails (a dispatch error ends a run).
 * The call acts on the round's tracker under its own id
   (:meth:`~tavernlab.workspace.tracking.MutationTracker.acting`), so an auto-commit names
   the call that last set or moved the candidate.
@@ -35,7 +40,7 @@ from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory
-from tavernlab.errors import ToolError, WriteConflict
+from tavernlab.errors import FileIo, ToolError, WorkspaceError, WriteConflict
 from tavernlab.events import (
     EventScope,
     FileWritten,
@@ -200,6 +205,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                    ascii_only=True, exclusive=True, staging=core.staging)
     except FileExistsError:
         raise _duplicate(core, ctx, args_path) from None
+    except OSError as exc:  # nothing of the call is recorded: the run goes on
+        raise FileIo("write", str(args_path.relative_to(core.dir)), exc) from None
     ref = ToolCallRef(round=ctx.round, invocation_id=invocation.id, call_id=ctx.call_id,
                       tool_id=tool_id, name=tool_id.replace(".", "_"),
                       arguments_path=str(args_path.relative_to(core.dir)))
@@ -214,13 +221,29 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         result.call_id, result.tool_id = ctx.call_id, tool_id
         try:
             stored = store_result(core, invocation, record_name, result)
-        except WriteConflict as exc:  # another process stored a result under this name
-            core.fail(f"{type(exc).__name__}: {exc}")
+        except (WorkspaceError, OSError) as exc:  # no space, no descriptor, a conflict
+            _host_fault(core, ctx, started, scope, exc)
             raise
     _record_outcome(core, ctx, result, started, scope)
     if not core.record.is_terminal:
         core.set_status("calling_model")
     return stored, interrupted
+
+
+def _host_fault(core: RunCore, ctx: CallContext, started: float, scope: EventScope,
+                exc: BaseException) -> None:
+    """The host could not keep a call's records (its stored result could not be written:
+    no space, no descriptor, a file another process wrote): ``tool_call_failed`` with the
+    error (level error), and the run fails, as a dispatch error ends a run. The call is
+    then finished in the log, with no stored result."""
+    message = f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"
+    core.emit(ToolCallFailed, ToolCallOutcome(
+        round=ctx.round, invocation_id=ctx.invocation.id, call_id=ctx.call_id,
+        tool_id=ctx.tool_id, snapshot_id=None, name=ctx.tool_id.replace(".", "_"),
+        is_error=True, error_code=getattr(exc, "code", None), message=message,
+        elapsed_ms=int((core.clock.monotonic() - started) * 1000), resource_refs=[]),
+        level="error", scope=scope)
+    core.fail(message)
 
 
 def _duplicate(core: RunCore, ctx: CallContext, args_path: Path) -> WriteConflict:

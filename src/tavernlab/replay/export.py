@@ -128,8 +128,10 @@ def _origin(run: Run) -> dict[str, Any]:
 def _check_action_files(run: Run, actions: list[Action], tree: Tree) -> None:
     for action in actions:
         needed: list[str | None] = []
-        if isinstance(action, ToolCall):
-            needed = [action.arguments_path, action.result_path]
+        if isinstance(action, ToolCall):  # a call the host failed before storing a result
+            needed = [action.arguments_path]  # has none (its tool_call_failed says why)
+            if action.result_path is not None:
+                needed.append(action.result_path)
         elif isinstance(action, JsJob):
             needed = [action.job_path]
         for path in needed:

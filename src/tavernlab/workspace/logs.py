@@ -298,6 +298,16 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
     ``repairing``: the journal's tail is looked at even with no journal record to append
     (:func:`repair_logs`)."""
     journal = journal if journal is not None else events.journal_log()
+    try:
+        _append_records(events, journal, built, repairing)
+    except OSError as exc:  # opening or cutting a log (no descriptor left, ...)
+        name = os.path.basename(exc.filename) if isinstance(exc.filename, str) else ""
+        raise FileIo("append", name or events.path.name, exc) from None
+
+
+def _append_records(events: EventLog, journal: JournalLog, built: Sequence[Built],
+                    repairing: bool) -> None:
+    """:func:`append_records` (OS errors not yet turned into ``FileIo``)."""
     with events._lock, locked_open(events.path, _APPEND) as fd:
         size, torn = events._cut_torn_tail(fd, os.fstat(fd).st_size)
         events._catch_up(fd, size)
