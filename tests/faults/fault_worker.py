@@ -9,6 +9,8 @@ exact point or run out of disk or descriptors while it does.
   has ended already is only reported).
 * ``export RUN``: export the run to ``--out``.
 * ``install``: install the skill folder ``--source`` with ``replace``.
+* ``--gate PATH`` (any mode): once the lab is open, create ``PATH.<tag>`` and wait for
+  ``PATH`` to exist (at most ``--timeout`` seconds), so several workers start together.
 * ``follow RUN``: print every record ``lab.follow`` yields as ``{"seq", "type", "journal"}``
   until the run ends (``--timeout`` seconds with nothing new stops it too).
 
@@ -34,6 +36,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from typing import Any
 
 OPERATIONS = frozenset({"open", "os.rename", "os.remove", "os.link", "os.mkdir", "os.rmdir",
@@ -98,6 +101,7 @@ def main() -> int:
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--kill-on")
     parser.add_argument("--limit-at", type=int, default=0)
+    parser.add_argument("--gate")
     args = parser.parse_args()
 
     from tavernlab.clock import FixedClock, SequentialIds
@@ -129,6 +133,12 @@ def main() -> int:
         limit()
     sys.addaudithook(killer)
     failures = (TavernlabError, OSError)
+    if args.gate:  # start together with the other workers: say ready, wait for the gate
+        open(f"{args.gate}.{args.tag}", "w").close()
+        waited = 0.0
+        while not os.path.exists(args.gate) and waited < args.timeout:
+            time.sleep(0.01)
+            waited += 0.01
     if args.mode == "burst":
         assert run is not None
         for index in range(args.calls):
