@@ -4,7 +4,8 @@ exact point or run out of disk or descriptors while it does.
 ``python fault_worker.py LAB MODE [options]`` (the test puts tavernlab on ``PYTHONPATH``):
 
 * ``burst RUN``: ``--calls`` ``workspace.write_file`` calls writing ``output/<tag>-<i>.md``;
-  after each call returns, one JSON line ``{"callId", "path", "content"}`` on stdout.
+  after each call returns, one JSON line ``{"callId", "path", "content"}`` on stdout (an
+  error result prints ``error: ToolResult: <code>: -: <message>``).
 * ``finish RUN``: write and commit ``output/main.md``, then ``workspace.finish`` (a run that
   has ended already is only reported).
 * ``export RUN``: export the run to ``--out``.
@@ -24,7 +25,7 @@ one as ``op: N <event> <file name>``). ``--kill-on EVENT:TEXT:N`` kills just bef
 the limit is the lowest free one plus ``COUNT``) once the lab is open, or just before the
 ``--limit-at``-th operation; an error then
 prints ``error: <class>: <code>: <errno>: <message>`` and the process goes on with its next
-call (``--nofile`` is lifted again after the first error, and a run that error failed is
+call (``--nofile`` is lifted again after the first error, and a run that an error failed is
 resumed, to show nothing stayed wedged).
 """
 
@@ -79,6 +80,9 @@ class Killer:
 
 
 def report_error(exc: BaseException) -> None:
+    if os.environ.get("FAULT_TRACEBACK"):
+        import traceback
+        traceback.print_exception(exc)
     code = getattr(exc, "code", "-")
     number = getattr(exc, "errno", None)
     print(f"error: {type(exc).__name__}: {code}: {number}: {exc}", flush=True)
@@ -149,10 +153,16 @@ def main() -> int:
                 report_error(exc)
                 if args.nofile is not None:
                     resource.setrlimit(resource.RLIMIT_NOFILE, soft_nofile)
-                    if run.status == "failed":  # the host's error ended it: go on
+                if run.status == "failed":  # the host's error ended it: go on
+                    try:
                         run.resume()
+                    except failures as again:
+                        report_error(again)
                 continue
-            assert not result.is_error, result.content
+            if result.is_error:  # the tool itself could not write (a full disk)
+                print(f"error: ToolResult: {result.error_code}: -: {result.content}",
+                      flush=True)
+                continue
             print(json.dumps({"callId": result.call_id, "path": path, "content": content}),
                   flush=True)
     elif args.mode == "finish":

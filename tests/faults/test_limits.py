@@ -1,4 +1,5 @@
-"""A full disk (``RLIMIT_FSIZE``) and descriptor exhaustion (``RLIMIT_NOFILE``), imposed on a
+"""A full disk (``RLIMIT_FSIZE``, and a real small tmpfs where one can be mounted) and
+descriptor exhaustion (``RLIMIT_NOFILE``), imposed on a
 worker process at seeded random points of a tool burst: every failure is one clear
 ``workspace.file_io`` error naming the file, the logs stay whole, the run goes on once the
 resource is back, and the lab then opens and every run reads, exports and replays with no
@@ -7,9 +8,14 @@ call lost that a process saw return."""
 from __future__ import annotations
 
 import errno
+import os
 import random
 import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from .conftest import Ledger, check_lab, deterministic_lab, work
 
@@ -93,3 +99,59 @@ def test_descriptor_exhaustion_at_any_point_fails_clearly_and_wedges_nothing(
         ledger.add(run_id, worked)
         check_lab(root, ledger, tmp_path / f"check-{trial}")
     assert seen == {errno.EMFILE}
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs mounted for the test (skipped where mounting is not allowed)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False, timeout=30)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False, timeout=30)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """A file taking all the free space of ``disk`` but about ``leave`` bytes."""
+    filler = disk / "filler"
+    with filler.open("wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - leave))
+    return filler
+
+
+def test_a_real_full_disk_fails_clearly_keeps_the_run_readable_and_recovers(
+        small_disk: Path, tmp_path: Path) -> None:
+    root = small_disk / "lab"
+    run_id = started_run(root)
+    ledger = Ledger()
+    filler = fill(small_disk, 8192)
+    worked = work(root, "burst", run_id, "--calls", "6", "--tag", "full", "--ids", "full")
+    assert worked.errors
+    for line in worked.errors:
+        assert re.fullmatch(r"error: (FileIo|ToolResult): workspace\.file_io: (28|-): .+", line), \
+            line
+        assert "No space left on device" in line, line
+    ledger.add(run_id, worked)
+    events = next(root.rglob(f"runs/{run_id}/events.jsonl"))
+    assert events.read_bytes().endswith(b"\n")
+    with deterministic_lab(root, "faults-read") as lab:  # readable while the disk is full
+        records = lab.open_run(run_id).events()
+        assert [r.seq for r in records if r.source == "events"] == list(
+            range(1, len(events.read_bytes().splitlines()) + 1))
+    filler.unlink()
+    after = work(root, "burst", run_id, "--calls", "2", "--tag", "after", "--ids", "after")
+    assert not after.errors and len(after.lines) == 2
+    ledger.add(run_id, after)
+    check_lab(root, ledger, tmp_path / "check")
