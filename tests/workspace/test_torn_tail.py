@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tavernlab.events import LogRepaired, RoundEnd, RoundEnded, StatusChange, StatusChanged
 from tavernlab.host import Lab, Run
 from tavernlab.workspace.logs import EventLog, JournalLog, append_records, repair_logs
@@ -162,3 +164,22 @@ def test_a_write_over_the_file_size_limit_fails_clearly_and_leaves_whole_lines(
     again.call_tool("workspace.list_files", {})
     assert resource.getrlimit(resource.RLIMIT_FSIZE)[0] == resource.RLIM_INFINITY
 
+
+
+def test_after_a_torn_line_the_run_exports_replays_and_lists_on_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tavernlab.cli import main
+    from tavernlab.clock import FixedClock, SequentialIds
+    from tavernlab.replay import replay
+
+    lab = Lab(tmp_path / "lab", clock=FixedClock(), ids=SequentialIds("torn"))
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "a"})
+    with (run.dir / "events.jsonl").open("ab") as handle:
+        handle.write(TORN_EVENT)
+    run.call_tool("workspace.write_file", {"path": "output/b.md", "content": "b"})
+    assert main(["events", run.id, "--type", "log_repaired", "--lab", str(lab.root)]) == 0
+    assert "log_repaired" in capsys.readouterr().out
+    report = replay(run.export(tmp_path / "torn.tavernrun"), lab=tmp_path / "replayed")
+    # the replay writes no torn line, so its one difference is the repair record
+    assert [d.kind for d in report.divergences] == ["event"]
