@@ -155,6 +155,9 @@ class SkillIndexStore:
                 except OSError as exc:
                     raise storage_error("Failed to repair an interrupted Skill install",
                                         exc) from None
+                except (KeyError, TypeError, ValueError) as exc:  # not a plan this wrote
+                    raise InvalidSkillIndex(f"Invalid install plan '{folder / PLAN_NAME}': "
+                                            f"{exc!r}") from None
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder.name)
         return removed
@@ -163,7 +166,8 @@ class SkillIndexStore:
         """Move the folders of one interrupted install so they match ``index``."""
         scope = SkillScope.model_validate(plan["scope"])
         packages = plan["packages"]
-        assert isinstance(packages, list)
+        if not isinstance(packages, list):
+            raise TypeError("packages is not a list")
         scope_dir = self.installed_root / scope.dir_name
         committed = all(
             (entry := index.find(scope, p["name"])) is not None
