@@ -26,7 +26,8 @@ the limit is the lowest free one plus ``COUNT``) once the lab is open, or just b
 ``--limit-at``-th operation; an error then
 prints ``error: <class>: <code>: <errno>: <message>`` and the process goes on with its next
 call (``--nofile`` is lifted again after the first error, and a run that an error failed is
-resumed, to show nothing stayed wedged).
+resumed, to show nothing stayed wedged). With ``FAULT_TRACEBACK`` set in the environment each
+error's traceback goes to stderr too (to see where a failure came from).
 """
 
 from __future__ import annotations
