@@ -63,10 +63,12 @@ from tavernlab.events.journal import (
     JsJobFinished,
     JsJobStart,
     JsJobStarted,
+    LogRepaired,
     RoundEnd,
     RoundEnded,
     SubagentStart,
     SubagentStarted,
+    TornTail,
     Writer,
     job_label,
 )
@@ -97,7 +99,8 @@ from tavernlab.events.lifecycle import (
 
 #: Every journal record type, discriminated on ``type``.
 JournalEntry = Annotated[
-    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged,
+    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged
+    | LogRepaired,
     Field(discriminator="type"),
 ]
 
@@ -140,6 +143,7 @@ __all__ = [
     "JsJobStart",
     "JsJobStarted",
     "Level",
+    "LogRepaired",
     "Model",
     "PersistCommitted",
     "PersistStateRef",
@@ -179,6 +183,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolResultReadableViewStored",
     "ToolResultStored",
+    "TornTail",
     "WorkspaceFileWritten",
     "WorkspaceInitialized",
     "WorkspacePatchApplied",

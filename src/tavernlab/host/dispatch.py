@@ -14,6 +14,16 @@ tavernlab choices where upstream is unknown (documented here):
 * Arguments that are not JSON values, hold a lone surrogate, or nest deeper than 128 levels
   (serde_json's recursion limit, which upstream's parser applies) are
   ``tool.invalid_arguments``, recorded as a call like any other.
+* Call ids the host makes are ``call_<N>`` from the run's own counter
+  (:mod:`tavernlab.host.call_ids`), so two processes on one run never reuse one. The
+  arguments file and the stored result are created, never replaced: a call id already used
+  in the round fails the run before the second call starts (``workspace.write_conflict``,
+  the first call's files and records untouched).
+* The host's own writes of a call: when its arguments file cannot be written (no space, no
+  descriptor left) the call is refused with ``workspace.file_io`` before anything of it is
+  recorded, and the run goes on; when its stored result cannot be, the call is recorded as
+  ``tool_call_failed`` (level error) with that error, with no stored result, and the run
+  fails (a dispatch error ends a run).
 * The call acts on the round's tracker under its own id
   (:meth:`~tavernlab.workspace.tracking.MutationTracker.acting`), so an auto-commit names
   the call that last set or moved the candidate.
@@ -21,14 +31,16 @@ tavernlab choices where upstream is unknown (documented here):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory
-from tavernlab.errors import ToolError
+from tavernlab.errors import FileIo, ToolError, WorkspaceError, WriteConflict
 from tavernlab.events import (
     EventScope,
     FileWritten,
@@ -45,6 +57,7 @@ from tavernlab.host import commits
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
+from tavernlab.host.restore import call_number
 from tavernlab.host.results import store_result
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.ids import tool_record_name
@@ -176,16 +189,24 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
           ) -> tuple[ToolResult, BaseException | None]:
     core.announce(invocation)
     counters = core.counters
-    counters.call_seq += 1
-    ctx = CallContext(core, invocation, call_id or f"call_{counters.call_seq}", tool_id,
-                      counters.round, output=None if on_output is None else
-                      flushing_first(core, on_output))
+    if call_id is None:
+        counters.call_seq = core.call_ids.next(counters.call_seq)
+        call_id = f"call_{counters.call_seq}"
+    elif call_number(call_id):
+        core.call_ids.note(call_number(call_id))
+    ctx = CallContext(core, invocation, call_id, tool_id, counters.round,
+                      output=None if on_output is None else flushing_first(core, on_output))
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
     args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"
-    write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
-                           "arguments": _stored_arguments(arguments, refusal)},
-               ascii_only=True, fresh=True)
+    try:
+        write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
+                               "arguments": _stored_arguments(arguments, refusal)},
+                   ascii_only=True, exclusive=True, staging=core.staging)
+    except FileExistsError:
+        raise _duplicate(core, ctx, args_path) from None
+    except OSError as exc:  # nothing of the call is recorded: the run goes on
+        raise FileIo("write", str(args_path.relative_to(core.dir)), exc) from None
     ref = ToolCallRef(round=ctx.round, invocation_id=invocation.id, call_id=ctx.call_id,
                       tool_id=tool_id, name=tool_id.replace(".", "_"),
                       arguments_path=str(args_path.relative_to(core.dir)))
@@ -198,11 +219,41 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         if ctx.token.cancelled:
             counters.round_cancelled = True
         result.call_id, result.tool_id = ctx.call_id, tool_id
-        stored = store_result(core, invocation, record_name, result)
+        try:
+            stored = store_result(core, invocation, record_name, result)
+        except (WorkspaceError, OSError) as exc:  # no space, no descriptor, a conflict
+            _host_fault(core, ctx, started, scope, exc)
+            raise
     _record_outcome(core, ctx, result, started, scope)
     if not core.record.is_terminal:
         core.set_status("calling_model")
     return stored, interrupted
+
+
+def _host_fault(core: RunCore, ctx: CallContext, started: float, scope: EventScope,
+                exc: BaseException) -> None:
+    """The host could not keep a call's records (its stored result could not be written:
+    no space, no descriptor, a file another process wrote): ``tool_call_failed`` with the
+    error (level error), and the run fails, as a dispatch error ends a run. The call is
+    then finished in the log, with no stored result."""
+    message = f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"
+    core.emit(ToolCallFailed, ToolCallOutcome(
+        round=ctx.round, invocation_id=ctx.invocation.id, call_id=ctx.call_id,
+        tool_id=ctx.tool_id, snapshot_id=None, name=ctx.tool_id.replace(".", "_"),
+        is_error=True, error_code=getattr(exc, "code", None), message=message,
+        elapsed_ms=int((core.clock.monotonic() - started) * 1000), resource_refs=[]),
+        level="error", scope=scope)
+    core.fail(message)
+
+
+def _duplicate(core: RunCore, ctx: CallContext, args_path: Path) -> WriteConflict:
+    """A second call with an id already used in this round: its arguments are never
+    written over the first call's (whose records stay as they are), and the run fails
+    before the second call starts."""
+    error = WriteConflict(str(args_path.relative_to(core.dir)), "already_exists",
+                          actual_sha256=hashlib.sha256(args_path.read_bytes()).hexdigest())
+    core.fail(f"duplicate tool call id `{ctx.call_id}` in round {ctx.round}: {error}")
+    return error
 
 
 def flushing_first(core: RunCore, listener: Callable[[str, str], None]

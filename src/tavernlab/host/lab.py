@@ -10,6 +10,8 @@ The on-disk layout is upstream's (docs/layout.md)::
           persistent-states/<state-id>/{manifest.json, persist/...}
           runs/<run-id>/{run.json, manifest.json, events.jsonl, input/, tool-args/,
                          tool-results/, output/, scratch/, plan/, summaries/, persist/}
+                         (and tavernlab's own .tavernlab-calls, the call counter, and
+                         .tavernlab-staging/, where atomic writes stage their bytes)
         sessions/                           see tavernlab.host.sessions
       skills/                               see tavernlab.skills
       host-chats/<workspace-id>.json        the simulated host's chats

@@ -4,7 +4,9 @@
 tavernlab choices where upstream is unknown: "external" results (every tool whose id does not
 start with ``workspace.``) longer than the Profile's inline limit (20 000 characters) get a
 readable ``.txt`` view with hard line breaks every 3 000 characters, and the model sees the
-first 3 000 characters plus a pointer to the view.
+first 3 000 characters plus a pointer to the view. A stored result (and its view) is created,
+never replaced: call ids are unique within a run (:mod:`tavernlab.host.call_ids`), so a file
+already there belongs to another call, whose result stays as it is.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
     if external and len(result.content) > limit:
         view_path = WorkspacePath(f"tool-results/{key}/{record_name}.txt")
         model_result = _externalize(core, invocation, result, view_path, json_path, limit)
-    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.unchecked())
+    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.must_not_exist())
     core.emit(ToolResultStored, StoredResult(
         invocation_id=invocation.id, round=core.counters.round, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=json_path.text))
@@ -58,7 +60,7 @@ def _externalize(core: RunCore, invocation: Invocation, result: ToolResult,
     content = result.content
     view = "\n".join(content[i:i + VIEW_LINE_CHARS]
                      for i in range(0, len(content), VIEW_LINE_CHARS))
-    core.fs.write_text(view_path, view, WriteGuard.unchecked())
+    core.fs.write_text(view_path, view, WriteGuard.must_not_exist())
     core.emit(ToolResultReadableViewStored, StoredResultView(
         invocation_id=invocation.id, round=core.counters.round, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=view_path.text, audit_path=json_path.text))

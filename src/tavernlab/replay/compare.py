@@ -44,7 +44,7 @@ from tavernlab.replay.errors import BundleInvalid
 from tavernlab.replay.manifest import Tree
 from tavernlab.replay.report import Divergence, DivergenceKind
 from tavernlab.replay.trees import scan_tree
-from tavernlab.workspace.fs import LOCK_FILE_NAME
+from tavernlab.workspace.fs import INTERNAL_NAMES
 
 #: Envelope fields of a record: compared only after the content matched.
 ENVELOPE = ("seq", "id", "runId", "timestamp", "eventSeq")
@@ -251,7 +251,7 @@ class Comparison:
 
     def files(self) -> None:
         """Every file and directory of the run directory."""
-        replayed = self.scan(self.dir, skip=frozenset({LOCK_FILE_NAME}))
+        replayed = self.scan(self.dir, skip=INTERNAL_NAMES)
         self._tree("file", "", self.manifest.run, replayed, self.dir, self._owner)
 
     def _tree(self, kind: DivergenceKind, prefix: str, recorded: Tree, replayed: Tree,

@@ -1,5 +1,7 @@
 """The byte operations of the storage port on host paths it has already checked: atomic
-publication (temporary sibling + rename), appends that never change a file another name
+publication (temporary file + rename; the port stages its temporary files in a folder of the
+workspace that is never a visible root, so a killed writer's leftover is never listed, read
+or published), appends that never change a file another name
 shares, and bounded reads (docs/workspace.md).
 
 A file the lab hard-linked from a persist state (:class:`~tavernlab.workspace.containment.
@@ -41,10 +43,18 @@ def temp_sibling(target: str) -> str:
     return f"{target.rpartition('/')[0]}/{TEMP_PREFIX}{_STEM}{next(_COUNTER):016x}"
 
 
-def publish(target: str, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling, flush it (never fsync: upstream "flushes") and
-    rename it over ``target``; readers see the old bytes or the new ones."""
-    _replace(target, data, 0o644, durable=False)
+def staged(staging: str) -> str:
+    """A fresh temporary name in the folder ``staging``: :data:`TEMP_PREFIX` and 32 hex
+    digits, as :func:`temp_sibling` gives."""
+    return f"{staging}/{TEMP_PREFIX}{_STEM}{next(_COUNTER):016x}"
+
+
+def publish(target: str, data: bytes, *, staging: str | None = None) -> None:
+    """Write ``data`` to a temporary file, flush it (never fsync: upstream "flushes") and
+    rename it over ``target``; readers see the old bytes or the new ones. The temporary file
+    is made in the folder ``staging`` when given (one the model never sees, on the same file
+    system: a workspace's own), else beside ``target``."""
+    _replace(target, data, 0o644, durable=False, staging=staging)
 
 
 def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
@@ -57,9 +67,17 @@ def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o6
     _replace(path if "/" in path else f"./{path}", data, mode, durable=True)
 
 
-def _replace(target: str, data: bytes, mode: int, *, durable: bool) -> None:
-    temp = temp_sibling(target)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+def _replace(target: str, data: bytes, mode: int, *, durable: bool,
+             staging: str | None = None) -> None:
+    temp = temp_sibling(target) if staging is None else staged(staging)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, mode)
+    except FileNotFoundError:
+        if staging is None:
+            raise
+        os.makedirs(staging, exist_ok=True)  # the first write of the workspace
+        fd = os.open(temp, flags, mode)
     try:
         try:
             if durable:
@@ -76,14 +94,16 @@ def _replace(target: str, data: bytes, mode: int, *, durable: bool) -> None:
         raise
 
 
-def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None) -> None:
+def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None,
+           staging: str | None = None) -> None:
     """Append ``data`` to ``target`` (created if missing, never through a final symlink).
     ``shared`` says the file has other links: then its bytes are copied first (``old``, when
-    the caller already read them) and the result is published under the path."""
+    the caller already read them) and the result is published under the path (staged in
+    ``staging``, see :func:`publish`)."""
     if shared:
         if old is None:
             old = read_all(target)
-        publish(target, old + data)
+        publish(target, old + data, staging=staging)
         return
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o644)

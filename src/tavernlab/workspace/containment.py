@@ -30,7 +30,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from tavernlab.errors import FileIo, InvalidData
 from tavernlab.paths import WorkspacePath
@@ -253,17 +253,17 @@ class ContainedRoot:
             for node in [n for n in self.nodes if n.startswith(below)]:
                 del self.nodes[node]
 
-    def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
+    def scan(self, path: WorkspacePath | None, *, hidden: Collection[str] = ()
              ) -> WorkspaceDirectoryScan:
         """The children of the directory ``path`` (already checked), each sorted by path:
-        regular files and directories as entries, anything else as refused entries; the name
-        ``hidden`` is left out. A name that is not UTF-8 fails (docs/workspace.md); OS errors
+        regular files and directories as entries, anything else as refused entries; the names
+        in ``hidden`` are left out. A name that is not UTF-8 fails (docs/workspace.md); OS errors
         propagate as ``OSError``."""
         entries: list[WorkspaceDirectoryEntry] = []
         refused: list[WorkspaceRefusedEntry] = []
         with os.scandir(self.host(path)) as it:
             for item in it:
-                if item.name == hidden:
+                if item.name in hidden:
                     continue
                 try:
                     item.name.encode("utf-8")
