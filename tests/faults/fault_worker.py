@@ -66,7 +66,10 @@ class Killer:
     def __call__(self, event: str, args: Any) -> None:
         if event in OPERATIONS:
             self.seen += 1
-            name = os.path.basename(str(args[0])) if args else ""
+            # The folder and the file: a staged write is told apart from the other temporary
+            # files of the lab (``.tavernlab-staging/.tavernlab-tmp-…``).
+            path = str(args[0]) if args else ""
+            name = "/".join(path.split("/")[-2:])
             if self.seen == self.at:
                 os.kill(os.getpid(), signal.SIGKILL)
             if self.seen == self.limit_at and not self.limiting:

@@ -40,12 +40,14 @@ def test_kills_in_tool_bursts_lose_no_call_and_leave_nothing_visible(
                 "--trace")
     assert not full.killed and full.operations == len(full.trace)
     ledger.add(run_id, full)
-    staged = sum(1 for event, name in full.trace if event == "os.rename" and "tmp-" in name)
+    staged = sum(1 for event, name in full.trace
+                 if event == "os.rename" and name.startswith(f"{STAGING_DIR_NAME}/"))
     assert staged  # the port's writes and the run's records both stage
     staging = next(root.rglob(f"runs/{run_id}")) / STAGING_DIR_NAME
     # Random points, and the renames of a staged file (the kill leaves the file staged).
     kills = [["--kill-at", str(at)] for at in kill_points(rng, full.operations, BURST_TRIALS)]
-    kills += [["--kill-on", f"os.rename:tmp-:{n}"] for n in sorted({1, rng.randint(1, staged)})]
+    kills += [["--kill-on", f"os.rename:{STAGING_DIR_NAME}/:{n}"]
+              for n in sorted({1, rng.randint(1, staged)})]
     for trial, kill in enumerate(kills):
         worked = work(root, "burst", run_id, "--calls", "4", "--tag", f"t{trial}", *kill,
                       "--ids", f"faults-{trial}")

@@ -20,7 +20,7 @@ import pytest
 from .conftest import Ledger, check_lab, deterministic_lab, work
 
 TRIALS = 3
-ERROR = re.compile(r"error: FileIo: workspace\.file_io: (\d+): failed to \w+ workspace path "
+ERROR = re.compile(r"error: FileIo: workspace\.file_io: (\d+): failed to [\w ]+ workspace path "
                    r"`[^`]+`: (.+)")
 
 

@@ -186,8 +186,9 @@ class RunCore:
         self.inflight = InFlight()
         self.shell_deadline_s = DEFAULT_DEADLINE_S
         self._announced: set[str] = set()
-        #: The run's main agent (announced when the run starts).
-        self.main = self.new_invocation("main", "main", profile, announce=False)
+        self._main: Invocation | None = None
+        self._main_profile = profile
+        self._main_lock = threading.Lock()
         #: Return-mode sub-agents by invocation id, in start order.
         self.subagents: dict[str, Invocation] = {}
         #: The journal offset of each sub-agent's start record (for the checkpoints).
@@ -293,6 +294,17 @@ class RunCore:
             self.emit(RunFailed, Reason(error=error))
 
     # -- invocations --------------------------------------------------------------------------
+
+    @property
+    def main(self) -> Invocation:
+        """The run's main agent (announced when the run starts). Its id is minted on first
+        use, so reading a reopened run writes nothing (a lab with deterministic ids reserves
+        them on disk; on a full disk the run still reads)."""
+        with self._main_lock:
+            if self._main is None:
+                self._main = self.new_invocation("main", "main", self._main_profile,
+                                                 announce=False)
+            return self._main
 
     def new_invocation(self, agent_id: str, mode: Literal["main", "return"], profile: Profile,
                        *, announce: bool = True, invocation_id: str | None = None
