@@ -277,6 +277,15 @@ class TimelineView {
     this.onWindow();
     this.drawDetail();
     requestAnimationFrame(() => { this.onWindow(); this.requestView(); });
+    // The view may be drawn while it is not laid out (a hidden tab, an output not attached
+    // yet, a notebook being restored): it then measures 0 px. Draw again once it has a size.
+    this.resized = new ResizeObserver(() => {
+      if (!this.scroller.clientHeight) return;
+      if (this.follow && this.win().tail) this.scroller.scrollTop = this.scroller.scrollHeight;
+      this.drawRows();
+      this.requestView();
+    });
+    this.resized.observe(this.scroller);
   }
 
   listen() {
@@ -307,6 +316,7 @@ class TimelineView {
 
   dispose() {
     if (this.ticking !== null) clearInterval(this.ticking);
+    this.resized.disconnect();
     this.scroller.removeEventListener("scroll", this.onScroll);
     for (const [event, handler] of Object.entries(this.handlers)) this.model.off(event, handler);
   }
@@ -387,10 +397,13 @@ class TimelineView {
 
   drawRows() {
     const w = this.win();
+    const shown = Math.min(MAX_ROWS, Math.max(w.total, 3));
     this.spacer.style.height = `${Math.max(w.total, 1) * ROW}px`;
-    this.scroller.style.height = `${Math.min(MAX_ROWS, Math.max(w.total, 3)) * ROW + 2}px`;
+    this.scroller.style.height = `${shown * ROW + 2}px`;
+    // The rows in view come from the height set just above, not from a measure: a view not
+    // laid out yet measures 0 px and would draw only the first few rows.
     const first = Math.floor(this.scroller.scrollTop / ROW) - 5;
-    const last = first + Math.ceil(this.scroller.clientHeight / ROW) + 10;
+    const last = first + shown + 10;
     const out = [];
     w.rows.forEach((row, i) => {
       const index = w.offset + i;
