@@ -164,8 +164,8 @@ def timeline_html(title: str, rows: Iterable[Bar | Round]) -> str:
         if isinstance(row, Round):
             spans[row.number] = row.span
             parts.append(f'<tr><td colspan="5" style="padding:6px 4px 2px;font-weight:600;'
-                         f'text-align:left;border-bottom:1px solid #ddd">{escape(_round_title(row, len(row.bars)))}'
-                         f'</td></tr>')
+                         f'text-align:left;border-bottom:1px solid #ddd">'
+                         f'{escape(_round_title(row, len(row.bars)))}</td></tr>')
             continue
         left, width = _geometry(row, spans[row.round])
         colour = STATUS_COLOURS[row.status]
