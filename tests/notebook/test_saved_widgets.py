@@ -69,9 +69,9 @@ def test_an_executed_notebook_keeps_the_final_tree_and_timeline(jupyter_path: Pa
 def test_a_widget_shown_alone_has_its_own_static_view(jupyter_path: Path,
                                                       tmp_path: Path) -> None:
     notebook = _execute(["run = %tavern run new", "%tavern timeline",
-                         "run.call_tool('workspace.list_dir', {'path': 'output'}).is_error"],
+                         "run.call_tool('workspace.list_files', {'path': 'output'}).is_error"],
                         tmp_path)
     view, static = notebook.cells[1].outputs
     assert view.data["text/plain"].startswith("<Timeline run_")
     assert static.data["text/plain"].splitlines()[0].endswith(": 1 bar in 1 round")
-    assert "workspace.list_dir" in static.data["text/html"]
+    assert "workspace.list_files" in static.data["text/html"]

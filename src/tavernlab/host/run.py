@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.errors import RunStateError, ToolError
 from tavernlab.events import Event, Reason, RunCancelRequested
-from tavernlab.host import commits, dispatch
+from tavernlab.host import commits, dispatch, rounds
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import Subscription
 from tavernlab.host.invocation import Invocation
@@ -281,7 +281,7 @@ class Run:
         """
         core = self._core
         core.require_active()
-        core.prepare_round()
+        rounds.begin_work(core)
         if isinstance(argv, str):
             import shlex
 

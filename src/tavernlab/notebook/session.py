@@ -7,11 +7,14 @@ folder, so the lab sits beside the notebook); its run is started on first use in
 ``%tavern run new|open``, or :meth:`NotebookSession.use_lab` / :meth:`use_run` from Python
 with a lab of your own, for example one with a fixed clock).
 
-Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round. The session
-remembers, per run, the cell and round of its last use; when a *later* cell uses the run while
-it is still in that round, :meth:`NotebookSession.enter_cell` ends the round first
-(``run.next_round()``). So an interrupted cell (its round is cancelled) never leaves the next
-cell answering ``tool.round_cancelled``, and two magics in one cell share a round.
+Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round, whether it
+uses a magic or calls the run from Python (``run.call_tool``, ``run.shell``, ``run.js``, on
+any run of the process). The session remembers, per run, the cell and round of its last use;
+when a *later* cell uses the run while it is still in that round, the round ends first: a
+magic calls :meth:`NotebookSession.enter_cell`, and the session is the host's round watcher
+(:func:`tavernlab.host.rounds.watch_rounds`) for the work itself. So an interrupted cell (its
+round is cancelled) never leaves the next cell answering ``tool.round_cancelled``, and two
+calls in one cell share a round.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Protocol
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import UsageError
 from tavernlab.host import Lab, Run
+from tavernlab.host.rounds import watch_rounds
 from tavernlab.worktree.proxy import ProxyServer
 
 #: The chat of the run a session starts on first use (and of ``%tavern run new``).
@@ -67,6 +71,7 @@ class NotebookSession:
         self._uses: dict[str, _Use] = {}
         self.worktree: WorktreeRef | None = None
         self.proxy: ProxyServer | None = None
+        self._unwatch = watch_rounds(self._begins_round)
 
     # -- the lab --------------------------------------------------------------------------------
 
@@ -154,13 +159,19 @@ class NotebookSession:
     def enter_cell(self, run: Run) -> None:
         """Note that the running cell uses ``run``; with ``round_per_cell``, end the round a
         previous cell left open first (see the module docstring)."""
-        if not self.settings.round_per_cell:
-            return
-        cell, last = self.cell, self._uses.get(run.id)
-        if (last is not None and last.cell != cell and last.round == run.round
-                and not run.record.is_terminal):
+        if self._begins_round(run.id, run.round, terminal=run.record.is_terminal):
             run.next_round()
-        self._uses[run.id] = _Use(cell, run.round)
+
+    def _begins_round(self, run_id: str, round_number: int, *, terminal: bool = False) -> bool:
+        """Whether the running cell's use of the run ``run_id``, now in ``round_number``,
+        begins a new round (noting the use either way)."""
+        if not self.settings.round_per_cell:
+            return False
+        cell, last = self.cell, self._uses.get(run_id)
+        begins = (last is not None and last.cell != cell and last.round == round_number
+                  and not terminal)
+        self._uses[run_id] = _Use(cell, round_number + 1 if begins else round_number)
+        return begins
 
     # -- worktrees ------------------------------------------------------------------------------
 
@@ -186,5 +197,7 @@ class NotebookSession:
         return self.proxy
 
     def close(self) -> None:
-        """Close the proxy and the lab this session opened (unloading the extension)."""
+        """Close the proxy and the lab this session opened (unloading the extension), and
+        stop watching rounds."""
+        self._unwatch()
         self.forget_lab()
