@@ -60,7 +60,7 @@ def test_saved_notebook_reopens_and_converts_with_every_file_and_bar(
         for index in range(4):
             notebook.run_cell(index)
         page.wait_for_timeout(1500)  # the static view is refreshed within a second
-        bars = 4  # two writes, the shell call, a read
+        bars = 5  # two writes, the shell call, its round's auto-commit, a read
         _check_live_view(notebook, bars)
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_function(

@@ -49,7 +49,8 @@ def test_an_executed_notebook_keeps_the_final_tree_and_timeline(jupyter_path: Pa
     assert html.startswith('<div class="tl-static tl-static-tl')
     for name in ("f0.md", "f1.md", "f2.md", "late.txt"):
         assert name in html and name in static.data["text/plain"]
-    assert ": 4 bars in " in static.data["text/plain"]
+    # one round per cell: the writes, the round's auto-commit, then the shell call
+    assert ": 5 bars in 2 rounds" in static.data["text/plain"]
 
     # the saved widget state: the timeline's window holds every bar, the tree every file
     models = _models(notebook)
@@ -57,7 +58,8 @@ def test_an_executed_notebook_keeps_the_final_tree_and_timeline(jupyter_path: Pa
     timeline = next(s for s in states if s.get("_view") == "timeline")
     tree = next(s for s in states if s.get("_view") == "tree")
     bars = [row for row in timeline["window"]["rows"] if row["type"] == "bar"]
-    assert [bar["label"] for bar in bars] == ["workspace.write_file"] * 3 + ["workspace.shell"]
+    assert [bar["label"] for bar in bars] == ["workspace.write_file"] * 3 + [
+        "commit output/f2.md", "workspace.shell"]
     assert {"output/f0.md", "output/late.txt"} <= {n["path"] for n in tree["nodes"]}
     # the widget code is in the saved state, so a renderer needs no kernel to draw it
     assert "class TimelineView" in timeline["_esm"]
