@@ -75,3 +75,28 @@ def test_without_round_per_cell_the_round_stays_cancelled(nb: Notebook) -> None:
     canceller.join()
     refused = nb.cell("run.call_tool('workspace.list_files', {'path': 'output'}).error_code")
     assert refused.result.result == "tool.round_cancelled"
+
+
+def test_unloading_says_what_became_of_the_current_run(nb: Notebook, tmp_path: Path) -> None:
+    run = current_session(nb.shell).run
+    run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "a"})
+    nb.shell.extension_manager.loaded.add("tavernlab")  # as the kernel's start-up loads it
+    try:
+        reloaded = nb.cell("%reload_ext tavernlab")
+    finally:
+        nb.shell.extension_manager.loaded.discard("tavernlab")
+    assert reloaded.stdout == (
+        f"tavernlab: run {run.id} (calling_model, round 1) stays in the lab "
+        f"{tmp_path / '.tavernlab'}, unfinished; `%tavern run open {run.id}` makes it "
+        "current again.\n")
+    # the reloaded extension's first use says which run was left behind
+    status = nb.cell("%ws_shell echo hi")
+    fresh = current_session(nb.shell).run
+    assert fresh.id != run.id
+    assert status.stdout == (
+        f"tavernlab: run {run.id} was left unfinished by an earlier kernel (interrupted "
+        f"while calling_model); `%tavern run open {run.id}` continues it. This notebook now "
+        f"uses the new run {fresh.id}.\nhi\n")
+    opened = nb.cell(f"%tavern run open {run.id}")
+    assert opened.error is None
+    assert current_session(nb.shell).run.id == run.id

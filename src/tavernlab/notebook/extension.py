@@ -67,7 +67,8 @@ def _resolved(manager: Any, kind: str, name: str) -> Any:
 
 def unload_ipython_extension(ip: Any) -> None:
     """Undo :func:`load_ipython_extension`: plugins, magics (IPython's ``%%js`` comes
-    back), settings, formatters; close the lab the notebook opened."""
+    back), settings, formatters; close the lab the notebook opened, and say what became of
+    the current run and how to reopen it."""
     state = _loaded.pop(id(ip), None)
     if state is None:
         return
@@ -82,7 +83,10 @@ def unload_ipython_extension(ip: Any) -> None:
     if state.magics in ip.configurables:
         ip.configurables.remove(state.magics)
     state.undo_formatters()
+    farewell = state.magics.session.farewell()
     state.magics.session.close()
+    if farewell:
+        print(farewell)
 
 
 def loaded_magics(ip: Any) -> TavernMagics | None:

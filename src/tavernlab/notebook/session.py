@@ -129,10 +129,42 @@ class NotebookSession:
 
     @property
     def run(self) -> Run:
-        """The current run, started in :data:`DEFAULT_CHAT` on first use."""
+        """The current run, started in :data:`DEFAULT_CHAT` on first use. If an earlier
+        kernel (or an earlier load of the extension) left a run of that chat unfinished, the
+        first use says which one and how to continue it (see :meth:`left_behind`)."""
         if self._run is None:
+            note = self.left_behind()
             self._run = self.lab.start_run(chat_id=DEFAULT_CHAT)
+            if note:
+                print(f"{note} This notebook now uses the new run {self._run.id}.")
         return self._run
+
+    def left_behind(self) -> str | None:
+        """A note on the newest run of :data:`DEFAULT_CHAT` that no living process holds
+        and that never ended (a kernel restarted or killed, the extension reloaded), or
+        ``None``."""
+        for record in self.lab.runs():
+            target = record.target
+            if target.kind != "chat" or target.stable_chat_id != DEFAULT_CHAT:
+                continue
+            if self.lab.live.shown_status(record) == "interrupted":
+                return (f"tavernlab: run {record.id} was left unfinished by an earlier kernel "
+                        f"(interrupted while {record.status}); `%tavern run open {record.id}` "
+                        "continues it.")
+            return None
+        return None
+
+    def farewell(self) -> str | None:
+        """What becomes of the current run when the extension unloads (``%reload_ext``,
+        ``%unload_ext``), or ``None`` without a current run."""
+        run = self._run
+        if run is None:
+            return None
+        where = f"stays in the lab {self.lab_path}"
+        if run.record.is_terminal:
+            return f"tavernlab: run {run.id} ended ({run.status}) and {where}."
+        return (f"tavernlab: run {run.id} ({run.status}, round {run.round}) {where}, "
+                f"unfinished; `%tavern run open {run.id}` makes it current again.")
 
     def use_run(self, run: Run) -> Run:
         """Make ``run`` the current run."""

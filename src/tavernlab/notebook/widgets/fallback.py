@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from IPython import get_ipython
 from IPython.display import display, update_display
 
 from tavernlab.notebook.widgets.sync import PUMP, Pump
@@ -115,7 +116,12 @@ class StaticView:
 
 def show_with_static_view(view: Any, text: str, static: StaticView) -> None:
     """Display a widget's ``view`` bundle (its data, or data and metadata; its
-    ``text/plain`` replaced by ``text``), then ``static``."""
+    ``text/plain`` replaced by ``text``), then ``static``. Outside a kernel (plain Python,
+    terminal IPython) only the static text is printed: there is no frontend to draw the
+    view."""
+    if getattr(get_ipython(), "kernel", None) is None:
+        print(static.data()["text/plain"])
+        return
     data, metadata = view if isinstance(view, tuple) else (view, {})
     shown = {key: value for key, value in data.items() if key != "text/html"}
     display({**shown, "text/plain": text}, raw=True,  # type: ignore[no-untyped-call]
