@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "tavernlab.cli.worktree",
     "tavernlab.cli.kernel",
     "tavernlab.cli.replay",
+    "tavernlab.cli.view",
 )
 
 #: Exit status of an interrupted command (128 + SIGINT, as shells report it).
