@@ -11,9 +11,9 @@ compression ratio and sizes that disagree with the central directory are refused
 is extracted to disk. Then every member is verified: only ``manifest.json``,
 ``manifest.sha256``, ``blobs/<sha256>`` and the optional ``view.html`` may exist (the run's
 page for anyone without tavernlab, see :mod:`tavernlab.view`; a replay never reads it), the
-manifest must match its digest, its format version must be one this tavernlab reads, each blob must hash to its name, every
-digest the manifest names must be present, and every path it names must be a normalized
-relative path. A failure names the member.
+manifest must match its digest, its format version must be one this tavernlab reads, each
+blob must hash to its name, every digest the manifest names must be present, and every path
+it names must be a normalized relative path. A failure names the member.
 
 Writing is deterministic (the same run gives the same bytes: entries sorted, fixed times) and
 atomic (a temporary file in the target directory, renamed into place).
