@@ -77,3 +77,29 @@ def test_a_widget_shown_alone_has_its_own_static_view(jupyter_path: Path,
     assert view.data["text/plain"].startswith("<Timeline run_")
     assert static.data["text/plain"].splitlines()[0].endswith(": 1 bar in 1 round")
     assert "workspace.list_files" in static.data["text/html"]
+
+
+def test_a_restarted_kernel_names_the_run_it_left_behind(jupyter_path: Path,
+                                                         tmp_path: Path) -> None:
+    from notebook_support import start_kernel, stop_kernel, texts
+
+    kernel = start_kernel(tmp_path, home=tmp_path / "home")
+    try:
+        _, messages = kernel.execute("%ws_shell echo one")
+        assert texts(messages) == "one\n"
+        _, messages = kernel.execute("from tavernlab.notebook import current_session\n"
+                                     "print(current_session().run.id)")
+        old = texts(messages).strip()
+        kernel.manager.restart_kernel(now=True)  # the kernel dies without a word
+        kernel.client.wait_for_ready(timeout=120)
+        _, messages = kernel.execute("%ws_shell echo two")
+        first, rest = texts(messages).split("\n", 1)
+        assert first.startswith(
+            f"tavernlab: run {old} was left unfinished by an earlier kernel (interrupted "
+            f"while calling_model); `%tavern run open {old}` continues it. This notebook now "
+            "uses the new run run_")
+        assert rest == "two\n"
+        _, messages = kernel.execute(f"%tavern run open {old}\n%ws_shell echo three")
+        assert texts(messages).endswith("three\n")
+    finally:
+        stop_kernel(kernel)
