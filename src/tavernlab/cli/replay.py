@@ -21,7 +21,6 @@ from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import UsageError
 from tavernlab.replay import read_bundle, replay
 from tavernlab.replay.walkthrough import write_notebook
-from tavernlab.view import page_for
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,6 +66,8 @@ def _export(args: argparse.Namespace) -> int:
     with open_lab(args) as lab:
         path = lab.open_run(args.run_id).export(args.output)
         if args.with_view:
+            from tavernlab.view import page_for  # loads the widget modules: only when asked
+
             bundle = read_bundle(path)
             page = page_for(args.run_id, lab=lab)
             dataclasses.replace(bundle, page=page.encode("utf-8")).write(path)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.replay.bundle import BUNDLE_SUFFIX
-from tavernlab.view import page_for, read_report, serve_until_interrupted
 from tavernlab.workspace.atomic import replace_durably
 
 
@@ -37,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _view(args: argparse.Namespace) -> int:
+    # the page builder loads the notebook's widget modules: only when the command runs
+    from tavernlab.view import page_for, read_report, serve_until_interrupted
+
     report = None if args.report is None else read_report(args.report)
     if args.source.endswith(BUNDLE_SUFFIX) or Path(args.source).is_file():
         page = page_for(args.source, report=report)
