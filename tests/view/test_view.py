@@ -76,18 +76,21 @@ def test_a_bundle_shows_the_same_page_and_can_carry_it(recorded: tuple[Path, str
         from_lab = page_for(run_id, lab=lab)
         plain = lab.open_run(run_id).export(tmp_path / "plain.tavernrun")
     assert read_bundle(plain).page is None
-    assert page_for(plain) == from_lab
+    # the same page, but for the status: the recording's, where the lab's unfinished run
+    # (its lab was closed) is interrupted
+    recorded_page = from_lab.replace(" · interrupted<", " · calling_model<")
+    assert page_for(plain) == recorded_page
     assert main(["run", "export", run_id, "-o", str(tmp_path / "r.tavernrun"),
                  "--lab", str(lab_dir), "--with-view"]) == 0
     bundle = tmp_path / "r.tavernrun"
     assert capsys.readouterr().out == f"{bundle}\n"
     with zipfile.ZipFile(bundle) as archive:
-        assert archive.read("view.html").decode() == from_lab
+        assert archive.read("view.html").decode() == recorded_page
     carried = read_bundle(bundle)
-    assert carried.page == from_lab.encode()
+    assert carried.page == recorded_page.encode()
     assert carried.manifest == read_bundle(plain).manifest
     assert main(["view", str(bundle), "-o", str(tmp_path / "out" / "run.html")]) == 0
-    assert (tmp_path / "out" / "run.html").read_text() == from_lab
+    assert (tmp_path / "out" / "run.html").read_text() == recorded_page
 
 
 def test_model_turns_and_a_replay_report_get_their_sections(recorded: tuple[Path, str],
@@ -149,3 +152,11 @@ def test_without_output_the_page_is_served_until_ctrl_c(recorded: tuple[Path, st
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_page_says_the_status_to_show(recorded: tuple[Path, str], tmp_path: Path) -> None:
+    lab_dir, run_id = recorded  # its lab was closed with the run unfinished
+    with Lab(lab_dir) as lab:
+        assert "4 calls in 2 rounds · interrupted" in page_for(run_id, lab=lab)
+        bundle = lab.open_run(run_id).export(tmp_path / "r.tavernrun")
+    assert "4 calls in 2 rounds · calling_model" in page_for(bundle)

@@ -158,10 +158,8 @@ def build_page(files: RunFiles, report: ReplayReport | None = None) -> str:
         "statuses": ["ok", "error", "cancelled", "running"], "details": details,
         "now_ms": 0 if last is None else int(last.timestamp() * 1000),
     }
-    status = next((r.payload.to_status for r in reversed(files.records)
-                   if r.type == "status_changed"), "")
     head = (f"{plural(len(state.bars), 'call')} in {plural(len(state.rounds), 'round')}"
-            + (f" · last status {status}" if status else ""))
+            + (f" · {files.status}" if files.status else ""))
     replay = "" if report is None else f"<h2>Replay</h2>{report_html(report)}"
     css = (STATIC / "widgets.css").read_text(encoding="utf-8")
     esm = (STATIC / "widgets.js").read_text(encoding="utf-8")

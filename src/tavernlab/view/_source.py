@@ -30,9 +30,11 @@ from tavernlab.workspace.scope import ScopedWorkspaceFs
 @dataclass
 class RunFiles:
     """A run as files: what the page is built from (``fs`` is the run's own storage, where
-    its hidden files are read)."""
+    its hidden files are read; ``status`` is the one to show: a lab's run left unfinished by
+    a dead process is ``interrupted``, a bundle's is the status it was exported with)."""
 
     id: str
+    status: str
     dir: Path
     workspace_dir: Path
     scope: ScopedWorkspaceFs
@@ -54,8 +56,9 @@ def _records(run_id: str, run_dir: Path) -> list[Event]:
 
 def lab_run(lab: Lab, run_id: str) -> RunFiles:
     """The run ``run_id`` of ``lab``, read in place."""
+    status = lab.live.shown_status(lab.index.load(run_id))  # before this reader holds it
     run = lab.open_run(run_id)
-    return RunFiles(run.id, run.dir, run.workspace_dir, run.scope, run.fs,
+    return RunFiles(run.id, status, run.dir, run.workspace_dir, run.scope, run.fs,
                     _records(run.id, run.dir))
 
 
@@ -74,8 +77,10 @@ def bundle_run(bundle: Bundle) -> RunFiles:
         profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
         fs = WorkspaceFs(run_dir)
         run_id = bundle.manifest.run_id
-        return RunFiles(run_id, run_dir, run_dir, ScopedWorkspaceFs(fs, profile.policy()), fs,
-                        _records(run_id, run_dir), root)
+        status = str(bundle.manifest.record.get("status", ""))
+        return RunFiles(run_id, status, run_dir, run_dir,
+                        ScopedWorkspaceFs(fs, profile.policy()), fs, _records(run_id, run_dir),
+                        root)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
