@@ -182,3 +182,30 @@ def test_a_workdir_gone_since_its_check_is_still_where_the_command_runs(
     assert run.stdout == "/scratch/gone\n"
     assert run.exit_code != 0
     assert call(ws, cache, "pwd").stdout == "/\n"
+
+
+def test_an_interrupted_call_drops_its_interpreter_and_the_next_call_runs(
+        ws: Workspace, cache: KeptInterpreters) -> None:
+    import gc
+    import os
+    import signal
+    import time
+
+    from tavernlab.shell import vfs_abi
+
+    assert call(ws, cache, "echo warm").exit_code == 0
+    exports = len(vfs_abi._EXPORTS)
+
+    def interrupt_once_running() -> None:
+        while not ws.exists("scratch/before.txt"):
+            time.sleep(0.002)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_running).start()
+    with pytest.raises(KeyboardInterrupt):
+        call(ws, cache, "echo x > /scratch/before.txt; sleep 60")
+    gc.collect()
+    # the interrupted interpreter is gone, export and all; the next call builds another
+    assert cache.idle() == 0 and len(vfs_abi._EXPORTS) == exports - 1
+    assert call(ws, cache, "echo next").stdout == "next\n"
+    assert cache.built == 2 and cache.idle() == 1

@@ -387,8 +387,12 @@ class KeptInterpreters:
 
     def give(self, interpreter: KeptInterpreter) -> None:
         """Reset ``interpreter`` and keep it for a later call (or close it when enough are
-        idle)."""
-        interpreter.reset()
+        idle, or when the reset failed: then the error propagates)."""
+        try:
+            interpreter.reset()
+        except BaseException:
+            interpreter.close()
+            raise
         with self._lock:
             self._check_fork()
             idle = self._idle[interpreter.fixed_time]
@@ -489,10 +493,11 @@ class BashkitEngine:
                     del bash
             finally:
                 interpreter.detach()
-        if kept and interpreter.cwd == "/":
+                kept = kept and interpreter.cwd == "/"
+                if not kept:  # also when the call raised (an interrupt, a failure)
+                    interpreter.close()
+        if kept:
             kept_ones.give(interpreter)
-        else:
-            interpreter.close()
         fault = bridge.internal_fault or commands.internal_fault
         if fault is not None:
             raise fault
