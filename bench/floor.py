@@ -9,15 +9,16 @@ floor row's note lists them), then times **those same operations in plain Python
 objects encoded again (``json`` for log lines, pydantic-core for the indented files), each
 file created, replaced or appended the way the host does it (exclusive create, temporary
 file and rename, one locked append per log), and the call's own file work (read, or read and
-replace; for the shell, a fresh bare bashkit running the command, which is the shell row's
-baseline). No tavernlab code runs in the timed loop: no validation, no containment, no
-metrics, no ids. A test (``tests/test_bench_floor.py``) pins each floor to its call: one run
-of the floor writes the same files, in the same order, with the same number of lines.
+replace; for the shell, a kept bare bashkit, reset, running the command, as the shell keeps
+its interpreters; the shell row's baseline is a fresh one). No tavernlab code runs in the
+timed loop: no validation, no containment, no metrics, no ids. A test
+(``tests/test_bench_floor.py``) pins each floor to its call: one run of the floor writes the
+same files, in the same order, with the same number of lines.
 
 The floor is measured against the same raw baselines as ``bench/write_file.py``,
 ``bench/read_file.py`` and ``bench/shell.py``, interleaved in the same run. A floor above a
 target's ratio shows the target cannot be met by any implementation that keeps the records;
-a floor below it (the shell's) puts a number on what the implementation itself may cost.
+a floor below it puts a number on what the implementation itself may cost.
 
 Usage: ``.venv/bin/python bench/floor.py [--rounds N] [--quick] [--json]``.
 """
@@ -302,17 +303,20 @@ def read_setup(base: Path) -> Setup:
 
 
 def shell_setup(base: Path) -> Setup:
-    """``run.shell('echo hi')``; its work is a fresh bare interpreter running the command
-    (the row's baseline: what the command must see)."""
+    """``run.shell('echo hi')``; its work is a kept bare interpreter, reset, running the
+    command (what the shell does: a reset interpreter is indistinguishable from a new one);
+    the row's baseline is a fresh bare interpreter running it."""
     lab = Lab(base / "lab")
     run = bench_run(lab)
     run.shell("echo hi")
     captured = Captured(run, lambda: run.shell("echo hi"))
+    kept = bashkit.Bash()
 
     def work() -> None:
-        bashkit.Bash().execute_sync("echo hi")
+        kept.reset()
+        kept.execute_sync("echo hi")
 
-    return Setup(lab, run, captured, work, work)
+    return Setup(lab, run, captured, work, lambda: bashkit.Bash().execute_sync("echo hi"))
 
 
 #: The floors, by the tool call they stand for.
@@ -346,11 +350,11 @@ def read_rows(rounds: int) -> Row:
 
 
 def shell_rows(rounds: int) -> Row:
-    """The ``run.shell('echo hi')`` floor: its records in plain Python around a fresh bare
-    interpreter running the command (the baseline itself)."""
+    """The ``run.shell('echo hi')`` floor: its records in plain Python around a kept bare
+    interpreter, reset, running the command, against a fresh bare interpreter."""
     with fresh_dir("tmpfs") as base:
         setup = shell_setup(base)
-        result = compare(floor_of(setup.captured, base / "floor", setup.work), setup.work,
+        result = compare(floor_of(setup.captured, base / "floor", setup.work), setup.baseline,
                          rounds=rounds, per_round=20)
         note = setup.captured.describe()
         setup.lab.close()
