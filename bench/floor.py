@@ -56,7 +56,7 @@ SIZE = 1024
 
 
 #: The audit events a :class:`WriteTrace` reads.
-_TRACED = ("open", "os.rename")
+_TRACED = ("open", "os.rename", "os.link")
 _ACTIVE: list[WriteTrace] = []
 _HOOKED = False
 
@@ -101,10 +101,15 @@ class WriteTrace:
             elif flags & os.O_EXCL:
                 self.order.append(("create", rel))
         else:
+            # A rename publishes a staged file over its target; a link publishes it under a
+            # name that must not exist yet (a record written must-not-exist): a create.
+            # A staged file of the call's own work (published into the workspace) is work too.
             source, target = self._rel(args[0]), self._rel(args[1])
-            if target is not None and not self.is_work(target):
-                self.order = [item for item in self.order if item != ("create", source)]
-                self.order.append(("replace", target))
+            if target is None:
+                return
+            self.order = [item for item in self.order if item != ("create", source)]
+            if not self.is_work(target):
+                self.order.append(("create" if event == "os.link" else "replace", target))
 
     def __enter__(self) -> WriteTrace:
         global _HOOKED
