@@ -3,7 +3,8 @@
 :mod:`~tavernlab.events.base` holds the envelope (:class:`Event`) and the shared
 :class:`Model`; the families are :mod:`~tavernlab.events.lifecycle` (creation, status,
 invocations, the end), :mod:`~tavernlab.events.calls` (tool calls and file events) and
-:mod:`~tavernlab.events.commits` (chat commits, persist states);
+:mod:`~tavernlab.events.commits` (chat commits, persist states),
+:mod:`~tavernlab.events.agent` (the agent loop: model calls, drift, the host handshake);
 :mod:`~tavernlab.events.journal` holds the records of ``journal.jsonl`` (what upstream does
 not log). :data:`RunEvent` and :data:`JournalEntry` are
 the discriminated unions; :func:`parse_event` reads any line of
@@ -16,6 +17,48 @@ from typing import Annotated
 
 from pydantic import Field
 
+from tavernlab.events.agent import (
+    AgentInvocationCancelled,
+    AgentInvocationFailed,
+    AgentInvocationStarted,
+    AgentInvocationTransferred,
+    AgentLoopFinished,
+    AgentModelBindingResolved,
+    CancelMessage,
+    ChatCommitCompleted,
+    ChatCommitFailed,
+    ChatCommitRecorded,
+    DirectOutput,
+    DirectOutputCaptured,
+    DriftRecovery,
+    DriftRecoveryAttempted,
+    HostCommitCompleted,
+    HostCommitFailed,
+    HostCommitRecorded,
+    HostCommitRequest,
+    LoopContext,
+    LoopFileWritten,
+    LoopFinish,
+    LoopInvocation,
+    LoopToolCallRef,
+    ModelAttempt,
+    ModelAttemptFailure,
+    ModelBindingResolved,
+    ModelCallAttemptFailed,
+    ModelCallAttemptStarted,
+    ModelCallRetryScheduled,
+    ModelCompleted,
+    ModelRequestCreated,
+    ModelRequestSummary,
+    ModelResponseStored,
+    ModelRetryScheduled,
+    ModelTurn,
+    ProviderStateSummary,
+    ProviderStateUpdated,
+    RunFailure,
+    RunPartialSuccess,
+    StoredModelResponse,
+)
 from tavernlab.events.base import (
     EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
@@ -110,11 +153,56 @@ RunEvent = Annotated[
     | ToolCallCompleted | ToolCallFailed | WorkspaceFileWritten | WorkspacePatchApplied
     | ChatCommitRequested | RunCommitted | PersistentChangesCommitted
     | PersistentChangesCommitFailed | PersistentStateMetadataUpdateRequested
-    | PersistentStateMetadataUpdateUpdated,
+    | PersistentStateMetadataUpdateUpdated | AgentModelBindingResolved | AgentInvocationStarted
+    | AgentInvocationFailed | AgentInvocationCancelled | AgentInvocationTransferred
+    | ModelRequestCreated | ModelCallAttemptStarted | ModelCallAttemptFailed
+    | ModelCallRetryScheduled | ModelResponseStored | ProviderStateUpdated | ModelCompleted
+    | DirectOutputCaptured | DriftRecoveryAttempted | AgentLoopFinished | ChatCommitCompleted
+    | ChatCommitFailed | ChatCommitRecorded | RunPartialSuccess,
     Field(discriminator="type"),
 ]
 
 __all__ = [
+    "AgentInvocationCancelled",
+    "AgentInvocationFailed",
+    "AgentInvocationStarted",
+    "AgentInvocationTransferred",
+    "AgentLoopFinished",
+    "AgentModelBindingResolved",
+    "CancelMessage",
+    "ChatCommitCompleted",
+    "ChatCommitFailed",
+    "ChatCommitRecorded",
+    "DirectOutput",
+    "DirectOutputCaptured",
+    "DriftRecovery",
+    "DriftRecoveryAttempted",
+    "HostCommitCompleted",
+    "HostCommitFailed",
+    "HostCommitRecorded",
+    "HostCommitRequest",
+    "LoopContext",
+    "LoopFileWritten",
+    "LoopFinish",
+    "LoopInvocation",
+    "LoopToolCallRef",
+    "ModelAttempt",
+    "ModelAttemptFailure",
+    "ModelBindingResolved",
+    "ModelCallAttemptFailed",
+    "ModelCallAttemptStarted",
+    "ModelCallRetryScheduled",
+    "ModelCompleted",
+    "ModelRequestCreated",
+    "ModelRequestSummary",
+    "ModelResponseStored",
+    "ModelRetryScheduled",
+    "ModelTurn",
+    "ProviderStateSummary",
+    "ProviderStateUpdated",
+    "RunFailure",
+    "RunPartialSuccess",
+    "StoredModelResponse",
     "EVENT_TYPES",
     "JOB_LABEL_CHARS",
     "JOURNAL_TYPES",

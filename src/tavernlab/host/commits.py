@@ -9,15 +9,24 @@ then ``-result-002.md`` and so on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
     AgentInvocationCompleted,
+    ChatCommitCompleted,
+    ChatCommitFailed,
+    ChatCommitRecorded,
     ChatCommitRequest,
     ChatCommitRequested,
     CommitOutcome,
     EventScope,
+    HostCommitCompleted,
+    HostCommitFailed,
+    HostCommitRecorded,
+    HostCommitRequest,
     InvocationRef,
     PersistCommitted,
     PersistentChangesCommitFailed,
@@ -37,6 +46,8 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.records import ChatTarget, dump_model
+from tavernlab.workspace.text import text_metrics
 
 
 def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
@@ -153,3 +164,84 @@ def _publish(core: RunCore) -> str:
         chat.link_persist_state(target, state.state_id)
         core.emit(PersistentStateMetadataUpdateUpdated, link)
     return state.state_id
+
+
+# --- the host commit handshake of the agent loop ------------------------------------------------
+
+#: How the host answers a commit request of the agent loop: ``None`` accepts it (tavernlab
+#: then saves it in the lab's chat file, as ``workspace.commit`` always did), a message rejects
+#: it. It receives the ``chat_commit_requested`` payload.
+CommitReview = Callable[[dict[str, Any]], "str | None"]
+
+
+@dataclass(slots=True)
+class CommitLedger:
+    """The confirmed chat commits of a model-driven run (explicit and automatic), in order:
+    ``{path, mode, messageId, round, isExplicit}`` each."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    review: CommitReview | None = None
+
+    @property
+    def explicit(self) -> int:
+        """How many explicit commits the host confirmed."""
+        return sum(1 for entry in self.entries if entry["isExplicit"])
+
+    @property
+    def last_message_id(self) -> str | None:
+        """The message the latest confirmed commit landed in."""
+        return self.entries[-1]["messageId"] if self.entries else None
+
+
+def host_commit(core: RunCore, ledger: CommitLedger, *, invocation_id: str, call_id: str,
+                path: str, text: str, sha256: str, mode: str, is_explicit: bool,
+                reason: str | None, round_number: int) -> str | None:
+    """Ask the host (tavernlab) to commit ``text`` to the run's chat message; returns the
+    message id on success, or the host's rejection message (``None`` is never a success).
+
+    Events: ``chat_commit_requested`` (status ``awaiting_host_commit``), then
+    ``chat_commit_completed`` and ``chat_commit_recorded``, or ``chat_commit_failed``; the
+    status returns to ``dispatching_tool``. Message ids are the chat's message indices.
+    """
+    chat, target = core.chat, core.record.target
+    if chat is None or not isinstance(target, ChatTarget):
+        raise RunStateError("only Chat runs commit to a chat")
+    commit_mode: Literal["replace", "append"] = "append" if mode == "append" else "replace"
+    chars, words = text_metrics(text)
+    commit_id = core.ids.new("commit")
+    request = HostCommitRequest(
+        commit_id=commit_id, invocation_id=invocation_id, call_id=call_id, run_id=core.id,
+        workspace_id=target.workspace_id, stable_chat_id=target.stable_chat_id,
+        chat_ref=dump_model(target.chat_ref), generation_type=core.record.generation_type,
+        profile_id=core.record.profile_id, persist_base_state_id=target.persist_base_state_id,
+        path=path, mode=commit_mode, is_explicit=is_explicit, reason=reason, chars=chars,
+        words=words, sha256=sha256, round=round_number)
+    core.set_status("awaiting_host_commit")
+    core.emit(ChatCommitRequested, request)
+    rejection = (None if ledger.review is None
+                 else ledger.review(request.model_dump(mode="json", by_alias=True)))
+    if rejection is not None:
+        core.set_status("dispatching_tool")
+        core.emit(ChatCommitFailed, HostCommitFailed(
+            commit_id=commit_id, invocation_id=invocation_id, call_id=call_id, path=path,
+            mode=commit_mode, message=rejection))
+        return rejection
+    counters = core.counters
+    saved = chat.save_output(run_id=core.id, text=text, mode=commit_mode,
+                             target=counters.output_target,
+                             new_swipe=core.record.generation_type == "swipe")
+    counters.output_target = saved
+    if is_explicit:
+        counters.explicit_commits += 1
+    message_id = str(saved[0])
+    ledger.entries.append({"path": path, "mode": commit_mode, "messageId": message_id,
+                           "round": round_number, "isExplicit": is_explicit})
+    core.set_status("dispatching_tool")
+    core.emit(ChatCommitCompleted, HostCommitCompleted(
+        commit_id=commit_id, invocation_id=invocation_id, call_id=call_id, path=path,
+        mode=commit_mode, is_explicit=is_explicit, message_id=message_id,
+        message_index=saved[0]))
+    core.emit(ChatCommitRecorded, HostCommitRecorded(
+        invocation_id=invocation_id, commit_count=len(ledger.entries), path=path,
+        mode=commit_mode, message_id=message_id))
+    return None

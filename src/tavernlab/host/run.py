@@ -248,14 +248,15 @@ class Run:
         outcome, exit code, stdout and stderr (the tool result is stored as usual).
         ``on_output(stdout, stderr)`` streams the output as it is produced.
 
-        A call the host refused before any shell ran (``tool.budget_exceeded``,
-        ``tool.round_cancelled``, ``tool.invalid_arguments``, ``tool.unknown``...) raises
+        A call the host refused before any shell ran (``agent.tool_budget_exhausted``,
+        ``tool.budget_exceeded``, ``tool.round_cancelled``, ``tool.invalid_arguments``, ``tool.unknown``...) raises
         :class:`~tavernlab.errors.ToolError` with that code, so it never looks like a shell
         that printed nothing.
         """
         result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir},
                                 on_output=on_output)
-        if result.is_error and (result.error_code or "").startswith("tool."):
+        if result.is_error and ((result.error_code or "").startswith("tool.")
+                                or result.error_code == "agent.tool_budget_exhausted"):
             raise ToolError(result.error_code or "tool.error", result.content)
         return ShellResult.from_tool_result(result)
 
