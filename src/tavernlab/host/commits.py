@@ -28,6 +28,7 @@ from tavernlab.events import (
     HostCommitRecorded,
     HostCommitRequest,
     InvocationRef,
+    MetadataUpdate,
     PersistCommitted,
     PersistentChangesCommitFailed,
     PersistentChangesCommitted,
@@ -137,6 +138,45 @@ def complete(core: RunCore, main: Invocation, reason: str | None) -> dict[str, A
     core.set_status("completed")
     core.emit(RunCompleted, Reason(reason=reason))
     return refs
+
+
+def publish_persist(core: RunCore, *, message_id: str | None) -> str:
+    """The agent loop's end of a Chat run: publish ``persist/`` and, when the run committed
+    to the chat (``message_id``: its latest confirmed commit), link the state to that message
+    (upstream's metadata update, confirmed by tavernlab as the host)."""
+    chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
+    target = core.record.target
+    assert chat is not None and snapshot is not None and isinstance(target, ChatTarget)
+    try:
+        with core.fs.lock.shared():
+            state, reused = chat.persist.publish(
+                run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
+                revision_of=counters.persist_state_id, links=core.fs.containment.links)
+    except (PersistStateError, InvalidData, OSError) as exc:
+        core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
+        raise
+    counters.persist_state_id = state.state_id
+    changes = [dump_model(change) if hasattr(change, "model_dump") else change
+               for change in state.changes]
+    core.emit(PersistentChangesCommitted, PersistCommitted(
+        state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,
+        changes=len(state.changes)))
+    output = counters.output_target
+    if message_id is None or output is None:
+        return state.state_id
+    update_id = core.ids.new("update")
+    core.emit(PersistentStateMetadataUpdateRequested, MetadataUpdate(
+        state_id=state.state_id, message_index=output[0], swipe_id=output[1],
+        update_id=update_id, message_id=message_id, run_id=core.id,
+        workspace_id=target.workspace_id, stable_chat_id=target.stable_chat_id,
+        chat_ref=dump_model(target.chat_ref), generation_type=core.record.generation_type,
+        profile_id=core.record.profile_id, base_state_id=state.base_state_id,
+        change_count=len(state.changes), changes=changes))
+    chat.link_persist_state(output, state.state_id)
+    core.emit(PersistentStateMetadataUpdateUpdated, MetadataUpdate(
+        state_id=state.state_id, message_index=output[0], swipe_id=output[1],
+        update_id=update_id, message_id=message_id))
+    return state.state_id
 
 
 def _publish(core: RunCore) -> str:

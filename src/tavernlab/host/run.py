@@ -232,7 +232,11 @@ class Run:
 
     def cancel(self, reason: str = "cancelled by the user") -> int:
         """Cancel every tool call or job of this run that is running now (safe from any
-        thread); returns how many were cancelled. Work already started completes."""
+        thread); returns how many were cancelled. Work already started completes. A run
+        driven by the agent loop is cancelled as a whole: the loop stops at its next check
+        and the run ends ``cancelled``."""
+        if self._core.loop_cancel is not None:
+            return self._core.loop_cancel(reason)
         tokens = self._core.inflight.live()
         if tokens:
             self._core.emit(RunCancelRequested, Reason(reason=reason))

@@ -29,14 +29,35 @@ class WorkspaceSettings(Model):
     message_body_path: str = "output/main.md"
 
 
+#: The tools upstream's default writer profile allows, in the order a model is shown them.
+DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
+    "agent.delegate", "agent.await", "chat.search", "chat.read_messages",
+    "worldinfo.read_activated", "workspace.list_files", "workspace.search_files",
+    "workspace.read_file", "workspace.write_file", "workspace.apply_patch", "workspace.shell",
+    "workspace.commit", "workspace.finish")
+
+
+class ToolDescriptionOverride(Model):
+    """``tools.toolDescriptions[toolId]``: a description and property descriptions that
+    replace what a model is shown of a tool."""
+
+    description: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
 class ToolBudgets(Model):
-    """``tools.*`` of a Profile: the round budget of an invocation, its call budget
+    """``tools.*`` of a Profile: which tools the agent loop shows a model (``allow``, in that
+    order, minus ``deny``; tools the lab lacks are skipped) with optional description
+    overrides, the round budget of an invocation, its call budget
     (``maxCallsPerRun``, counted per invocation as upstream does), per-tool caps by tool id
     (``{"workspace.list_files": 2}``; absent = no cap) and the character count above which an
     external tool's result is stored as a readable view instead of being inlined
     (``externalResultInlineCharLimit``, alias ``mcpResultInlineCharLimit``). ``None`` means
     unlimited."""
 
+    allow: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
+    deny: list[str] = Field(default_factory=list)
+    tool_descriptions: dict[str, ToolDescriptionOverride] = Field(default_factory=dict)
     max_rounds: int | None = Field(default=80, ge=1)
     max_calls_per_run: int | None = Field(default=80, ge=1)
     max_calls_per_tool: dict[str, int] = Field(default_factory=dict)
@@ -107,6 +128,12 @@ class SkillPolicy(Model):
         return self.visible == "*" or name in self.visible
 
 
+class Instructions(Model):
+    """``instructions.*``: ``agentSystemPrompt`` replaces the default agent system prompt."""
+
+    agent_system_prompt: str | None = None
+
+
 class Profile(Model):
     """A resolved agent Profile."""
 
@@ -116,6 +143,7 @@ class Profile(Model):
     skills: SkillPolicy = Field(default_factory=SkillPolicy)
     run: RunSettings = Field(default_factory=RunSettings)
     model: ModelBinding | None = None
+    instructions: Instructions = Field(default_factory=Instructions)
 
     @field_validator("id")
     @classmethod
