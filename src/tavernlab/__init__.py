@@ -9,7 +9,8 @@ The public API is small: :class:`Lab` (runs, chats, sessions, skills, retention)
 
 Importing this package registers providers for ``run.export`` and the agent loop
 (``Lab.run_agent``, ``Lab.start_agent``, ``Lab.tool_definitions`` load
-:mod:`tavernlab.agent` on first use) with the host's presenter registry (:mod:`tavernlab.host.presentation`): the first ``run.export(path)`` imports
+:mod:`tavernlab.agent` on first use) with the host's presenter registry
+(:mod:`tavernlab.host.presentation`): the first ``run.export(path)`` imports
 :mod:`tavernlab.replay`, which registers the exporter. The host never imports the replay
 layer itself.
 

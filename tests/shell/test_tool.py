@@ -15,8 +15,7 @@ import pytest
 
 from tavernlab.host import Lab, Run
 from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
-from tavernlab.shell.tool import BASE_DESCRIPTION
-from tavernlab.shell.tool import shell_tools
+from tavernlab.shell.tool import BASE_DESCRIPTION, shell_tools
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import ToolResult
 

@@ -143,7 +143,8 @@ def echo_lab(tmp_path: Path) -> Lab:
 
 
 def test_long_external_results_get_a_readable_view(echo_lab: Lab) -> None:
-    run = echo_lab.start_run(chat_id="alice", profile={"tools": {"externalResultInlineCharLimit": 5000}})
+    run = echo_lab.start_run(chat_id="alice",
+                             profile={"tools": {"externalResultInlineCharLimit": 5000}})
     text = "".join(chr(ord("a") + i % 26) for i in range(7000))
     result = run.call_tool("test.echo", {"text": text}, call_id="call_x")
     inv = run.main.id

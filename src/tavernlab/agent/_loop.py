@@ -18,6 +18,7 @@ the tools; the run ends ``cancelled`` with ``Generation cancelled by user``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable
@@ -631,6 +632,7 @@ class AgentLoop:
         core = self.core
         frame = self.frames[-1] if self.frames else None
         status: Literal["completed", "partial_success", "cancelled", "failed"]
+        event: type[AgentInvocationCompleted | AgentInvocationCancelled | AgentInvocationFailed]
         if error is None:
             status, inv_status, event = "completed", "completed", AgentInvocationCompleted
         elif isinstance(error, LoopCancelled):
@@ -640,10 +642,8 @@ class AgentLoop:
             inv_status, event = "failed", AgentInvocationFailed
             self.failure = failure_payload(error)
         for session in [f"{core.id}:{f.invocation.id}" for f in self.frames]:
-            try:
+            with contextlib.suppress(Exception):  # a failing close does not stop the end
                 self.provider.close_session(session)
-            except Exception:  # a provider that cannot close a session does not stop the end
-                pass
         if core.record.is_terminal:
             return core.record.status
         if frame is not None:

@@ -156,7 +156,7 @@ def publish_persist(core: RunCore, *, message_id: str | None) -> str:
         core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
         raise
     counters.persist_state_id = state.state_id
-    changes = [dump_model(change) if hasattr(change, "model_dump") else change
+    changes = [{key: value for key, value in change._asdict().items() if value is not None}
                for change in state.changes]
     core.emit(PersistentChangesCommitted, PersistCommitted(
         state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,

@@ -62,11 +62,11 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.results import store_result
+from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.ids import tool_record_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.reads import ReadRecords
-from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.records import pretty_json, write_json
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 from tavernlab.workspace.text import text_metrics

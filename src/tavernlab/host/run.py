@@ -253,7 +253,8 @@ class Run:
         ``on_output(stdout, stderr)`` streams the output as it is produced.
 
         A call the host refused before any shell ran (``agent.tool_budget_exhausted``,
-        ``tool.budget_exceeded``, ``tool.round_cancelled``, ``tool.invalid_arguments``, ``tool.unknown``...) raises
+        ``tool.budget_exceeded``, ``tool.round_cancelled``, ``tool.invalid_arguments``,
+        ``tool.unknown``...) raises
         :class:`~tavernlab.errors.ToolError` with that code, so it never looks like a shell
         that printed nothing.
         """

@@ -208,7 +208,8 @@ class ToolSpec:
         """The JSON Schema of the arguments (a closed object of the allow-listed names when
         the tool declares none)."""
         if self.input_schema is not None:
-            return json.loads(json.dumps(self.input_schema))
+            copied: dict[str, Any] = json.loads(json.dumps(self.input_schema))
+            return copied
         return object_schema({name: {} for name in self.arguments}, [])
 
     def descriptor(self) -> dict[str, Any]:
