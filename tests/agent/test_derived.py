@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent.scripts import by_call, call, finish, payloads, stored, turn, write
 
 from tavernlab import Lab
 from tavernlab.models import Scripted
 from tavernlab.workspace.ids import tool_record_name
-from tests.agent.scripts import by_call, call, finish, payloads, stored, turn, write
 
 NUDGE_34 = (
     "[system reminder, direct output recovery attempt 1] You replied with plain text, but "

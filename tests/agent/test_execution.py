@@ -7,9 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tavernlab import Lab
-from tavernlab.models import Scripted, TextDelta
 from tests.agent.scripts import (
     by_call,
     call,
@@ -21,6 +18,9 @@ from tests.agent.scripts import (
     turn,
     write,
 )
+
+from tavernlab import Lab
+from tavernlab.models import Scripted, TextDelta
 
 
 @pytest.fixture

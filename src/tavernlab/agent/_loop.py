@@ -256,10 +256,13 @@ class AgentLoop:
         core.emit(AgentInvocationStarted, payload.model_copy(update={"status": "running"}),
                   scope=scope)
         self._check()
-        skills = list(core.skills.values())
-        write_json(core.dir / "input" / "resolved_skills.json",
-                   [{"name": s.name, "description": s.description, "scope": s.scope,
-                     "installedHash": s.installed_hash} for s in skills])
+        skills = [core.skills[name] for name in sorted(core.skills)]
+        stored_skills: list[dict[str, Any]] = []
+        if skills:  # the skill engine is loaded only by a run that binds skills
+            from tavernlab.skills.binding import bindings_to_json
+
+            stored_skills = bindings_to_json(core.skills)
+        write_json(core.dir / "input" / "resolved_skills.json", stored_skills)
         snapshot = build_snapshot(self.registry, profile, invocation.id, mode="root",
                                   chat=core.is_chat)
         snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
