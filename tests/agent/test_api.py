@@ -177,10 +177,11 @@ def test_tool_definitions_are_what_the_model_is_shown(lab: Lab) -> None:
             "type": "object", "additionalProperties": False, "required": [], "properties": {
                 "reason": {"type": "string", "description": "Short completion reason."}}}}]
     default = [t["function"]["name"] for t in lab.tool_definitions()]
-    assert default == ["workspace_list_files", "workspace_search_files", "workspace_read_file",
+    assert default == ["agent_delegate", "agent_await", "workspace_list_files",
+                       "workspace_search_files", "workspace_read_file",
                        "workspace_write_file", "workspace_apply_patch", "workspace_shell",
                        "workspace_commit", "workspace_finish"]
-    shell = lab.tool_definitions()[5]["function"]["description"]
+    shell = lab.tool_definitions()[7]["function"]["description"]
     assert shell.endswith(" Prefer workspace_read_file for straightforward single-file text "
                           "reads, workspace_write_file for straightforward single-file text "
                           "writes, workspace_apply_patch for precise edits.")

@@ -141,7 +141,8 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
                 profile: Profile | Mapping[str, Any] | None = None,
                 presentation: Presentation | None = None, stream: bool | None = None,
                 on_delta: DeltaObserver | None = None,
-                review: Callable[[dict[str, Any]], str | None] | None = None
+                review: Callable[[dict[str, Any]], str | None] | None = None,
+                agents: Mapping[str, Profile | Mapping[str, Any]] | None = None
                 ) -> AgentHandle:
     """Start the loop on ``task`` in a new Chat run of ``lab`` and return its handle.
 
@@ -149,18 +150,25 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
     and ``stream`` default to the Profile's ``run`` settings. ``on_delta`` receives the
     streamed pieces of every model call (on the loop's thread); ``review`` is the host's
     answer to each commit request (``None`` accepts it, a message rejects it; by default
-    every commit is accepted and saved in the lab's chat file). Everything is checked before
-    the run is created.
+    every commit is accepted and saved in the lab's chat file). ``agents`` are the Profiles
+    the run's agents may delegate to or hand the run to, by id (a Profile's ``id`` is set to
+    its key). Everything is checked before the run is created.
     """
     if not isinstance(task, str) or not task.strip():
         raise UsageError("the task must be non-empty text")
     resolved, chosen, streaming = _resolve(lab, profile, presentation, stream)
     provider = _provider(model, resolved)
+    targets: dict[str, Profile] = {}
+    for agent_id, agent_profile in (agents or {}).items():
+        target = resolve_profile(agent_profile, Profile)
+        target.id = agent_id
+        target.policy()
+        targets[agent_id] = target
     run = lab.start_loop_run(chat_id or DEFAULT_CHAT_ID, presentation=chosen,
                              profile=resolved)
     core = run._core
     loop = AgentLoop(run, core, lab.tools, provider, task=task, stream=streaming,
-                     on_delta=on_delta, review=review)
+                     on_delta=on_delta, review=review, agents=targets)
     core.loop_cancel = loop.cancel
     core.loop_done = threading.Event()
     handle = AgentHandle(run, loop)

@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tavernlab.agent._delegation import AgentTask, Delegation
 from tavernlab.agent._failure import LoopError, failure_payload
 from tavernlab.agent._prompt import (
-    agent_catalog,
     completion_tool_name,
     default_system_prompt,
     drift_nudge,
@@ -42,6 +42,7 @@ from tavernlab.events import (
     AgentInvocationCompleted,
     AgentInvocationFailed,
     AgentInvocationStarted,
+    AgentInvocationTransferred,
     AgentLoopFinished,
     AgentModelBindingResolved,
     CancelMessage,
@@ -78,6 +79,8 @@ from tavernlab.events import (
     RunFailure,
     RunPartialSuccess,
     StoredModelResponse,
+    TaskReturnFacts,
+    TaskReturnRecorded,
     ToolCallFailed,
     ToolCallOutcome,
     WorkspaceFileWritten,
@@ -156,6 +159,13 @@ class Frame:
     round: int = 1
     drift_attempts: int = 0
     exit: str | None = None
+    #: The handoff task that started this invocation, and the one it handed the run to.
+    incoming: AgentTask | None = None
+    transfer: AgentTask | None = None
+    #: What a delegated task returned (``task.return``).
+    result_ref: str | None = None
+    summary: str | None = None
+    returned_status: str | None = None
 
     @property
     def owns_run_status(self) -> bool:
@@ -187,7 +197,8 @@ class AgentLoop:
     def __init__(self, run: Run, core: RunCore, registry: ToolRegistry,
                  provider: ModelProvider, *, task: str, stream: bool,
                  on_delta: DeltaObserver | None = None,
-                 review: Callable[[dict[str, Any]], str | None] | None = None) -> None:
+                 review: Callable[[dict[str, Any]], str | None] | None = None,
+                 agents: Mapping[str, Profile] | None = None) -> None:
         self.run = run
         self.core = core
         self.registry = registry
@@ -199,6 +210,8 @@ class AgentLoop:
         self.ledger = CommitLedger(review=review)
         self.totals = Totals()
         self.frames: list[Frame] = []
+        self.foreground: Frame | None = None
+        self.delegation = Delegation(self, dict(agents or {}))
         self.failure: dict[str, Any] | None = None
         self._cancel_lock = threading.Lock()
         self._cancel_requested = False
@@ -233,7 +246,14 @@ class AgentLoop:
         error: BaseException | None = None
         try:
             frame = self._bootstrap()
-            self._run_frame(frame)
+            while True:
+                self.run_frame(frame)
+                if frame.exit != "transferred" or frame.transfer is None:
+                    break
+                self.delegation.handoff_finished(frame, "completed")
+                frame = frame.transfer.child
+                self.foreground = frame
+                self.start_frame(frame)
             self._check()
             self._finish_run(frame)
         except LoopCancelled as exc:
@@ -247,64 +267,117 @@ class AgentLoop:
     def _bootstrap(self) -> Frame:
         core = self.core
         profile = core.profile
-        invocation = core.main
-        payload = LoopInvocation(invocation_id=invocation.id, agent_id=invocation.agent_id,
-                                 profile_id=profile.id, kind="root", status="created",
-                                 exit_policy="run_finish_allowed")
-        scope = EventScope(invocation_id=invocation.id)
-        core.announce(invocation, payload)
-        core.emit(AgentInvocationStarted, payload.model_copy(update={"status": "running"}),
-                  scope=scope)
         self._check()
-        skills = [core.skills[name] for name in sorted(core.skills)]
+        skills = self._skills()
         stored_skills: list[dict[str, Any]] = []
         if skills:  # the skill engine is loaded only by a run that binds skills
             from tavernlab.skills.binding import bindings_to_json
 
             stored_skills = bindings_to_json(core.skills)
         write_json(core.dir / "input" / "resolved_skills.json", stored_skills)
-        snapshot = build_snapshot(self.registry, profile, invocation.id, mode="root",
+        frame = self.new_frame(profile, kind="root", parent=None, first_message=self.task,
+                               invocation=core.main, announce_binding=True)
+        self.foreground = frame
+        self.start_frame(frame)
+        return frame
+
+    def _skills(self) -> list[Any]:
+        return [self.core.skills[name] for name in sorted(self.core.skills)]
+
+    def new_frame(self, profile: Profile, *, kind: str, parent: Frame | None,
+                  first_message: str, invocation: Invocation | None = None,
+                  announce_binding: bool = False) -> Frame:
+        """An invocation ready to run: announced, its tool snapshot written
+        (``input/invocations/<id>/tool_snapshot.json``, never rewritten), its request built
+        (the system prompt with its catalogs, then ``first_message``) and
+        ``context_assembled`` recorded."""
+        core = self.core
+        mode: Mode = "child" if kind == "subagent" else "root"
+        if invocation is None:
+            for root in profile.policy().materialized_roots:
+                (core.workspace_dir / root).mkdir(exist_ok=True)
+            invocation = core.new_invocation(profile.id, "return" if mode == "child"
+                                             else "main", profile, announce=False)
+        exit_policy = "task_return_required" if mode == "child" else "run_finish_allowed"
+        parent_id = None if parent is None else parent.invocation.id
+        scope = EventScope(invocation_id=invocation.id)
+        core.announce(invocation, LoopInvocation(
+            invocation_id=invocation.id, agent_id=invocation.agent_id,
+            parent_invocation_id=parent_id, profile_id=profile.id, kind=kind,
+            status="created", exit_policy=exit_policy))
+        snapshot = build_snapshot(self.registry, profile, invocation.id, mode=mode,
                                   chat=core.is_chat)
         snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
         write_new_json(core.dir / snapshot_path, snapshot.to_json())
-        binding = self.provider.describe()
-        source = str(getattr(self.provider, "source", self.provider.provider_format))
-        core.emit(AgentModelBindingResolved, ModelBindingResolved(
-            mode="configured", chat_completion_source=source,
-            custom_api_format=self.provider.provider_format,
-            model_id=self.provider.model_id, binding=binding))
-        self._check()
-        system = default_system_prompt(profile, snapshot, mode="root")
-        params = {"model": self.provider.model_id, **(profile.model.params
-                                                      if profile.model is not None else {})}
-        stored = prompt_snapshot(system, self.task, params)
-        write_json(core.dir / "input" / "prompt_snapshot.json", stored)
-        agents = (agent_catalog([]) if snapshot.has("agent.delegate")
-                  or snapshot.has("agent.handoff") else None)
+        if announce_binding:
+            binding = self.provider.describe()
+            core.emit(AgentModelBindingResolved, ModelBindingResolved(
+                mode="configured", chat_completion_source=self._source(),
+                custom_api_format=self.provider.provider_format,
+                model_id=self.provider.model_id, binding=binding))
+            self._check()
+        system = default_system_prompt(profile, snapshot, mode=mode)
+        params = {"model": self.provider.model_id,
+                  **(profile.model.params if profile.model is not None else {})}
+        if kind == "root":
+            write_json(core.dir / "input" / "prompt_snapshot.json",
+                       prompt_snapshot(system, self.task, params))
+        ops = tuple(op for op, tool in (("delegate", "agent.delegate"),
+                                        ("handoff", "agent.handoff")) if snapshot.has(tool))
+        agents = self.delegation.catalog(profile, ops) if ops else None  # type: ignore[arg-type]
+        messages = [ModelMessage.of_text("system",
+                                         system + runtime_catalogs(self._skills(), agents))]
+        if kind == "handoff":
+            messages.append(ModelMessage.of_text("user", self.task))
+        messages.append(ModelMessage.of_text("user", first_message))
         request = ModelRequest(
-            payload=params,
-            messages=[ModelMessage.of_text("system",
-                                           system + runtime_catalogs(skills, agents)),
-                      ModelMessage.of_text("user", self.task)],
-            tools=snapshot.model_tools(), tool_choice="auto",
+            payload=params, messages=messages, tools=snapshot.model_tools(),
+            tool_choice="auto",
             provider_state={"sessionId": f"{core.id}:{invocation.id}", "runId": core.id,
                             "invocationId": invocation.id})
-        frame = Frame(invocation, "root", "run_finish_allowed", "root", profile, snapshot,
-                      request, ToolGate(profile.tools.max_calls_per_run,
-                                        dict(profile.tools.max_calls_per_tool)),
-                      profile.tools.max_rounds)
+        frame = Frame(invocation, kind, exit_policy, mode, profile, snapshot, request,
+                      ToolGate(profile.tools.max_calls_per_run,
+                               dict(profile.tools.max_calls_per_tool)),
+                      profile.tools.max_rounds, parent_id=parent_id)
         self.frames.append(frame)
-        core.set_status("assembling_context")
+        if frame.owns_run_status:
+            core.set_status("assembling_context")
         retry = profile.run.model_retry
         core.emit(ContextAssembled, LoopContext(
             has_host_context=False, request=self._summary(frame), invocation_id=invocation.id,
             tool_snapshot=snapshot.summary(), tool_snapshot_path=snapshot_path,
             tool_turn=snapshot.turn(), max_rounds=frame.max_rounds or 0,
-            context_policy=stored["contextPolicy"],
+            context_policy={"initialChatHistoryMessages": -1,
+                            "includeActivatedWorldInfo": True},
             model_retry={"maxRetries": retry.max_retries, "intervalMs": retry.interval_ms}),
             scope=scope)
-        self._check()
         return frame
+
+    def start_frame(self, frame: Frame) -> None:
+        """``agent_invocation_started``."""
+        self._check()
+        self.core.emit(AgentInvocationStarted, self._invocation_ref(
+            frame, "running", exit_policy=frame.exit_policy),
+            scope=EventScope(invocation_id=frame.invocation.id))
+
+    def end_frame(self, frame: Frame, status: str) -> None:
+        """``agent_invocation_<status>`` for an invocation that is not the run's last."""
+        kind = {"completed": AgentInvocationCompleted, "failed": AgentInvocationFailed,
+                "cancelled": AgentInvocationCancelled,
+                "transferred": AgentInvocationTransferred}[status]
+        self.core.emit(kind, self._invocation_ref(frame, status),
+                       scope=EventScope(invocation_id=frame.invocation.id))
+
+    def _invocation_ref(self, frame: Frame, status: str, *, exit_policy: str | None = None
+                        ) -> LoopInvocation:
+        invocation = frame.invocation
+        return LoopInvocation(invocation_id=invocation.id, agent_id=invocation.agent_id,
+                              parent_invocation_id=frame.parent_id,
+                              profile_id=frame.profile.id, kind=frame.kind, status=status,
+                              exit_policy=exit_policy)
+
+    def _source(self) -> str:
+        return str(getattr(self.provider, "source", self.provider.provider_format))
 
     def _summary(self, frame: Frame) -> dict[str, Any]:
         return {"chatCompletionSource": str(getattr(self.provider, "source",
@@ -315,7 +388,8 @@ class AgentLoop:
 
     # -- one invocation -----------------------------------------------------------------------
 
-    def _run_frame(self, frame: Frame) -> None:
+    def run_frame(self, frame: Frame) -> None:
+        """Play an invocation's rounds until a completion tool ends its turn."""
         while frame.exit is None:
             self._model_step(frame)
 
@@ -324,10 +398,12 @@ class AgentLoop:
         scope = EventScope(invocation_id=invocation.id)
         self._check()
         if frame.max_rounds is not None and frame.round > frame.max_rounds:
+            if frame.mode == "child":
+                raise LoopError("agent.max_tool_rounds_exceeded", "task.return was not called "
+                                f"within {frame.max_rounds} rounds")
             tool = completion_tool_name(frame.snapshot, frame.mode)
-            verb = "called" if frame.mode == "child" else "completed"
             raise LoopError("agent.max_tool_rounds_exceeded",
-                            f"{tool} was not {verb} within {frame.max_rounds} rounds")
+                            f"{tool} was not completed within {frame.max_rounds} rounds")
         if frame.owns_run_status:
             core.set_status("calling_model")
         core.emit(ModelRequestCreated, ModelRequestSummary(
@@ -490,7 +566,8 @@ class AgentLoop:
             loop_call = LoopCall(
                 snapshot_id=frame.snapshot.id, full_id=binding.tool_id, alias=binding.alias,
                 round=frame.round, is_last=index + 1 == len(calls), gate=frame.gate,
-                commit=self._explicit_commit(frame), finish=self._finisher(frame))
+                commit=self._explicit_commit(frame), finish=self._finisher(frame),
+                control=self.delegation, owns_status=frame.owns_run_status)
             try:
                 result = dispatch.call_tool(core, self.registry, invocation, binding.native,
                                             call.arguments, call.call_id, loop=loop_call)
@@ -501,6 +578,8 @@ class AgentLoop:
                 raise LoopError("agent.tool_not_started", f"tool call `{call.call_id}` was "
                                 f"already recorded in round {frame.round}",
                                 kind="internal") from exc
+            except LoopCancelled:
+                raise
             except Exception as exc:
                 core.emit(ToolCallFailed, ToolCallOutcome(
                     round=frame.round, invocation_id=invocation.id, call_id=call.call_id,
@@ -510,7 +589,13 @@ class AgentLoop:
                     scope=EventScope(invocation_id=invocation.id))
                 raise
             candidate = self._candidate(frame, binding.native, loop_call, result, candidate)
+            if binding.native == "task.return" and not result.is_error:
+                self._returned(frame, result)
             frame.request.messages.append(self._tool_message(call, result))
+            if binding.native == "agent.handoff" and frame.exit == "transferred":
+                self.end_frame(frame, "transferred")
+            if binding.native == "workspace.finish" and frame.exit == "finished":
+                self.delegation.cancel_unfinished(frame)
             if loop_call.deferred and any(kind is WorkspacePatchApplied
                                           for kind, _ in loop_call.deferred) \
                     and frame.owns_run_status:
@@ -523,7 +608,29 @@ class AgentLoop:
                 commit_count=len(self.ledger.entries), round=frame.round,
                 invocation_id=invocation.id), scope=EventScope(invocation_id=invocation.id))
             return
+        if frame.exit_policy == "run_finish_allowed":
+            notice = self.delegation.after_round(frame)
+            if notice is not None:
+                frame.request.messages.append(ModelMessage.of_text("user", notice))
         self._next_round(frame, None)
+
+    def _returned(self, frame: Frame, result: ToolResult) -> None:
+        """A delegated task's ``task.return``: its result is recorded for the parent and its
+        invocation ends."""
+        structured = result.structured if isinstance(result.structured, dict) else {}
+        path = str(structured.get("path", ""))
+        status = str(structured.get("status", "completed"))
+        try:
+            summary = self.core.fs.read_text(WorkspacePath(path)).text
+        except WorkspaceError:
+            summary = ""
+        frame.exit, frame.result_ref, frame.summary = "returned", path, summary
+        frame.returned_status = status
+        chars, words = text_metrics(summary)
+        self.core.emit(TaskReturnRecorded, TaskReturnFacts(
+            invocation_id=frame.invocation.id, status=status, result_ref=path,
+            summary_chars=chars, summary_words=words),
+            scope=EventScope(invocation_id=frame.invocation.id))
 
     def _next_round(self, frame: Frame, committed: str | None) -> None:
         """Close the round (the host's round record and tracker) and start the next."""
@@ -630,10 +737,11 @@ class AgentLoop:
         core.set_status("finishing")
         if core.chat is not None and core.persist_snapshot is not None:
             publish_persist(core, message_id=self.ledger.last_message_id)
+        self.delegation.handoff_finished(frame, "completed")
 
     def _finalize(self, error: BaseException | None) -> str:
         core = self.core
-        frame = self.frames[-1] if self.frames else None
+        frame = self.foreground
         status: Literal["completed", "partial_success", "cancelled", "failed"]
         event: type[AgentInvocationCompleted | AgentInvocationCancelled | AgentInvocationFailed]
         if error is None:
@@ -644,6 +752,8 @@ class AgentLoop:
             status = "partial_success" if self.ledger.entries else "failed"
             inv_status, event = "failed", AgentInvocationFailed
             self.failure = failure_payload(error)
+        if frame is not None and error is not None and not core.record.is_terminal:
+            self.delegation.handoff_finished(frame, inv_status, str(error))
         for session in [f"{core.id}:{f.invocation.id}" for f in self.frames]:
             with contextlib.suppress(Exception):  # a failing close does not stop the end
                 self.provider.close_session(session)

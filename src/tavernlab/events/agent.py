@@ -402,3 +402,63 @@ class RunPartialSuccess(Event):
     type: Literal["run_partial_success"] = "run_partial_success"
     level: Level = "warn"
     payload: RunFailure
+
+
+# --- delegation ----------------------------------------------------------------------------------
+
+
+class TaskFacts(Model):
+    """The events of delegated tasks and handoffs: the task, who asked for it and who works
+    on it, and what the event adds (its ``status``, ``continuation``, the brief …;
+    upstream's payload fields beyond these are not known, tavernlab's choice)."""
+
+    task_id: str | None = None
+    parent_invocation_id: str | None = None
+    child_invocation_id: str | None = None
+    source_invocation_id: str | None = None
+    new_invocation_id: str | None = None
+    invocation_id: str | None = None
+    agent_id: str | None = None
+    status: str | None = None
+
+
+class TaskReturnFacts(Model):
+    """``task_return_recorded``."""
+
+    invocation_id: str
+    status: str
+    result_ref: str
+    summary_chars: int
+    summary_words: int
+
+
+def _task_event(tag: str, doc: str, level: Level = "info") -> Any:
+    """A typed event class of the delegation family (same payload model)."""
+    return type(_camel_class(tag), (Event,), {
+        "__doc__": doc, "__annotations__": {"type": Literal[tag], "level": Level,
+                                            "payload": TaskFacts},
+        "type": tag, "level": level, "__module__": __name__})
+
+
+def _camel_class(tag: str) -> str:
+    return "".join(part.capitalize() for part in tag.split("_"))
+
+
+AgentTaskRegistered = _task_event("agent_task_registered", "A delegated task was registered.")
+AgentTaskQueued = _task_event("agent_task_queued", "A delegated task waits for its turn.")
+AgentTaskStarted = _task_event("agent_task_started", "A delegated task started.")
+AgentTaskCompleted = _task_event("agent_task_completed", "A delegated task completed.")
+AgentTaskFailed = _task_event("agent_task_failed", "A delegated task failed.")
+AgentTaskCancelled = _task_event("agent_task_cancelled", "A delegated task was cancelled.")
+AgentDelegateStarted = _task_event("agent_delegate_started", "An agent delegated a task.")
+AgentHandoffRequested = _task_event("agent_handoff_requested", "An agent asked for a handoff.")
+AgentHandoffAccepted = _task_event("agent_handoff_accepted", "A handoff was accepted.")
+AgentAwaitStarted = _task_event("agent_await_started", "An agent waits for its tasks.")
+AgentAwaitCompleted = _task_event("agent_await_completed", "An agent's wait ended.")
+
+
+class TaskReturnRecorded(Event):
+    """A delegated task's result was recorded for its parent."""
+
+    type: Literal["task_return_recorded"] = "task_return_recorded"
+    payload: TaskReturnFacts

@@ -124,6 +124,8 @@ class LoopCall:
     gate: ToolGate
     commit: Callable[..., ToolResult] | None = None
     finish: Callable[[str | None], None] | None = None
+    control: Any = None
+    owns_status: bool = True
     deferred: list[tuple[type[Any], Any]] = field(default_factory=list)
     replaced: ToolResult | None = None
 
@@ -252,6 +254,11 @@ class CallContext:
         """Write this sub-agent's result file."""
         return commits.write_subagent_result(self.core, self.invocation, text)
 
+    @property
+    def agent_control(self) -> Any:
+        """The loop's delegation service for the Agent control tools (``None`` by hand)."""
+        return None if self.loop is None else self.loop.control
+
 
 def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id: str,
               arguments: Any, call_id: str | None,
@@ -325,7 +332,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     started = core.clock.monotonic()
     with core.activities.activity("tool", ctx.call_id), core.tracker.acting(ctx.call_id):
         if loop is not None:
-            core.set_status("dispatching_tool", index=False)
+            if loop.owns_status:
+                core.set_status("dispatching_tool", index=False)
             core.emit(ToolCallStarted, ref, scope=scope)
         if loop is not None and tool_id in COMPLETION_TOOLS and not loop.is_last:
             result, interrupted = ToolResult.from_error(ToolError(
@@ -391,7 +399,8 @@ def _execute(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments:
     the run and propagates."""
     with core.inflight.track(ctx.token):
         try:
-            core.set_status("dispatching_tool", index=False)
+            if ctx.loop is None:
+                core.set_status("dispatching_tool", index=False)
             if refusal is not None:
                 return ToolResult.from_error(ToolError("tool.invalid_arguments", refusal)), None
             return _dispatch(core, registry, ctx, arguments), None

@@ -128,6 +128,23 @@ class SkillPolicy(Model):
         return self.visible == "*" or name in self.visible
 
 
+class DelegationSettings(Model):
+    """``delegation.*``: whether other agents may call this profile (``callable``) as a
+    delegated sub-agent (``allowSubAgent``) or hand the run to it (``allowHandoff``), the
+    line the agent catalog shows for it (``descriptionForAgents``, else the Profile's
+    ``description``), which agents it may call itself (``allowedAgents``: ``"*"`` or ids)
+    and the limits of a run (tavernlab's names for upstream's limits: 8 invocations per run,
+    a handoff depth of 8)."""
+
+    callable: bool = True
+    allow_sub_agent: bool = True
+    allow_handoff: bool = True
+    description_for_agents: str | None = None
+    allowed_agents: Literal["*"] | list[str] = "*"
+    max_invocations_per_run: int = Field(default=8, ge=1)
+    max_handoff_depth: int = Field(default=8, ge=1)
+
+
 class Instructions(Model):
     """``instructions.*``: ``agentSystemPrompt`` replaces the default agent system prompt."""
 
@@ -144,6 +161,8 @@ class Profile(Model):
     run: RunSettings = Field(default_factory=RunSettings)
     model: ModelBinding | None = None
     instructions: Instructions = Field(default_factory=Instructions)
+    description: str = ""
+    delegation: DelegationSettings = Field(default_factory=DelegationSettings)
 
     @field_validator("id")
     @classmethod

@@ -19,6 +19,7 @@ from tavernlab.workspace.tooling import (
     string_property,
 )
 from tavernlab.workspace.tools.control import (
+    TASK_RETURN_ARGUMENTS,
     commit,
     finish,
     only_main_chat,
@@ -126,10 +127,29 @@ WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
                  "reason": _S("Short completion reason."),
              }, []), annotations={"control": True}),
     ToolSpec("task.return", task_return, True,
-             "Return-mode sub-agents: hand the result back to the parent and end.",
-             ("result",), available=return_only, title="Task Return",
-             input_schema=object_schema({"result": _S("The result for the requesting Agent.")},
-                                        ["result"]), annotations={"control": True}),
+             "Return the result of this delegated task to the Agent that asked for it. This "
+             "ends the task; call it last.", TASK_RETURN_ARGUMENTS, available=return_only,
+             title="Task Return", input_schema=object_schema({
+                 "summary": _S("Concise result for the requesting Agent."),
+                 "status": _S("Whether the task was completed. Defaults to completed.",
+                              enum=["completed", "failed"]),
+                 "confidence": {"type": "number", "description": "Confidence from 0 to 1."},
+                 "artifacts": {"type": "array", "description": "Workspace files produced for "
+                               "the requesting Agent.", "items": {
+                                   "type": "object", "properties": {
+                                       "path": {"type": "string"}, "kind": {"type": "string"},
+                                       "role": {"type": "string"}}, "required": ["path"]}},
+                 "findings": {"type": "array", "items": {"type": "string"},
+                              "description": "Findings worth reporting."},
+                 "warnings": {"type": "array", "items": {"type": "string"},
+                              "description": "Warnings for the requesting Agent."},
+                 "suggestedNextActions": {"type": "array", "items": {"type": "string"},
+                                          "description": "What the requesting Agent could "
+                                          "do next."},
+                 "questionsForCaller": {"type": "array", "items": {"type": "string"},
+                                        "description": "Open questions for the requesting "
+                                        "Agent."},
+             }, ["summary"]), annotations={"control": True}),
 )
 
 __all__ = [

@@ -71,17 +71,32 @@ def finish(ctx: ToolContext, args: Arguments) -> ToolResult:
                       **refs}, resource_refs=[])
 
 
-def task_return(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """``task.return``: a return-mode sub-agent hands its result back; the text is written to
-    ``summaries/<agent>-result.md`` (``-002``, ``-003``... for repeated results).
+#: ``task.return``'s arguments: upstream's, and ``result`` (tavernlab's name before upstream's
+#: was known, still accepted as the summary).
+TASK_RETURN_ARGUMENTS = ("summary", "status", "confidence", "artifacts", "findings",
+                         "warnings", "suggestedNextActions", "questionsForCaller", "result")
 
-    Upstream's argument name is unknown; tavernlab chooses ``{"result": string}``.
+
+def task_return(ctx: ToolContext, args: Arguments) -> ToolResult:
+    """``task.return``: a return-mode sub-agent hands its result back; the summary is written
+    to ``summaries/<agent>-result.md`` (``-002``, ``-003``... for repeated results).
+
+    ``summary`` is required (``result`` is accepted for it); ``status`` is ``completed``
+    (default) or ``failed``; the other upstream fields are kept in the structured result.
     """
-    text = args.string("result", required=True)
-    assert text is not None
+    text = args.string("summary") if args.has("summary") else args.string("result")
+    if text is None:
+        raise ToolError("tool.invalid_arguments", "summary is required")
+    status = args.string("status", default="completed")
+    if status not in ("completed", "failed"):
+        raise ToolError("tool.invalid_arguments", "status must be `completed` or `failed`")
     path = ctx.return_result(text)
+    extra = {key: args.value(key) for key in TASK_RETURN_ARGUMENTS[2:-1] if args.has(key)}
+    structured: dict[str, Any] = {"path": path}
+    if args.has("summary") or args.has("status") or extra:
+        structured.update(status=status, **extra)
     return ToolResult(content=f"Returned the result to the parent agent ({path}).",
-                      structured={"path": path}, resource_refs=[path])
+                      structured=structured, resource_refs=[path])
 
 
 def return_only(ctx: ToolContext) -> tuple[str, str] | None:
