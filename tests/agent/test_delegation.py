@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agent.scripts import call, events, failure, finish, payloads, stored, turn, write
 
 from tavernlab import Lab
 from tavernlab.models import Scripted
 from tavernlab.workspace.profile import DEFAULT_ALLOWED_TOOLS
-from tests.agent.scripts import call, events, failure, finish, payloads, stored, turn, write
 
 WRITER_TOOLS = ["workspace.list_files", "workspace.read_file", "workspace.write_file",
                 "workspace.commit", "workspace.finish"]
