@@ -1,4 +1,4 @@
-"""Every issue-16 benchmark in one table (not a test).
+"""The performance table: every benchmark row in one table (not a test).
 
 Runs each benchmark script as its own subprocess with ``--json`` (and ``--quick`` unless
 ``--full``), collects the rows they print (:func:`timing.rows_in`) and prints the issue's table:
@@ -37,6 +37,7 @@ SCRIPTS: dict[str, list[str]] = {
     "persist": [],
     "js_sandbox": [],
     "imports": [],
+    "start": [],
 }
 #: Within a script, rows whose path starts with an earlier prefix come first (the issue's
 #: order: every "finish" row, then every "next run" row).
@@ -104,7 +105,7 @@ def main() -> None:
     for item in rows:
         item.note = item.note.replace(f"; {DISK_NOTE}", "").replace(DISK_NOTE, "")
     disk = os.environ.get("TAVERNLAB_BENCH_DISK", tempfile.gettempdir())
-    print(f"issue 16, {'full' if options.full else 'quick'} run: medians; every baseline "
+    print(f"performance table, {'full' if options.full else 'quick'} run: medians; every baseline "
           "measured in the same run of the same script, interleaved with the path")
     print(f"file-heavy rows: a fresh directory on tmpfs (/dev/shm, {file_system('/dev/shm')}) "
           f"and on the disk ({disk}, {file_system(disk)})")

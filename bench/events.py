@@ -9,7 +9,7 @@ Prints medians measured in one run:
    against re-reading the whole file (``run.events()``) and against a plain
    ``json.loads`` of every line: the incremental read must cost O(new records), so its
    ratio to the full read must be tiny and must not grow with the run.
-3. The issue-16 rows, on a run of about 71,000 records (events and journal): ``run.events()``
+3. The table's rows, on a run of about 71,000 records (events and journal): ``run.events()``
    (every record, typed) against ``json.loads`` of every line of the same files (target:
    <= 1.2x), and ``lab.open_run(id)`` (target: <= 20 ms absolute, the same ``json.loads``
    given for reference).
@@ -18,7 +18,7 @@ Also printed: ``run.events(types=...)`` for a type the 10,000-record run does no
 lines are ruled out on their bytes, not parsed).
 
 Usage: ``.venv/bin/python bench/events.py [--records N] [--repeats N] [--big N] [--quick]
-[--json]`` (``--json``/``--quick``: the issue-16 rows only).
+[--json]`` (``--json``/``--quick``: the performance table's rows only).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Benchmark (issue 16, rows 1, 2 and 4): the floor under a tool call's records (not a test).
+"""Benchmark (table rows 1, 2 and 4): the floor under a tool call's records (not a test).
 
 What is the least a ``workspace.write_file``, ``workspace.read_file`` or ``workspace.shell``
-call can cost while it keeps the records upstream's formats and issue 16's item 1 ask for?
+call can cost while it keeps every record a call leaves, in upstream's formats?
 This script runs one real call, notes every file it wrote (the arguments file, the stored
 result, the lines appended to ``events.jsonl`` and ``journal.jsonl``, ``run.json``), then
 times **those same operations in plain Python**: the same objects encoded again (``json``

@@ -1,4 +1,4 @@
-"""Benchmark (issue 16, last row): the first tool call of a fresh process (not a test).
+"""Benchmark (table, last row): the first tool call of a fresh process (not a test).
 
 Each sample is a fresh ``python`` subprocess; the three kinds run interleaved (``-c pass``,
 ``import tavernlab``, the first call), so the load of a shared machine hits them alike:

@@ -7,19 +7,19 @@ Prints medians (ms), p90s and ratios:
    ``run_js_command`` through the pool (argument scan, module graph, job protocol, worker
    Runtime, output back). "Warm" means an idle worker whose next Runtime is prepared: each
    sample waits ``--idle`` ms first. Back-to-back (no pause: the worker prepares the next
-   Runtime while the next job waits) is printed too. Target (issue 16): warm p50 <= 1.5x bare.
+   Runtime while the next job waits) is printed too. Target: warm p50 <= 1.5x bare.
 2. A skill script of 3 modules (entry + 2 relative imports + ``@tauritavern/runtime``) through
    the V5 command and through the legacy engine (``run_skill_script``), vs bare jsbox.
 3. Throughput with 2 workers, fed by 1, 2 and 4 submitting threads, vs the baseline: jsbox in
    a 2-process ``multiprocessing`` pool, each task a fresh Runtime running the same module
-   (``imap_unordered``, one task per message). Target (issue 16): >= 3,000 jobs/s, and two
+   (``imap_unordered``, one task per message). Target: >= 3,000 jobs/s, and two
    threads per worker never slower than one.
 4. Worker startup: spawn to ready, and the cost of a cancel that has to kill and replace a
    worker running a pure CPU loop.
 
 Usage: ``.venv/bin/python bench/js_sandbox.py [--runs N] [--jobs N] [--idle MS] [--quick]
 [--json]``. Not a test. ``--quick`` measures sections 1 and 3 only, with fewer samples;
-``--json`` ends with the issue-16 rows (warm latency, throughput with 2 submitting threads).
+``--json`` ends with the table's rows (warm latency, throughput with 2 submitting threads).
 The machine's load matters (2 cores shared): the figures are medians, and every ratio is
 against a baseline measured in the same run.
 """

@@ -1,4 +1,4 @@
-"""Benchmark (issue 16, rows 7 and 8): persist states stored by changes (not a test).
+"""Benchmark (table rows 7 and 8): persist states stored by changes (not a test).
 
 1. ``run.finish()`` of a run that changed one file of a 10,000- and a 50,000-file persist
    tree (publication: unchanged files linked, the changed one copied, the manifest and the

@@ -1,4 +1,4 @@
-"""Benchmark (issue 16, rows 2 and 3): ``workspace.read_file`` as a full tool call (not a
+"""Benchmark (table rows 2 and 3): ``workspace.read_file`` as a full tool call (not a
 test).
 
 The path: ``run.call_tool("workspace.read_file", {"path": ...})`` of a 1 KiB, a 64 KiB and a

@@ -1,4 +1,4 @@
-"""Benchmark (issue 16, rows 4 and 5): ``workspace.shell`` against bare bashkit and bash (not a
+"""Benchmark (table rows 4 and 5): ``workspace.shell`` against bare bashkit and bash (not a
 test).
 
 1. ``run.shell('echo hi')``, the full tool call (arguments file, events, stored result, the

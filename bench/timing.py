@@ -1,4 +1,4 @@
-"""Shared measuring rules of the issue-16 benchmarks (not a test).
+"""Shared measuring rules of the performance table's benchmarks (not a test).
 
 * :func:`compare` times a path and its raw baseline *interleaved*, in rounds (each round: a
   few baseline samples, then a few samples of the path), so that the load of a shared machine
@@ -107,7 +107,7 @@ def compare_prepared(prepare: Callable[[], T], subject: Callable[[T], object],
 
 @dataclass
 class Row:
-    """One line of the issue-16 table."""
+    """One line of the performance table."""
 
     path: str
     figure: str

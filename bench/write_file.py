@@ -1,4 +1,4 @@
-"""Benchmark (issue 16, row 1): ``workspace.write_file`` of 1 KiB as a full tool call (not a
+"""Benchmark (table row 1): ``workspace.write_file`` of 1 KiB as a full tool call (not a
 test).
 
 The path: ``run.call_tool("workspace.write_file", ...)`` replacing a 1 KiB file the call may

@@ -1,4 +1,4 @@
-"""The word count as it was before windowing (spec/workspace.md 7.2), kept verbatim as the
+"""The word count as it was before windowing, kept verbatim as the
 oracle the windowed :func:`tavernlab.workspace.text.count_words` must agree with: the tests
 (``tests/workspace/test_text_metrics.py``) check it, ``bench/text_metrics.py`` times it. It is
 frozen on purpose: it must not share the implementation's class table, or a mistake there

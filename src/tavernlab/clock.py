@@ -185,12 +185,41 @@ def _uuid4_hex() -> str:
     return f"{int.from_bytes(_ENTROPY.take16()) & _UUID4_KEEP | _UUID4_BITS:032x}"
 
 
+@runtime_checkable
+class IdReservations(Protocol):
+    """Where a :class:`SequentialIds` keeps the numbers it has handed out, so that another
+    factory with the same seed (a lab opened again, in this process or another) never
+    mints them again."""
+
+    def held(self) -> Mapping[str, int]:
+        """The highest number reserved so far, per prefix."""
+        ...
+
+    def reserve(self, prefix: str, first: int, count: int) -> int:
+        """Reserve ``count`` numbers of ``prefix`` from ``first`` on, or from just above the
+        highest number reserved so far when that is higher; returns the first number
+        reserved."""
+        ...
+
+
+#: Most numbers a :class:`SequentialIds` reserves at once (one write per block).
+RESERVE_BLOCK = 1024
+
+
 class SequentialIds:
     """Deterministic ids: one counter per prefix, from 1, behind a seed-derived stem.
 
     ``SequentialIds()`` mints ``run_00000000000000000000000000000001``, then ``…02``; a
     ``prefix_seed`` puts the first hex digits of SHA-256(seed) in front of the counter, so two
     factories with different seeds never collide. Thread-safe.
+
+    A factory that :meth:`continues_in` a set of :class:`IdReservations` (a
+    :class:`~tavernlab.host.Lab` does this with its own) starts above every number the
+    reservations hold and reserves numbers in blocks before minting them, so ids never
+    repeat across two factories of the same seed on one lab: a lab opened again with the same
+    seed continues after what it already holds. In a lab that holds nothing yet the ids are
+    exactly those of a factory without reservations (a replay mints what the recording
+    minted).
     """
 
     def __init__(self, prefix_seed: str = "", *, counters: Mapping[str, int] | None = None
@@ -202,6 +231,19 @@ class SequentialIds:
         if any(not isinstance(n, int) or n < 0 for n in self._counters.values()):
             raise ValueError("SequentialIds counters must be non-negative integers")
         self._lock = threading.Lock()
+        self._reservations: IdReservations | None = None
+        self._limits: dict[str, int] = {}
+
+    def continues_in(self, reservations: IdReservations) -> None:
+        """From now on, keep clear of every number ``reservations`` hold (each counter moves
+        up to the highest one held) and reserve numbers there before minting them."""
+        held = reservations.held()
+        with self._lock:
+            for prefix, number in held.items():
+                if number > self._counters.get(prefix, 0):
+                    self._counters[prefix] = number
+            self._reservations = reservations
+            self._limits = dict(self._counters)
 
     @property
     def counters(self) -> dict[str, int]:
@@ -212,10 +254,15 @@ class SequentialIds:
 
     def new(self, prefix: str, hex_chars: int = 32) -> str:
         """The next id of ``prefix``."""
+        stem = self._stem[:hex_chars // 2]
         with self._lock:
             number = self._counters.get(prefix, 0) + 1
+            if self._reservations is not None and number > self._limits.get(prefix, 0):
+                capacity = 16 ** max(0, hex_chars - len(stem))
+                block = max(1, min(RESERVE_BLOCK, capacity // 4096))
+                number = self._reservations.reserve(prefix, number, block)
+                self._limits[prefix] = number + block - 1
             self._counters[prefix] = number
-        stem = self._stem[:hex_chars // 2]
         body = stem + f"{number:0{hex_chars - len(stem)}x}"
         if len(body) > hex_chars:
             raise OverflowError(f"SequentialIds ran out of {hex_chars}-digit ids for {prefix}")

@@ -5,7 +5,7 @@ branch on the class or on ``code``, never on the message. The whole tree (leaves
 their module when they live beside their engine)::
 
     TavernlabError                      tavernlab.error
-    ├── WorkspaceError                  workspace.*      storage (spec/workspace.md 5.7)
+    ├── WorkspaceError                  workspace.*      storage (docs/workspace.md)
     │   ├── NotFound                    workspace.not_found
     │   │   └── SkillUnavailable        workspace.not_found (``Skill is not available: …``)
     │   ├── InvalidData                 workspace.invalid_data
@@ -64,7 +64,7 @@ their module when they live beside their engine)::
     ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
     │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
-    ├── ModelError                      model.* / agent.* / network.*  a model call (models/_errors.py)
+    ├── ModelError                      model.*          a model call (models/_errors.py)
     │   ├── ModelCallError              <code>           classified for the retry policy
     │   └── ModelCancelled              agent.cancelled  the run was cancelled mid-call
     ├── ReplayError                     replay.*         record and replay (replay/errors.py)
@@ -111,7 +111,7 @@ class TavernlabError(Exception):
         return [f"{self.code}: {self.message}"]
 
 
-# --- workspace storage (spec/workspace.md section 5.7) -------------------------------------
+# --- workspace storage (docs/workspace.md, "The storage port") -----------------------------
 
 
 class WorkspaceError(TavernlabError):
@@ -230,7 +230,7 @@ class Cancelled(WorkspaceError):
         super().__init__(message)
 
 
-# --- tools (spec/workspace.md section 7.1) ------------------------------------------------------
+# --- tools (docs/tool-calls.md) -----------------------------------------------------------------
 
 
 class ToolError(TavernlabError):

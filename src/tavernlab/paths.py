@@ -1,6 +1,6 @@
 """Workspace path rules: the one place where a string becomes a workspace path.
 
-Upstream ``WorkspacePath::parse`` (spec/workspace.md section 4): checks run in a fixed order
+Upstream ``WorkspacePath::parse`` (docs/workspace.md): checks run in a fixed order
 and each failure has its own message. The logical root is represented as ``None`` ("no
 path") and is accepted only by queries (metadata, directory listing).
 """

@@ -1,4 +1,4 @@
-"""What a fresh process loads for its first tool call (issue 16: "the first tool call of a
+"""What a fresh process loads for its first tool call (the target: "the first tool call of a
 fresh process costs <= 50 ms"): the services are made on first use and the engines are imported
 by the call that needs them. The speed itself is measured by ``bench/imports.py``; these tests
 pin which modules load, and that every engine still works when it is first used later."""

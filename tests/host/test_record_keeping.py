@@ -1,4 +1,4 @@
-"""Record keeping per call (issue 16 items 1 and 3): a call's records are written together and
+"""Record keeping per call: a call's records are written together and
 published in order with their final numbers, run.json and the index change only when their
 content does, a reopened run never reads its whole history, and reading parses in bulk with
 the same results as one line at a time."""

@@ -1,4 +1,4 @@
-"""The V5 ``js``/``node``/``deno`` command: spec/js-and-skills.md sections 3 and 5."""
+"""The V5 ``js``/``node``/``deno`` command (docs/js-and-skills.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deterministic time and randomness in jobs (issue 9): the rule of tavernlab.js.determinism."""
+"""Deterministic time and randomness in jobs: the rule of tavernlab.js.determinism."""
 
 from __future__ import annotations
 

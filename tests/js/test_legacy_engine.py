@@ -1,4 +1,4 @@
-"""The legacy ``skill.run_script`` engine: spec/js-and-skills.md section 7, acceptance 1-18."""
+"""The legacy ``skill.run_script`` engine (docs/js-and-skills.md, "The legacy engine")."""
 
 from __future__ import annotations
 

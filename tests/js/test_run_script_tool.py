@@ -1,4 +1,4 @@
-"""The legacy ``skill.run_script`` tool: spec/js-and-skills.md section 7, acceptance 19-27.
+"""The legacy ``skill.run_script`` tool (docs/js-and-skills.md, "The legacy engine").
 
 Runs go through ``Lab(tmp_path).start_run(..., legacy_run_script=True)`` and
 ``run.call_tool("skill.run_script", {...})`` with a real installed skill package. A change to
@@ -134,7 +134,7 @@ def test_invalid_arguments(legacy_run: Run, arguments: dict[str, Any], message: 
     assert error(call(legacy_run, arguments)) == ("tool.invalid_arguments", message)
 
 
-# --- acceptance 19-27 --------------------------------------------------------------------
+# --- the tool through a run ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["helper", "helper-2", "0helper"])

@@ -1,4 +1,4 @@
-"""``@tauritavern/runtime`` (V5): spec/js-and-skills.md section 4."""
+"""``@tauritavern/runtime`` (V5), docs/js-and-skills.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Output streaming (``on_output``) and named eval modules (``eval_name``), issue 12."""
+"""Output streaming (``on_output``) and named eval modules (``eval_name``)."""
 
 from __future__ import annotations
 

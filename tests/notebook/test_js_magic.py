@@ -158,3 +158,21 @@ def test_each_cell_that_uses_the_run_is_one_round(nb: Notebook) -> None:
     nb.cell("%ws_shell true\n%ws_shell true")
     rounds = [e.payload.round for e in nb.cell("%tavern events --type round_ended").value]
     assert rounds == [1, 2]
+
+
+def test_no_raise_error_is_accepted_as_ipythons_script_magic_spells_it(nb: Notebook) -> None:
+    ran = nb.cell("%%js --no-raise-error\nprocess.exitCode = 4")
+    assert ran.error is None
+    assert ran.stderr == "notebook.js_exit: exit status 4\n"
+
+
+def test_help_ends_with_examples_that_run(nb: Notebook) -> None:
+    shown = nb.cell("%%js?").stdout
+    assert "--no-raise, --no-raise-error" in shown
+    examples = shown.split("Examples\n--------\n", 1)[1]
+    assert "%%js Mika\n" in examples and "%js /output/hello.js Mika" in examples
+    first = nb.cell("%%js --save /output/hello.js Mika\n"
+                    "console.log(`Hello, ${process.argv.at(-1)}!`)")
+    assert (first.error, first.stdout) == (None, "Hello, Mika!\n")
+    again = nb.cell("%js /output/hello.js Mika")
+    assert (again.error, again.stdout) == (None, "Hello, Mika!\n")

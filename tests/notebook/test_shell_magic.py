@@ -107,3 +107,17 @@ def test_bad_arguments(nb: Notebook) -> None:
         assert isinstance(ran.error, UsageError), source
         assert str(ran.error) == message
 
+
+
+def test_no_raise_error_is_accepted_as_ipythons_script_magic_spells_it(nb: Notebook) -> None:
+    ran = nb.cell("%ws_shell --no-raise-error --out r exit 3")
+    assert ran.error is None
+    assert ran.stderr == "workspace.shell_exit: Exit code: 3\n"
+    assert nb.ns["r"].exit_code == 3
+
+
+def test_help_ends_with_examples(nb: Notebook) -> None:
+    shown = nb.cell("%ws_shell?").stdout
+    assert "--no-raise, --no-raise-error" in shown
+    examples = shown.split("Examples\n--------\n", 1)[1]
+    assert "%ws_shell ls -l /output" in examples and "%%ws_shell --workdir /output" in examples

@@ -211,3 +211,9 @@ def test_commands_can_be_added_and_replaced(nb: Notebook) -> None:
     register_tavern_command(Subcommand("tree", "a widget", lambda s, a: "widget"),
                             replace=True, ip=nb.shell)
     assert nb.cell("%tavern tree").value == "widget"
+
+
+def test_help_ends_with_examples(nb: Notebook) -> None:
+    shown = nb.cell("%tavern?").stdout
+    examples = shown.split("Examples\n--------\n", 1)[1]
+    assert "%tavern run new --chat notes" in examples and "%tavern tree output" in examples

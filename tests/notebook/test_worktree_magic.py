@@ -182,6 +182,8 @@ def test_bad_input(nb: Notebook, repo: Repo) -> None:
     assert isinstance(unknown.error, ToolError)
     assert unknown.stdout == f"not_found: not a linked worktree of {repo.path}: nope\n"
     assert "%worktree new [-h] [--repo REPO] [--base BASE]" in nb.cell("%worktree?").stdout
+    examples = nb.cell("%worktree?").stdout.split("Examples\n--------\n", 1)[1]
+    assert "%worktree new fix-login" in examples and "%worktree gc --apply" in examples
 
 
 def test_options_repo_base_branch_worktree_gc_apply_and_proxy_port(

@@ -30,7 +30,7 @@ EXPECTED = [
     ("code", "run.call_tool('workspace.read_file', {'path': 'missing.md'})"),
     ("code", "%%ws_shell --workdir /\necho $RANDOM; date; mkdir -p /scratch/d && "
              "echo x > /scratch/d/f.md; js /skills/dice/scripts/roll.js 3"),
-    ("code", "%js -e 'console.log(new Date().toISOString(), Math.random())'"),
+    ("code", "%js -- -e 'console.log(new Date().toISOString(), Math.random())'"),
     ("code", "import base64\nstdin_9 = base64.b64decode('cGlwZWQgdGV4dAo=')"),
     ("code", "%js --stdin stdin_9 /skills/dice/scripts/roll.js 2"),
     ("code", "%js /skills/dice/scripts/kit.js 'Replay Me'"),

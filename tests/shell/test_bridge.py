@@ -1,4 +1,4 @@
-"""spec/shell.md 12, "Policy and bridge" (items 1-10) and the issue's bad input, run through
+"""The shell's policy and filesystem bridge (docs/shell.md) and bad input, run through
 a real bashkit interpreter over a real workspace directory."""
 
 from __future__ import annotations

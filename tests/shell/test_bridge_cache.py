@@ -1,4 +1,4 @@
-"""The lean shell bridge (issue 16 item 5): one lease of the workspace lock per call, and what
+"""The lean shell bridge: one lease of the workspace lock per call, and what
 the storage port walked, stated and parsed in a call is reused only until something changes
 it, so answers inside one call are never stale and containment is never weakened."""
 

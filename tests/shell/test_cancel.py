@@ -1,4 +1,4 @@
-"""spec/shell.md 4.3 and 8: cancellation lets started file operations finish and runs nothing
+"""Cancellation (docs/shell.md) lets started file operations finish and runs nothing
 after them."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``js``/``node``/``deno`` inside the shell: cwd, stdin, arguments, exit status, deadline and
-the shared input budget (spec/shell.md 5 and 9, spec/js-and-skills.md 3)."""
+the shared input budget (docs/shell.md, docs/js-and-skills.md)."""
 
 from __future__ import annotations
 

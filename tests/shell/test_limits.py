@@ -1,4 +1,4 @@
-"""spec/shell.md 3: per-file read cap, listing cap and the aggregate input budget."""
+"""Shell limits (docs/shell.md): per-file read cap, listing cap and the aggregate input budget."""
 
 from __future__ import annotations
 

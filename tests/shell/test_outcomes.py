@@ -1,4 +1,4 @@
-"""spec/shell.md 5, 6 and 12 items 14-18: exit mapping, content format, truncation, timeouts."""
+"""Shell outcomes (docs/shell.md): exit mapping, content format, truncation, timeouts."""
 
 from __future__ import annotations
 

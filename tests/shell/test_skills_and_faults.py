@@ -1,5 +1,5 @@
 """The read-only ``skills/`` mount through the shell (12.9) and internal storage faults
-(spec/shell.md 4.4: a fault that is not an ordinary file error aborts the tool call)."""
+(docs/shell.md: a fault that is not an ordinary file error aborts the tool call)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``workspace.shell`` through a real Lab run: stored results, events, auto-commits, explicit
-commits, stale patches and cancellation (spec/shell.md 6.2 and 12 items 1, 11-14, 19-20;
-spec/workspace.md 10)."""
+commits, stale patches and cancellation (docs/shell.md,
+docs/persist.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Auto-commit candidate and resourceRefs bookkeeping of shell calls (spec/shell.md 4.2, 5,
-6.2; spec/workspace.md 6 and 10)."""
+"""Auto-commit candidate and resourceRefs bookkeeping of shell calls (docs/shell.md,
+docs/workspace.md, "Mutation tracking and auto-commit")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Packages that must not crash or stall the parser (issue 11, item 3: a hostile corpus).
+"""Packages that must not crash or stall the parser (a hostile corpus).
 
 Every hostile front matter fails with ``InvalidSkillPackage`` and a one-line message naming the
 line and column in ``SKILL.md``; ``tavernlab skill validate`` prints one line, no traceback. A

@@ -1,4 +1,4 @@
-"""Sources holding several skills (spec/js-and-skills.md 8.7, revision 2, acceptance 3, 8, 9).
+"""Sources holding several skills (docs/js-and-skills.md, "Skill packages").
 
 Each package of a directory or ZIP is validated and installed on its own; invalid ones are
 reported with their folder and message, apart from the installed ones, and never block them.
@@ -157,7 +157,7 @@ def test_acceptance_3_conflict_without_a_choice(repo: SkillRepository, make_skil
 
 def test_reinstalling_a_changed_skill_names_the_choice(repo: SkillRepository, make_skill,
                                                       capsys, tmp_path: Path) -> None:
-    """Issue 11 item 4: the message says how to choose, in Python and on the command line."""
+    """The conflict message says how to choose, in Python and on the command line."""
     folder = make_skill("notes", files={"references/a.md": "one\n"})
     repo.install(folder, scope="profile:writer")
     (folder / "references" / "a.md").write_text("two\n")

@@ -1,6 +1,6 @@
-"""``tavernlab skill lint DIR [--json]`` on a corpus of real legacy and V5 scripts (issue 15
-item 4): the demo's skills, the README's example, the tool tests' package, and one script per
-rule. Every finding line is pinned."""
+"""``tavernlab skill lint DIR [--json]`` on a corpus of real legacy and V5 scripts
+(the demo's skills, the README's example, the tool tests' package, and one script per
+rule). Every finding line is pinned."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Skill package rules (spec/js-and-skills.md 8.1-8.5): SKILL.md, sidecar, files, hash."""
+"""Skill package rules (docs/js-and-skills.md): SKILL.md, sidecar, files, hash."""
 
 from __future__ import annotations
 

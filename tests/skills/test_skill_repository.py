@@ -1,4 +1,4 @@
-"""The installed-skill repository (spec/js-and-skills.md 8.6-8.7)."""
+"""The installed-skill repository (docs/js-and-skills.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Commit to chat and auto-commit (spec/workspace.md section 10).
+"""Commit to chat and auto-commit (docs/persist.md).
 
 The shell reaches storage through the same ``ScopedWorkspaceFs`` and tracker as every other
 caller; these tests drive that view directly (the shell's own tests repeat the scenarios

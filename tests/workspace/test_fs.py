@@ -1,4 +1,4 @@
-"""The ``WorkspaceFs`` storage contract (spec/workspace.md section 5)."""
+"""The ``WorkspaceFs`` storage contract (docs/workspace.md, "The storage port")."""
 
 from __future__ import annotations
 
@@ -501,7 +501,7 @@ def test_special_files_are_refused(fs: WorkspaceFs) -> None:
 
 def test_scans_and_listings_report_planted_nodes_as_refused(fs: WorkspaceFs,
                                                             outside: Path) -> None:
-    """Issue 9: a planted FIFO or symlink is skipped by scans and listings and reported as a
+    """A planted FIFO or symlink is skipped by scans and listings and reported as a
     refused entry; reading it or starting a listing at it still fails."""
     scratch = fs.directory / "scratch"
     os.mkfifo(scratch / "pipe")

@@ -1,4 +1,4 @@
-"""Identifiers (spec/workspace.md section 2) and tool-result file names (section 8.4)."""
+"""Identifiers (docs/layout.md) and tool-result file names (docs/tool-calls.md)."""
 
 from __future__ import annotations
 

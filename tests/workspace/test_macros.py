@@ -1,4 +1,4 @@
-"""Frozen macros (spec/workspace.md section 13): every Acceptance fact plus the table rules."""
+"""Frozen macros (docs/workspace.md, "Frozen macros"): every rule of the table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workspace path rules (spec/workspace.md section 4): order of checks, messages, normalization."""
+"""Workspace path rules (docs/workspace.md, "Paths"): order of checks, messages, normalization."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Persist versions (spec/workspace.md section 9) on real runs in a real lab."""
+"""Persist versions (docs/persist.md) on real runs in a real lab."""
 
 from __future__ import annotations
 

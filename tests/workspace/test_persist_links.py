@@ -1,4 +1,4 @@
-"""Persist states stored by changes (issue 16 item 4): a run's ``persist/`` holds hard links
+"""Persist states stored by changes: a run's ``persist/`` holds hard links
 to its base state's files, publication links what did not change and copies what did, a
 published state's bytes never change under any writer, and the lab's own links are served
 while planted ones are refused."""

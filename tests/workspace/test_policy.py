@@ -1,4 +1,4 @@
-"""Roots and policy (spec/workspace.md section 3) and the scoped view (section 6)."""
+"""Roots and policy (docs/workspace.md) and the scoped view."""
 
 from __future__ import annotations
 

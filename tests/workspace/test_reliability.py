@@ -1,4 +1,4 @@
-"""Concurrent guarded writes: no update is ever lost (issue 2, spec/workspace.md 5.3-5.5).
+"""Concurrent guarded writes: no update is ever lost (docs/workspace.md, "The storage port").
 
 Every writer reads the file, appends its own token to what it read and writes the result with
 ``MustMatchSha256`` of what it read. A write either applies or fails with a Stale conflict; in

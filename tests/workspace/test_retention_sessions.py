@@ -1,4 +1,4 @@
-"""Retention (spec/workspace.md section 11) and sessions (section 12)."""
+"""Retention (docs/persist.md) and sessions (docs/layout.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run records on disk (spec/workspace.md section 8) and the run lifecycle."""
+"""Run records on disk (docs/layout.md) and the run lifecycle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Text metrics, line selection and search scoring (spec/workspace.md 7.2, 7.4, 7.5)."""
+"""Text metrics, line selection and search scoring (docs/workspace.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The word metric (spec/workspace.md 7.2) against the implementation it replaced.
+"""The word metric against the implementation it replaced.
 
 ``old_count_words`` (``tests/text_oracle.py``) is the old regular expression, kept verbatim:
 the windowed :func:`count_words` must agree with it on every input, which the spec examples,

@@ -1,4 +1,4 @@
-"""The texts and refusals of ``workspace.commit`` and ``workspace.finish`` (spec 7.9, 7.10)."""
+"""The texts and refusals of ``workspace.commit`` and ``workspace.finish`` (docs/workspace.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Common rules of the model-facing tools (spec/workspace.md 7.1): arguments, path errors,
+"""Common rules of the model-facing tools (docs/tool-calls.md): arguments, path errors,
 hidden files, planted symlinks, availability."""
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> 
 
 def test_planted_nodes_are_skipped_by_listings_and_searches(busy_run: Run, put: Put,
                                                            outside: Path) -> None:
-    """Issue 9: one planted FIFO or symlink under ``scratch/`` no longer makes a listing or a
+    """One planted FIFO or symlink under ``scratch/`` no longer makes a listing or a
     search of the whole workspace fail: the entry is skipped, reported, and the rest goes on."""
     put(busy_run, "scratch/notes.md", "alpha notes")
     scratch = busy_run.workspace_dir / "scratch"

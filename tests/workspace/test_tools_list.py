@@ -1,4 +1,4 @@
-"""``workspace.list_files`` (spec/workspace.md 7.3)."""
+"""``workspace.list_files`` (docs/workspace.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``workspace.apply_patch`` (spec/workspace.md 7.7) and the patch rules of 6.1."""
+"""``workspace.apply_patch`` (docs/workspace.md) and its read-record rules."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_patched_text_files_become_the_candidate(run: Run) -> None:
     assert run.tracker.candidate == "scratch/a.md"
 
 
-# --- the write limit (issue 9) -------------------------------------------------------------------
+# --- the write limit ---------------------------------------------------------------------------
 
 
 def too_large(size: int) -> str:

@@ -1,4 +1,4 @@
-"""``workspace.read_file`` (spec/workspace.md 7.5) and its read records (6.1)."""
+"""``workspace.read_file`` (docs/workspace.md) and its read records."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``workspace.search_files`` (spec/workspace.md 7.4)."""
+"""``workspace.search_files`` (docs/workspace.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``workspace.write_file`` (spec/workspace.md 7.6) and its read-record rules (6.1)."""
+"""``workspace.write_file`` (docs/workspace.md) and its read-record rules."""
 
 from __future__ import annotations
 
@@ -237,7 +237,7 @@ def test_text_writes_become_the_candidate(run: Run) -> None:
 
 
 def test_writes_over_the_write_limit_are_refused(run: Run, put: Put) -> None:
-    """tavernlab's 8 MiB write limit of the text tools (issue 9): nothing is written."""
+    """tavernlab's 8 MiB write limit of the text tools: nothing is written."""
     message = ("the file would be {} bytes, over the 8388608-byte write limit; split the text "
                "across several files")
     assert write(run, "scratch/big.md", "x" * (MAX_WRITE_BYTES + 1)) == (

@@ -1,4 +1,4 @@
-"""spec/worktree.md 2.2, 2.3, 2.4: run-gate, cleanup and run-script."""
+"""The worktree tools (docs/worktrees.md): run-gate, cleanup and run-script."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 3.1, 3.3, 3.4: configuration files, security model and precedence."""
+"""Configuration (docs/worktrees.md): the two files, security model and precedence."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 9.1, 9.2, 9.6 (acceptance 1-11): GC plans and their application."""
+"""Garbage collection (docs/worktrees.md): GC plans and their application."""
 
 from __future__ import annotations
 

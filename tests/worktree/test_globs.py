@@ -1,4 +1,4 @@
-"""spec/worktree.md 4.2-4.4: file globs, clone globs and the clone copy."""
+"""Provisioning (docs/worktrees.md): file globs, clone globs and the clone copy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 3.5 and 3.6: lifecycle hooks and their environment."""
+"""Configuration (docs/worktrees.md): lifecycle hooks and their environment."""
 
 from __future__ import annotations
 

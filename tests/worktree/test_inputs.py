@@ -1,4 +1,4 @@
-"""Injection and escapes (issue 10): refs are ref names, paths stay inside their root, slugs
+"""Injection and escapes: refs are ref names, paths stay inside their root, slugs
 are matched in full, and every caller value reaches git after ``--end-of-options``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Interrupts take the cancellation path (issue 10): a real SIGINT to a real subprocess while
+"""Interrupts take the cancellation path: a real SIGINT to a real subprocess while
 it waits in the queue, runs ``depsCmd``, runs a setup hook or runs a gate."""
 
 from __future__ import annotations

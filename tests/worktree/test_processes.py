@@ -1,4 +1,4 @@
-"""Processes never outlive their owner (issue 10): services die with their whole process
+"""Processes never outlive their owner: services die with their whole process
 group, stop is bounded, cleanup stops services first, and services are stopped when the
 Python process that started them exits — a plain interpreter and a real Jupyter kernel."""
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 2.1: worktree.provision on real repositories."""
+"""``worktree.provision`` (docs/worktrees.md) on real repositories."""
 
 from __future__ import annotations
 

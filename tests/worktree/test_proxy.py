@@ -1,4 +1,4 @@
-"""The reverse proxy on h11 (issue 10): framing errors, chunked bodies, pipelining, slow
+"""The reverse proxy on h11: framing errors, chunked bodies, pipelining, slow
 clients, WebSockets and a burst of concurrent requests, all over real sockets on 127.0.0.1."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""spec/worktree.md 9.3-9.5 (acceptance 12-14): salvage, fast removal, the GC routine."""
+"""Garbage collection (docs/worktrees.md): salvage, fast removal, the GC routine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runtime objects, clocks and ids, and the error family (issues 8 and 9, worktree share)."""
+"""Runtime objects, clocks and ids, and the error family of the worktree package."""
 
 from __future__ import annotations
 

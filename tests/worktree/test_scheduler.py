@@ -1,4 +1,4 @@
-"""spec/worktree.md 6.1-6.3 (unit acceptance 1-12): limits, fairness, caps, load guard."""
+"""The provisioning scheduler (docs/worktrees.md): limits, fairness, caps, load guard."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 6.3 acceptance 13-18: the scheduler driving real provisions (cap 1)."""
+"""Provisioning (docs/worktrees.md): the scheduler driving real provisions (cap 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""spec/worktree.md 5.x: ports, hostnames, the proxy (real HTTP and WebSocket traffic) and
+"""Services (docs/worktrees.md): ports, hostnames, the proxy (real HTTP and WebSocket traffic) and
 supervised services end to end."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""spec/worktree.md 8.x: tree state, integration, liveness, classification, forge."""
+"""Status (docs/worktrees.md): tree state, integration, liveness, classification, forge."""
 
 from __future__ import annotations
 

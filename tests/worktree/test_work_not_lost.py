@@ -1,4 +1,4 @@
-"""Work that must not be lost (issue 10): upstream's ``classifyTip`` ladder on real
+"""Work that must not be lost: upstream's ``classifyTip`` ladder on real
 branches, and cleanliness checks that ``status.showUntrackedFiles=no`` cannot fool."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""spec/worktree.md 7.1: the worktree-agent workflow (tavernlab ships no ``worktree-agent``
-command line, see :mod:`tavernlab.worktree.workflow`)."""
+"""The worktree-agent workflow with a Python callable as the agent host (the command line and
+the daemon host are tested in ``test_worktree_agent_cli.py``)."""
 
 from __future__ import annotations
 

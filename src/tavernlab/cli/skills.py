@@ -13,7 +13,7 @@ package (its warnings follow on indented ``  warning: ...`` lines) and ``invalid
 <message>`` (``invalid: <folder>: <message>`` for ``install``) for one that failed validation
 (``.`` is the source's top). The valid packages are
 installed all the same; the command exits 1 when any package was invalid (tavernlab's way of
-surfacing spec 8.7's report). A bad source as a whole (missing, unreadable, no ``SKILL.md``
+surfacing the install report). A bad source as a whole (missing, unreadable, no ``SKILL.md``
 anywhere, a refused archive) or a conflict without ``--replace``/``--skip`` prints one line,
 ``error: <code>: <message>``, and exits 1 (the shared handler in :mod:`tavernlab.cli`);
 nothing is installed or written then.

@@ -35,6 +35,7 @@ from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with
 from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import Forge, UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.listing import find_worktree, list_worktrees, main_repo_root, real
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
 from tavernlab.worktree.salvage import salvage_worktree
@@ -294,7 +295,7 @@ def _register_new(command: Command) -> None:
     new = command("new", _new, "provision a worktree (progress on stderr; Ctrl-C cancels)")
     new.add_argument("slug", help="lowercase kebab-case name, e.g. fix-login")
     new.add_argument("--repo", default=".", help="repository (default: current directory)")
-    new.add_argument("--base", default="origin/main", help="ref to branch from")
+    new.add_argument("--base", default=DEFAULT_REF, help="ref to branch from")
     new.add_argument("--branch", help="branch name (default wt/<slug>)")
     new.add_argument("--dir", help="worktree directory (default <repo>/../_worktrees/<slug>)")
     new.add_argument("--deps-cmd", help="install command run in the worktree")
@@ -321,7 +322,7 @@ def _register_services(command: Command) -> None:
             sub.add_argument("script")
         sub.add_argument("--worktree", default=".", help="worktree (default: current dir)")
         sub.add_argument("--branch", help="branch (default: the worktree's)")
-        sub.add_argument("--base", default="origin/main")
+        sub.add_argument("--base", default=DEFAULT_REF)
         if name == "services":
             sub.add_argument("--proxy-port", type=int, default=None)
     start = command("start", _start,
@@ -329,7 +330,7 @@ def _register_services(command: Command) -> None:
     start.add_argument("scripts", nargs="+", metavar="script")
     start.add_argument("--worktree", default=".")
     start.add_argument("--branch")
-    start.add_argument("--base", default="origin/main")
+    start.add_argument("--base", default=DEFAULT_REF)
     start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
     start.add_argument("--seconds", type=float, help="stop after this many seconds")
     stop = command("stop", _stop, "stop a service started by this process")
@@ -341,14 +342,14 @@ def _register_removal(command: Command) -> None:
     rm = command("rm", _rm, "stop services, run teardown and remove a worktree")
     rm.add_argument("path")
     rm.add_argument("--repo", default=".")
-    rm.add_argument("--base", default="origin/main")
+    rm.add_argument("--base", default=DEFAULT_REF)
     rm.add_argument("--delete-branch", action="store_true")
     rm.add_argument("--no-teardown", action="store_true")
     rm.add_argument("--discard-untracked", action="store_true")
     rm.add_argument("--discard-modified", action="store_true")
     archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
     archive.add_argument("path")
-    archive.add_argument("--base", default="origin/main")
+    archive.add_argument("--base", default=DEFAULT_REF)
     archive.add_argument("--keep-branch", action="store_true")
     archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
     gc = command("gc", _gc, "plan (or --apply) garbage collection of worktrees")

@@ -77,7 +77,7 @@ def _wait_listening(port: int) -> None:
 
 
 def _remove_previous(base: Path) -> None:
-    """Delete the previous play's directory. Its worktrees' ``.trash`` drainer (spec 9.4,
+    """Delete the previous play's directory. Its worktrees' ``.trash`` drainer (docs/worktrees.md,
     detached on purpose) may still be deleting entries under it, so an entry vanishing
     mid-walk is expected: try again a few times, then let a real error through."""
     for _ in range(20):

@@ -1,4 +1,4 @@
-"""Run events: one pydantic model per event type, tagged by ``type`` (spec/workspace.md 8.3).
+"""Run events: one pydantic model per event type, tagged by ``type`` (docs/events.md).
 
 :mod:`~tavernlab.events.base` holds the envelope (:class:`Event`) and the shared
 :class:`Model`; the families are :mod:`~tavernlab.events.lifecycle` (creation, status,

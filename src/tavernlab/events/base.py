@@ -1,7 +1,7 @@
 """The envelope every run event shares, and the rules for reading one back.
 
 Every line of a run's ``events.jsonl`` is an envelope ``{seq, id, runId, timestamp, level,
-type, payload, eventScope?}`` (spec/workspace.md 8.3). The event types tavernlab writes have
+type, payload, eventScope?}`` (docs/events.md). The event types tavernlab writes have
 their own model (a subclass of :class:`Event` with a ``Literal`` ``type`` tag and a typed
 payload); any other upstream type read from disk parses as the generic :class:`Event` with a
 plain ``payload`` dict. Rendering lives elsewhere (:mod:`tavernlab.views`).
@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 
 Level = Literal["debug", "info", "warn", "error"]
 
-#: Every event type upstream V5 defines (section 8.3).
+#: Every event type upstream V5 defines (docs/events.md).
 EVENT_TYPES: frozenset[str] = frozenset({
     "run_created", "generation_intent_recorded", "status_changed", "workspace_initialized",
     "persistent_projection_initialized", "context_assembled", "skill_scopes_resolved",

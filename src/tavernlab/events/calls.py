@@ -1,5 +1,5 @@
 """Events of a tool call: requested, started, result stored, completed or failed, and the
-file events the text tools add (spec/workspace.md 8.3)."""
+file events the text tools add (docs/events.md)."""
 
 from __future__ import annotations
 

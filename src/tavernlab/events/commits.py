@@ -1,5 +1,5 @@
-"""Events of committing to the chat and publishing persist states (spec/workspace.md 8.3,
-sections 9 and 10)."""
+"""Events of committing to the chat and publishing persist states (docs/events.md,
+docs/persist.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Events of a run's life: creation, status, the workspace, invocations, the end.
 
-The payload shapes are upstream's where known (spec/workspace.md 8.3); where upstream's V5
+The payload shapes are upstream's where known (docs/events.md); where upstream's V5
 shape is unknown tavernlab chooses the one documented on the payload.
 """
 

@@ -1,5 +1,5 @@
 """How a run reaches the chat: commits (explicit and automatic), sub-agent results and the
-end of the run with its persist state (spec/workspace.md sections 9 and 10).
+end of the run with its persist state (docs/persist.md).
 
 tavernlab choices where upstream is unknown (documented here): auto-commits happen when a
 round ends, only for foreground Chat runs before their first explicit commit (a foreground

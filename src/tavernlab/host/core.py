@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory, is_deterministic, rfc3339
-from tavernlab.errors import RunStateError
+from tavernlab.errors import InvalidData, RunStateError
 from tavernlab.events import (
     AgentInvocationCreated,
     Event,
@@ -295,7 +295,12 @@ class RunCore:
         """An agent of this run with its own policy view over the shared workspace."""
         scope = ScopedWorkspaceFs(self.fs, profile.policy(), skills=self.skills_mount,
                                   tracker=self.tracker)
-        invocation = Invocation(invocation_id or self.ids.new("inv"), agent_id, mode=mode,
+        if invocation_id is None:
+            invocation_id = self.ids.new("inv")
+            if (self.dir / "tool-args" / invocation_id).exists():
+                raise InvalidData(f"invocation id `{invocation_id}` from the lab's id factory "
+                                  "is already taken by an agent of this run")
+        invocation = Invocation(invocation_id, agent_id, mode=mode,
                                 profile=profile, scope=scope, skills=self.skills)
         if announce:
             self.announce(invocation)

@@ -1,4 +1,4 @@
-"""Executing one tool call the way the host does (spec/workspace.md sections 7.1 and 8).
+"""Executing one tool call the way the host does (docs/tool-calls.md).
 
 :func:`call_tool` writes the arguments file, the ``tool_call_*`` events, the stored result and
 the status changes around the handler; :class:`CallContext` is what the handler sees (the

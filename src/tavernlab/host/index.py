@@ -1,5 +1,5 @@
 """The run index: ``index/runs/<run-id>.json`` (a copy of ``run.json``) and
-``index/run-summaries/<run-id>.json`` (spec/workspace.md 8.1), how a lab finds its runs."""
+``index/run-summaries/<run-id>.json`` (docs/layout.md), how a lab finds its runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Invocations: the agents of a run (spec/workspace.md sections 1 and 3.2).
+"""Invocations: the agents of a run (docs/workspace.md).
 
 An Invocation is one agent inside a run: the main agent, or a return-mode sub-agent that
 shares the run workspace with roots filtered by its own Profile. It owns its policy view

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import is_deterministic, seed_from
+from tavernlab.errors import InvalidData
 from tavernlab.events import JsJobEnd, JsJobFinished, JsJobStart, JsJobStarted
 from tavernlab.host.core import RunCore
 from tavernlab.workspace.fs import sha256_hex
@@ -35,6 +36,9 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
     from tavernlab.js.command import run_js_command
 
     job_id = core.ids.new("job")
+    if (core.dir / "js-jobs" / f"{job_id}.json").exists():
+        raise InvalidData(f"job id `{job_id}` from the lab's id factory is already taken by a "
+                          "job of this run; nothing was run")
     core.note(JsJobStarted, JsJobStart(
         job_id=job_id, invocation_id=core.main.id, command=command, argv=args, cwd=cwd,
         stdin_sha256=None if data is None else sha256_hex(data),

@@ -1,6 +1,6 @@
 """``Lab``: one data directory holding chats, runs, sessions, skills and settings.
 
-The on-disk layout is upstream's (spec/workspace.md section 8)::
+The on-disk layout is upstream's (docs/layout.md)::
 
     <lab>/_tauritavern/
       agent-workspaces/
@@ -14,6 +14,7 @@ The on-disk layout is upstream's (spec/workspace.md section 8)::
       skills/                               see tavernlab.skills
       host-chats/<workspace-id>.json        the simulated host's chats
       settings.json                         agent.retention
+      sequential-ids.json                   ids SequentialIds handed out (host.reservations)
 
 A lab is created on first use; two processes (two kernels) may share one lab. Each lab has
 its own tool registry (``tools=``), services (``services=``), clock and id factory
@@ -36,6 +37,7 @@ from tavernlab.clock import (
     SYSTEM_CLOCK,
     Clock,
     IdFactory,
+    SequentialIds,
     clock_settings,
     ids_settings,
 )
@@ -46,6 +48,7 @@ from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.presentation import present
 from tavernlab.host.registry import ToolProvider, ToolRegistry
+from tavernlab.host.reservations import LabIdReservations
 from tavernlab.host.run import Run
 from tavernlab.host.services import LabServices
 from tavernlab.host.sessions import Session, SessionStore
@@ -82,6 +85,9 @@ class Lab:
     ``tools`` replaces the default tool set (providers or :class:`ToolSpec` objects, see
     :mod:`tavernlab.host.registry`); ``services`` gives the lab its own worker pool
     (default: the process-wide one); ``clock`` and ``ids`` make its records deterministic.
+    A :class:`~tavernlab.clock.SequentialIds` given here continues after every id its seed
+    has handed out in this lab before (:mod:`tavernlab.host.reservations`), so opening the
+    lab again with the same seed never mints the id of a record that exists.
     Use it as a context manager (or call :meth:`close`) to release what it started.
     """
 
@@ -95,6 +101,8 @@ class Lab:
         self.workspaces_dir.mkdir(parents=True, exist_ok=True)
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.ids: IdFactory = ids or RANDOM_IDS
+        if isinstance(self.ids, SequentialIds):
+            self.ids.continues_in(LabIdReservations(self.data_dir, self.ids.prefix_seed))
         self.services = services or LabServices.shared()
         self.tools = ToolRegistry.build(tools, self.services)
         self.index = RunIndex(self.workspaces_dir)
@@ -146,7 +154,7 @@ class Lab:
 
     @property
     def sessions(self) -> SessionStore:
-        """Persistent agent sessions (spec/workspace.md section 12)."""
+        """Persistent agent sessions (docs/layout.md)."""
         if self._sessions is None:
             self._sessions = SessionStore(self.workspaces_dir, self.index, clock=self.clock,
                                           ids=self.ids)
@@ -154,7 +162,7 @@ class Lab:
 
     @property
     def retention(self) -> Retention:
-        """Run retention: plan, apply and auto-prune (spec/workspace.md section 11)."""
+        """Run retention: plan, apply and auto-prune (docs/persist.md)."""
         if self._retention is None:
             from tavernlab.host.retention import Retention
 

@@ -1,5 +1,5 @@
 """Stored tool results: ``tool-results/<key>/<record>.json`` and readable views
-(spec/workspace.md 8.4).
+(docs/tool-calls.md).
 
 External results (every tool that is not a builtin: its id starts with neither
 ``workspace.`` nor ``builtin:``) longer than the Profile's ``externalResultInlineCharLimit``

@@ -1,4 +1,4 @@
-"""Run retention (spec/workspace.md section 11).
+"""Run retention (docs/persist.md).
 
 Settings live in ``_tauritavern/settings.json`` under ``agent.retention``. Only terminal Chat
 runs are ranked (newest ``createdAt`` first, across the whole lab): rank below

@@ -1,4 +1,4 @@
-"""``Run``: the user's handle on one agent execution (spec/workspace.md sections 8 and 10).
+"""``Run``: the user's handle on one agent execution (docs/layout.md).
 
 A :class:`Run` is created by :meth:`tavernlab.Lab.start_run` (or reopened with
 :meth:`tavernlab.Lab.open_run`). A notebook drives it the way a model would:
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tavernlab.errors import RunStateError, ToolError
+from tavernlab.errors import InvalidData, RunStateError, ToolError
 from tavernlab.events import Event, Reason, RunCancelRequested
 from tavernlab.host import commits, dispatch
 from tavernlab.host.core import RunCore
@@ -33,6 +33,7 @@ from tavernlab.shell.result import ShellResult
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
+from tavernlab.workspace.ids import check_call_id
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, read_json
@@ -191,7 +192,15 @@ class Run:
         another thread; a KeyboardInterrupt while waiting cancels it too and is re-raised.
         ``on_output(stdout, stderr)`` receives a streaming tool's output (the shell's) as it
         is produced, on the thread that produces it.
+
+        ``call_id`` (default: the run's next ``call_<n>``) must match
+        ``[A-Za-z0-9_.:-]{1,256}``, the shape of the ids the host mints and providers send;
+        any other value is refused with ``workspace.invalid_data`` naming ``call_id`` before
+        anything is written (an id reaches records, file names and generated notebooks).
         """
+        if call_id is not None:
+            check_call_id(call_id)
+        _check_text(tool_id, "tool_id")
         return dispatch.call_tool(self._core, self._registry, invocation or self._core.main,
                                   tool_id, {} if arguments is None else arguments, call_id,
                                   on_output)
@@ -207,7 +216,10 @@ class Run:
 
         Its roots are filtered by its own (target) Profile; it cannot commit or finish and
         ends with the ``task.return`` tool, which writes ``summaries/<agent>-result.md``.
+        ``agent_id`` has the shape of a call id (``[A-Za-z0-9_.:-]{1,256}``, else
+        ``workspace.invalid_data`` naming ``agent_id``, before anything is written).
         """
+        check_call_id(agent_id, "agent_id")
         return self._core.start_subagent(agent_id, profile or self._core.profile)
 
     @property
@@ -284,15 +296,24 @@ class Run:
         The journal keeps digests only; the job's own bytes (stdin, ``eval_name``, exit code,
         stdout, stderr) go to the run's hidden ``js-jobs/<job-id>.json`` (stdin as base64),
         which is what lets :mod:`tavernlab.replay` play the job again and diff its output.
+        Every argument, ``cwd``, a text ``stdin`` and ``eval_name`` must be text that can be
+        written (no lone surrogate), else ``workspace.invalid_data`` before anything runs.
         """
         core = self._core
-        core.require_active()
-        core.prepare_round()
         if isinstance(argv, str):
             import shlex
 
             argv = shlex.split(argv)
         args = list(argv)
+        for arg in args:
+            _check_text(arg, "argv")
+        _check_text(cwd, "cwd")
+        if isinstance(stdin, str):
+            _check_text(stdin, "stdin")
+        if eval_name is not None:
+            _check_text(eval_name, "eval_name")
+        core.require_active()
+        core.prepare_round()
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         with core.feed.batch():
             return run_js_job(core, self._services.js_pool, args, cwd, data, command,
@@ -365,3 +386,15 @@ class Run:
         """Every stored tool result of the run, in call order."""
         return [read_json(self.workspace_dir / event.payload.path)
                 for event in self.events(types="tool_result_stored", journal=False)]
+
+
+def _check_text(value: object, what: str) -> None:
+    """A string ``value`` must be text the run's records can hold (UTF-8: no lone
+    surrogate); other types are left to the checks further on."""
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidData(f"{what} must be valid Unicode text (found a lone surrogate)"
+                          ) from None

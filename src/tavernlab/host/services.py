@@ -12,7 +12,7 @@ stops what it started: its worker processes, its helper thread, the services its
 started and the proxies they opened. Closing a lab never stops the shared services, which
 live until the process exits (the worktree services' exit hook stops them then).
 
-Each resource is made on first use, from a factory (issue 16: a process whose first tool call
+Each resource is made on first use, from a factory (so that a process whose first tool call
 writes a file loads neither the worker pool nor the worktree runtime, nor their engines).
 """
 

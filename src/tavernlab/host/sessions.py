@@ -1,4 +1,4 @@
-"""Persistent agent sessions (spec/workspace.md section 12).
+"""Persistent agent sessions (docs/layout.md).
 
 Layout under ``agent-workspaces/sessions/``::
 

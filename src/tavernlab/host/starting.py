@@ -1,5 +1,5 @@
 """Starting and reopening runs: validation first, then the run's files in upstream's order
-(spec/workspace.md sections 1, 8 and 13).
+(docs/layout.md).
 
 A new run writes ``run.json``, ``run_created``, its roots, ``input/`` (prompt snapshot,
 resolved Profile, skill bindings, system prompt, persist snapshot) and ``manifest.json``, then
@@ -114,7 +114,7 @@ class RunFactory:
         macros = FrozenMacros.from_snapshot(snapshot or {})
         base = None if persist_base is None else chat.persist.load(persist_base)
         bound, mount = self._bind(profile, names, scopes, macros)
-        run_id = self.ids.new("run")
+        run_id = self._new_run_id(chat.workspace_dir / "runs")
         run_dir = chat.workspace_dir / "runs" / run_id
         now = self.clock.now()
         record = RunRecord(
@@ -154,7 +154,7 @@ class RunFactory:
         session = sessions.get(session_id)
         macros = FrozenMacros.from_snapshot(None)
         bound, mount = self._bind(profile, names, scopes, macros)
-        run_id = self.ids.new("run")
+        run_id = self._new_run_id(session.dir / "runs")
         run_dir = session.dir / "runs" / run_id
         now = self.clock.now()
         record = RunRecord(id=run_id, target=SessionTarget(session_id=session.id),
@@ -170,6 +170,18 @@ class RunFactory:
             core.set_status("initializing_workspace")
             _assemble(core, bound)
         return core
+
+    def _new_run_id(self, runs_dir: Path) -> str:
+        """A run id from the lab's factory that no run of the lab holds (an index entry, or
+        a run directory where the new one would go); a taken one is refused before anything
+        is written, never written over."""
+        run_id = self.ids.new("run")
+        if (runs_dir / run_id).exists() or (self.index.runs_dir / f"{run_id}.json").exists():
+            raise InvalidData(f"run id `{run_id}` from the lab's id factory is already taken "
+                              "by a run of this lab; nothing was written (deterministic ids "
+                              "must continue after the lab's records: give the Lab its "
+                              "SequentialIds, or use another seed)")
+        return run_id
 
     def _bind(self, profile: Profile, names: list[str] | None,
               scopes: Mapping[str, str] | None, macros: FrozenMacros

@@ -271,7 +271,7 @@ export const { workspace, context, macros, log } = k.api;
 #: The runtime API module, registered under each runtime name of a job.
 RUNTIME_SOURCE = f"export {{ workspace, context, macros, log }} from {json.dumps(CORE_MODULE)};\n"
 
-#: Legacy entry messages (spec 7.2).
+#: Legacy entry messages (docs/js-and-skills.md).
 NO_ENTRY_FUNCTION = "skill script must export a `default` or `main` function"
 NOT_SERIALIZABLE = ("skill script must return a JSON-serializable value; `undefined` and "
                     "functions cannot be returned (return `null` explicitly instead)")

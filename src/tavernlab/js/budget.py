@@ -1,4 +1,4 @@
-"""The aggregate input budget of one shell call (spec/shell.md section 3).
+"""The aggregate input budget of one shell call (docs/shell.md).
 
 Every byte a shell call pulls in from the workspace - file bytes read through the bridge,
 JavaScript module sources (including stdin and ``-e`` modules) and bytes returned by

@@ -1,6 +1,6 @@
 """Built-in modules: the one place where a bare module name becomes a module.
 
-A script imports a built-in module by its exact name (spec/js-and-skills.md 3.8: names are
+A script imports a built-in module by its exact name (docs/js-and-skills.md: names are
 case-sensitive and never extended, so ``@tauritavern/Kit/marked`` and
 ``@tauritavern/kit/marked/lib.js`` are just other bare names). Every mode has one
 :class:`BuiltinModules` set, held by its module loader (:mod:`tavernlab.js.loaders`), and
@@ -10,7 +10,7 @@ the loader's own path rules:
 * a :class:`BuiltinModule` without ``source`` is the runtime API module: the worker registers
   its own source under that name (:data:`tavernlab.js.bootstrap.RUNTIME_SOURCE`);
 * a :class:`BuiltinModule` with a ``source`` callable is a self-contained ES module shipped by
-  the host (the script kit of section 3.10): its text is fetched once per job that imports it,
+  the host (the script kit): its text is fetched once per job that imports it,
   registered under its exact name, never scanned or rewritten, and offered to the loader's
   ``admit_builtin`` (the V5 command charges its bytes to the shell call's input budget; legacy
   scripts do not count it toward the skill's snapshot). A ``source`` that cannot produce the
@@ -99,10 +99,10 @@ def kit_builtin(name: str) -> BuiltinModule:
     return BuiltinModule(name, source=source, group="kit")
 
 
-#: The six kit modules (section 3.10), shared by both modes.
+#: The six kit modules, shared by both modes.
 KIT_BUILTINS = tuple(kit_builtin(name) for name in KIT_MODULES)
-#: The V5 command's built-in modules (section 3.8).
+#: The V5 command's built-in modules.
 COMMAND_BUILTINS = BuiltinModules([BuiltinModule(RUNTIME_MODULE), *KIT_BUILTINS])
-#: The legacy engine's built-in modules (7.3, 7.4): the V2 name, the V3 name and the kit.
+#: The legacy engine's built-in modules: the V2 name, the V3 name and the kit.
 LEGACY_BUILTINS = BuiltinModules([BuiltinModule(LEGACY_RUNTIME_MODULE),
                                   BuiltinModule(RUNTIME_MODULE), *KIT_BUILTINS])

@@ -1,4 +1,4 @@
-"""The V5 ``js`` / ``node`` / ``deno`` command (spec/js-and-skills.md sections 3 and 5).
+"""The V5 ``js`` / ``node`` / ``deno`` command (docs/js-and-skills.md).
 
 :func:`run_js_command` is the one entry point; the shell registers it as a bashkit builtin and
 ``run.js(...)`` / ``%%js`` call it directly::
@@ -169,7 +169,7 @@ def check_eval_name(eval_name: str, line: CommandLine) -> None:
 
 
 def _process_argv(command: str, line: CommandLine, name: str) -> tuple[str, ...]:
-    """``process.argv`` (3.4): the command, the entry (none for eval), the arguments."""
+    """``process.argv``: the command, the entry (none for eval), the arguments."""
     entry = () if line.kind == "eval" else (name if line.kind == "file" else "-",)
     return (command, *entry, *line.args)
 

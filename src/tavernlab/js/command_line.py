@@ -1,4 +1,4 @@
-"""The ``js`` / ``node`` / ``deno`` command line (spec/js-and-skills.md 3.1-3.3).
+"""The ``js`` / ``node`` / ``deno`` command line (docs/js-and-skills.md).
 
 :func:`parse_command_line` scans the arguments left to right until the source is known and
 option parsing stops; every problem is a :class:`~tavernlab.js.errors.JsArgumentError` with
@@ -42,7 +42,7 @@ class CommandLine:
 
 def parse_command_line(argv: list[str], command: str = "js",
                        stdin: bytes | None = None) -> CommandLine:
-    """Scan ``argv`` (without the command name) per spec 3.1-3.3; ``stdin`` is the piped
+    """Scan ``argv`` (without the command name), left to right; ``stdin`` is the piped
     bytes (``None``: nothing piped). Raises :class:`JsArgumentError`."""
     if command == "deno":
         argv, eval_source = _deno_subcommand(argv)

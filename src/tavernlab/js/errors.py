@@ -121,7 +121,7 @@ class SkillScriptContextError(SandboxError):
         super().__init__(f"agent.invalid_skill_script_context: {detail}")
 
 
-# --- the script kit (spec 3.10; tavernlab's own wording: upstream ships the kit in its binary)
+# --- the script kit (tavernlab's own wording: upstream ships the kit in its binary)
 
 
 class KitError(SandboxError):

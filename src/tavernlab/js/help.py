@@ -1,4 +1,4 @@
-"""``js --help`` (spec/js-and-skills.md section 5; the wording is tavernlab's own).
+"""``js --help`` (docs/js-and-skills.md; the wording is tavernlab's own).
 
 The text is assembled: fixed paragraphs plus a "Built-in modules" paragraph generated from the
 command's :class:`~tavernlab.js.builtins.BuiltinModules`, so the help lists exactly the

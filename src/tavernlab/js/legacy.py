@@ -1,4 +1,4 @@
-"""The legacy ``skill.run_script`` engine (spec/js-and-skills.md section 7, seed 003).
+"""The legacy ``skill.run_script`` engine (docs/js-and-skills.md, "The legacy engine").
 
 The tool (:mod:`tavernlab.skills.run_script`) builds a :class:`SkillScriptRequest` - the
 entry, the ``scripts/**/*.js`` module snapshot, ``args``, the Invocation's roots, a text
@@ -16,7 +16,7 @@ snapshot of the workspace and the context JSON - and :func:`run_skill_script` ex
 * nothing touches storage: the outcome holds the final-state delta sorted by path and the
   path of the last ``writeText`` call; the tool writes it back.
 
-Limits (7.7): 30 s execution (``time_limit``, starting when a worker takes the job; queueing
+Limits: 30 s execution (``time_limit``, starting when a worker takes the job; queueing
 does not count), result 256 KiB, 64 modules / 2 MiB, 8 MiB input, 1 MiB output. Logs are
 forwarded as they happen to the Python logger ``tavernlab.skill_script`` with the prefix
 ``[skill-script]`` at their level and never reach the model.
@@ -129,7 +129,7 @@ class SkillScriptOutcome:
 
 def legacy_context(snapshot: Mapping[str, Any] | None, macros: FrozenMacros) -> dict[str, Any]:
     """``{worldInfo: {entries}, variables: {local, global}, macro}`` from the frozen prompt
-    snapshot (7.1 step 7); raises :class:`SkillScriptContextError` when it is malformed."""
+    snapshot; raises :class:`SkillScriptContextError` when it is malformed."""
     macro = macros.context_macro() or {"names": {}, "character": {}, "system": {}, "chat": {}}
     if snapshot is None:
         return {"worldInfo": {"entries": []}, "variables": {"local": {}, "global": {}},
@@ -162,7 +162,7 @@ def legacy_context(snapshot: Mapping[str, Any] | None, macros: FrozenMacros) -> 
 
 def check_module_snapshot(skill: str, count: int, size: int) -> None:
     """A module snapshot of ``count`` modules and ``size`` source bytes may hold at most 64
-    modules and 2 MiB, else :class:`SkillScriptValidationError` (7.1 step 4)."""
+    modules and 2 MiB, else :class:`SkillScriptValidationError`."""
     if count > LEGACY_MAX_MODULES or size > LEGACY_MODULE_BYTES:
         raise SkillScriptValidationError(
             f"skill `{skill}` scripts exceed the {LEGACY_MAX_MODULES}-module / "

@@ -1,4 +1,4 @@
-"""The numbers and fixed messages of the JavaScript sandbox (spec/js-and-skills.md 2, 3, 7.7).
+"""The numbers and fixed messages of the JavaScript sandbox (docs/js-and-skills.md).
 
 Kept in one small module without other tavernlab imports because both sides of the process
 boundary need them: the parent (command, pool, runtime API, legacy engine) and the worker
@@ -28,7 +28,7 @@ MAX_CONCURRENT_JOBS = 2
 WORKER_RSS_LIMIT = 64 * MIB
 #: Upstream's 30 s, in seconds, defined once: the whole-call deadline of ``workspace.shell``
 #: (and so of every ``js`` run inside it), the deadline of a ``js`` run started without one,
-#: and the legacy ``skill.run_script`` execution limit (7.7).
+#: and the legacy ``skill.run_script`` execution limit.
 DEFAULT_DEADLINE_S = 30.0
 
 # --- the V5 command -------------------------------------------------------------------------
@@ -61,7 +61,7 @@ INVALID_DATA_PREFIX = "Invalid data: "
 def path_not_found(verb: str, path: str) -> str:
     """``Cannot <verb> `<path>`: path not found. Check the directory with
     workspace.listFiles.`` with ``path`` in shell form (``/scratch/a.txt``): the missing
-    script (3.3), ``readText`` and ``listFiles(dir)`` (4.1)."""
+    script, ``readText`` and ``listFiles(dir)``."""
     return (f"Cannot {verb} `{path}`: path not found. Check the directory with "
             "workspace.listFiles.")
 
@@ -75,7 +75,7 @@ INTERRUPT_REASONS: dict[str, str] = {
     "stack": f"JavaScript exceeded the {STACK_LIMIT // KIB} KiB stack limit.",
 }
 
-# --- the legacy skill.run_script engine (spec 7.7) ------------------------------------------
+# --- the legacy skill.run_script engine (docs/js-and-skills.md) -----------------------------
 
 LEGACY_RESULT_LIMIT = 256 * KIB
 LEGACY_MAX_MODULES = 64

@@ -114,7 +114,7 @@ class WorkspaceModuleLoader:
     Canonical names are absolute shell paths (``/skills/demo/scripts/lib.js``). A path the
     Invocation may not read is reported exactly like a missing one, so hidden run files stay
     hidden; a missing entry reads ``Cannot read `<path>`: path not found. Check the directory
-    with workspace.listFiles.`` (3.3). Source bytes are charged to the call's input budget.
+    with workspace.listFiles.``. Source bytes are charged to the call's input budget.
 
     tavernlab choices (upstream wording unknown): ``..`` above ``/`` fails with
     ``Cannot import `<spec>` from `<importer>`: the path escapes the workspace root.``; a
@@ -170,7 +170,7 @@ class WorkspaceModuleLoader:
         return data
 
     def admit_builtin(self, name: str, source: str) -> None:
-        """A built-in module's bytes count toward the call's input budget (3.10)."""
+        """A built-in module's bytes count toward the call's input budget."""
         self._charge(len(source.encode("utf-8")))
 
     def _charge(self, size: int) -> None:

@@ -1,4 +1,4 @@
-"""The legacy script's file API: an in-memory overlay of the workspace snapshot (7.5).
+"""The legacy script's file API: an in-memory overlay of the workspace snapshot.
 
 :class:`ScriptOverlay` is the :class:`~tavernlab.js.job.CapabilityServer` of a legacy
 ``skill.run_script`` job. Nothing touches storage during execution: reads see the overlay over
@@ -68,7 +68,7 @@ def output_exceeded(total: int) -> str:
 
 
 class ScriptOverlay:
-    """The script's file API over the snapshot (7.5), plus log collection and the output
+    """The script's file API over the snapshot, plus log collection and the output
     budget; a :class:`~tavernlab.js.job.CapabilityServer` served in the parent."""
 
     def __init__(self, visible_roots: tuple[str, ...], writable_roots: tuple[str, ...],

@@ -8,7 +8,7 @@ Ownership: a pool is an ordinary object. Whoever creates one owns it and ends it
 ``Lab`` can own a pool or share one. :func:`default_pool` is the process-wide instance, used
 by the ``js`` command and the legacy ``skill.run_script`` whenever no pool is passed, and
 closed at interpreter exit. It is shared on purpose: upstream caps concurrent QuickJS
-executions at **2 per process** (spec/js-and-skills.md 2, 7.7), not per workspace or per run,
+executions at **2 per process** (docs/js-and-skills.md), not per workspace or per run,
 so every lab of one kernel should use the default pool unless it deliberately wants its own
 workers (tests, benchmarks, an isolated lab).
 

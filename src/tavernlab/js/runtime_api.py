@@ -1,4 +1,4 @@
-"""``@tauritavern/runtime`` (V5), served by the parent (spec/js-and-skills.md section 4).
+"""``@tauritavern/runtime`` (V5), served by the parent (docs/js-and-skills.md).
 
 The JavaScript side of the module lives in the worker
 (:data:`tavernlab.js.bootstrap.CORE_SOURCE`) and forwards every call here:

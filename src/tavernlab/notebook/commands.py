@@ -144,10 +144,14 @@ class CommandTable:
             return None
         return command.handler(session, args)
 
-    def help_text(self, summary: str) -> str:
-        """``summary``, then every command's usage line and help (what ``%tavern?`` shows)."""
+    def help_text(self, summary: str, examples: str = "") -> str:
+        """``summary``, then every command's usage line and help, then ``examples`` (lines of
+        magic calls) under ``Examples`` when given (what ``%tavern?`` shows)."""
         lines = [summary, "", "Commands:"]
         for command in self._commands.values():
             usage = self.parser(command).format_usage().strip().removeprefix("usage: ")
             lines += [f"  {usage}", f"      {command.help}"]
+        if examples:
+            lines += ["", "Examples", "--------", "::", "",
+                      *(f"  {line}" if line else "" for line in examples.splitlines())]
         return "\n".join(lines)

@@ -11,8 +11,8 @@ tavernlab frame: :class:`ShellError` as the one line ``code: message`` of every 
 error, :class:`JSError` as that line followed by the script's own stack, each frame of the
 cell mapped to the cell's line and shown with that line of source and a caret.
 
-The script's stack comes from the ``js`` command's failure report, whose shape the spec
-fixes (``js: <module>: <message>`` then ``    at …`` frames, spec/js-and-skills.md 3.7); the
+The script's stack comes from the ``js`` command's failure report, whose shape upstream
+fixes (``js: <module>: <message>`` then ``    at …`` frames, docs/js-and-skills.md); the
 module name is the one the cell gave the job, so the report is found by that exact prefix.
 """
 

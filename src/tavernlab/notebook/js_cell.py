@@ -55,7 +55,7 @@ def cell_name(number: int) -> str:
 
 
 def _line_module(args: list[str], cwd: str) -> str:
-    """The module name the ``js`` command gives the line form's entry (spec 3.3): a file's
+    """The module name the ``js`` command gives the line form's entry: a file's
     shell path, ``<cwd>/<eval>`` for ``-e``, ``<cwd>/<stdin>`` for ``-``."""
     first = args[0] if args else ""
     if first in ("-e", "--eval"):

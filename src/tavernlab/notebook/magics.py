@@ -8,7 +8,8 @@ an IPython/kernel config file) changes them:
   lab (and forgets the current run) at the next use;
 * ``round_per_cell`` (default on) - each cell that uses the run is one model round;
 * ``raise_on_error`` (default on) - a failed ``%%js``/``%ws_shell`` raises ``JSError`` /
-  ``ShellError`` (``--no-raise`` turns it off for one call);
+  ``ShellError`` (``--no-raise``, or ``--no-raise-error`` as IPython's ``%%script`` spells it,
+  turns it off for one call);
 * ``stream`` (default on) - show output while a job runs (off: when it ends).
 
 The methods only parse their line and hand over to the modules that do the work
@@ -32,8 +33,10 @@ from tavernlab.host import Run
 from tavernlab.notebook.js_cell import JsRequest, run_js
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.notebook.shell_cell import ShellRequest, run_shell
+from tavernlab.notebook.tavern import EXAMPLES as TAVERN_EXAMPLES
 from tavernlab.notebook.tavern import SUMMARY as TAVERN_SUMMARY
 from tavernlab.notebook.tavern import tavern_table
+from tavernlab.notebook.worktrees import EXAMPLES as WORKTREE_EXAMPLES
 from tavernlab.notebook.worktrees import SUMMARY as WORKTREE_SUMMARY
 from tavernlab.notebook.worktrees import worktree_table
 
@@ -73,8 +76,8 @@ class TavernMagics(Magics):
                           "so an interrupted cell never leaves the next one answering "
                           "tool.round_cancelled.").tag(config=True)
     raise_on_error = Bool(True, help="A %%js script that exits non-zero raises JSError and a "
-                          "%ws_shell error result raises ShellError (--no-raise turns it off "
-                          "for one call).").tag(config=True)
+                          "%ws_shell error result raises ShellError (--no-raise, or "
+                          "--no-raise-error, turns it off for one call).").tag(config=True)
     stream = Bool(True, help="Show the output of %%js and %ws_shell while the job runs (off: "
                   "all of it when the job ends).").tag(config=True)
 
@@ -92,9 +95,11 @@ class TavernMagics(Magics):
     def _refresh_help(self) -> None:
         """Keep ``%tavern?`` and ``%worktree?`` listing every registered command."""
         if hasattr(self, "tavern_commands"):
-            type(self).tavern.__doc__ = self.tavern_commands.help_text(TAVERN_SUMMARY)
+            type(self).tavern.__doc__ = self.tavern_commands.help_text(TAVERN_SUMMARY,
+                                                                       TAVERN_EXAMPLES)
         if hasattr(self, "worktree_commands"):
-            type(self).worktree.__doc__ = self.worktree_commands.help_text(WORKTREE_SUMMARY)
+            type(self).worktree.__doc__ = self.worktree_commands.help_text(WORKTREE_SUMMARY,
+                                                                           WORKTREE_EXAMPLES)
 
     @property
     def _namespace(self) -> dict[str, Any]:
@@ -151,7 +156,8 @@ class TavernMagics(Magics):
               help="write the cell to this workspace file first, then run that file")
     @_argument("--command", choices=("js", "node", "deno"), default="js",
               help="the command name the script sees in process.argv[0]")
-    @_argument("--no-raise", action="store_true", help="do not raise JSError on a non-zero exit")
+    @_argument("--no-raise", "--no-raise-error", dest="no_raise", action="store_true",
+              help="do not raise JSError on a non-zero exit")
     @_argument("--quiet", action="store_true", help="show no output (use --out to keep it)")
     @_argument("args", nargs=argparse.REMAINDER, metavar="ARG",
               help="process.argv arguments, unchanged ($x is not expanded; put -- before an "
@@ -161,7 +167,24 @@ class TavernMagics(Magics):
         """Run the cell as an ES module in the current run's JavaScript sandbox (like
         ``js -e CELL -- ARG...``, named ``<cell N>`` so stack traces point at the cell's
         lines); the line form ``%js FILE ARG...`` runs a workspace script. Output streams
-        into the cell; a kernel interrupt cancels the job; a non-zero exit raises JSError."""
+        into the cell; a kernel interrupt cancels the job; a non-zero exit raises JSError.
+
+        Examples
+        --------
+        ::
+
+          %%js Mika
+          import { workspace } from '@tauritavern/runtime';
+          workspace.writeText('output/main.md', `Hello, ${process.argv[1]}!`);
+
+          %%js --save /output/hello.js Mika
+          console.log(`Hello, ${process.argv.at(-1)}!`)
+
+          %js /output/hello.js Mika
+
+          %%js --no-raise-error --out r
+          process.exitCode = 3
+        """
         magic = "%%js" if cell is not None else "%js"
         args, _ = _parse(self.js, magic, line)
         if cell is None and args.save is not None:
@@ -180,7 +203,8 @@ class TavernMagics(Magics):
     @_magic_arguments()
     @_argument("--workdir", default="/", metavar="DIR", help="the shell's directory (default /)")
     @_argument("--out", metavar="VAR", help="store the ShellResult in VAR")
-    @_argument("--no-raise", action="store_true", help="do not raise ShellError on an error")
+    @_argument("--no-raise", "--no-raise-error", dest="no_raise", action="store_true",
+              help="do not raise ShellError on an error")
     @_argument("--run", metavar="VAR", help="a Run from the namespace (default: the current run)")
     @_argument("command", nargs=argparse.REMAINDER, metavar="CMD",
               help="the command (line form; the cell form takes the cell)")
@@ -189,7 +213,20 @@ class TavernMagics(Magics):
         """One ``workspace.shell`` tool call in the current run, as the model makes it (it
         appears in the run's events): ``%ws_shell CMD`` or the cell's text with
         ``%%ws_shell``. Output streams into the cell; a kernel interrupt cancels the call;
-        an error result raises ShellError."""
+        an error result raises ShellError.
+
+        Examples
+        --------
+        ::
+
+          %ws_shell ls -l /output
+
+          %%ws_shell --workdir /output
+          echo draft > notes.md
+          wc -l notes.md
+
+          %ws_shell --no-raise-error --out r grep -r TODO /output
+        """
         magic = "%%ws_shell" if cell is not None else "%ws_shell"
         args, words = _parse(self.ws_shell, magic, line)
         if cell is not None and args.command:

@@ -26,11 +26,20 @@ starts on first use in the chat `notebook`. `%tavern lab PATH --fixed-clock --id
 a lab whose times and ids are the same on every run of the notebook. Each command returns a
 rich object."""
 
+#: The ``Examples`` block of ``%tavern?``: one magic call a line.
+EXAMPLES = """%tavern lab ./demo-lab --fixed-clock --ids 7
+%tavern run new --chat notes --skills greeter
+%tavern tree output
+%tavern events --last 5
+%tavern skill dev skills/greeter
+%tavern run finish"""
+
 
 def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
     """Show the current lab, or switch to the one at PATH; ``--fixed-clock`` and ``--ids
     SEED`` open it with a :class:`FixedClock` / :class:`SequentialIds` (what a notebook whose
-    outputs must be the same on every run, such as the demo notebooks, starts with)."""
+    outputs must be the same on every run, such as the demo notebooks, starts with). A lab
+    opened again with the same seed continues after the ids it holds (never reusing one)."""
     if not args.path:
         if args.fixed_clock or args.ids is not None:
             raise UsageError("%tavern lab: --fixed-clock and --ids need a PATH (they apply "

@@ -35,6 +35,7 @@ from tavernlab.worktree.context import ProvisionContext, run_with_provision_cont
 from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
 from tavernlab.worktree.tools import call_tool
 
@@ -43,7 +44,16 @@ SUMMARY = """%worktree COMMAND [OPTIONS]: git worktrees for agents (like `tavern
 The repository defaults to the git repository around the notebook; `new` makes the new
 worktree the current one, which the other commands use unless given --worktree."""
 
-BASE = "origin/main"
+#: The ``Examples`` block of ``%worktree?``: one magic call a line.
+EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
+%worktree gate npm test
+%worktree start web
+%worktree ls
+%worktree rm fix-login --delete-branch
+%worktree gc
+%worktree gc --apply"""
+
+BASE = DEFAULT_REF
 
 
 def _repo(args: argparse.Namespace) -> str:

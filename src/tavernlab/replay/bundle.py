@@ -12,7 +12,10 @@ is extracted to disk. Then every member is verified: only ``manifest.json``,
 ``manifest.sha256`` and ``blobs/<sha256>`` may exist, the manifest must match its digest, its
 format version must be one this tavernlab reads, each blob must hash to its name, every
 digest the manifest names must be present, and every path it names must be a normalized
-relative path. A failure names the member.
+relative path. The ids the actions name have the shapes the host gives them (a call id and
+an agent id match ``[A-Za-z0-9_.:-]{1,256}``, an invocation id and a job id
+``[A-Za-z0-9_-]{1,128}``), and so do the bound skills' names and hashes: a bundle is shared,
+and these values are copied into reports and generated notebooks. A failure names the member.
 
 Writing is deterministic (the same run gives the same bytes: entries sorted, fixed times) and
 atomic (a temporary file in the target directory, renamed into place).
@@ -31,12 +34,14 @@ from pydantic import ValidationError
 
 from tavernlab.errors import InvalidData
 from tavernlab.paths import WorkspacePath
+from tavernlab.replay.actions import JsJob, Reopen, Subagent, ToolCall
 from tavernlab.replay.errors import BundleInvalid, BundleTooLarge, BundleVersionUnsupported
 from tavernlab.replay.manifest import FORMAT, FORMAT_VERSION, BundleManifest
 from tavernlab.skills.archive import read_archive_files, write_archive
 from tavernlab.skills.errors import InvalidSkillPackage
+from tavernlab.skills.package import validate_skill_name
 from tavernlab.workspace.atomic import replace_durably
-from tavernlab.workspace.ids import check_dir_name
+from tavernlab.workspace.ids import check_call_id, check_dir_name
 
 #: File name extension of a bundle.
 BUNDLE_SUFFIX = ".tavernrun"
@@ -141,6 +146,7 @@ def read_bundle(path: str | Path) -> Bundle:
             raise BundleInvalid(f"bundle member {BLOBS}{digest} is missing (named by "
                                 f"{places[0]})")
     _check_paths(manifest)
+    _check_ids(manifest)
     return Bundle(manifest, blobs, source.resolve())
 
 
@@ -216,3 +222,33 @@ def _check_paths(manifest: BundleManifest) -> None:
     for skill in manifest.skills:
         for path in skill.files:
             _relative(path, f"file of skill {skill.name}")
+
+
+def _check_ids(manifest: BundleManifest) -> None:
+    """Every id an action names, and every bound skill's name and hash, has the shape the
+    host gives it (a value from a shared file reaches reports and generated notebooks)."""
+    try:
+        for index, action in enumerate(manifest.actions):
+            where = f"action {index}"
+            if isinstance(action, ToolCall):
+                check_call_id(action.call_id, f"{where}: call_id")
+                check_dir_name(action.invocation_id, f"{where}: invocation id")
+            elif isinstance(action, JsJob):
+                check_dir_name(action.job_id, f"{where}: job id")
+            elif isinstance(action, Subagent):
+                check_call_id(action.agent_id, f"{where}: agent_id")
+                check_dir_name(action.invocation_id, f"{where}: invocation id")
+            elif isinstance(action, Reopen):
+                check_dir_name(action.invocation_id, f"{where}: invocation id")
+        for skill in manifest.skills:
+            check_call_id(skill.installed_hash, "installed hash of a bound skill")
+    except InvalidData as exc:
+        raise BundleInvalid(f"bundle member {MANIFEST}: {exc.message}") from None
+    for skill in manifest.skills:
+        try:
+            valid = validate_skill_name(skill.name) == skill.name
+        except InvalidSkillPackage:
+            valid = False
+        if not valid:
+            raise BundleInvalid(f"bundle member {MANIFEST}: bound skill name "
+                                f"{skill.name[:40]!r} is not a valid skill name")

@@ -4,7 +4,7 @@ A bundle is a ZIP holding ``manifest.json``, ``manifest.sha256`` (the manifest's
 and ``blobs/<sha256>``: every file's bytes, stored once under their SHA-256. The manifest
 names files by digest:
 
-* ``tavernlabVersion``, ``specRevisions`` (the spec revisions this tavernlab implements) and
+* ``tavernlabVersion``, ``specRevisions`` (the upstream revisions this tavernlab implements) and
   ``kitKey`` (the script kit's pins, :func:`tavernlab.js.kit.pins.kit_key`);
 * ``runId``, ``record`` (``run.json`` at export), ``clock`` and ``ids``: how to rebuild the
   lab's :class:`~tavernlab.clock.FixedClock` and :class:`~tavernlab.clock.SequentialIds` as

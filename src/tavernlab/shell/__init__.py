@@ -1,4 +1,4 @@
-"""The workspace shell: ``workspace.shell`` on bashkit (spec/shell.md).
+"""The workspace shell: ``workspace.shell`` on bashkit (docs/shell.md).
 
 The names below are imported on first use (the interpreter is loaded only when a shell runs).
 """

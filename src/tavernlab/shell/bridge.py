@@ -1,6 +1,6 @@
 """The filesystem bridge between a shell call and the Invocation's ``ScopedWorkspaceFs``.
 
-spec/shell.md section 4. bashkit mounts one :class:`WorkspaceBridge` at ``/`` (through
+See docs/shell.md. bashkit mounts one :class:`WorkspaceBridge` at ``/`` (through
 :mod:`tavernlab.shell.vfs_abi`), so **every** file operation of the call - redirections,
 coreutils, ``find``, the embedded ``python3`` - reaches the scoped view, where visibility,
 writability, the ``skills/`` projection, locking and mutation tracking live:
@@ -17,13 +17,13 @@ writability, the ``skills/`` projection, locking and mutation tracking live:
 * writes are unchecked (no guard, no read records);
 * ``symlink``, ``readlink`` and ``chmod`` fail with ``<op> is not supported in the workspace``
   (a ``chmod`` to the mode a node already has is a no-op, see :meth:`WorkspaceBridge.chmod`);
-* storage errors become POSIX-style errors carrying the storage message (section 4.4);
+* storage errors become POSIX-style errors carrying the storage message;
   ``Cancelled`` has no ABI kind of its own, so it is reported as ``Other`` with its message;
 * a fault that is not an ordinary storage error is remembered
   (:attr:`WorkspaceBridge.internal_fault`)
-  and the interpreter is stopped; the tool call then aborts with it (section 4.4, last rule);
+  and the interpreter is stopped; the tool call then aborts with it;
 * mutations run one at a time and always to completion: the cancel/deadline check happens
-  before an operation starts, never in the middle of one (section 4.3);
+  before an operation starts, never in the middle of one;
 * one call parses each path text once (the answer, or the refusal, is kept for the call: it
   depends on the text alone), and holds the workspace lock once: the shell engine leases the
   workspace for the call (:meth:`~tavernlab.workspace.fs.WorkspaceFs.lease`), under which
@@ -74,7 +74,7 @@ def unsupported(operation: str) -> VfsError:
 
 
 def posix_error(error: WorkspaceError) -> VfsError:
-    """Map a storage error to the POSIX-style error the command sees (spec/shell.md 4.4)."""
+    """Map a storage error to the POSIX-style error the command sees (docs/shell.md)."""
     if isinstance(error, NotFound):
         kind = VfsErrorKind.NOT_FOUND
     elif isinstance(error, InvalidData):

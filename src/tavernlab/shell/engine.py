@@ -1,6 +1,6 @@
 """The interpreter behind ``workspace.shell``: a small interface and its bashkit implementation.
 
-:class:`ShellEngine` is the seam (spec/shell.md section 13): ``run(command, workdir, deadline,
+:class:`ShellEngine` is the seam (docs/shell.md): ``run(command, workdir, deadline,
 cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams, truncation).
 :class:`BashkitEngine` is the real one. Per call it builds a **fresh** ``bashkit.Bash``:
 
@@ -227,7 +227,7 @@ class BashkitEngine:
 
 def classify(result: bashkit.ExecResult, capture: StreamCapture, *, cancelled: bool,
              timed_out: bool) -> EngineRun:
-    """Map what the interpreter reported to the outcome table of spec/shell.md 5.
+    """Map what the interpreter reported to the outcome table of docs/shell.md.
 
     Cancellation wins (the caller asked for it, whatever the interpreter was doing); then a
     deadline - ours, a ``js`` job's or bashkit's own execution/parser timeout; then any other

@@ -1,4 +1,4 @@
-"""One ``workspace.shell`` call over an Invocation's scoped view (spec/shell.md).
+"""One ``workspace.shell`` call over an Invocation's scoped view (docs/shell.md).
 
 :func:`execute_shell` is the whole call minus the tool plumbing: argument limits, the
 ``workdir`` check, the deadline, the interpreter run, and the bookkeeping that feeds

@@ -1,4 +1,4 @@
-"""The workspace shell's limits (spec/shell.md section 3).
+"""The workspace shell's limits (docs/shell.md).
 
 The aggregate input budget (8 MiB) is shared with the ``js`` command and lives in
 :mod:`tavernlab.js.budget`; the JavaScript limits are in :mod:`tavernlab.js.limits`, and so

@@ -1,4 +1,4 @@
-"""Outcomes of a shell call and how they are reported (spec/shell.md sections 5 and 6)."""
+"""Outcomes of a shell call and how they are reported (docs/shell.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tavernlab.workspace.tooling import ToolResult
 
 
 class ShellOutcome(enum.Enum):
-    """How the interpreter ended: the rows of the exit mapping table (section 5)."""
+    """How the interpreter ended: the rows of the outcome table (docs/shell.md)."""
 
     COMPLETED = "completed"
     CANCELLED = "cancelled"
@@ -100,7 +100,7 @@ class ShellResult:
 
     @property
     def content(self) -> str:
-        """The formatted content (section 6)."""
+        """The formatted content (docs/shell.md, "Outcomes")."""
         return format_content(self.outcome, self.exit_code, self.stdout, self.stderr,
                               self.output_truncated)
 

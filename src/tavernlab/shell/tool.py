@@ -26,7 +26,7 @@ from tavernlab.workspace.tooling import (
 
 TOOL_ID = "workspace.shell"
 
-#: The description shown to the model (spec/shell.md section 11; tavernlab's own wording).
+#: The description shown to the model (docs/shell.md; tavernlab's own wording).
 DESCRIPTION = f"""\
 Run a bash command in a sandboxed, in-process shell over the workspace.
 Paths: / is the workspace root (/output/main.md is output/main.md).

@@ -1,6 +1,6 @@
 """Skill packages, the installed-skill repository and the read-only ``skills/`` mount.
 
-spec/js-and-skills.md sections 8 and 9 (``lint`` and ``migrate`` check and rewrite a skill's
+See docs/js-and-skills.md (``lint`` and ``migrate`` check and rewrite a skill's
 scripts for the V5 ``js`` runner: :mod:`tavernlab.skills.lint`,
 :mod:`tavernlab.skills.migrate`). ``lab.skills`` is a :class:`SkillRepository`;
 :func:`bind_skills` (over :func:`resolve_effective_skills`) binds an Invocation's skills and

@@ -1,6 +1,6 @@
 """ZIP archives of skills: read (``.zip`` and the legacy ``.ttskill``) and write.
 
-spec/js-and-skills.md sections 8.4 and 8.7. An archive may hold several packages (each folder
+See docs/js-and-skills.md. An archive may hold several packages (each folder
 with a ``SKILL.md``, :mod:`tavernlab.skills.collection`). Reading checks **every** entry of a
 package before any of its entries is decompressed: symlink entries, encrypted entries, the
 package path rules (``../``, absolute, drive prefixes, forbidden segments), the file limits

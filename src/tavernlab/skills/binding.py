@@ -1,6 +1,6 @@
 """The effective skill set of an Invocation and how the model is told about it.
 
-spec/js-and-skills.md sections 8.8 and 9. Scopes resolve ``global`` -> ``preset`` ->
+See docs/js-and-skills.md. Scopes resolve ``global`` -> ``preset`` ->
 ``profile`` -> ``character`` (a later scope overrides the same name), then the Profile's
 ``skills.visible`` and ``skills.deny`` apply (deny wins). The result is a set of
 :class:`SkillBinding` values: each names exactly one installed package (scope folder + name),

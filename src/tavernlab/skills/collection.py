@@ -1,6 +1,6 @@
 """Skill collections: one source (a directory, a ZIP, inline files) holding several packages.
 
-spec/js-and-skills.md section 8.7. Every folder that holds a ``SKILL.md`` is one package (its
+See docs/js-and-skills.md. Every folder that holds a ``SKILL.md`` is one package (its
 *origin*, the folder's path inside the source; ``""`` is the source's top), except inside
 another package: the search does not look inside a package, so ``ink/examples/SKILL.md`` is
 an ordinary file of ``ink``. Each package is validated on its own. A package that fails is

@@ -2,7 +2,7 @@
 
 V5 has no skill tools (models read ``skills/`` with the workspace tools). Legacy error messages
 still point at ``skill_list`` and ``skill_read``, so tavernlab offers them as thin wrappers
-while ``skills.legacyRunScript`` is on (spec/js-and-skills.md section 9, a documented
+while ``skills.legacyRunScript`` is on (docs/js-and-skills.md, a documented
 tavernlab choice): ``skill.list`` takes no arguments and returns one line per effective
 skill, ``<name>: <description> (skills/<name>/SKILL.md)``, with structured
 ``{skills: [{name, description, path}]}``; ``skill.read`` ``{name, path? = "SKILL.md",

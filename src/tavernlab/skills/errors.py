@@ -1,4 +1,4 @@
-"""The skill-package error family (spec/js-and-skills.md section 8).
+"""The skill-package error family (docs/js-and-skills.md).
 
 Upstream reports every package problem as a plain ``InvalidData(message)``; the messages are
 upstream's where known. The codes are tavernlab's choice (upstream has none for the skill

@@ -1,4 +1,4 @@
-"""The YAML front matter of ``SKILL.md`` (spec/js-and-skills.md 8.2), read so that no package
+"""The YAML front matter of ``SKILL.md`` (docs/js-and-skills.md), read so that no package
 can crash or stall the reader.
 
 ``SKILL.md`` starts with ``---\\n``; the front matter ends at the first ``\\n---`` and is YAML
@@ -50,7 +50,7 @@ MAX_FRONTMATTER_NODES = 10_000
 
 @dataclass(frozen=True, slots=True)
 class SkillFrontmatter:
-    """The YAML front matter of ``SKILL.md`` (section 8.2)."""
+    """The YAML front matter of ``SKILL.md``."""
 
     name: str
     description: str

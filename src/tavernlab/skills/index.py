@@ -1,4 +1,4 @@
-"""Scopes and the installed-skill index ``index/skills.json`` (spec/js-and-skills.md 8.6-8.7).
+"""Scopes and the installed-skill index ``index/skills.json`` (docs/js-and-skills.md).
 
 tavernlab choices where upstream detail is unknown:
 
@@ -11,7 +11,7 @@ tavernlab choices where upstream detail is unknown:
   migrates every skill to the global scope (``installed/global/<name>/``) and rewrites the
   index as version 2 (see :mod:`tavernlab.skills.repository`).
 * Preset and character ids are any non-empty string without NUL (trimmed); profile ids use
-  ``[a-z0-9_-]``, at most 128 characters, as the spec requires.
+  ``[a-z0-9_-]``, at most 128 characters, as upstream requires.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class SkillSourceRef(IndexModel):
 
 
 class SkillIndexEntry(IndexModel):
-    """One installed skill (section 8.6)."""
+    """One installed skill: an entry of ``index/skills.json``."""
 
     scope: SkillScope = Field(default_factory=SkillScope)
     name: str

@@ -2,8 +2,8 @@
 
 Each finding is ``<file>:<line>:<col> <code> <severity>: <message>`` (columns count
 characters, paths are relative to the linted folder). Errors are what make a script fail or do
-nothing under ``js /skills/<name>/scripts/<file>.js``; warnings are advice. The rules (issue
-15, item 4; tavernlab's wording):
+nothing under ``js /skills/<name>/scripts/<file>.js``; warnings are advice. The rules (tavernlab's
+wording):
 
 =====================  ========  ================================================================
 code                   severity  finding

@@ -1,6 +1,6 @@
 """``tavernlab skill migrate``: rewrite legacy ``skill.run_script`` scripts as V5 scripts.
 
-Upstream's migration guide (spec section 6): the V5 runner never calls ``default``/``main``,
+Upstream's migration guide: the V5 runner never calls ``default``/``main``,
 so a script needs an explicit entry. For every legacy entry point (a ``scripts/<name>.js``
 exporting ``default`` or ``main`` that never reads ``process.argv``) the migration
 

@@ -1,4 +1,4 @@
-"""The read-only ``skills/`` mount with macro projection (spec/js-and-skills.md section 9).
+"""The read-only ``skills/`` mount with macro projection (docs/js-and-skills.md).
 
 :class:`BoundSkillsMount` implements the :class:`~tavernlab.workspace.scope.SkillsMount`
 protocol over an Invocation's bindings and the run's :class:`FrozenMacros`:

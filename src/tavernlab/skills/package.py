@@ -1,6 +1,6 @@
 """One skill package in memory: ``SKILL.md``, the sidecar, file rules, limits and the hash.
 
-spec/js-and-skills.md sections 8.1-8.5. A package is a mapping of normalized relative paths to
+See docs/js-and-skills.md. A package is a mapping of normalized relative paths to
 bytes; :func:`validate_package` checks it and returns a :class:`SkillPackage` with its file
 list, installed hash and warnings. The front matter of ``SKILL.md`` is read by
 :mod:`tavernlab.skills.frontmatter`, the sidecar by :mod:`tavernlab.skills.sidecar`; reading
@@ -145,7 +145,7 @@ def media_type(path: str) -> str:
 
 
 def installed_hash(files: Mapping[str, bytes]) -> str:
-    """SHA-256 over all files sorted by path: path bytes, ``0x00``, content, ``0x00`` (8.5)."""
+    """SHA-256 over all files sorted by path: path bytes, ``0x00``, content, ``0x00``."""
     digest = hashlib.sha256()
     for path in sorted(files):
         digest.update(path.encode("utf-8"))

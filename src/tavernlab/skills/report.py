@@ -1,5 +1,5 @@
 """What an installation reports: the choice on conflicts, the source reference, and the
-outcome of every package (spec/js-and-skills.md section 8.7).
+outcome of every package (docs/js-and-skills.md).
 
 :class:`SkillInstallReport` keeps the results of the valid packages and, apart from them, the
 packages of the source that failed validation; :func:`conflict_message` is the one wording of
@@ -56,7 +56,7 @@ class SkillInstallResult(IndexModel):
 @dataclass(frozen=True, slots=True)
 class SkillInstallReport:
     """The outcome of installing one source: a result per valid package and, kept apart, the
-    packages that failed validation (each with its origin and message; spec 8.7).
+    packages that failed validation (each with its origin and message).
 
     Invalid packages never stop the valid ones, and installing does not raise for them:
     check :attr:`ok` or call :meth:`check`. ``tavernlab skill install`` prints one line per

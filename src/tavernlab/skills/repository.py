@@ -1,6 +1,6 @@
 """``SkillRepository``: installed skills of a lab, by scope, with the version-2 index.
 
-spec/js-and-skills.md section 8.7. Layout under ``<data_root>/_tauritavern/skills/``::
+See docs/js-and-skills.md. Layout under ``<data_root>/_tauritavern/skills/``::
 
     installed/<scope-dir>/<name>/...   the raw package files
     index/skills.json                  {"version": 2, "skills": [entry...]}

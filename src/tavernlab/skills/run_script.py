@@ -1,4 +1,4 @@
-"""The legacy ``skill.run_script`` tool (spec/js-and-skills.md section 7, compatibility mode).
+"""The legacy ``skill.run_script`` tool (docs/js-and-skills.md, compatibility mode).
 
 Offered only when the Profile enables ``skills.legacyRunScript`` (``lab.start_run(...,
 legacy_run_script=True)``). The handler follows the processing steps of 7.1:
@@ -200,7 +200,7 @@ def workspace_snapshot(scope: ScopedWorkspaceFs) -> dict[str, SnapshotFile]:
 
 def write_back(scope: ScopedWorkspaceFs, files: Mapping[str, SnapshotFile],
                writes: Sequence[Any], last_write_path: str | None) -> list[str]:
-    """Apply a delta (7.6): validate every path first, then write in path order with guards
+    """Apply a delta: validate every path first, then write in path order with guards
     from the snapshot; returns the written paths.
 
     A non-writable path writes nothing; the first failing write stops the batch, keeps what

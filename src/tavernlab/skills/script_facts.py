@@ -23,7 +23,7 @@ from tree_sitter import Node
 from tavernlab.js.builtins import LEGACY_RUNTIME_MODULE, RUNTIME_MODULE
 from tavernlab.js.scan import SpecifierSite, parse_module, scan_module, walk_nodes
 
-#: Globals of Node, Deno and browsers that the sandbox does not have (spec section 2).
+#: Globals of Node, Deno and browsers that the sandbox does not have (docs/js-and-skills.md).
 HOST_GLOBALS = frozenset({
     "require", "module", "exports", "Buffer", "fetch", "XMLHttpRequest", "window", "document",
     "setTimeout", "setInterval", "setImmediate", "clearTimeout", "clearInterval",

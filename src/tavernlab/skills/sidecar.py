@@ -1,4 +1,4 @@
-"""The optional sidecar ``agents/tauritavern.json`` of a skill package (spec 8.3).
+"""The optional sidecar ``agents/tauritavern.json`` of a skill package (docs/js-and-skills.md).
 
 JSON, camelCase, strict types, unknown fields rejected (upstream ``deny_unknown_fields``),
 ``version`` must be ``1``. An invalid sidecar fails the whole package, with the first problem
@@ -31,7 +31,7 @@ class RecommendedContext(_SidecarModel):
 
 
 class Sidecar(_SidecarModel):
-    """``agents/tauritavern.json`` (section 8.3); ``version`` must be ``1``."""
+    """``agents/tauritavern.json``; ``version`` must be ``1``."""
 
     version: int
     display_name: str | None = None

@@ -1,6 +1,6 @@
 """Skill sources: a directory, a ZIP (``.zip``/``.ttskill``) or inline files -> packages.
 
-spec/js-and-skills.md section 8.7: "Directories and ZIPs are searched recursively for skills."
+Directories and ZIPs are searched recursively for skills (docs/js-and-skills.md).
 Each folder holding a ``SKILL.md`` is one package, validated on its own
 (:mod:`tavernlab.skills.collection`); the result is a :class:`SourceScan` of valid and invalid
 packages. Only a problem with the source itself fails the whole call: a missing source, a

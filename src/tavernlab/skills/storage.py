@@ -1,6 +1,6 @@
 """The on-disk side of the skill repository: its folders and ``index/skills.json``.
 
-spec/js-and-skills.md section 8.7. :class:`SkillIndexStore` reads, checks, saves and migrates
+See docs/js-and-skills.md. :class:`SkillIndexStore` reads, checks, saves and migrates
 the index (version 2; a version-1 index is migrated on read); the repository
 (:mod:`tavernlab.skills.repository`) holds the lock while it calls it. :func:`fresh_dir` makes
 the work folders under ``.staging/`` with names from an :class:`~tavernlab.clock.IdFactory`.

@@ -1,6 +1,6 @@
 """The byte operations of the storage port on host paths it has already checked: atomic
 publication (temporary sibling + rename), appends that never change a file another name
-shares, and bounded reads (spec/workspace.md 5.5).
+shares, and bounded reads (docs/workspace.md).
 
 A file the lab hard-linked from a persist state (:class:`~tavernlab.workspace.containment.
 LabLinks`) shares its bytes with that published state, which must never change. Replacing it

@@ -1,4 +1,4 @@
-"""The simulated chat host (spec/workspace.md sections 9 and 10).
+"""The simulated chat host (docs/persist.md).
 
 Upstream runs inside a chat application that stores messages; tavernlab simulates just what
 the workspace talks to: chats with messages and swipes, a run's output message (created by

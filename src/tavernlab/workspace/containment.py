@@ -1,5 +1,5 @@
 """Containment: a workspace path is walked segment by segment and never leaves the
-workspace directory (spec/workspace.md section 5.4).
+workspace directory (docs/workspace.md).
 
 Every touched path is walked with ``lstat`` from the canonical workspace directory: a symlink
 or special file anywhere fails with ``workspace supports regular files and directories``.
@@ -260,7 +260,7 @@ class ContainedRoot:
              ) -> WorkspaceDirectoryScan:
         """The children of the directory ``path`` (already checked), each sorted by path:
         regular files and directories as entries, anything else as refused entries; the name
-        ``hidden`` is left out. A name that is not UTF-8 fails (spec 5.2); OS errors
+        ``hidden`` is left out. A name that is not UTF-8 fails (docs/workspace.md); OS errors
         propagate as ``OSError``."""
         entries: list[WorkspaceDirectoryEntry] = []
         refused: list[WorkspaceRefusedEntry] = []

@@ -18,8 +18,8 @@ Snapshot shape (upstream V5 shape unknown; tavernlab chooses this and documents 
       "extensionPrompts": {"customWIOutlet_<key>": {"value": "<text>"}, ...}
     }
 
-``macroContext`` and ``extensionPrompts`` follow upstream's snapshot shape (spec/workspace.md
-section 13; the revision-1 shape is accepted too, see :mod:`tavernlab.workspace.macro_snapshot`).
+``macroContext`` and ``extensionPrompts`` follow upstream's snapshot shape (docs/workspace.md;
+the revision-1 shape is accepted too, see :mod:`tavernlab.workspace.macro_snapshot`).
 
 The snapshot is stored raw; each consumer validates the part it needs (the legacy
 ``skill.run_script`` reports a malformed one as ``agent.invalid_skill_script_context``).

@@ -1,8 +1,8 @@
-"""The values of the ``WorkspaceFs`` contract (spec/workspace.md section 5.1): files,
+"""The values of the ``WorkspaceFs`` contract (docs/workspace.md): files,
 metadata, directory entries, bounded listings and compare-and-swap write guards, plus the
 small rules every storage caller shares (digests, UTF-8 decoding, the listing walk).
 
-**Refused entries** (tavernlab's shape, spec/workspace.md 5.6 and issue 9): a directory
+**Refused entries** (tavernlab's shape, docs/workspace.md): a directory
 child that exists on disk but is neither a regular file nor a directory (a symlink, FIFO,
 socket or device planted in the run directory) is never served. A one-level scan reports it
 as a :class:`WorkspaceRefusedEntry` ``{path, node}`` beside the served entries
@@ -80,7 +80,7 @@ class WorkspaceEntry:
 RefusedNode = Literal["symlink", "fifo", "socket", "block_device", "char_device", "hard_link",
                       "unknown"]
 
-#: The one wording of the node rule (spec/workspace.md 5.6).
+#: The one wording of the node rule (docs/workspace.md).
 UNSUPPORTED_NODE = "workspace supports regular files and directories"
 
 

@@ -3,7 +3,7 @@
 
 A chat's runs start from the state the previous run published, and every regenerate or swipe
 starts from the same one: parsing and validating a 50,000-file manifest each time cost more
-than linking the files (issue 16). An entry is served only while the file is the same file:
+than linking the files (bench/persist.py). An entry is served only while the file is the same file:
 same device, inode, size, modification and change time (``st_ctime_ns`` cannot be set from
 user space, so a file rewritten in place, even with its old size and mtime restored, is
 parsed again). The cache holds a few entries, the most recently used.

@@ -1,6 +1,6 @@
 """``WorkspaceFs``: the single byte-level storage port of one run or session workspace.
 
-spec/workspace.md section 5. Every caller (text tools, shell bridge, JavaScript runtime,
+See docs/workspace.md. Every caller (text tools, shell bridge, JavaScript runtime,
 persist publication) goes through this class, so the rules live in one place:
 
 * **Locking** - one reader/writer lock per workspace directory, held with ``flock`` on a lock
@@ -155,7 +155,7 @@ class WorkspaceFs:
     def read_dir(self, path: WorkspacePath | None, max_entries: int | None) -> list[
             WorkspaceDirectoryEntry]:
         """One level, sorted by logical path; more than ``max_entries`` children is an error,
-        and so is a child that is neither a regular file nor a directory (spec 5.6)."""
+        and so is a child that is neither a regular file nor a directory (docs/workspace.md)."""
         return self.scan_dir(path, max_entries).strict()
 
     def scan_dir(self, path: WorkspacePath | None, max_entries: int | None

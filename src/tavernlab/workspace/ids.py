@@ -1,4 +1,4 @@
-"""Identifiers (spec/workspace.md section 2): workspace ids, directory-safe names and the
+"""Identifiers (docs/layout.md): workspace ids, directory-safe names and the
 tool-record names; new ids are minted by the lab's :class:`~tavernlab.clock.IdFactory`."""
 
 from __future__ import annotations
@@ -13,6 +13,12 @@ from tavernlab.errors import InvalidData
 ChatKind = Literal["character", "group"]
 
 _DIR_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+#: The shape of a call id (and of an agent id): what the host mints (``call_1``), what
+#: providers send (``call_abc123``, ``toolu_01…``) and upstream's fixtures use
+#: (``call_write``, ``duplicate_call``, ``call_mcp``).
+_CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,256}")
+#: How much of a refused value an error message shows.
+_SHOWN = 40
 MAX_STABLE_CHAT_ID = 512
 
 
@@ -44,6 +50,23 @@ def check_dir_name(value: str, what: str = "id") -> str:
     if not isinstance(value, str) or not _DIR_NAME.fullmatch(value):
         raise InvalidData(f"{what} must match [A-Za-z0-9_-]{{1,128}}: {value!r}")
     return value
+
+
+def check_call_id(value: object, what: str = "call_id") -> str:
+    """A call id (or an agent id, named by ``what``) must match ``[A-Za-z0-9_.:-]{1,256}``:
+    ASCII letters, digits, ``_ . : -``, 1 to 256 characters. Anything else (an empty string,
+    whitespace, a newline, quotes, ``!`` or ``%``, a non-ASCII character) is refused with
+    :class:`InvalidData` naming ``what``, before anything is written: ids are copied into
+    records, file names and generated notebooks, where only this shape is known to be
+    inert."""
+    if isinstance(value, str) and _CALL_ID.fullmatch(value):
+        return value
+    if not isinstance(value, str):
+        raise InvalidData(f"{what} must be a string matching [A-Za-z0-9_.:-]{{1,256}}, got "
+                          f"{type(value).__name__}")
+    shown = repr(value[:_SHOWN]) + (f"... ({len(value)} characters)"
+                                   if len(value) > _SHOWN else "")
+    raise InvalidData(f"{what} must match [A-Za-z0-9_.:-]{{1,256}}: {shown}")
 
 
 def call_stem(call_id: str) -> str:

@@ -1,7 +1,7 @@
 """A run's ``events.jsonl`` and the journal beside it: building, numbering and writing their
 records (the file's numbering and line index: :mod:`tavernlab.workspace.sequenced_log`).
 
-spec/workspace.md 8.3: every line carries ``seq`` from 1, +1 per append. Appends hold an
+The numbering (docs/events.md): every line carries ``seq`` from 1, +1 per append. Appends hold an
 ``flock`` on the log itself, so two processes appending to one run still get contiguous
 numbers. A record is built and validated *before* anything is written (a bad payload raises
 and the log stays readable), and is numbered only when it is written: :func:`append_records`

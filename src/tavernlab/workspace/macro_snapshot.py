@@ -1,4 +1,4 @@
-"""Reading a run's frozen snapshot into the frozen-macro table (spec/workspace.md section 13).
+"""Reading a run's frozen snapshot into the frozen-macro table (docs/workspace.md).
 
 :func:`read_snapshot` validates ``macroContext`` and ``extensionPrompts`` and returns the
 :class:`MacroSources` that :class:`~tavernlab.workspace.macros.FrozenMacros` expands with:
@@ -31,7 +31,7 @@ from typing import Any
 
 from tavernlab.errors import MacroError
 
-#: ``macroContext`` field -> macro names, per group (section 13 table).
+#: ``macroContext`` field -> macro names, per group (the macro table).
 FIELD_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
     "names": {
         "user": ("user",),

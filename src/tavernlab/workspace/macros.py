@@ -1,7 +1,7 @@
 """Frozen macros: ``{{name}}`` templates expanded with facts captured when a run starts.
 
-spec/workspace.md section 13. One :class:`FrozenMacros` table serves ``macros.render()`` in
-scripts and the macro projection of skill files (spec/js-and-skills.md section 9); sub-agents
+See docs/workspace.md. One :class:`FrozenMacros` table serves ``macros.render()`` in
+scripts and the macro projection of skill files (docs/js-and-skills.md); sub-agents
 and resumed calls reuse the same table because it is built from the run's frozen prompt
 snapshot.
 

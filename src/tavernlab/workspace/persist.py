@@ -1,4 +1,4 @@
-"""Persist versions of a chat (spec/workspace.md section 9).
+"""Persist versions of a chat (docs/persist.md).
 
 A chat's stable persistent content lives in immutable states
 ``persistent-states/<state-id>/{manifest.json, persist/...}``. A run starts from a base state

@@ -1,9 +1,9 @@
 """A persist tree on disk: its files with digests, its directories, the exact change list
-between two trees, and the hard links that make states cost what changed (spec/workspace.md
-section 9, tavernlab's change-record format as documented in
+between two trees, and the hard links that make states cost what changed (docs/persist.md;
+tavernlab's change-record format as documented in
 :mod:`tavernlab.workspace.persist`).
 
-Storage by changes (tavernlab's, issue 16): a state keeps upstream's layout
+Storage by changes (tavernlab's own): a state keeps upstream's layout
 (``persistent-states/<id>/{manifest.json, persist/...}``), but a file that did not change
 since the base state is a hard link to the base state's file. Filling a run's ``persist/``
 from a state links every file (:func:`link_tree`), and the run records each link it made
@@ -48,7 +48,7 @@ STATE_FILE_MODE = 0o444
 class FileEntry(NamedTuple):
     """A file of a persist tree: ``{"path", "sha256", "bytes"}`` on disk. A named tuple, not
     a model: a state's manifest and a run's snapshot list every file, and building tens of
-    thousands of models cost more than linking the files (issue 16); :data:`FileList`
+    thousands of models cost more than linking the files (bench/persist.py); :data:`FileList`
     validates and writes a whole list in one pass."""
 
     path: str

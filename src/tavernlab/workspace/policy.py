@@ -1,5 +1,5 @@
-"""Roots and policy: which workspace paths an agent may see and write (spec/workspace.md
-section 3), and the one answer to "what may the model do with this path" (:class:`Access`).
+"""Roots and policy: which workspace paths an agent may see and write (docs/workspace.md,
+"Roots and policy"), and the one answer to "what may the model do with this path" (:class:`Access`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Literal
 from tavernlab.errors import InvalidData
 from tavernlab.paths import WorkspacePath
 
-#: The roots of a Chat target's default Profile (writable children, section 3.1).
+#: The roots of a Chat target's default Profile (writable children).
 DEFAULT_ROOTS: tuple[str, ...] = ("output", "scratch", "plan", "summaries", "persist")
 #: Roots the runtime always makes visible and never writable.
 READ_ONLY_ROOTS: tuple[str, ...] = ("tool-results", "skills")
 SKILLS_ROOT = "skills"
 #: Names a Profile may not use as a root. Upstream's full V5 list is unknown; tavernlab
-#: chooses exactly this list (spec/workspace.md 3.2 rule 5): the run's hidden internals, and
+#: chooses exactly this list (docs/layout.md, "A run directory"): the run's hidden internals, and
 #: tavernlab's own ``journal.jsonl`` and ``js-jobs/`` (the bytes of each ``run.js`` job).
 RESERVED_ROOT_NAMES: frozenset[str] = frozenset({
     "runs", "input", "invocations", "tasks", "agent-results", "model-responses", "tool-args",
@@ -49,7 +49,7 @@ class Access:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """The effective visible and writable roots of an Invocation (section 3.2)."""
+    """The effective visible and writable roots of an Invocation (docs/workspace.md)."""
 
     visible_roots: tuple[str, ...]
     writable_roots: tuple[str, ...]

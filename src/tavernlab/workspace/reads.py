@@ -1,4 +1,4 @@
-"""Read records: what the model has seen of each file (spec/workspace.md sections 3.2, 6.1).
+"""Read records: what the model has seen of each file (docs/workspace.md).
 
 Each agent of a run (an Invocation) keeps its own records; the text tools consult and update
 them (a rewrite or a patch of a file needs a read of its current content first). The shell

@@ -1,4 +1,4 @@
-"""On-disk run records (spec/workspace.md section 8): ``run.json``, ``manifest.json`` and the
+"""On-disk run records (docs/layout.md): ``run.json``, ``manifest.json`` and the
 JSON file helpers every store uses (the event log is :mod:`tavernlab.workspace.logs`).
 
 The records are pydantic models with camelCase aliases matching upstream; they are written

@@ -1,6 +1,6 @@
 """``ScopedWorkspaceFs``: an Invocation's policy view over the run's shared ``WorkspaceFs``.
 
-spec/workspace.md sections 3 and 6. Every model-side caller (tools, shell, scripts) uses this
+See docs/workspace.md. Every model-side caller (tools, shell, scripts) uses this
 view, never the storage port directly. It is a view, not a copy: two views of the same run
 share one :class:`~tavernlab.workspace.fs.WorkspaceFs` and its lock.
 
@@ -60,7 +60,7 @@ class SkillsMount(Protocol):
     """What the scoped view needs from the ``skills/`` mount. Paths are always under ``skills``.
 
     Implementations serve the Invocation's bound skill packages with macro projection
-    (spec/js-and-skills.md section 9); sizes report projected lengths.
+    (docs/js-and-skills.md); sizes report projected lengths.
     """
 
     def metadata(self, path: WorkspacePath) -> WorkspaceMetadata:
@@ -286,7 +286,7 @@ class ScopedWorkspaceFs:
         self.tracker.removed(path)
 
     def rename(self, src: WorkspacePath, dst: WorkspacePath) -> None:
-        """Rename between writable paths; the candidate follows the rules of section 6."""
+        """Rename between writable paths; the candidate follows it (docs/workspace.md)."""
         self._begin()
         self.require_writable(src)
         self.require_writable(dst)

@@ -1,4 +1,4 @@
-"""The line window of ``workspace.read_file`` with its budgets (spec/workspace.md 7.5).
+"""The line window of ``workspace.read_file`` with its budgets (docs/workspace.md).
 
 :func:`select_lines` selects from a text. :func:`select_encoded_lines` makes the same
 selection from the UTF-8 bytes of a file already known to be text, of a known character
@@ -51,7 +51,7 @@ class LineSelection:
 
 def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
                  *, file_bytes: int | None = None) -> LineSelection:
-    """Select lines per spec/workspace.md 7.5.
+    """Select the lines of a ``workspace.read_file`` window (docs/workspace.md).
 
     The character budget is unlimited only for a full read (start 1, no count) of a file that
     fits all three limits (256 KiB, 1200 lines, 80 000 characters); otherwise 80 000. The

@@ -1,7 +1,7 @@
 """A sequenced JSON-lines file: the numbering and the line index that ``events.jsonl`` and
 the journal share (:mod:`tavernlab.workspace.logs` builds and writes their records).
 
-spec/workspace.md 8.3: every line carries ``seq`` from 1, +1 per append. Nothing here reads a
+Numbering (docs/events.md): each line carries ``seq`` from 1, +1 per append. Nothing here reads a
 whole log to append to it: when the file grew behind this process's back (another writer),
 the last ``seq`` is read from its last line. Reading after a sequence number is incremental:
 the log keeps the byte offset of every line it has indexed, so a read after ``n`` seeks

@@ -1,4 +1,4 @@
-"""Text measures and selections used by the model-facing tools (spec/workspace.md 7.2-7.5).
+"""Text measures and selections used by the model-facing tools (docs/workspace.md).
 
 * :func:`count_words` / :func:`count_chars` / :func:`text_metrics` - upstream's word and
   character metrics, in linear time and constant extra memory; :class:`TextMeasures` - the

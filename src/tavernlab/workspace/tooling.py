@@ -1,6 +1,6 @@
 """The seam between the host and the model-facing tools: results, errors, arguments, specs.
 
-spec/workspace.md section 7.1. A tool is a :class:`ToolSpec`: an id (``workspace.read_file``,
+See docs/tool-calls.md. A tool is a :class:`ToolSpec`: an id (``workspace.read_file``,
 ``workspace.shell``, ``skill.run_script``...), a handler, an argument allow-list and whether
 it needs the legacy compatibility mode. Engines export their specs as plain tuples; the host
 builds one registry per ``Lab`` from the providers it is given, so nothing registers at import
@@ -245,14 +245,14 @@ def integer_property(description: str, **extra: Any) -> dict[str, Any]:
 
 
 class Arguments:
-    """A tool's JSON arguments with an allow-list (spec/workspace.md 7.1). Unknown keys,
+    """A tool's JSON arguments with an allow-list (docs/tool-calls.md). Unknown keys,
     wrong types, missing required keys and strings that are not valid Unicode (lone
     surrogates; tavernlab's wording ``<key> must be valid Unicode text``) all fail with
     ``tool.invalid_arguments``.
 
     An unknown key reads ``<key> is not supported``. Upstream confirms this for ``read_file``
     and ``shell``; tavernlab applies it to every tool, and when several keys are unknown it
-    names the first in sorted key order (both tavernlab choices the spec makes).
+    names the first in sorted key order (both tavernlab's choices).
     """
 
     def __init__(self, raw: Any, allowed: Iterable[str]) -> None:
@@ -318,7 +318,7 @@ class Arguments:
 
     def boolean(self, key: str, *, default: bool = False) -> bool:
         """A boolean argument: absent gives ``default``; a present value that is not a JSON
-        boolean (``null`` included) is ``<key> must be a boolean`` (7.1)."""
+        boolean (``null`` included) is ``<key> must be a boolean``."""
         if key not in self.raw:
             return default
         value = self.raw[key]
@@ -349,9 +349,9 @@ def invalid_arguments(message: str) -> ToolError:
 # --- storage errors -> tool errors -------------------------------------------------------------
 
 
-#: Upstream's error-type prefix of a path that fails to parse (spec/workspace.md 7.1).
+#: Upstream's error-type prefix of a path that fails to parse (docs/tool-calls.md).
 INVALID_DATA_PREFIX = "Invalid data: "
-#: Upstream's error-type prefix of a policy denial (spec/workspace.md 7.1).
+#: Upstream's error-type prefix of a policy denial (docs/tool-calls.md).
 PERMISSION_DENIED_PREFIX = "Permission denied: "
 
 
@@ -391,7 +391,7 @@ def file_not_found(path: str, *, code: str = "workspace.file_not_found") -> Tool
 
 def tool_error_from_storage(error: WorkspaceError, path: str, *,
                             not_found_code: str = "workspace.file_not_found") -> ToolError:
-    """Map a storage error to the common tool codes of spec/workspace.md 7.1 (parse failures
+    """Map a storage error to the common tool codes of docs/tool-calls.md (parse failures
     and policy denials keep upstream's ``Invalid data: `` / ``Permission denied: `` prefix;
     every other message has none)."""
     if isinstance(error, InvalidWorkspacePath):

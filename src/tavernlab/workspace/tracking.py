@@ -1,4 +1,4 @@
-"""Text-mutation tracking: what feeds auto-commit (spec/workspace.md sections 6 and 10).
+"""Text-mutation tracking: what feeds auto-commit (docs/workspace.md).
 
 A :class:`MutationTracker` holds upstream's ``{candidate, changed}`` for one round, the set
 of paths the round touched (the shell reports them as ``resourceRefs``), and who last set or
@@ -41,7 +41,7 @@ def is_text_file(path: WorkspacePath | str) -> bool:
 
 @dataclass(slots=True)
 class MutationTracker:
-    """``{candidate, changed}`` for auto-commit (section 6), every touched path, and who set
+    """``{candidate, changed}`` for auto-commit (docs/workspace.md), every touched path, and who set
     the candidate.
 
     ``touched`` collects the paths created, changed or removed through the view (rename adds

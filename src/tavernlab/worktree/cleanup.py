@@ -1,4 +1,4 @@
-"""``worktree.cleanup`` (spec section 2.3): stop services, tear down, remove, delete branch.
+"""``worktree.cleanup`` (docs/worktrees.md): stop services, tear down, remove, delete branch.
 
 Removal never discards work silently: without a discard flag git's own cleanliness check
 decides; with flags, every kind of change must be authorized by its own flag. The worktree's
@@ -16,7 +16,7 @@ from typing import Any
 from tavernlab.worktree.config import load_committed_config
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.errors import WorktreeNotRemovableError
-from tavernlab.worktree.git import END_OF_OPTIONS, git
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git
 from tavernlab.worktree.hooks import run_teardown
 from tavernlab.worktree.removal import remove_worktree_fast
 from tavernlab.worktree.services import ServiceRegistry, default_registry
@@ -80,7 +80,7 @@ def remove_checked(repo_root: str, cwd: str, *, discard_untracked: bool,
 
 
 def cleanup_worktree(repo_root: str, cwd: str, *, branch: str | None = None,
-                     delete_branch: bool = False, base: str = "origin/main",
+                     delete_branch: bool = False, base: str = DEFAULT_REF,
                      run_teardown_hooks: bool = True, discard_untracked: bool = False,
                      discard_modified: bool = False,
                      remover: Remover = fast_remover,

@@ -1,4 +1,4 @@
-"""The two configuration files (spec sections 3.1-3.4).
+"""The two configuration files (docs/worktrees.md).
 
 * ``agentproto.json`` is read **only** from the committed base ref with
   ``git show <base>:agentproto.json``: a feature branch, or an agent editing files in a
@@ -30,7 +30,7 @@ from pydantic import (
 
 from tavernlab.cancel import CancelToken
 from tavernlab.worktree.errors import ConfigError, SpawnError
-from tavernlab.worktree.git import END_OF_OPTIONS, git_run
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git_run
 from tavernlab.worktree.names import check_relative_path
 
 COMMITTED_CONFIG_FILE = "agentproto.json"
@@ -185,7 +185,7 @@ def parse_local_config(text: str) -> LocalWorktreeConfig:
     return config
 
 
-def load_committed_config(repo_root: str | os.PathLike[str], base: str = "origin/main", *,
+def load_committed_config(repo_root: str | os.PathLike[str], base: str = DEFAULT_REF, *,
                           signal: CancelToken | None = None) -> AgentprotoConfig | None:
     """Read ``agentproto.json`` from the committed ``base`` ref, never from a working tree.
 

@@ -1,4 +1,4 @@
-"""Ambient provisioning context and progress events (spec section 6.3).
+"""Ambient provisioning context and progress events (docs/worktrees.md).
 
 A caller (an orchestrator, a notebook cell, the CLI) wraps a provision in
 :func:`run_with_provision_context` to give it a caller key for fair queueing, a cancel

@@ -1,4 +1,4 @@
-"""Environment variables given to hooks, scripts and services (spec section 3.6).
+"""Environment variables given to hooks, scripts and services (docs/worktrees.md).
 
 ``depsCmd`` and run-gate get none of these: they see only the inherited environment.
 """

@@ -1,4 +1,4 @@
-"""The worktree error family (spec/worktree.md section 1.2), below ``tavernlab.errors``.
+"""The worktree error family (docs/worktrees.md), below ``tavernlab.errors``.
 
 Tool bodies raise the one :class:`tavernlab.errors.ToolError` with an upstream envelope code
 (``execution_failed``, ``not_found``, or ``input_invalid`` from input validation). The typed

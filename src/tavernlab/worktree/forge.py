@@ -1,4 +1,4 @@
-"""The code forge behind a repository (spec section 8.5): GitHub pull requests by branch and
+"""The code forge behind a repository (docs/worktrees.md): GitHub pull requests by branch and
 by commit, plus the memo of forge verdicts (``~/.agentproto/worktree-verdicts.json``).
 
 The status engine only needs two questions answered: which pull requests came from this

@@ -1,4 +1,4 @@
-"""Worktree garbage collection (spec sections 9.1 and 9.2): plan, then apply with re-checks.
+"""Worktree garbage collection (docs/worktrees.md): plan, then apply with re-checks.
 
 ``plan_gc`` classifies every linked worktree; ``apply_gc`` acts on a plan but re-checks each
 entry first, because minutes may pass between the two and an agent may have started working
@@ -25,8 +25,7 @@ from typing import Any
 from tavernlab.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from tavernlab.worktree.cleanup import Remover, cleanup_worktree, fast_remover
 from tavernlab.worktree.forge import Forge, VerdictMemo
-from tavernlab.worktree.git import END_OF_OPTIONS, git, git_run
-from tavernlab.worktree.integration import DEFAULT_REF
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git, git_run
 from tavernlab.worktree.ladder import classify_tip
 from tavernlab.worktree.listing import find_worktree, is_within, list_worktrees, real
 from tavernlab.worktree.orphans import admin_dir, orphan_entry, orphan_paths, points_into

@@ -1,4 +1,4 @@
-"""git through the worktree package's one process runner (spec section 1.3).
+"""git through the worktree package's one process runner (docs/worktrees.md).
 
 Every call is ``git -C <target> <args…>`` with the working directory set to the stable main
 repository root, never to a worktree that may already be gone. A non-zero exit raises
@@ -22,6 +22,8 @@ from tavernlab.worktree.process import RunResult, run_argv
 
 #: Extra environment for every git child.
 GIT_ENVIRONMENT = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
+#: The ref new worktrees branch from and work is compared with, unless told another.
+DEFAULT_REF = "origin/main"
 #: Marks the end of options: everything after it is a value (git >= 2.24).
 END_OF_OPTIONS = "--end-of-options"
 

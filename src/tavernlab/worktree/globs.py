@@ -1,4 +1,4 @@
-"""Globs for ``copyGlobs`` and ``cloneGlobs``, and the clone copy (spec sections 4.2-4.4).
+"""Globs for ``copyGlobs`` and ``cloneGlobs``, and the clone copy (docs/worktrees.md).
 
 ``copyGlobs`` expand to individual files (``**`` allowed) and are copied over whatever is
 there. ``cloneGlobs`` match whole entries segment by segment (``**`` rejected) and are cloned

@@ -1,4 +1,4 @@
-"""Lifecycle hooks from the committed ``agentproto.json`` (spec section 3.5).
+"""Lifecycle hooks from the committed ``agentproto.json`` (docs/worktrees.md).
 
 Setup hooks run in order through the shell in the worktree; a failure raises
 :class:`HookError` with a filtered tail of the output. Teardown hooks never raise. Every run

@@ -1,4 +1,4 @@
-"""``*.localhost`` hostnames for services (spec section 5.4).
+"""``*.localhost`` hostnames for services (docs/worktrees.md).
 
 ``*.localhost`` resolves to 127.0.0.1 everywhere, so every service of every worktree gets a
 stable, readable URL behind one proxy port without any DNS setup.

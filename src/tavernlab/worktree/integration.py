@@ -1,4 +1,4 @@
-"""How far a branch's work has made it into the default ref (spec section 8.2).
+"""How far a branch's work has made it into the default ref (docs/worktrees.md).
 
 Local ancestry first (``fresh``, no forge needed), then the forge's pull requests by branch
 and by commit (``merged``, ``partial``, ``open``, ``diverged``; memoized), then upstream
@@ -15,9 +15,8 @@ from typing import Any
 from tavernlab.clock import SYSTEM_CLOCK, Clock, rfc3339_millis
 from tavernlab.worktree.errors import ForgeUnavailableError, GitError
 from tavernlab.worktree.forge import Forge, PullRequest, VerdictMemo
-from tavernlab.worktree.git import END_OF_OPTIONS, git, git_run
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git, git_run
 
-DEFAULT_REF = "origin/main"
 _FORGE_STATES = frozenset({"merged", "partial", "open", "diverged"})
 
 

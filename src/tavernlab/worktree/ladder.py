@@ -1,4 +1,4 @@
-"""The branch ladder's tip classifier (spec section 9.7), used by GC's in-base promotion.
+"""The branch ladder's tip classifier (docs/worktrees.md), used by GC's in-base promotion.
 
 A branch whose tip is not an ancestor of the base may still be fully integrated: squash
 merges, cherry-picks and re-applied or moved edits leave no ancestry behind. Upstream's

@@ -1,4 +1,4 @@
-"""Provisioning limits (spec section 6.1): the global cap, per-repository caps and the load
+"""Provisioning limits (docs/worktrees.md): the global cap, per-repository caps and the load
 factor, parsed from ``~/.agentproto/config.json`` and the environment without ever raising.
 """
 

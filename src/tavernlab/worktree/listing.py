@@ -1,4 +1,4 @@
-"""``git worktree list --porcelain`` records and path helpers (spec section 8.5)."""
+"""``git worktree list --porcelain`` records and path helpers (docs/worktrees.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The creation marker (spec section 2.1 step 3): ``agentproto-worktree.json`` in a
+"""The creation marker (docs/worktrees.md): ``agentproto-worktree.json`` in a
 worktree's private git dir, ``{"worktreeId": "wt_<8 hex>", "createdAt": "<ISO-8601>"}``.
 
 It never shows in ``git status`` and disappears with ``git worktree remove``/``prune``.

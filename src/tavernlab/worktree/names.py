@@ -3,7 +3,7 @@
 Each rule lives here once and is used by the tool input models, the configuration models
 and the glob expanders alike:
 
-* a slug is lowercase kebab-case (spec 2.1), matched in full (a trailing newline is not
+* a slug is lowercase kebab-case (docs/worktrees.md), matched in full (a trailing newline is not
   "the end"), so it is safe as a directory and branch name;
 * ``base`` and ``branch`` are ref names by ``git check-ref-format`` rules (one-level names
   such as ``main`` allowed) and never start with ``-``, so no value can be read as a git

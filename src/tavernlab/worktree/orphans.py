@@ -1,4 +1,4 @@
-"""Orphaned worktree directories (spec section 9.1): on disk under the worktrees root, but
+"""Orphaned worktree directories (docs/worktrees.md): on disk under the worktrees root, but
 no longer known to ``git worktree list`` (an interrupted removal erased their admin entry).
 
 A directory counts as an orphan of this repository only when its own ``.git`` file's

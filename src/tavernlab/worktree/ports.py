@@ -1,4 +1,4 @@
-"""Port allocation for services (spec section 5.3).
+"""Port allocation for services (docs/worktrees.md).
 
 A declared port is used when it is free and not already reserved by a sibling service;
 otherwise the OS picks an ephemeral one. All ports of a worktree are reserved up front, so

@@ -1,4 +1,4 @@
-"""Subprocess execution (spec section 1.3): argv and shell runs that never outlive their owner.
+"""Subprocess execution (docs/worktrees.md): argv and shell runs that never outlive their owner.
 
 Both runners capture stdout and stderr as UTF-8 text and return a :class:`RunResult`; a
 child killed by a signal reports exit code -1. They never raise on a non-zero exit, only

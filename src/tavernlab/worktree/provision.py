@@ -1,4 +1,4 @@
-"""``worktree.provision`` (spec section 2.1): a ready-to-work git worktree for an agent.
+"""``worktree.provision`` (docs/worktrees.md): a ready-to-work git worktree for an agent.
 
 Cheap steps (``git worktree add``, the creation marker, configuration, ``linkPaths``,
 ``writeFiles``) run at once; heavy phases (clone, deps, copy, setup) run under a slot of the
@@ -34,7 +34,13 @@ from tavernlab.worktree.config import (
 from tavernlab.worktree.context import Phase, ProvisionContext, current_provision_context
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.errors import BaseRefNotFoundError, HookError, ProvisionCancelledError
-from tavernlab.worktree.git import END_OF_OPTIONS, git_failure, git_run, resolves_to_commit
+from tavernlab.worktree.git import (
+    DEFAULT_REF,
+    END_OF_OPTIONS,
+    git_failure,
+    git_run,
+    resolves_to_commit,
+)
 from tavernlab.worktree.globs import clone_entries, copy_files
 from tavernlab.worktree.hooks import run_setup
 from tavernlab.worktree.listing import find_worktree, is_within, real
@@ -60,7 +66,7 @@ class ProvisionRequest:
 
     repo_root: str
     slug: str
-    base: str = "origin/main"
+    base: str = DEFAULT_REF
     branch: str | None = None
     dir: str | None = None
     deps_cmd: str | None = None

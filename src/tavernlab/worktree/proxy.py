@@ -1,4 +1,4 @@
-"""The ``*.localhost`` reverse proxy (spec section 5.5), framed by h11.
+"""The ``*.localhost`` reverse proxy (docs/worktrees.md), framed by h11.
 
 A proxy started with :func:`start_proxy` listens on 127.0.0.1, routes each request by its
 ``Host`` header (through a :class:`~tavernlab.worktree.proxy_table.ProxyTable`) to

@@ -1,4 +1,4 @@
-"""The hostname → port routes behind the ``*.localhost`` proxy (spec section 5.5).
+"""The hostname → port routes behind the ``*.localhost`` proxy (docs/worktrees.md).
 
 Keys are lowercased on set, get and delete; resolving a raw ``Host`` header strips its
 ``:port`` (keeping a bracketed IPv6 address) first.

@@ -1,4 +1,4 @@
-"""Fast worktree removal and the trash drainer (spec section 9.4).
+"""Fast worktree removal and the trash drainer (docs/worktrees.md).
 
 Deleting a worktree with a large ``node_modules`` takes seconds; renaming it into a
 ``.trash`` directory next to it takes microseconds. So removal checks cleanliness, renames the

@@ -1,4 +1,4 @@
-"""Salvage (spec section 9.3): keep a worktree's uncommitted work before it is removed.
+"""Salvage (docs/worktrees.md): keep a worktree's uncommitted work before it is removed.
 
 The salvage directory holds ``changes.patch`` (``git diff HEAD``, written only when there is
 a diff), byte copies of unignored untracked files under ``untracked/`` and a

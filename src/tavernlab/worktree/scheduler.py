@@ -1,4 +1,4 @@
-"""The provisioning scheduler (spec section 6): a fair, capped FIFO for heavy phases.
+"""The provisioning scheduler (docs/worktrees.md): a fair, capped FIFO for heavy phases.
 
 ``worktree.provision`` runs its heavy phases (clone, deps, copy, setup) under one slot of a
 process-wide queue, so a burst of agents does not start twenty ``pnpm install`` at once. The

@@ -1,5 +1,5 @@
 """One-shot commands in a worktree: ``worktree.run-gate`` and ``worktree.run-script``
-(spec sections 2.2 and 2.4)."""
+(docs/worktrees.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from tavernlab.errors import ToolError
 from tavernlab.worktree.config import load_committed_config
 from tavernlab.worktree.environment import HookContext, hook_environment
+from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.process import run_shell
 
 
@@ -23,7 +24,7 @@ def run_gate(cwd: str, cmd: str) -> dict[str, Any]:
 
 
 def run_script(repo_root: str, worktree_path: str, branch: str, script: str,
-               base: str = "origin/main") -> dict[str, Any]:
+               base: str = DEFAULT_REF) -> dict[str, Any]:
     """Run a committed ``scripts.<name>`` once in the worktree with the hook environment.
 
     The script's ``type`` is not checked, so a service script runs as a one-shot. A missing

@@ -1,4 +1,4 @@
-"""Supervisors per worktree and the three service tools (spec sections 2.5-2.7 and 5.2).
+"""Supervisors per worktree and the three service tools (docs/worktrees.md).
 
 A :class:`ServiceRegistry` keeps one :class:`~tavernlab.worktree.supervisor.ServiceSupervisor`
 per worktree path (exact string key), created by the first start-service or list-services
@@ -18,6 +18,7 @@ from typing import Any
 
 from tavernlab.clock import SYSTEM_CLOCK, Clock
 from tavernlab.errors import ToolError
+from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.proxy_table import ProxyTable, proxy_table
 from tavernlab.worktree.supervisor import ServiceStatus, ServiceSupervisor
 
@@ -38,7 +39,7 @@ class ServiceRegistry:
             return self._supervisors.get(worktree_path)
 
     def get_or_create(self, repo_root: str, worktree_path: str, branch: str, *,
-                      base: str = "origin/main",
+                      base: str = DEFAULT_REF,
                       proxy_port: int | None = None) -> ServiceSupervisor:
         """Reuse the worktree's supervisor or create it (reading the committed config once)."""
         with self._lock:
@@ -103,7 +104,7 @@ def default_registry() -> ServiceRegistry:
 
 
 def start_service(repo_root: str, worktree_path: str, branch: str, script: str, *,
-                  base: str = "origin/main", proxy_port: int | None = None,
+                  base: str = DEFAULT_REF, proxy_port: int | None = None,
                   registry: ServiceRegistry | None = None) -> ServiceStatus:
     """``worktree.start-service``: start a declared ``type: "service"`` script."""
     owner = registry or default_registry()
@@ -125,7 +126,7 @@ def stop_service(worktree_path: str, script: str, *,
 
 
 def list_services(repo_root: str, worktree_path: str, branch: str, *,
-                  base: str = "origin/main", proxy_port: int | None = None,
+                  base: str = DEFAULT_REF, proxy_port: int | None = None,
                   registry: ServiceRegistry | None = None) -> dict[str, Any]:
     """``worktree.list-services``: ``{services: [status…]}`` (creates the supervisor)."""
     supervisor = (registry or default_registry()).get_or_create(

@@ -1,4 +1,4 @@
-"""Agent sessions of the registry, and who is (or was) working in a worktree (spec 8.3, 8.5).
+"""Agent sessions of the registry, and who is (or was) working in a worktree (docs/worktrees.md).
 
 The registry is read straight off disk: every ``~/.agentproto/workspaces/<slug>/sessions.json``
 bucket plus the legacy ``~/.agentproto/sessions.json``, merged by session id with bucket rows

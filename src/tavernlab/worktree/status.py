@@ -1,4 +1,4 @@
-"""The status engine (spec sections 8.2-8.5): is a worktree's work integrated, is anyone
+"""The status engine (docs/worktrees.md): is a worktree's work integrated, is anyone
 using it, and what may garbage collection do with it.
 
 * :func:`integration_status` (:mod:`integration`) — fresh, merged, partial, open, diverged,
@@ -20,9 +20,9 @@ from typing import Any
 
 from tavernlab.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from tavernlab.worktree.forge import Forge, VerdictMemo
-from tavernlab.worktree.git import END_OF_OPTIONS, git_run
+from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git_run
 from tavernlab.worktree.hostnames import repo_name
-from tavernlab.worktree.integration import DEFAULT_REF, integration_status
+from tavernlab.worktree.integration import integration_status
 from tavernlab.worktree.listing import list_worktrees, real
 from tavernlab.worktree.marker import read_creation_marker
 from tavernlab.worktree.sessions import liveness, load_sessions, provenance
@@ -47,7 +47,7 @@ RECENT_WRITE_MS = 15 * 60 * 1000
 
 def classify(integration: dict[str, Any], tree: dict[str, Any], live: dict[str, Any],
              now_ms: float | None = None) -> dict[str, Any]:
-    """``{class: "reclaim"|"salvage"|"hold", reason}`` (spec 8.4); ``now_ms`` is the epoch-ms
+    """``{class: "reclaim"|"salvage"|"hold", reason}``; ``now_ms`` is the epoch-ms
     instant the recent-write window is measured from (default: the system clock)."""
     state = integration.get("state")
     idleish = live.get("state") in ("idle", "daemon-unreachable")

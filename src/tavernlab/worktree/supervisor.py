@@ -1,4 +1,4 @@
-"""The supervised services of one worktree (spec sections 5.1 and 5.2).
+"""The supervised services of one worktree (docs/worktrees.md).
 
 A :class:`ServiceSupervisor` owns the worktree's ``type: "service"`` scripts from the
 committed ``agentproto.json``. Creating it reserves every service's port up front and
@@ -26,6 +26,7 @@ from tavernlab.clock import SYSTEM_CLOCK, Clock, rfc3339_millis
 from tavernlab.worktree.config import load_committed_config
 from tavernlab.worktree.environment import HookContext, ServiceEndpoint, service_environment
 from tavernlab.worktree.errors import ServiceError
+from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.hostnames import (
     DEFAULT_PROXY_PORT,
     default_branch,
@@ -99,7 +100,7 @@ class ServiceSupervisor:
     """The services of one worktree: ports, hostnames, process groups and proxy routes."""
 
     def __init__(self, repo_root: str, worktree_path: str, branch: str, *,
-                 base: str = "origin/main", proxy_port: int | None = None,
+                 base: str = DEFAULT_REF, proxy_port: int | None = None,
                  table: ProxyTable, clock: Clock = SYSTEM_CLOCK) -> None:
         self.repo_root = os.path.abspath(repo_root)
         self.worktree_path = worktree_path

@@ -1,4 +1,4 @@
-"""Input models of the seven worktree tools (spec section 2), validated before dispatch.
+"""Input models of the seven worktree tools (docs/worktrees.md), validated before dispatch.
 
 Each model has upstream's camelCase field names and defaults. A violation becomes
 ``ToolError("input_invalid", "<field path>: <message>; …")`` and nothing has changed yet.
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tavernlab.errors import ToolError
 from tavernlab.worktree.config import RelativePath, WriteFileSpec
+from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.names import SLUG_MESSAGE, check_ref_name, is_slug
 
 
@@ -64,7 +65,7 @@ class ProvisionInput(ToolInput):
     """``worktree.provision`` 0.3.0 input."""
 
     repo_root: str = Field(alias="repoRoot")
-    base: str = "origin/main"
+    base: str = DEFAULT_REF
     slug: str
     branch: str | None = None
     dir: str | None = None
@@ -99,7 +100,7 @@ class CleanupInput(ToolInput):
     cwd: str
     branch: str | None = None
     delete_branch: bool = Field(default=False, alias="deleteBranch")
-    base: str = "origin/main"
+    base: str = DEFAULT_REF
     run_teardown: bool = Field(default=True, alias="runTeardown")
     discard_untracked: bool = Field(default=False, alias="discardUntracked")
     discard_modified: bool = Field(default=False, alias="discardModified")
@@ -115,7 +116,7 @@ class ScriptInput(ToolInput):
     worktree_path: str = Field(alias="worktreePath")
     branch: str
     script: str
-    base: str = "origin/main"
+    base: str = DEFAULT_REF
 
     _base = field_validator("base")(_ref)
 
@@ -139,7 +140,7 @@ class ListServicesInput(ToolInput):
     repo_root: str = Field(alias="repoRoot")
     worktree_path: str = Field(alias="worktreePath")
     branch: str
-    base: str = "origin/main"
+    base: str = DEFAULT_REF
     proxy_port: int | None = Field(default=None, alias="proxyPort", ge=1, le=65535)
 
     _base = field_validator("base")(_ref)

@@ -1,4 +1,4 @@
-"""The seven worktree tools and the tool host (spec sections 1.1, 1.2 and 2).
+"""The seven worktree tools and the tool host (docs/worktrees.md).
 
 :func:`call_tool` validates the input (``input_invalid`` on failure, nothing changed) and
 returns the tool's upstream output shape, raising the tool's error otherwise.

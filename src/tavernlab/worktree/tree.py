@@ -1,4 +1,4 @@
-"""Working-tree state of a worktree (spec section 8.1).
+"""Working-tree state of a worktree (docs/worktrees.md).
 
 Counts untracked, staged and modified paths from ``git status --porcelain=v2``; gitignored
 files never count, so a worktree whose only dirt is ``node_modules`` reads clean. Configured

@@ -1,4 +1,4 @@
-"""The ``worktree-agent`` workflow (spec section 7.1).
+"""The ``worktree-agent`` workflow (docs/worktrees.md).
 
 provision → agent step (any Python callable, handed the worktree) → gate → approval →
 cleanup. A failed gate keeps the worktree for inspection; a rejected approval keeps it too.
@@ -8,10 +8,10 @@ Cleanup passes no discard flags, so files the agent left uncommitted make it fai
 Upstream detail unknown for ``writeFiles`` and ``workspaceSlug``: tavernlab accepts both and
 passes them to provision and to ``spawn`` respectively.
 
-Upstream's ``worktree-agent`` command line (spec 7.2) exists to run this workflow against an
-agentproto daemon session over MCP. tavernlab has no daemon and no MCP client, so it ships no
-such command (tavernlab choice): a notebook or script runs the workflow with a
-:class:`CallableAgentHost` and an ``approve`` callable instead.
+The ``worktree-agent run`` command line runs this workflow against an agentproto daemon
+session over MCP (:class:`tavernlab.worktree.daemon.DaemonAgentHost`); a notebook or script can
+also run it with a :class:`CallableAgentHost` around a Python callable and an ``approve``
+callable.
 """
 
 from __future__ import annotations

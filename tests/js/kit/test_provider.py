@@ -1,5 +1,5 @@
 """Fetching and caching kit modules: the real registry once per session, a local mirror,
-a dead registry, a tampered tarball (spec 3.10, acceptance 5) and a damaged cache file."""
+a dead registry, a tampered tarball and a damaged cache file."""
 
 from __future__ import annotations
 

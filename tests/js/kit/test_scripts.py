@@ -1,4 +1,4 @@
-"""Scripts that import the kit: spec/js-and-skills.md 3.10, acceptance 1-4, sections 5 and 7.3.
+"""Scripts that import the kit (docs/js-and-skills.md, "The script kit").
 
 V5 scripts run through ``run_js_command`` (the ``js`` fixture); legacy scripts through
 ``run_skill_script`` and through the ``skill.run_script`` tool of a real lab. The kit comes

@@ -1,4 +1,4 @@
-"""The script kit: ``@tauritavern/kit/*``, six libraries every script may import (spec 3.10).
+"""The script kit: ``@tauritavern/kit/*``, six libraries every script may import.
 
 No library code lives in this repository. :mod:`.pins` names each exact npm tarball and its
 SHA-512; :mod:`.provider` downloads, verifies, builds (:mod:`.build`, :mod:`.bundle`) and

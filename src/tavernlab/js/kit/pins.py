@@ -1,6 +1,6 @@
 """The six kit libraries, pinned: exact version, tarball, integrity and how each is built.
 
-spec/js-and-skills.md 3.10. The ``integrity`` of each pin is the npm registry's published
+See docs/js-and-skills.md. The ``integrity`` of each pin is the npm registry's published
 ``dist.integrity`` of that exact version (``npm view <pkg>@<version> dist.integrity``); a
 tarball whose SHA-512 differs is refused before anything is extracted. ``tarball`` is the
 registry's ``dist.tarball``; a mirror registry serves the same path under its own base URL.

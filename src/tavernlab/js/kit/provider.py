@@ -1,4 +1,4 @@
-"""Where kit modules come from: the cache, else the npm registry (spec/js-and-skills.md 3.10).
+"""Where kit modules come from: the cache, else the npm registry (docs/js-and-skills.md).
 
 :func:`kit_module_source` is what :mod:`tavernlab.js.builtins` calls for an
 ``@tauritavern/kit/*`` name: it returns the built module from the per-user cache, fetching

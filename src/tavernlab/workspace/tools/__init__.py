@@ -1,4 +1,4 @@
-"""The model-facing workspace tools (spec/workspace.md section 7).
+"""The model-facing workspace tools (docs/workspace.md).
 
 ``workspace.list_files``, ``workspace.search_files``, ``workspace.read_file``,
 ``workspace.write_file``, ``workspace.apply_patch``, ``workspace.commit`` and
@@ -44,7 +44,7 @@ READ_ONLY = {"readOnly": True}
 MUTATING = {"mutating": True}
 _S, _I = string_property, integer_property
 
-#: The workspace tools (spec/workspace.md section 7), in the order the model is offered them,
+#: The workspace tools (docs/workspace.md), in the order the model is offered them,
 #: each with upstream's title, base description, argument schema and annotations (what a
 #: Profile's context then rewrites is the agent loop's, see :mod:`tavernlab.agent`).
 WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (

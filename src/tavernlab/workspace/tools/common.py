@@ -51,7 +51,7 @@ def required_path(args: Arguments) -> WorkspacePath:
     return parse_tool_path(args.required_text("path"))
 
 
-#: Optional paths (after trimming) that mean the logical root (spec/workspace.md 7.3).
+#: Optional paths (after trimming) that mean the logical root (docs/workspace.md).
 ROOT_SPELLINGS = ("", ".", "./")
 
 

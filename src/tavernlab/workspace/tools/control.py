@@ -1,5 +1,5 @@
 """The run-control tools: ``workspace.commit``, ``workspace.finish`` and ``task.return``
-(spec/workspace.md 7.9, 7.10 and sub-agents)."""
+(docs/workspace.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``workspace.read_file`` (spec/workspace.md 7.5) and the read records it leaves."""
+"""``workspace.read_file`` (docs/workspace.md) and the read records it leaves."""
 
 from __future__ import annotations
 
@@ -35,12 +35,12 @@ _MEASURES = TextMeasures(limit=4096)
 
 
 def read_file(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """``workspace.read_file``: a numbered window of a file; the read is recorded (6.1).
+    """``workspace.read_file``: a numbered window of a file; the read is recorded.
 
     Structured field names upstream does not fix are tavernlab's choice: ``{path, sha256,
     startLine, endLine, totalLines, chars, totalChars, words, totalWords, lineTruncated,
     truncated, nextStartLine?, fullRead}``. Files under ``skills/`` are macro-projected; all
-    others are returned raw. Checks run in the spec's order: unknown keys, ``path``
+    others are returned raw. Checks run in upstream's order: unknown keys, ``path``
     (trimmed; ``path is required``), its parse, visibility, ``start_line`` then
     ``line_count`` (``<key> must be a non-negative integer``), the read, the line range.
     """

@@ -1,4 +1,4 @@
-"""``workspace.search_files`` (spec/workspace.md 7.4)."""
+"""``workspace.search_files`` (docs/workspace.md)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ SEARCH_MAX_FILE_BYTES = 8 * 1024 * 1024
 @dataclass(slots=True)
 class _Found:
     """What the traversal collected: each hit with its file's digest, the counters, and
-    whether the result is truncated (step 5)."""
+    whether the result is truncated."""
 
     hits: list[tuple[SearchHit, str]] = field(default_factory=list)
     searched: int = 0

@@ -1,5 +1,5 @@
-"""``workspace.write_file`` and ``workspace.apply_patch`` (spec/workspace.md 7.6, 7.7) and
-their read-record rules (6.1)."""
+"""``workspace.write_file`` and ``workspace.apply_patch`` (docs/workspace.md) and
+their read-record rules."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tavernlab.workspace.tooling import (
 )
 from tavernlab.workspace.tools.common import require_writable, required_path, storage_error
 
-# tavernlab wording where upstream's is unknown (spec/workspace.md 7.7, 7.9, 7.10).
+# tavernlab wording where upstream's is unknown (docs/workspace.md).
 PATCH_EMPTY = "old_string must not be empty; include the exact text to replace."
 PATCH_NO_CHANGE = "old_string and new_string are identical; the patch would change nothing."
 PATCH_REQUIRES_READ = "read the file with workspace_read_file before patching it"
@@ -40,7 +40,7 @@ WRITE_GONE = ("file changed since you last read or wrote it and is no longer pre
 
 #: The largest file a text tool writes (``write_file`` replace or append, ``apply_patch``):
 #: 8 MiB, what the shell reads of one file and the largest file ``search_files`` reads. The
-#: spec sets no write limit; tavernlab chooses this one (issue 9) so that a ``replace_all``
+#: spec sets no write limit; tavernlab chooses this one so that a ``replace_all``
 #: patch cannot inflate a file without bound.
 MAX_WRITE_BYTES = 8 * 1024 * 1024
 
@@ -68,7 +68,7 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.write_file``: replace (guarded by the read record) or append.
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.write_mode_invalid``; a
-    ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments`` (7.1).
+    ``mode`` that is not a string at all is a wrong type, ``tool.invalid_arguments``.
     A resulting file over 8 MiB is refused (:func:`require_write_size`); for an append the
     size is the existing file's when the call starts plus the appended text.
     """
@@ -159,7 +159,7 @@ def _replacements(records: ReadRecords, path: str, file: WorkspaceFile, old: str
 def apply_patch(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.apply_patch``: exact string replacement guarded by the read record.
 
-    After the occurrences are counted (step 8) the resulting size is computed from the counts
+    After the occurrences are counted the resulting size is computed from the counts
     (``bytes + replacements * (len(new) - len(old))`` in UTF-8) and a result over 8 MiB is
     refused before it is built (:func:`require_write_size`), so a ``replace_all`` over many
     matches never allocates the oversized text.

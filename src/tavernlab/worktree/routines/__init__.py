@@ -1,4 +1,4 @@
-"""The shipped ``worktree-gc`` routines (spec section 9.5), read as package data."""
+"""The shipped ``worktree-gc`` routines (docs/worktrees.md), read as package data."""
 
 from __future__ import annotations
 
