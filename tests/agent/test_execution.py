@@ -1,12 +1,11 @@
 """The loop's execution cases: a run from its first model request to its terminal event, with
-the records upstream's contract tests pin (spec cases of the execution suite)."""
+the records upstream's contract tests pin; each through the scripted model and the real
+``openai`` and ``anthropic`` clients against a local server."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from tests.agent.scripts import (
     by_call,
     call,
@@ -20,18 +19,14 @@ from tests.agent.scripts import (
 )
 
 from tavernlab import Lab
-from tavernlab.models import Scripted, TextDelta
+from tavernlab.models import TextDelta
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Any:
-    with Lab(tmp_path / "lab") as opened:
-        yield opened
-
-
-def test_agent_runtime_background_run_finish_uses_run_presentation(lab: Lab) -> None:
-    model = Scripted(default_agent_responses())
-    outcome = lab.run_agent("Write the artifact.", model=model, presentation="background",
+def test_agent_runtime_background_run_finish_uses_run_presentation(lab: Lab, model_for: Any
+                                                                   ) -> None:
+    model = model_for(default_agent_responses())
+    outcome = lab.run_agent("Write the artifact.", model=model.provider,
+                            presentation="background",
                             profile={"tools": {"maxRounds": 2},
                                      "run": {"presentation": "foreground"}})
     run = outcome.run
@@ -59,49 +54,49 @@ def test_agent_runtime_background_run_finish_uses_run_presentation(lab: Lab) -> 
         "input/invocations/inv_root/tool_snapshot.json")
     assert payloads(run, "model_request_created")[0]["toolTurn"]["snapshotId"] == "inv_root"
     assert payloads(run, "model_response_stored")
-    request = model.requests[0].request
-    assert request.tool_for_alias("workspace_write_file") is not None
-    assert "Available agents:\nNone." in request.messages[0].text
+    request = model.sent[0]
+    assert "workspace_write_file" in request.tools
+    assert "Available agents:\nNone." in request.system
     assert model.closed_sessions == [f"{run.id}:inv_root"]
 
 
-def test_agent_runtime_streaming_keeps_the_existing_final_execution_path(lab: Lab) -> None:
-    model = Scripted(default_agent_responses())
+def test_agent_runtime_streaming_keeps_the_existing_final_execution_path(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for(default_agent_responses())
     pieces: list[str] = []
     outcome = lab.run_agent(
-        "Write the artifact.", model=model, presentation="background", stream=True,
+        "Write the artifact.", model=model.provider, presentation="background", stream=True,
         on_delta=lambda live: pieces.append(live.delta.text)
         if isinstance(live.delta, TextDelta) else None)
     assert outcome.status == "completed"
-    assert [r.stream for r in model.requests] == [True, True]
+    assert [r.stream for r in model.sent] == [True, True]
     assert "".join(pieces) == "I will write the artifact."
     assert outcome.run.read("output/main.md") == "hello from real repo"
     assert model.closed_sessions == [f"{outcome.run.id}:inv_root"]
 
 
-def test_a_recoverable_tool_error_never_stops_the_run(lab: Lab) -> None:
-    model = Scripted([
+def test_a_recoverable_tool_error_never_stops_the_run(lab: Lab, model_for: Any) -> None:
+    model = model_for([
         turn(None, call("call_missing", "workspace_read_file", {"path": "output/none.md"})),
         *default_agent_responses()])
-    outcome = lab.run_agent("Read then write.", model=model, presentation="background")
+    outcome = lab.run_agent("Read then write.", model=model.provider, presentation="background")
     assert outcome.status == "completed"
     failed = by_call(outcome.run, "tool_call_failed", "call_missing")[0]
     assert (failed["isError"], failed["errorCode"]) == (True, "workspace.file_not_found")
-    tool_message = model.requests[1].request.messages[-1]
-    assert tool_message.role == "tool"
-    assert tool_message.parts[0].result.error_code == "workspace.file_not_found"
+    assert model.sent[1].tool_texts == [
+        "## Tool error\n\nworkspace path `output/none.md` was not found."]
 
 
 def test_agent_runtime_normalizes_empty_arguments_and_recovers_from_invalid_arguments(
-        lab: Lab) -> None:
-    model = Scripted([
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([
         turn(None, call("call_empty", "workspace_list_files", "null"),
              call("call_invalid", "workspace_list_files", '{"path":')),
         turn(None, call("call_over_budget", "workspace_list_files", {}),
              write("call_write", "output/main.md", "continued after invalid arguments"),
              finish())])
     outcome = lab.run_agent(
-        "List, then write.", model=model, presentation="background",
+        "List, then write.", model=model.provider, presentation="background",
         profile={"tools": {"maxRounds": 2,
                            "maxCallsPerTool": {"workspace.list_files": 2}}})
     run = outcome.run
@@ -124,10 +119,11 @@ def test_agent_runtime_normalizes_empty_arguments_and_recovers_from_invalid_argu
     assert outcome.status == "completed"
 
 
-def test_agent_runtime_duplicate_tool_call_id_preserves_first_audit_facts(lab: Lab) -> None:
-    model = Scripted([turn(None, write("duplicate_call", "output/first.md", "first"),
-                           write("duplicate_call", "output/second.md", "second"))])
-    outcome = lab.run_agent("Write twice.", model=model, presentation="background",
+def test_agent_runtime_duplicate_tool_call_id_preserves_first_audit_facts(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, write("duplicate_call", "output/first.md", "first"),
+                            write("duplicate_call", "output/second.md", "second"))])
+    outcome = lab.run_agent("Write twice.", model=model.provider, presentation="background",
                             profile={"tools": {"maxRounds": 1}})
     run = outcome.run
     assert outcome.status == "failed"
@@ -141,8 +137,8 @@ def test_agent_runtime_duplicate_tool_call_id_preserves_first_audit_facts(lab: L
 
 
 def test_agent_runtime_foreground_auto_commits_once_per_round_until_explicit_commit(
-        lab: Lab) -> None:
-    model = Scripted([
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([
         turn(None, write("call_write", "output/main.md", "draft one"),
              call("call_patch", "workspace_apply_patch",
                   {"path": "output/main.md", "old_string": "one", "new_string": "two"}),
@@ -151,7 +147,7 @@ def test_agent_runtime_foreground_auto_commits_once_per_round_until_explicit_com
         turn(None, call("call_commit_retry", "workspace_commit", {}),
              write("call_after", "scratch/after.txt", "after"), finish())])
     outcome = lab.run_agent(
-        "Write and commit.", model=model, presentation="foreground", stream=False,
+        "Write and commit.", model=model.provider, presentation="foreground", stream=False,
         review=lambda request: "host rejected the first commit"
         if request["callId"] == "call_commit" else None)
     run = outcome.run
@@ -197,8 +193,9 @@ def test_agent_runtime_foreground_auto_commits_once_per_round_until_explicit_com
     assert lab.chat("agent").messages[0].swipes[0].body == "draft two"
 
 
-def test_agent_runtime_streamed_writes_defer_to_patch_and_explicit_commits(lab: Lab) -> None:
-    model = Scripted([
+def test_agent_runtime_streamed_writes_defer_to_patch_and_explicit_commits(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([
         turn(None, write("call_write_first", "output/main.md", "alpha beta"),
              call("call_patch_first", "workspace_apply_patch",
                   {"path": "output/main.md", "old_string": "alpha", "new_string": "gamma"})),
@@ -206,24 +203,25 @@ def test_agent_runtime_streamed_writes_defer_to_patch_and_explicit_commits(lab: 
                         {"path": "output/main.md", "old_string": "beta", "new_string": "delta"}),
              write("call_write_second", "output/main.md", "final text")),
         turn(None, call("call_commit", "workspace_commit", {}), finish())])
-    outcome = lab.run_agent("Draft, patch, commit.", model=model, presentation="foreground",
-                            stream=True)
+    outcome = lab.run_agent("Draft, patch, commit.", model=model.provider,
+                            presentation="foreground", stream=True)
     assert outcome.status == "completed"
     requested = payloads(outcome.run, "chat_commit_requested")
     assert [(r["callId"], r["isExplicit"]) for r in requested] == [
         ("call_patch_first", False), ("call_commit", True)]
 
 
-def test_agent_runtime_retries_retryable_model_errors_with_real_repositories(lab: Lab) -> None:
-    model = Scripted([failure(network="network.timeout", message="the request timed out"),
-                      turn(None, write("call_write", "output/main.md", "retry succeeded")),
-                      turn(None, finish())])
-    outcome = lab.run_agent("Write.", model=model, presentation="background",
+def test_agent_runtime_retries_retryable_model_errors_with_real_repositories(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([failure(network="network.timeout", message="the request timed out"),
+                       turn(None, write("call_write", "output/main.md", "retry succeeded")),
+                       turn(None, finish())])
+    outcome = lab.run_agent("Write.", model=model.provider, presentation="background",
                             profile={"run": {"modelRetry": {"maxRetries": 1,
                                                             "intervalMs": 1}}})
     run = outcome.run
     assert outcome.status == "completed"
-    assert len(model.requests) == 3
+    assert len(model.sent) == 3
     assert run.read("output/main.md") == "retry succeeded"
     failed = payloads(run, "model_call_attempt_failed")[0]
     assert {k: failed[k] for k in ("attempt", "maxRetries", "retryable", "willRetry")} == {
@@ -233,19 +231,22 @@ def test_agent_runtime_retries_retryable_model_errors_with_real_repositories(lab
     assert payloads(run, "model_completed")[0]["attempts"] == 2
 
 
-def test_agent_runtime_does_not_retry_non_retryable_model_errors(lab: Lab) -> None:
-    model = Scripted([failure(code="model.invalid_tool_call", message="missing id")])
-    outcome = lab.run_agent("Write.", model=model, presentation="background",
+def test_agent_runtime_does_not_retry_non_retryable_model_errors(lab: Lab, model_for: Any
+                                                                 ) -> None:
+    model = model_for([failure(code="model.invalid_tool_call", message="missing id")])
+    outcome = lab.run_agent("Write.", model=model.provider, presentation="background",
                             profile={"run": {"modelRetry": {"maxRetries": 2,
                                                             "intervalMs": 1}}})
     run = outcome.run
     assert outcome.status == "failed"
     assert outcome.failure is not None and "missing id" in outcome.failure["message"]
-    assert outcome.failure == {
-        "code": "model.invalid_tool_call", "message": "missing id",
-        "technicalMessage": "Validation error: model.invalid_tool_call: missing id",
+    failure_payload = outcome.failure
+    message = failure_payload["message"]
+    assert failure_payload == {
+        "code": "model.invalid_tool_call", "message": message,
+        "technicalMessage": f"Validation error: model.invalid_tool_call: {message}",
         "retryable": False, "userRetryable": False, "details": {}}
-    assert len(model.requests) == 1
+    assert len(model.sent) == 1
     assert payloads(run, "model_call_retry_scheduled") == []
     assert next(e for e in _lines(run) if e["type"] == "model_call_attempt_failed"
                 )["level"] == "error"
