@@ -4,14 +4,11 @@ audit names, and the default system prompt."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from tests.agent.scripts import by_call, call, finish, payloads, stored, turn, write
 
 from tavernlab import Lab
-from tavernlab.models import Scripted
 from tavernlab.workspace.ids import tool_record_name
 
 NUDGE_34 = (
@@ -86,17 +83,12 @@ You also can follow commit-N-times template:
 Anyway: TOOLS&SKILLS IS ALL YOU NEED"""
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Any:
-    with Lab(tmp_path / "lab") as opened:
-        yield opened
-
-
-def test_plain_text_is_saved_as_direct_output_and_answered_with_a_nudge(lab: Lab) -> None:
-    model = Scripted([turn("Hi"),
+def test_plain_text_is_saved_as_direct_output_and_answered_with_a_nudge(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([turn("Hi"),
                       turn(None, call("call_commit", "workspace_commit",
                                       {"path": "output/direct_output.md"}), finish())])
-    outcome = lab.run_agent("Say hi.", model=model, profile={"tools": {"maxRounds": 3}})
+    outcome = lab.run_agent("Say hi.", model=model.provider, profile={"tools": {"maxRounds": 3}})
     run = outcome.run
     assert outcome.status == "completed"
     assert run.read("output/direct_output.md") == "Hi"
@@ -104,9 +96,8 @@ def test_plain_text_is_saved_as_direct_output_and_answered_with_a_nudge(lab: Lab
     assert {k: captured[k] for k in ("round", "path", "chars", "words", "modelResponsePath")
             } == {"round": 1, "path": "output/direct_output.md", "chars": 2, "words": 1,
                   "modelResponsePath": "model-responses/round-001.json"}
-    nudge = model.requests[1].request.messages[-1]
-    assert (nudge.role, nudge.text) == ("user", NUDGE_34)
-    assert model.requests[1].request.messages[-2].role == "assistant"
+    assert model.sent[1].last_user_text == NUDGE_34
+    assert model.sent[1].body["messages"][-1]["role"] == "user"
     drift = payloads(run, "drift_recovery_attempted")[0]
     assert drift == {"attempt": 1, "maxAttempts": 2, "maxRounds": 3,
                      "limitReason": "max_rounds", "round": 1, "invocationId": "inv_root",
@@ -114,9 +105,9 @@ def test_plain_text_is_saved_as_direct_output_and_answered_with_a_nudge(lab: Lab
     assert lab.chat("agent").messages[0].swipes[0].body == "Hi"
 
 
-def test_plain_text_in_the_last_round_fails_the_run(lab: Lab) -> None:
-    model = Scripted([turn("Hi"), turn("Hi again")])
-    outcome = lab.run_agent("Say hi.", model=model, profile={"tools": {"maxRounds": 2}})
+def test_plain_text_in_the_last_round_fails_the_run(lab: Lab, model_for: Any) -> None:
+    model = model_for([turn("Hi"), turn("Hi again")])
+    outcome = lab.run_agent("Say hi.", model=model.provider, profile={"tools": {"maxRounds": 2}})
     assert outcome.status == "failed"
     failed = payloads(outcome.run, "run_failed")[0]
     assert {k: failed[k] for k in ("code", "message", "userRetryable", "retryable")} == {
@@ -129,12 +120,12 @@ def test_plain_text_in_the_last_round_fails_the_run(lab: Lab) -> None:
     assert outcome.run.status == "failed"
 
 
-def test_plain_text_after_a_confirmed_commit_is_a_partial_success(lab: Lab) -> None:
-    model = Scripted([
+def test_plain_text_after_a_confirmed_commit_is_a_partial_success(lab: Lab, model_for: Any) -> None:
+    model = model_for([
         turn(None, write("call_write", "output/main.md", "kept"),
              call("call_commit", "workspace_commit", {})),
         turn("Done, I think.")])
-    outcome = lab.run_agent("Write.", model=model, profile={"tools": {"maxRounds": 2}})
+    outcome = lab.run_agent("Write.", model=model.provider, profile={"tools": {"maxRounds": 2}})
     assert outcome.status == "partial_success"
     assert payloads(outcome.run, "run_failed") == []
     partial = payloads(outcome.run, "run_partial_success")[0]
@@ -146,37 +137,38 @@ def test_plain_text_after_a_confirmed_commit_is_a_partial_success(lab: Lab) -> N
     assert lab.chat("agent").messages[0].swipes[0].body == "kept"
 
 
-def test_rounds_without_finishing_exceed_the_round_budget(lab: Lab) -> None:
-    model = Scripted([turn(None, call("call_1", "workspace_list_files", {})),
+def test_rounds_without_finishing_exceed_the_round_budget(lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, call("call_1", "workspace_list_files", {})),
                       turn(None, call("call_2", "workspace_list_files", {}))])
-    outcome = lab.run_agent("List.", model=model, presentation="background",
+    outcome = lab.run_agent("List.", model=model.provider, presentation="background",
                             profile={"tools": {"maxRounds": 2}})
     assert outcome.status == "failed"
     assert outcome.failure is not None
     assert (outcome.failure["code"], outcome.failure["message"]) == (
         "agent.max_tool_rounds_exceeded", "workspace_finish was not completed within 2 rounds")
     assert outcome.failure["userRetryable"] is True
-    assert len(model.requests) == 2
+    assert len(model.sent) == 2
 
 
-def test_finish_before_another_call_is_refused_and_the_other_call_runs(lab: Lab) -> None:
-    model = Scripted([turn(None, finish("call_finish_early"),
+def test_finish_before_another_call_is_refused_and_the_other_call_runs(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, finish("call_finish_early"),
                            write("call_write", "output/main.md", "written")),
                       turn(None, finish())])
-    outcome = lab.run_agent("Write.", model=model, presentation="background")
+    outcome = lab.run_agent("Write.", model=model.provider, presentation="background")
     run = outcome.run
     early = stored(run, by_call(run, "tool_result_stored", "call_finish_early")[0]["path"])
     assert (early["errorCode"], early["content"]) == (
         "agent.tool_after_finish", "workspace.finish must be the final tool call in a model "
         "turn; complete the other work first, then call it again.")
     assert run.read("output/main.md") == "written"
-    assert outcome.status == "completed" and len(model.requests) == 2
+    assert outcome.status == "completed" and len(model.sent) == 2
 
 
-def test_an_unadvertised_alias_fails_the_run_before_any_tool_runs(lab: Lab) -> None:
-    model = Scripted([turn(None, write("call_write", "output/main.md", "x"),
+def test_an_unadvertised_alias_fails_the_run_before_any_tool_runs(lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, write("call_write", "output/main.md", "x"),
                            call("call_foo", "foo", {}))])
-    outcome = lab.run_agent("Do it.", model=model, presentation="background")
+    outcome = lab.run_agent("Do it.", model=model.provider, presentation="background")
     assert outcome.status == "failed"
     assert outcome.failure is not None
     assert (outcome.failure["code"], outcome.failure["message"]) == (
@@ -185,16 +177,16 @@ def test_an_unadvertised_alias_fails_the_run_before_any_tool_runs(lab: Lab) -> N
     assert not (outcome.run.workspace_dir / "output" / "main.md").exists()
 
 
-def test_the_model_reads_an_error_result_under_a_tool_error_heading(lab: Lab) -> None:
-    model = Scripted([turn(None, write("call_denied", "run.json", "{}")), turn(None, finish())])
-    outcome = lab.run_agent("Write.", model=model, presentation="background")
+def test_the_model_reads_an_error_result_under_a_tool_error_heading(
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, write("call_denied", "run.json", "{}")), turn(None, finish())])
+    outcome = lab.run_agent("Write.", model=model.provider, presentation="background")
     run = outcome.run
     record = stored(run, by_call(run, "tool_result_stored", "call_denied")[0]["path"])
     assert record["errorCode"] == "workspace.path_not_writable"
-    result = model.requests[1].request.messages[-1].parts[0].result
-    assert result.model_text == (
-        "## Tool error\n\nPermission denied: `run.json` is not writable for this task.")
-    assert record["content"] == result.content
+    assert model.sent[1].tool_texts == [
+        "## Tool error\n\nPermission denied: `run.json` is not writable for this task."]
+    assert record["content"] == "Permission denied: `run.json` is not writable for this task."
     assert outcome.status == "completed"
 
 
@@ -205,11 +197,11 @@ def test_tool_call_audit_names_hash_the_call_id() -> None:
     assert tool_record_name(3, "finish") == "round-003-call_42af43e3616eba4a"
 
 
-def test_a_loop_run_stores_its_records_under_the_audit_names(lab: Lab) -> None:
-    model = Scripted([turn(None, write("call_write", "output/main.md", "x")),
+def test_a_loop_run_stores_its_records_under_the_audit_names(lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, write("call_write", "output/main.md", "x")),
                       turn(None, call("call_1", "workspace_list_files", {})),
                       turn(None, call("finish", "workspace_finish", {}))])
-    run = lab.run_agent("Write.", model=model, presentation="background").run
+    run = lab.run_agent("Write.", model=model.provider, presentation="background").run
     assert (run.dir / "tool-results/inv_root/round-001-call_d944184886a046b8.json").is_file()
     assert (run.dir / "tool-args/inv_root/round-002-call_74196fe72e4cdc13.json").is_file()
     assert (run.dir / "tool-results/inv_root/round-003-call_42af43e3616eba4a.json").is_file()
@@ -217,19 +209,18 @@ def test_a_loop_run_stores_its_records_under_the_audit_names(lab: Lab) -> None:
 
 
 def test_the_default_workspace_only_foreground_profile_gets_the_v5_system_prompt(
-        lab: Lab) -> None:
-    model = Scripted([turn(None, write("call_write", "output/main.md", "x"),
+        lab: Lab, model_for: Any) -> None:
+    model = model_for([turn(None, write("call_write", "output/main.md", "x"),
                            call("call_commit", "workspace_commit", {})),
                       turn(None, finish())])
-    outcome = lab.run_agent("Write.", model=model,
+    outcome = lab.run_agent("Write.", model=model.provider,
                             profile={"tools": {"allow": WORKSPACE_ONLY}})
     assert outcome.status == "completed"
-    system = model.requests[0].request.messages[0]
-    assert system.role == "system"
-    assert system.text == PROMPT_41
-    assert "Available agents:" not in system.text
+    system = model.sent[0].system
+    assert system == PROMPT_41
+    assert "Available agents:" not in system
     snapshot = stored(outcome.run, "input/prompt_snapshot.json")
     assert snapshot["messages"][0]["parts"][0]["text"] == PROMPT_41
     assert snapshot["messages"][0]["providerMetadata"] == {"promptComponent": "agentSystemPrompt"}
     assert snapshot["messages"][1]["parts"][0]["text"] == "Write."
-    assert model.requests[1].request.messages[0].text == PROMPT_41
+    assert model.sent[1].system == PROMPT_41
