@@ -17,12 +17,6 @@ from tavernlab.models import ModelRequest, ModelResponse, Scripted, TextDelta
 from tavernlab.workspace.profile import Profile
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Any:
-    with Lab(tmp_path / "lab") as opened:
-        yield opened
-
-
 def _agent_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("tavernlab-agent-")]
 
@@ -74,10 +68,11 @@ def test_live_deltas_say_where_they_belong_and_are_not_recorded(lab: Lab) -> Non
     assert "model_delta" not in journal
 
 
-def test_cancel_during_a_model_call_from_another_thread(lab: Lab) -> None:
+def test_cancel_during_a_model_call_from_another_thread(lab: Lab, model_for: Any) -> None:
     slow = turn("Thinking " * 200, write("call_write", "output/main.md", "never"))
     slow["delayMs"] = 20
-    handle = lab.start_agent("Write.", model=Scripted([slow]), presentation="background")
+    model = model_for([slow])
+    handle = lab.start_agent("Write.", model=model.provider, presentation="background")
     _wait_for(handle.run, "model_call_attempt_started")
     assert handle.cancel() >= 1
     outcome = handle.wait(60)
@@ -89,6 +84,7 @@ def test_cancel_during_a_model_call_from_another_thread(lab: Lab) -> None:
     cancelled = payloads(outcome.run, "agent_invocation_cancelled")
     assert [c["invocationId"] for c in cancelled] == ["inv_root"]
     assert handle.cancel() == 0
+    assert model.closed_sessions == [f"{outcome.run.id}:inv_root"]
     assert _agent_threads() == []
 
 
@@ -244,17 +240,47 @@ class KeyedModel(Scripted):
         return super().generate(request, **options)
 
 
+KEYED_TURNS = [turn(None, write("call_write", "output/main.md", "hi"),
+                    call("call_commit", "workspace_commit", {})),
+               turn(None, finish())]
+
+
+def _no_file_holds(root: Path, secret: str, variable: str) -> None:
+    files = [p for p in root.rglob("*") if p.is_file()]
+    assert files
+    assert [p for p in files if secret.encode() in p.read_bytes()] == []
+    assert any(variable.encode() in p.read_bytes() for p in files)
+
+
 def test_an_api_key_in_the_environment_is_never_written_under_the_lab(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-0123456789abcdef-never-written"
     monkeypatch.setenv("TAVERNLAB_TEST_KEY", secret)
     with Lab(tmp_path / "lab") as lab:
-        model = KeyedModel([turn(None, write("call_write", "output/main.md", "hi"),
-                                 call("call_commit", "workspace_commit", {})),
-                            turn(None, finish())], "TAVERNLAB_TEST_KEY")
-        outcome = lab.run_agent("Write.", model=model)
+        outcome = lab.run_agent("Write.", model=KeyedModel(KEYED_TURNS, "TAVERNLAB_TEST_KEY"))
         assert outcome.status == "completed"
-    files = [p for p in (tmp_path / "lab").rglob("*") if p.is_file()]
-    assert files
-    assert [p for p in files if secret.encode() in p.read_bytes()] == []
-    assert any(b"TAVERNLAB_TEST_KEY" in p.read_bytes() for p in files)
+    _no_file_holds(tmp_path / "lab", secret, "TAVERNLAB_TEST_KEY")
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_the_real_clients_key_is_never_written_under_the_lab(tmp_path: Path,
+                                                             model_for: Any) -> None:
+    from model_servers import TEST_KEY, TEST_KEY_ENV
+
+    model = model_for(KEYED_TURNS)
+    with Lab(tmp_path / "lab") as lab:
+        outcome = lab.run_agent("Write.", model=model.provider)
+        assert outcome.status == "completed"
+        assert os.environ[TEST_KEY_ENV] == TEST_KEY
+    _no_file_holds(tmp_path / "lab", TEST_KEY, TEST_KEY_ENV)
+
+
+def test_closing_the_lab_cancels_a_running_loop_and_ends_its_thread(tmp_path: Path) -> None:
+    slow = turn("Thinking " * 200, write("call_write", "output/main.md", "never"))
+    slow["delayMs"] = 20
+    lab = Lab(tmp_path / "lab")
+    handle = lab.start_agent("Write.", model=Scripted([slow]), presentation="background")
+    _wait_for(handle.run, "model_call_attempt_started")
+    lab.close()
+    assert handle.done and handle.wait(0).status == "cancelled"
+    assert _agent_threads() == []

@@ -34,13 +34,13 @@ from tavernlab.agent._api import (
 from tavernlab.agent._failure import failure_payload
 from tavernlab.agent._loop import CANCELLED_MESSAGE, AgentLoop, LiveDelta
 from tavernlab.agent._prompt import default_system_prompt
-from tavernlab.agent._tools import ToolSnapshot, build_snapshot, wire_tools
+from tavernlab.agent._tools import ToolSnapshot, build_snapshot
 from tavernlab.host.presentation import register_presenter
 
 __all__ = [
     "CANCELLED_MESSAGE", "DEFAULT_CHAT_ID", "AgentHandle", "AgentLoop", "AgentOutcome",
     "LiveDelta", "ToolSnapshot", "build_snapshot", "default_system_prompt", "failure_payload",
-    "run_agent", "start_agent", "tool_definitions", "wire_tools",
+    "run_agent", "start_agent", "tool_definitions",
 ]
 
 register_presenter("agent.run", run_agent)

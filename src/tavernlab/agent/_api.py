@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernlab.agent._loop import AgentLoop, DeltaObserver
-from tavernlab.agent._tools import build_snapshot, wire_tools
+from tavernlab.agent._tools import build_snapshot
 from tavernlab.errors import AgentError, UsageError
 from tavernlab.host.lab import Lab
 from tavernlab.host.run import Run
@@ -187,4 +187,6 @@ def tool_definitions(lab: Lab, profile: Profile | Mapping[str, Any] | None = Non
     ``provider_format``'s wire shape (the root invocation of a Chat run)."""
     resolved = resolve_profile(profile, Profile)
     snapshot = build_snapshot(lab.tools, resolved, "inv_root", mode="root", chat=True)
-    return wire_tools(snapshot.model_tools(), provider_format)
+    from tavernlab.models import tool_definitions as shaped
+
+    return shaped(snapshot.model_tools(), provider_format)

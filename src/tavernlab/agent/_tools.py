@@ -280,29 +280,3 @@ def _profile_context(spec: ToolSpec, profile: Profile, visible: set[str], mode: 
         return ("Finish the Agent run after required chat commits and workspace changes are "
                 "complete.", schema)
     return spec.description, schema
-
-
-def wire_tools(tools: Iterable[ModelTool], provider_format: str) -> list[dict[str, Any]]:
-    """The request's ``tools`` in ``provider_format``'s wire shape: Chat Completions
-    functions (``openai_compatible``, and ``scripted``/``recorded``, which speak it), or
-    Anthropic Messages tools without ``$schema``/``$id`` (``claude_messages``)."""
-    shaped: list[dict[str, Any]] = []
-    for tool in tools:
-        schema = copy.deepcopy(tool.input_schema)
-        if provider_format == "claude_messages":
-            schema.pop("$schema", None)
-            schema.pop("$id", None)
-            entry: dict[str, Any] = {"name": tool.model_alias, "input_schema": schema}
-            if tool.description is not None:
-                entry["description"] = tool.description
-            shaped.append(entry)
-        elif provider_format in ("openai_compatible", "scripted", "recorded"):
-            function: dict[str, Any] = {"name": tool.model_alias}
-            if tool.description is not None:
-                function["description"] = tool.description
-            function["parameters"] = schema
-            shaped.append({"type": "function", "function": function})
-        else:
-            raise AgentError(f"unknown provider format `{provider_format}`",
-                             code="agent.validation_error")
-    return shaped
