@@ -187,6 +187,6 @@ def tool_definitions(lab: Lab, profile: Profile | Mapping[str, Any] | None = Non
     ``provider_format``'s wire shape (the root invocation of a Chat run)."""
     resolved = resolve_profile(profile, Profile)
     snapshot = build_snapshot(lab.tools, resolved, "inv_root", mode="root", chat=True)
-    from tavernlab.models import tool_definitions as shaped
+    from tavernlab.models._tools import tool_definitions as shaped
 
     return shaped(snapshot.model_tools(), provider_format)
