@@ -284,3 +284,24 @@ def test_closing_the_lab_cancels_a_running_loop_and_ends_its_thread(tmp_path: Pa
     lab.close()
     assert handle.done and handle.wait(0).status == "cancelled"
     assert _agent_threads() == []
+
+
+def test_a_model_binding_makes_its_client(lab: Lab) -> None:
+    from model_servers import ModelServer
+
+    with ModelServer("openai", default_agent_responses()) as server:
+        binding = {"provider": "openai_compatible", "model": "test-model",
+                   "baseUrl": server.base_url, "apiKeyEnv": "TAVERNLAB_BINDING_KEY",
+                   "params": {"temperature": 0.25}}
+        os.environ["TAVERNLAB_BINDING_KEY"] = "sk-binding"
+        try:
+            outcome = lab.run_agent("Write.", model=None, presentation="background",
+                                    profile={"model": binding})
+        finally:
+            del os.environ["TAVERNLAB_BINDING_KEY"]
+        assert outcome.status == "completed"
+        assert [body["temperature"] for body in server.requests] == [0.25, 0.25]
+    snapshot = (outcome.run.dir / "input" / "prompt_snapshot.json").read_text()
+    assert '"temperature": 0.25' in snapshot
+    with pytest.raises(UsageError):
+        lab.run_agent("Write.", model={"provider": "gemini", "model": "x"})

@@ -21,7 +21,7 @@ from tavernlab.host.lab import Lab
 from tavernlab.host.run import Run
 from tavernlab.host.starting import resolve_profile
 from tavernlab.models import ModelProvider, Usage
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.profile import ModelBinding, Profile
 
 #: The chat a run starts in when no ``chat_id`` is given.
 DEFAULT_CHAT_ID = "agent"
@@ -130,11 +130,42 @@ def _resolve(lab: Lab, profile: Profile | Mapping[str, Any] | None,
     return resolved, chosen, resolved.run.stream if stream is None else stream
 
 
-def _provider(model: Any, profile: Profile) -> ModelProvider:
+#: The provider names a model binding may use, and the client each one builds.
+BINDING_PROVIDERS = {"openai_compatible": "OpenAICompatible", "openai": "OpenAICompatible",
+                     "claude_messages": "ClaudeMessages", "anthropic": "ClaudeMessages"}
+
+
+def provider_from(model: Any, profile: Profile) -> tuple[ModelProvider, bool]:
+    """The provider the loop calls, and whether the loop made it (and so closes it): a
+    provider as given; a model binding (``{provider, model, baseUrl?, apiKeyEnv?,
+    params?}``, as a mapping or :class:`~tavernlab.workspace.profile.ModelBinding`) made into
+    its client; ``None``, the Profile's ``model``."""
     if isinstance(model, ModelProvider):
-        return model
-    raise UsageError("model must be a model provider (tavernlab.models.Scripted, "
-                     "OpenAICompatible, ClaudeMessages or Recorded)")
+        return model, False
+    if model is None:
+        model = profile.model
+        if model is None:
+            raise UsageError("no model: pass model= (a provider or a binding) or set the "
+                             "Profile's `model`")
+    binding = model if isinstance(model, ModelBinding) else None
+    if binding is None and isinstance(model, Mapping):
+        binding = ModelBinding.model_validate(dict(model))
+    if binding is None:
+        raise UsageError("model must be a model provider (tavernlab.models.Scripted, "
+                         "OpenAICompatible, ClaudeMessages, Recorded) or a binding "
+                         "{provider, model, baseUrl?, apiKeyEnv?, params?}")
+    name = BINDING_PROVIDERS.get(binding.provider)
+    if name is None:
+        raise UsageError(f"unknown model provider `{binding.provider}` (use "
+                         "`openai_compatible` or `claude_messages`)")
+    import tavernlab.models as models
+
+    client = getattr(models, name)
+    options: dict[str, Any] = {"base_url": binding.base_url, "params": binding.params or None}
+    if binding.api_key_env is not None:
+        options["api_key_env"] = binding.api_key_env
+    made: ModelProvider = client(binding.model, **options)
+    return made, True
 
 
 def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
@@ -146,7 +177,8 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
                 ) -> AgentHandle:
     """Start the loop on ``task`` in a new Chat run of ``lab`` and return its handle.
 
-    ``model`` is a provider; ``profile`` defaults to the default writer; ``presentation``
+    ``model`` is a provider, a model binding or ``None`` (the Profile's ``model``);
+    ``profile`` defaults to the default writer; ``presentation``
     and ``stream`` default to the Profile's ``run`` settings. ``on_delta`` receives the
     streamed pieces of every model call (on the loop's thread); ``review`` is the host's
     answer to each commit request (``None`` accepts it, a message rejects it; by default
@@ -157,7 +189,7 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
     if not isinstance(task, str) or not task.strip():
         raise UsageError("the task must be non-empty text")
     resolved, chosen, streaming = _resolve(lab, profile, presentation, stream)
-    provider = _provider(model, resolved)
+    provider, owned = provider_from(model, resolved)
     targets: dict[str, Profile] = {}
     for agent_id, agent_profile in (agents or {}).items():
         target = resolve_profile(agent_profile, Profile)
@@ -168,7 +200,7 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
                              profile=resolved)
     core = run._core
     loop = AgentLoop(run, core, lab.tools, provider, task=task, stream=streaming,
-                     on_delta=on_delta, review=review, agents=targets)
+                     on_delta=on_delta, review=review, agents=targets, owns_provider=owned)
     core.loop_cancel = loop.cancel
     core.loop_done = threading.Event()
     handle = AgentHandle(run, loop)

@@ -198,7 +198,8 @@ class AgentLoop:
                  provider: ModelProvider, *, task: str, stream: bool,
                  on_delta: DeltaObserver | None = None,
                  review: Callable[[dict[str, Any]], str | None] | None = None,
-                 agents: Mapping[str, Profile] | None = None) -> None:
+                 agents: Mapping[str, Profile] | None = None,
+                 owns_provider: bool = False) -> None:
         self.run = run
         self.core = core
         self.registry = registry
@@ -206,6 +207,7 @@ class AgentLoop:
         self.task = task
         self.stream = stream
         self.on_delta = on_delta
+        self.owns_provider = owns_provider
         self.token = CancelToken()
         self.ledger = CommitLedger(review=review)
         self.totals = Totals()
@@ -317,7 +319,9 @@ class AgentLoop:
                 model_id=self.provider.model_id, binding=binding))
             self._check()
         system = default_system_prompt(profile, snapshot, mode=mode)
+        described = self.provider.describe().get("params")
         params = {"model": self.provider.model_id,
+                  **(described if isinstance(described, dict) else {}),
                   **(profile.model.params if profile.model is not None else {})}
         if kind == "root":
             write_json(core.dir / "input" / "prompt_snapshot.json",
@@ -757,6 +761,10 @@ class AgentLoop:
         for session in [f"{core.id}:{f.invocation.id}" for f in self.frames]:
             with contextlib.suppress(Exception):  # a failing close does not stop the end
                 self.provider.close_session(session)
+        close = getattr(self.provider, "close", None)
+        if self.owns_provider and callable(close):
+            with contextlib.suppress(Exception):
+                close()
         if core.record.is_terminal:
             return core.record.status
         if frame is not None:
