@@ -184,9 +184,11 @@ class Delegation:
         raise RuntimeError("the calling invocation has no frame")
 
     def _emit(self, kind: Any, task: AgentTask, scope_id: str, **facts: Any) -> None:
+        related = [value for key, value in facts.items() if key.endswith("invocation_id")
+                   and isinstance(value, str) and value != scope_id]
         self.loop.core.emit(kind, TaskFacts(
             task_id=task.task_id, agent_id=task.agent_id, **facts),
-            scope=EventScope(invocation_id=scope_id))
+            scope=EventScope(invocation_id=scope_id, related_invocation_ids=related))
 
     # -- agent.delegate ------------------------------------------------------------------------
 

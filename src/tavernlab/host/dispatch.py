@@ -321,7 +321,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         if gated is not None:
             result = ToolResult.from_error(gated)
             result.call_id, result.tool_id = ctx.call_id, loop.full_id
-            stored = store_result(core, invocation, record_name, result, round_number=ctx.round)
+            stored = store_result(core, invocation, record_name, result,
+                                  round_number=ctx.round, level="debug")
             _record_outcome(core, ctx, result, core.clock.monotonic(), scope)
             return stored, None
         ref = LoopToolCallRef(round=ctx.round, invocation_id=invocation.id,
@@ -347,7 +348,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
             counters.round_cancelled = True
         result.call_id = ctx.call_id
         result.tool_id = tool_id if loop is None else loop.full_id
-        stored = store_result(core, invocation, record_name, result, round_number=ctx.round)
+        stored = store_result(core, invocation, record_name, result, round_number=ctx.round,
+                              level=None if loop is None else "debug")
     _record_outcome(core, ctx, result, started, scope)
     if loop is not None:
         for kind, payload in loop.deferred:

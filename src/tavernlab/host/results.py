@@ -11,6 +11,7 @@ characters. Builtin results are never externalized.
 from __future__ import annotations
 
 from tavernlab.events import (
+    Level,
     StoredResult,
     StoredResultView,
     ToolResultReadableViewStored,
@@ -36,9 +37,11 @@ def results_key(core: RunCore, invocation: Invocation) -> str:
 
 
 def store_result(core: RunCore, invocation: Invocation, record_name: str, result: ToolResult,
-                 *, round_number: int | None = None) -> ToolResult:
+                 *, round_number: int | None = None, level: Level | None = None
+                 ) -> ToolResult:
     """Write ``result`` (and, when it is long and external, its readable view); returns the
-    result the model sees. ``round_number`` is the call's round (default: the run's)."""
+    result the model sees. ``round_number`` is the call's round (default: the run's);
+    ``level`` that of ``tool_result_stored`` (the agent loop's is upstream's ``debug``)."""
     round_number = core.counters.round if round_number is None else round_number
     key = results_key(core, invocation)
     json_path = WorkspacePath(f"tool-results/{key}/{record_name}.json")
@@ -52,7 +55,7 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
     core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.unchecked())
     core.emit(ToolResultStored, StoredResult(
         invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
-        tool_id=result.tool_id or "", path=json_path.text))
+        tool_id=result.tool_id or "", path=json_path.text), level=level)
     return model_result
 
 
