@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from tavernlab.errors import TavernlabError
+from tavernlab.errors import AgentError, TavernlabError
 from tavernlab.models import ModelCallError
 
 CODE = re.compile(r"^([a-z0-9._-]*\.[a-z0-9._-]*):\s?(.*)$", re.DOTALL)
@@ -26,7 +26,7 @@ PREFIX = {"validation": "Validation error: ", "internal": "Internal error: "}
 FALLBACK = {"validation": "agent.validation_error", "internal": "agent.internal_error"}
 
 
-class LoopError(TavernlabError):
+class LoopError(AgentError):
     """An error the loop raises itself (``<code>: <detail>``, the way upstream's error text
     reads): drift past the last round, the round budget, a fatal tool outcome."""
 
