@@ -432,29 +432,81 @@ class TaskReturnFacts(Model):
     summary_words: int
 
 
-def _task_event(tag: str, doc: str, level: Level = "info") -> Any:
-    """A typed event class of the delegation family (same payload model)."""
-    return type(_camel_class(tag), (Event,), {
-        "__doc__": doc, "__annotations__": {"type": Literal[tag], "level": Level,
-                                            "payload": TaskFacts},
-        "type": tag, "level": level, "__module__": __name__})
+class AgentTaskRegistered(Event):
+    """A delegated task was registered."""
+
+    type: Literal["agent_task_registered"] = "agent_task_registered"
+    payload: TaskFacts
 
 
-def _camel_class(tag: str) -> str:
-    return "".join(part.capitalize() for part in tag.split("_"))
+class AgentTaskQueued(Event):
+    """A delegated task waits for its turn."""
+
+    type: Literal["agent_task_queued"] = "agent_task_queued"
+    payload: TaskFacts
 
 
-AgentTaskRegistered = _task_event("agent_task_registered", "A delegated task was registered.")
-AgentTaskQueued = _task_event("agent_task_queued", "A delegated task waits for its turn.")
-AgentTaskStarted = _task_event("agent_task_started", "A delegated task started.")
-AgentTaskCompleted = _task_event("agent_task_completed", "A delegated task completed.")
-AgentTaskFailed = _task_event("agent_task_failed", "A delegated task failed.")
-AgentTaskCancelled = _task_event("agent_task_cancelled", "A delegated task was cancelled.")
-AgentDelegateStarted = _task_event("agent_delegate_started", "An agent delegated a task.")
-AgentHandoffRequested = _task_event("agent_handoff_requested", "An agent asked for a handoff.")
-AgentHandoffAccepted = _task_event("agent_handoff_accepted", "A handoff was accepted.")
-AgentAwaitStarted = _task_event("agent_await_started", "An agent waits for its tasks.")
-AgentAwaitCompleted = _task_event("agent_await_completed", "An agent's wait ended.")
+class AgentTaskStarted(Event):
+    """A delegated task started."""
+
+    type: Literal["agent_task_started"] = "agent_task_started"
+    payload: TaskFacts
+
+
+class AgentTaskCompleted(Event):
+    """A delegated task completed."""
+
+    type: Literal["agent_task_completed"] = "agent_task_completed"
+    payload: TaskFacts
+
+
+class AgentTaskFailed(Event):
+    """A delegated task failed."""
+
+    type: Literal["agent_task_failed"] = "agent_task_failed"
+    payload: TaskFacts
+
+
+class AgentTaskCancelled(Event):
+    """A delegated task was cancelled."""
+
+    type: Literal["agent_task_cancelled"] = "agent_task_cancelled"
+    payload: TaskFacts
+
+
+class AgentDelegateStarted(Event):
+    """An agent delegated a task."""
+
+    type: Literal["agent_delegate_started"] = "agent_delegate_started"
+    payload: TaskFacts
+
+
+class AgentHandoffRequested(Event):
+    """An agent asked for a handoff."""
+
+    type: Literal["agent_handoff_requested"] = "agent_handoff_requested"
+    payload: TaskFacts
+
+
+class AgentHandoffAccepted(Event):
+    """A handoff was accepted."""
+
+    type: Literal["agent_handoff_accepted"] = "agent_handoff_accepted"
+    payload: TaskFacts
+
+
+class AgentAwaitStarted(Event):
+    """An agent waits for its tasks."""
+
+    type: Literal["agent_await_started"] = "agent_await_started"
+    payload: TaskFacts
+
+
+class AgentAwaitCompleted(Event):
+    """An agent's wait ended."""
+
+    type: Literal["agent_await_completed"] = "agent_await_completed"
+    payload: TaskFacts
 
 
 class TaskReturnRecorded(Event):
