@@ -305,3 +305,21 @@ def test_a_model_binding_makes_its_client(lab: Lab) -> None:
     assert '"temperature": 0.25' in snapshot
     with pytest.raises(UsageError):
         lab.run_agent("Write.", model={"provider": "gemini", "model": "x"})
+
+
+def test_a_scripted_run_writes_the_same_bytes_in_two_labs(tmp_path: Path) -> None:
+    from tavernlab.clock import FixedClock, SequentialIds
+
+    def play(name: str) -> dict[str, bytes]:
+        with Lab(tmp_path / name, clock=FixedClock(), ids=SequentialIds()) as lab:
+            turns = [turn("Draft.", write("call_write", "output/main.md", "hello"),
+                          call("call_commit", "workspace_commit", {})),
+                     turn(None, finish())]
+            run = lab.run_agent("Write.", model=Scripted(turns)).run
+            return {str(p.relative_to(run.dir)): p.read_bytes()
+                    for p in sorted(run.dir.rglob("*")) if p.is_file()}
+
+    first, second = play("one"), play("two")
+    assert first.keys() == second.keys()
+    assert "model-responses/round-002.json" in first
+    assert [name for name in first if first[name] != second[name]] == []
