@@ -323,3 +323,12 @@ def test_a_scripted_run_writes_the_same_bytes_in_two_labs(tmp_path: Path) -> Non
     assert first.keys() == second.keys()
     assert "model-responses/round-002.json" in first
     assert [name for name in first if first[name] != second[name]] == []
+
+
+def test_a_failing_live_view_never_breaks_the_run(lab: Lab) -> None:
+    def broken(live: Any) -> None:
+        raise RuntimeError("the widget went away")
+
+    outcome = lab.run_agent("Write.", model=Scripted(default_agent_responses()),
+                            presentation="background", on_delta=broken)
+    assert outcome.status == "completed"

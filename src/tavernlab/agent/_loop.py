@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -115,6 +116,8 @@ from tavernlab.workspace.tooling import ToolResult
 from tavernlab.workspace.tracking import is_text_file
 
 CANCELLED_MESSAGE = "Generation cancelled by user"
+#: Where a failing ``on_delta`` observer is reported (it never breaks the run).
+LOG = logging.getLogger("tavernlab.subscribers")
 #: How much of a response's text ``model_completed.narration`` quotes.
 NARRATION_CHARS = 280
 
@@ -511,7 +514,10 @@ class AgentLoop:
         run_id, invocation_id, round_number = self.core.id, frame.invocation.id, frame.round
 
         def forward(delta: Delta) -> None:
-            observer(LiveDelta(run_id, invocation_id, round_number, attempt, delta))
+            try:
+                observer(LiveDelta(run_id, invocation_id, round_number, attempt, delta))
+            except Exception:  # a live view's fault never breaks the run
+                LOG.exception("on_delta observer failed")
         return forward
 
     def _store_response(self, frame: Frame, response: ModelResponse) -> str:
