@@ -25,7 +25,7 @@ def test_demo_runs_from_the_command_line_with_no_arguments(tmp_path: Path) -> No
         "✗ workspace.patch_requires_full_read",
         "Patched summaries/critic-result.md with 1 replacement(s)",
         "✗ agent.foreground_commit_required",
-        "Requested chat commit of output/main.md with mode Replace.",
+        "Committed output/main.md to the current chat message with mode Replace.",
         "Finished the Agent run.",
         "persistStateStatus=committed",
         "modified         story-so-far.md",

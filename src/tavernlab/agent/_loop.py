@@ -710,29 +710,15 @@ class AgentLoop:
                     sha256=file.sha256, mode="replace", is_explicit=False, reason=None,
                     round_number=frame.round)
 
-    def _explicit_commit(self, frame: Frame) -> Callable[..., ToolResult]:
+    def _explicit_commit(self, frame: Frame) -> Callable[..., None]:
         def commit(ctx: CallContext, path: str, text: str, sha256: str, mode: str,
-                   reason: str | None) -> ToolResult:
+                   reason: str | None) -> None:
             rejection = host_commit(self.core, self.ledger, invocation_id=frame.invocation.id,
                                     call_id=ctx.call_id, path=path, text=text, sha256=sha256,
                                     mode=mode, is_explicit=True, reason=reason,
                                     round_number=frame.round)
             if rejection is not None:
                 raise ToolError("agent.chat_commit_rejected", rejection)
-            chars, words = text_metrics(text)
-            entry = self.ledger.entries[-1]
-            shown = "Append" if mode == "append" else "Replace"
-            return ToolResult(
-                content=f"Committed {path} to the current chat message with mode {shown}. You "
-                        "may continue editing and commit again if needed. When all intended "
-                        "commits are complete, call workspace_finish to end the run. Do not "
-                        "use plain text as the final answer; the run must finish through "
-                        "workspace_finish.",
-                structured={"path": path, "mode": entry["mode"],
-                            "messageId": entry["messageId"],
-                            "messageIndex": int(entry["messageId"]), "chars": chars,
-                            "words": words},
-                resource_refs=[path])
         return commit
 
     def _finisher(self, frame: Frame) -> Callable[[str | None], None]:

@@ -110,10 +110,10 @@ class LoopCall:
     arguments (an object, or the text it sent), whether it is the response's last call, the
     invocation's gate, and the loop's hooks for commits and for ending the turn.
 
-    ``commit(ctx, path, text, sha256, mode, reason)`` runs the host handshake and returns
-    the confirmed result or raises the recoverable rejection; ``finish(reason)`` tells the
-    loop that ``workspace.finish`` was accepted. After the call, ``deferred`` holds the file
-    events (emitted after the call's completed event) and ``replaced`` the commit's result.
+    ``commit(ctx, path, text, sha256, mode, reason)`` runs the host handshake (it raises the
+    recoverable rejection); ``finish(reason)`` tells the loop that ``workspace.finish`` was
+    accepted; ``control`` is the loop's delegation service. After the call, ``deferred`` holds
+    the file events (emitted after the call's completed event).
     """
 
     snapshot_id: str
@@ -122,12 +122,11 @@ class LoopCall:
     round: int
     is_last: bool
     gate: ToolGate
-    commit: Callable[..., ToolResult] | None = None
+    commit: Callable[..., None] | None = None
     finish: Callable[[str | None], None] | None = None
     control: Any = None
     owns_status: bool = True
     deferred: list[tuple[type[Any], Any]] = field(default_factory=list)
-    replaced: ToolResult | None = None
 
 #: Deepest nesting of tool arguments (serde_json's default recursion limit).
 MAX_ARGUMENT_DEPTH = 128
@@ -231,10 +230,10 @@ class CallContext:
 
     def commit_to_chat(self, *, path: str, text: str, sha256: str, mode: str,
                        reason: str | None) -> tuple[int, int]:
-        """An explicit commit of this call (a loop call's goes through the host handshake,
-        whose confirmed result replaces the tool's own)."""
+        """An explicit commit of this call (a loop call's goes through the host handshake);
+        returns the message's ``(index, swipe)``."""
         if self.loop is not None and self.loop.commit is not None:
-            self.loop.replaced = self.loop.commit(self, path, text, sha256, mode, reason)
+            self.loop.commit(self, path, text, sha256, mode, reason)
             target = self.core.counters.output_target
             assert target is not None
             return target
@@ -342,8 +341,6 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                 "turn; complete the other work first, then call it again.")), None
         else:
             result, interrupted = _execute(core, registry, ctx, arguments, refusal)
-        if loop is not None and loop.replaced is not None and not result.is_error:
-            result = loop.replaced
         if ctx.token.cancelled:
             counters.round_cancelled = True
         result.call_id = ctx.call_id

@@ -10,6 +10,7 @@ from tavernlab.errors import (
     ToolError,
     WorkspaceError,
 )
+from tavernlab.workspace.text import text_metrics
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
@@ -24,8 +25,18 @@ FINISH_REQUIRES_COMMIT = ("Foreground Agent runs must call workspace.commit succ
                           "before workspace.finish.")
 
 
+#: The result of a commit the host confirmed (upstream's text; ``mode`` is ``Replace`` or
+#: ``Append``).
+COMMITTED = ("Committed {path} to the current chat message with mode {mode}. You may continue "
+             "editing and commit again if needed. When all intended commits are complete, call "
+             "workspace_finish to end the run. Do not use plain text as the final answer; the "
+             "run must finish through workspace_finish.")
+
+
 def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
-    """``workspace.commit``: ask the host to save a visible file as this run's message.
+    """``workspace.commit``: ask the host to save a visible file as this run's message; once
+    the host confirms, the result says so (``{path, mode, messageId, messageIndex, chars,
+    words}``; the message id is the chat's message index).
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.commit_mode_invalid``
     (``got `<x>` `` quotes the string); a non-string ``mode`` is ``tool.invalid_arguments``;
@@ -48,11 +59,13 @@ def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
         raise storage_error(exc, path.text) from None
     if path.text == ctx.profile.workspace.message_body_path and not file.text.strip():
         raise ToolError("workspace.required_artifact_empty", f"{path.text} is empty")
-    ctx.commit_to_chat(path=path.text, text=file.text, sha256=file.sha256, mode=str(mode),
-                       reason=reason)
+    index, _swipe = ctx.commit_to_chat(path=path.text, text=file.text, sha256=file.sha256,
+                                       mode=str(mode), reason=reason)
+    chars, words = text_metrics(file.text)
     return ToolResult(
-        content=f"Requested chat commit of {path.text} with mode {str(mode).capitalize()}.",
-        structured={"path": path.text, "mode": mode, "reason": reason},
+        content=COMMITTED.format(path=path.text, mode=str(mode).capitalize()),
+        structured={"path": path.text, "mode": mode, "messageId": str(index),
+                    "messageIndex": index, "chars": chars, "words": words},
         resource_refs=[path.text],
     )
 
