@@ -33,3 +33,15 @@ def test_one_class_per_name_and_no_internal_codes() -> None:
     names = [c.__name__ for c in classes]
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
     assert sorted(c.__name__ for c in classes if getattr(c, "code", "") == "internal") == []
+
+
+def test_one_line_escapes_every_line_break_and_control_character() -> None:
+    assert errors.one_line("plain text, é and ✓") == "plain text, é and ✓"
+    assert errors.one_line("a\nb\r\nc\x85d\u2028e\tf\0g\udcff") == (
+        "a\\nb\\r\\nc\\x85d\\u2028e\\tf\\x00g\\udcff")
+
+
+def test_an_error_renders_as_one_line_in_ipython() -> None:
+    error = errors.InvalidData("bad value `x\nTraceback (most recent call last):`")
+    assert error._render_traceback_() == [
+        "workspace.invalid_data: bad value `x\\nTraceback (most recent call last):`"]

@@ -108,8 +108,9 @@ class TavernlabError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows instead of a traceback: the one line ``code: message`` (these
-        are answers about the user's input, not faults to debug)."""
-        return [f"{self.code}: {self.message}"]
+        are answers about the user's input, not faults to debug; a line break in the
+        message is escaped, see :func:`one_line`)."""
+        return [f"{self.code}: {one_line(self.message)}"]
 
 
 # --- workspace storage (docs/workspace.md, "The storage port") -----------------------------
@@ -325,3 +326,13 @@ class UsageError(TavernlabError):
     """A malformed command line or magic line (unknown flag, missing value, bad JSON)."""
 
     code = "usage"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: line breaks, tabs and every other control or
+    separator character (``\\n``, ``\\r``, ``\\x85``, ``\\u2028``, NUL, ...) and lone
+    surrogates are written as Python escapes, so a message carrying recorded or hostile
+    values never spans several lines of a terminal, a log or a table."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

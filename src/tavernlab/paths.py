@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from tavernlab.errors import InvalidWorkspacePath
 
-__all__ = ["InvalidWorkspacePath", "WorkspacePath"]
+__all__ = ["MAX_PATH_BYTES", "MAX_PATH_SEGMENTS", "InvalidWorkspacePath", "WorkspacePath"]
+
+#: The longest path text accepted, in UTF-8 bytes (Linux's ``PATH_MAX``). Upstream gives no
+#: limit; tavernlab bounds it so that no path costs more than a bounded walk.
+MAX_PATH_BYTES = 4096
+#: The most segments a normalized path may have (tavernlab's bound, as above).
+MAX_PATH_SEGMENTS = 256
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -23,6 +29,12 @@ class WorkspacePath:
     @classmethod
     def parse(cls, text: str) -> WorkspacePath:
         """Parse ``text`` with upstream's checks, in upstream's order.
+
+        Tavernlab adds two bounds (upstream gives none): right after the empty check, a text
+        longer than :data:`MAX_PATH_BYTES` UTF-8 bytes -> ``Workspace path exceeds 4096
+        bytes`` (before any other work, so a huge path costs nothing), and after the last
+        check, a path of more than :data:`MAX_PATH_SEGMENTS` segments -> ``Workspace path
+        exceeds 256 segments``.
 
         1. empty -> ``Workspace path cannot be empty``
         2. NUL -> ``Workspace path cannot contain NUL``; then (tavernlab's addition: upstream
@@ -38,6 +50,9 @@ class WorkspacePath:
             raise InvalidWorkspacePath("Workspace path must be a string")
         if text == "":
             raise InvalidWorkspacePath("Workspace path cannot be empty")
+        if len(text) > MAX_PATH_BYTES or (
+                not text.isascii() and len(text.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES):
+            raise InvalidWorkspacePath(f"Workspace path exceeds {MAX_PATH_BYTES} bytes")
         if "\0" in text:
             raise InvalidWorkspacePath("Workspace path cannot contain NUL")
         if not text.isascii():
@@ -55,6 +70,8 @@ class WorkspacePath:
         kept = [s for s in segments if s not in ("", ".")]
         if not kept:
             raise InvalidWorkspacePath("Workspace path cannot be empty")
+        if len(kept) > MAX_PATH_SEGMENTS:
+            raise InvalidWorkspacePath(f"Workspace path exceeds {MAX_PATH_SEGMENTS} segments")
         return cls("/".join(kept))
 
     @classmethod

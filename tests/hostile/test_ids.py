@@ -212,8 +212,10 @@ def test_the_tavern_lab_magic_reopened_with_its_seed_continues(
         ipython: TerminalInteractiveShell, tmp_path: Path) -> None:
     session = tavernlab.notebook.current_session(ipython)
     minted = []
-    for chat in ("alice", "bob", "alice"):
-        ipython.run_line_magic("tavern", f"lab {tmp_path / 'lab'} --fixed-clock --ids {SEED}")
+    for index, chat in enumerate(("alice", "bob", "alice")):
+        create = " --create" if index == 0 else ""  # reopened without it: the lab exists
+        ipython.run_line_magic("tavern",
+                               f"lab {tmp_path / 'lab'} --fixed-clock --ids {SEED}{create}")
         ipython.run_line_magic("tavern", f"run new --chat {chat}")
         minted.append(session.run.id)
     assert len(set(minted)) == 3

@@ -5,13 +5,17 @@ says the replay is identical (and says where it is not when the skill changed)."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from tavernlab.cli import main
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab
+from tavernlab.replay import ReplaySession
+from tavernlab.replay.errors import ReplaySetupError
 
 SKILL_MD = ("---\nname: greet\ndescription: Greets someone.\n---\n"
             "Run `js /skills/greet/scripts/hi.js NAME`.\n")
@@ -83,3 +87,37 @@ def test_the_notebook_shows_where_a_changed_skill_diverges(jupyter_path: Path,
     nbformat.write(notebook, str(target))
     verdict = _execute(target).cells[-1].outputs[-1]
     assert verdict.data["text/plain"].startswith("diverged: ")
+
+
+def test_from_run_refuses_to_overwrite_without_force(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = _record(tmp_path)
+    target = tmp_path / "mine.ipynb"
+    target.write_text("my own notebook\n")
+    assert main(["notebook", "from-run", str(bundle), "-o", str(target)]) == 1
+    assert capsys.readouterr().err == (f"error: replay.output_exists: {target} exists; pass "
+                                       "--force to replace it\n")
+    assert target.read_text() == "my own notebook\n"
+    assert main(["notebook", "from-run", str(bundle), "-o", str(target), "--force"]) == 0
+    assert nbformat.read(str(target), as_version=4).metadata["tavernlab"]["bundle"] == \
+        "bundles/greet.tavernrun"
+
+
+def test_the_verify_cell_runs_again_after_the_replay_closed(tmp_path: Path) -> None:
+    bundle = _record(tmp_path)
+    target = tmp_path / "notebooks" / "greet.ipynb"
+    assert main(["notebook", "from-run", str(bundle), "-o", str(target)]) == 0
+    verify_cell = nbformat.read(str(target), as_version=4).cells[-1].source
+    assert verify_cell == "report = replay.verify()\nreplay.close()\nreport"
+    replay = ReplaySession.prepare(bundle)
+    replay.play()
+    namespace: dict[str, Any] = {"replay": replay}
+    exec(verify_cell.rsplit("\n", 1)[0], namespace)
+    first = namespace["report"]
+    assert first.identical
+    exec(verify_cell.rsplit("\n", 1)[0], namespace)  # the cell run a second time
+    assert namespace["report"] is first
+    closed = ReplaySession.prepare(bundle)
+    closed.close()
+    with pytest.raises(ReplaySetupError, match="closed before it was verified"):
+        closed.verify()

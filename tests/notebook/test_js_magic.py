@@ -46,11 +46,25 @@ def test_a_stack_trace_points_at_the_cells_own_lines(nb: Notebook) -> None:
         "    6 | f();",
         "      | ^",
     ]
-    # the streamed stderr is the sandbox's own report; the shown traceback has no Python frame
-    assert ran.stderr == (f"js: {name}: TypeError: boom 1\n    at f ({name}:4:33)\n"
-                          f"    at <anonymous> ({name}:6:1)\n")
+    # the error is shown once: the traceback, not also the sandbox's report on stderr; the
+    # traceback has no Python frame
+    assert ran.stderr == ""
+    assert error.stderr == (f"js: {name}: TypeError: boom 1\n    at f ({name}:4:33)\n"
+                            f"    at <anonymous> ({name}:6:1)\n")
     assert "Traceback" not in ran.stdout and "tavernlab" not in ran.stdout
     assert ran.stdout.startswith("notebook.js_exit: exit status 1: TypeError: boom 1\n")
+
+
+def test_process_exit_says_to_set_process_exit_code(nb: Notebook) -> None:
+    ran = nb.cell("%%js\nconsole.log('a');\nprocess.exit(2)")
+    assert isinstance(ran.error, JSError)
+    assert ran.error.message == (
+        "exit status 1: TypeError: not a function (process.exit() is not supported in the "
+        "sandbox; set process.exitCode = N and let the script end to exit with status N)")
+    # another "not a function" says nothing about process.exit
+    other = nb.cell("%%js\nconst f = 1;\nf()")
+    assert isinstance(other.error, JSError)
+    assert other.error.message == "exit status 1: TypeError: not a function"
 
 
 def test_out_keeps_the_result_even_when_the_script_fails(nb: Notebook) -> None:
@@ -69,7 +83,11 @@ def test_raise_on_error_off_for_every_cell(nb: Notebook) -> None:
     nb.cell("%config TavernMagics.raise_on_error = False")
     ran = nb.cell("%%js\nthrow new Error('x')")
     assert ran.error is None
-    assert ran.stderr.endswith("notebook.js_exit: exit status 1: Error: x\n")
+    # the sandbox's report says what failed; the note after it only the status
+    name = f"<cell {nb.next_cell - 1}>"
+    assert ran.stderr.startswith(f"js: {name}: Error: x\n    at ")
+    assert ran.stderr.endswith("\nnotebook.js_exit: exit status 1\n")
+    assert ran.stderr.count("Error: x") == 1
 
 
 def test_quiet_shows_nothing_and_out_still_has_it(nb: Notebook) -> None:
@@ -133,7 +151,11 @@ def test_run_var_selects_another_run(nb: Notebook) -> None:
 
 def test_bad_arguments_are_one_line_usage_errors(nb: Notebook) -> None:
     cases = {
-        "%%js --bogus\n1": "%%js: unrecognized arguments: --bogus",
+        "%%js --bogus\n1": "%%js: unrecognized arguments: --bogus (arguments for the script "
+                          "go after --: %%js -- --bogus; or --help for the options)",
+        "%%js --cwd / -n 3\n1": "%%js: unrecognized arguments: -n (arguments for the "
+                                "script go after --: %%js -- -n 3; or --help for the "
+                                "options)",
         "%%js --command python\n1": "%%js: argument --command: invalid choice: 'python' "
                                     "(choose from 'js', 'node', 'deno')",
         "%%js --run missing\n1": "%%js: --run missing: no variable 'missing' in the namespace",

@@ -126,7 +126,7 @@ def _serve_through_the_proxy(nb: Notebook) -> None:
 def test_switching_the_lab_stops_the_notebook_proxy(nb: Notebook, tmp_path: Path) -> None:
     port = nb.cell("%worktree proxy").value["port"]
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
-    nb.cell(f"%tavern lab {tmp_path / 'other-lab'}")
+    nb.cell(f"%tavern lab {tmp_path / 'other-lab'} --create")
     assert current_session(nb.shell).proxy is None
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
@@ -224,7 +224,7 @@ def test_the_widget_progress_leaves_the_final_state_in_the_cell(nb: Notebook, re
 
 def test_a_gc_plan_is_stamped_by_the_lab_clock(nb: Notebook, repo: Repo, tmp_path: Path
                                                ) -> None:
-    nb.cell(f"%tavern lab '{tmp_path / 'fixed'}' --fixed-clock")
+    nb.cell(f"%tavern lab '{tmp_path / 'fixed'}' --create --fixed-clock")
     made = nb.cell("%worktree new stamped --no-setup").value
     plan = nb.cell("%worktree gc").value.data
     assert [entry["path"] for entry in plan] == [made["cwd"]]
@@ -237,3 +237,22 @@ def test_a_shell_call_on_another_run(nb: Notebook) -> None:
     nb.cell("%ws_shell --run other echo x > /scratch/mark.txt")
     assert nb.ns["other"].files("scratch") == ["scratch/mark.txt"]
     assert current_session(nb.shell).run.files("scratch") == []
+
+
+def test_new_in_a_repository_without_origin_branches_from_the_current_branch(
+        nb: Notebook, repo: Repo) -> None:
+    repo.git("remote", "remove", "origin")
+    repo.git("checkout", "-q", "-b", "trunk")
+    repo.write("trunk.txt", "on trunk\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "trunk work")
+    made = nb.cell("%worktree new from-trunk --no-setup")
+    assert made.error is None, made.error
+    assert (f"no origin/main in {repo.path}: branching from the current branch trunk\n"
+            in made.stdout)
+    assert made.stderr == ""
+    assert (Path(made.value["cwd"]) / "trunk.txt").read_text() == "on trunk\n"
+    # an explicit --base is used as given, with no note
+    again = nb.cell("%worktree new from-main --no-setup --base main")
+    assert again.error is None and "no origin/main" not in again.stdout
+    assert not (Path(again.value["cwd"]) / "trunk.txt").exists()

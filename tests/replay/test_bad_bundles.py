@@ -8,12 +8,14 @@ import stat
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import tavernlab
 import tavernlab.replay.bundle as bundle_module
 import tavernlab.replay.export as export_module
+from tavernlab.cli import main
 from tavernlab.errors import TavernlabError
 from tavernlab.replay import read_bundle
 from tavernlab.replay.errors import BundleInvalid, BundleTooLarge, BundleVersionUnsupported
@@ -225,3 +227,158 @@ def test_an_action_the_replay_cannot_play_is_a_divergence(bundle: Path, tmp_path
     assert [(d.index, d.kind) for d in report.divergences[:2]] == [(0, "error"), (0, "result")]
     played = [d for d in report.divergences if d.index == 1]  # the rest was played on
     assert played and {d.kind for d in played} <= {"event", "result", "file"}
+
+
+# -- hostile manifests and recorded files: one line, never a traceback ------------------------
+
+def cli_replay(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``tavernlab replay PATH`` in this process: its status and its stderr."""
+    status = main(["replay", str(path)])
+    return status, capsys.readouterr().err
+
+
+def set_field(path: str, value: object) -> Callable[[dict[str, object]], None]:
+    """An edit setting the manifest field at the dotted ``path`` to ``value``."""
+    def edit(m: dict[str, object]) -> None:
+        *parents, last = path.split(".")
+        node: Any = m
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        node[last] = value
+    return edit
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("record", {}, "bundle member manifest.json: record.id: Field required"),
+    ("record.presentation", 7,
+     "bundle member manifest.json: record.presentation: Input should be 'foreground' or "
+     "'background'"),
+    ("record.createdAt", "2026-13-45T99:00:00Z",
+     "bundle member manifest.json: record.createdAt: Input should be a valid datetime or "
+     "date, month value is outside expected range of 1-12"),
+    ("clock.kind", "wall", "bundle member manifest.json: clock: not a fixed clock's settings: "
+     "{'kind': 'wall', 'start': '2026-01-01T00:00:00Z', 'stepMicroseconds': 1000, "),
+    ("clock.stepMicroseconds", 10**30, "bundle member manifest.json: clock: "),
+    ("clock.readings", 10**30, "bundle member manifest.json: clock: "),
+    ("clock.readings", -1,
+     "bundle member manifest.json: clock: FixedClock readings must not be negative"),
+    ("ids.counters", [], "bundle member manifest.json: ids: not sequential ids' settings: "),
+])
+def test_a_manifest_field_of_the_wrong_type_or_size_is_one_line(
+        bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str,
+        value: object, message: str) -> None:
+    target = rewrite(bundle, tmp_path / "hostile.tavernrun", edit_manifest(
+        set_field(field, value)), reseal=True)
+    with pytest.raises(BundleInvalid) as info:
+        tavernlab.replay(target)
+    assert info.value.message.startswith(message)
+    assert "\n" not in info.value.message
+    status, err = cli_replay(target, capsys)
+    assert (status, err) == (1, f"error: replay.bundle_invalid: {info.value.message}\n")
+    assert not list(tmp_path.glob("tavernlab-replay-*"))
+
+
+@pytest.mark.parametrize(("path", "data", "message"), [
+    ("input/resolved_profile.json", b"not json",
+     "the bundle's run file input/resolved_profile.json is not JSON: Expecting value: line 1 "
+     "column 1 (char 0)"),
+    ("input/resolved_profile.json", b"[]",
+     "the bundle's run file input/resolved_profile.json holds list, not a JSON object"),
+    ("input/prompt_snapshot.json", b'"x"',
+     "the bundle's run file input/prompt_snapshot.json holds str, not a JSON object"),
+    ("input/prompt_snapshot.json", b"1e999",
+     "the bundle's run file input/prompt_snapshot.json holds float, not a JSON object"),
+])
+def test_a_recorded_input_of_the_wrong_shape_is_one_line(
+        bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str,
+        data: bytes, message: str) -> None:
+    def replace(found: Members) -> None:
+        manifest = manifest_of(found)
+        manifest["run"]["files"][path] = hashlib.sha256(data).hexdigest()  # type: ignore[index]
+        found["manifest.json"] = json.dumps(manifest).encode()
+        found[f"blobs/{hashlib.sha256(data).hexdigest()}"] = data
+
+    target = rewrite(bundle, tmp_path / "hostile.tavernrun", replace, reseal=True)
+    assert cli_replay(target, capsys) == (1, f"error: replay.bundle_invalid: {message}\n")
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"not json\n", "log line 1 of the recording is not JSON: Expecting value: line 1 "
+                    "column 1 (char 0)"),
+    (b"[1]\n", "log line 1 of the recording is not a JSON object"),
+    (b'{"a": 1}\n', "a log record of the recording is not an event: "),
+])
+def test_a_recorded_log_that_is_not_events_is_a_divergence(
+        bundle: Path, tmp_path: Path, data: bytes, message: str) -> None:
+    def replace(found: Members) -> None:
+        manifest = manifest_of(found)
+        digest = hashlib.sha256(data).hexdigest()
+        manifest["run"]["files"]["events.jsonl"] = digest  # type: ignore[index]
+        found["manifest.json"] = json.dumps(manifest).encode()
+        found[f"blobs/{hashlib.sha256(data).hexdigest()}"] = data
+
+    target = rewrite(bundle, tmp_path / "log.tavernrun", replace, reseal=True)
+    report = tavernlab.replay(target)
+    errors = [d for d in report.divergences if d.kind == "error"]
+    assert [(d.subject, d.action) for d in errors] == [
+        ("replay.bundle_invalid", "after the last action")]
+    assert errors[0].actual is not None and errors[0].actual.startswith(message)
+    assert not report.identical
+
+
+def test_a_recorded_value_with_line_breaks_stays_on_one_line(
+        bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = rewrite(bundle, tmp_path / "lines.tavernrun", edit_manifest(
+        set_field("actions.0.resultPath", "tool-results/x\nerror: forged\r\n")), reseal=True)
+    assert main(["replay", str(target)]) == 1
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines()[0].endswith(
+        "first: action 2 (after the last action): error replay.bundle_invalid: recorded None, "
+        "replayed the bundle has no run file tool-results/x\\nerror: forged\\r\\n")
+    assert not any(line.startswith("error: forged") for line in out.splitlines())
+
+
+def test_a_notebook_never_replaces_its_own_bundle(bundle: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    before = bundle.read_bytes()
+    alias = tmp_path / "alias.tavernrun"
+    alias.hardlink_to(bundle)
+    monkeypatch.chdir(bundle.parent)
+    for output in (str(bundle), f"./{bundle.name}", str(alias)):
+        # --force lets a notebook replace an older notebook, never the bundle it is made from
+        assert main(["notebook", "from-run", str(bundle), "-o", output, "--force"]) == 1
+        assert capsys.readouterr() == ("", (
+            f"error: workspace.invalid_data: the notebook {output} would replace its own "
+            f"bundle {bundle}\n"))
+    assert bundle.read_bytes() == before
+    assert main(["notebook", "from-run", str(bundle), "-o", "walk.ipynb"]) == 0
+    assert capsys.readouterr().out == f"{bundle.parent / 'walk.ipynb'}\n"
+
+
+def manifest_arguments(bundle: Path) -> str:
+    """The stored arguments of the bundle's first action."""
+    with zipfile.ZipFile(bundle) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+    return str(manifest["actions"][0]["argumentsPath"])
+
+
+def test_a_recorded_file_of_the_wrong_shape_is_one_line_for_the_notebook(
+        bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = b"[]"
+
+    def replace(found: Members) -> None:
+        manifest = manifest_of(found)
+        arguments = manifest["actions"][0]["argumentsPath"]  # type: ignore[index]
+        manifest["run"]["files"][arguments] = hashlib.sha256(data).hexdigest()  # type: ignore[index]
+        found["manifest.json"] = json.dumps(manifest).encode()
+        found[f"blobs/{hashlib.sha256(data).hexdigest()}"] = data
+
+    target = rewrite(bundle, tmp_path / "shape.tavernrun", replace, reseal=True)
+    assert main(["notebook", "from-run", str(target), "-o", str(tmp_path / "n.ipynb")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: replay.bundle_invalid: the bundle's run file "
+                          f"{manifest_arguments(target)} is not a JSON object")
+    assert not (tmp_path / "n.ipynb").exists()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import distributed
 import pytest
 
-from tavernlab.replay import ReplaySummary, replay_many
+from tavernlab.replay import ReplaySummary, read_bundle, replay_many
 
 from .conftest import ROLL, SKILL, deterministic_lab, write_package
 
@@ -78,3 +80,27 @@ def test_on_a_dask_cluster(corpus: list[Path]) -> None:
             distributed.Client(cluster) as client:
         executor = client.get_executor()
         check(replay_many(corpus, executor=executor), corpus)
+
+
+def test_a_bad_bundle_is_a_row_of_the_table_and_the_rest_go_on(tmp_path: Path) -> None:
+    lab = deterministic_lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="alice")
+    run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "one"})
+    good = run.export(tmp_path / "good.tavernrun")
+    loaded = read_bundle(good)
+    hostile = replace(loaded, manifest=loaded.manifest.model_copy(update={"record": {}}))
+    unpicklable = replace(loaded, blobs=MappingProxyType(dict(loaded.blobs)))
+    broken = tmp_path / "broken.tavernrun"
+    broken.write_bytes(b"not a zip")
+    corpus = [good, hostile, unpicklable, broken, good]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        summary = replay_many(corpus, executor=pool)
+    assert [r.identical for r in summary.reports] == [True, False, False, False, True]
+    firsts = [r.first for r in summary.reports[1:4]]
+    assert all(f is not None and f.kind == "setup" for f in firsts)
+    assert [f.subject for f in firsts if f is not None] == [
+        "replay.bundle_invalid", "TypeError", "replay.bundle_invalid"]
+    assert firsts[0] is not None and firsts[0].actual == (
+        "bundle member manifest.json: record.id: Field required")
+    lines = summary.table().splitlines()
+    assert len(lines) == 7 and lines[-1] == "2 of 5 identical"

@@ -36,8 +36,9 @@ def test_hidden_input_cannot_be_read_or_copied(ws: Workspace) -> None:
     assert (cat.outcome, cat.exit_code, cat.error_code) == (
         ShellOutcome.COMPLETED, 1, "workspace.shell_exit")
     assert cat.stdout == ""
-    assert cat.stderr == ("cat: /input/prompt_snapshot.json: `input/prompt_snapshot.json` is "
-                          "not readable for this task.\n")
+    # a hidden file does not exist for the shell: it fails as a missing file does
+    assert cat.stderr == ("cat: /input/prompt_snapshot.json: workspace path "
+                          "`input/prompt_snapshot.json` was not found.\n")
     cp = ws.shell("cp /input/prompt_snapshot.json /scratch/leaked.json")
     assert cp.exit_code == 1
     assert cp.error_code == "workspace.shell_exit"
@@ -70,7 +71,7 @@ def test_symlink_cannot_reach_host_files(ws: Workspace) -> None:
         "ln: failed to create symbolic link '/scratch/pw': io error: symlink is not supported "
         "in the workspace",
         "cat: /scratch/pw: workspace path `scratch/pw` was not found.",
-        "cat: /etc/passwd: `etc/passwd` is not readable for this task.",
+        "cat: /etc/passwd: workspace path `etc/passwd` was not found.",
     ]
     assert ws.tree("scratch") == []
 
@@ -123,9 +124,9 @@ def test_dot_dot_cannot_walk_out_of_the_workspace(ws: Workspace) -> None:
                       "cat /output/../../../run/input/prompt_snapshot.json")
     assert result.stdout == "/\n" + VISIBLE_ROOTS + "\n"
     assert result.stderr.splitlines() == [
-        "cat: ../../etc/hostname: `etc/hostname` is not readable for this task.",
+        "cat: ../../etc/hostname: workspace path `etc/hostname` was not found.",
         "cat: /output/../../../run/input/prompt_snapshot.json: "
-        "`run/input/prompt_snapshot.json` is not readable for this task.",
+        "workspace path `run/input/prompt_snapshot.json` was not found.",
     ]
 
 

@@ -332,6 +332,6 @@ def test_invocations_run_shells_in_parallel_with_their_own_views(run: Run) -> No
                         invocation=narrow)
     slow.join()
     assert sub.content == ("Exit code: 1\noutput\nskills\ntool-results\nstderr:\n"
-                           "cat: /scratch/x.md: `scratch/x.md` is not readable for this task.")
+                           "cat: /scratch/x.md: workspace path `scratch/x.md` was not found.")
     assert box["main"].content.splitlines()[1:] == [
         "output", "persist", "plan", "scratch", "skills", "summaries", "tool-results"]

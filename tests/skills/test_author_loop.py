@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,9 @@ def test_a_scaffold_is_valid_and_its_tests_pass(tmp_path: Path, legacy: bool) ->
     flags = ["--legacy"] if legacy else []
     made = tavernlab("skill", "new", "greeter", "--dir", str(tmp_path), *flags, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    assert made.stdout == (f"created {tmp_path / 'greeter'} (4 files, valid); try: tavernlab "
-                           f"skill test {tmp_path / 'greeter'}\n")
+    assert made.stdout == (f"created {tmp_path / 'greeter'} (3 package files, valid; tests/ "
+                           f"is kept out of the package); try: tavernlab skill test "
+                           f"{tmp_path / 'greeter'}\n")
     assert sorted(p.relative_to(tmp_path / "greeter").as_posix()
                   for p in (tmp_path / "greeter").rglob("*") if p.is_file()) == [
         "SKILL.md", "references/notes.md", "scripts/main.js", "tests/test_main.py"]
@@ -36,6 +38,49 @@ def test_a_scaffold_is_valid_and_its_tests_pass(tmp_path: Path, legacy: bool) ->
     assert "2 passed" in tested.stdout
     linted = tavernlab("skill", "lint", str(tmp_path / "greeter"), cwd=tmp_path)
     assert (linted.returncode == 0) is not legacy  # a legacy script is what lint flags
+
+
+def test_skill_test_ignores_the_settings_of_a_project_around_the_skill(tmp_path: Path
+                                                                       ) -> None:
+    # the tutorial's folder sits in a project whose pytest settings name a plugin's option
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\ntimeout_of_a_plugin_not_installed = 300\n")
+    assert tavernlab("skill", "new", "greeter", "--dir", "skills", cwd=tmp_path).returncode == 0
+    tested = tavernlab("skill", "test", "skills/greeter", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "2 passed" in tested.stdout
+    assert "Unknown config option" not in tested.stdout + tested.stderr
+    assert "warning" not in tested.stdout.lower()
+    # pytest's cache stays beside the tests, out of the package
+    assert (tmp_path / "skills" / "greeter" / ".pytest_cache").is_dir()
+    again = tavernlab("skill", "test", "skills/greeter", "--lf", "-q", cwd=tmp_path)
+    assert again.returncode == 0 and "2 passed" in again.stdout, again.stdout + again.stderr
+    validated = tavernlab("skill", "validate", "skills/greeter", cwd=tmp_path)
+    assert validated.stdout.startswith("ok greeter: 3 files, "), validated.stdout
+
+
+def test_skill_test_reads_the_skill_s_own_settings(tmp_path: Path) -> None:
+    scaffold_skill("greeter", tmp_path)
+    (tmp_path / "greeter" / "pytest.ini").write_text("[pytest]\naddopts = -k usage\n")
+    tested = tavernlab("skill", "test", "greeter", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "1 passed, 1 deselected" in tested.stdout
+
+
+def test_pytest_comes_with_the_install() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert any(re.match(r"pytest\b", d) for d in project["project"]["dependencies"])
+
+
+def test_skill_test_without_pytest_says_how_to_get_it(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    scaffold_skill("greeter", tmp_path)
+    monkeypatch.setitem(sys.modules, "pytest", None)  # what an install without it looks like
+    assert main(["skill", "test", str(tmp_path / "greeter")]) == 2
+    assert ("tavernlab: error: skill test needs pytest, which is not installed in this "
+            f"Python ({sys.executable}): pip install pytest\n") in capsys.readouterr().err
 
 
 def test_scaffold_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
@@ -189,3 +234,16 @@ def test_assert_replays_passes_on_an_identical_replay_and_fails_with_the_diverge
                             lines[2])
     assert versions is not None and versions[1] != versions[2]
     assert "replay_bundle(" not in failure  # __tracebackhide__: the plugin's frame is hidden
+
+
+def test_development_news_goes_to_stdout_and_an_invalid_edit_to_stderr(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scaffold_skill("greeter", tmp_path / "work")
+    lab = Lab(tmp_path / "lab")
+    lab.skills.develop(tmp_path / "work" / "greeter")
+    out, err = capsys.readouterr()
+    assert out.startswith("greeter: installed for development (hash ") and err == ""
+    (tmp_path / "work" / "greeter" / "SKILL.md").write_text("no front matter\n")
+    lab.skills.development.sync()
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("greeter: invalid edit, keeping the installed version")

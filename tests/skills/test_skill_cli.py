@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from tavernlab.cli import main
+from tavernlab.host import Lab
+from tavernlab.host.lab import LAB_GITIGNORE
 from tavernlab.skills import SkillRepository
 
 
@@ -47,7 +49,9 @@ def test_install_and_list_in_the_default_lab(capsys, make_skill, tmp_path) -> No
     folder = make_skill()
     status, out, _ = _run(capsys, "install", str(folder))
     assert status == 0 and out.startswith("installed: demo in global (installed hash ")
-    assert (tmp_path / "tavernlab-demo/lab/_tauritavern/skills/installed/global/demo").is_dir()
+    # the default lab is the one a notebook in this folder uses, kept out of git like it
+    assert (tmp_path / ".tavernlab/_tauritavern/skills/installed/global/demo").is_dir()
+    assert (tmp_path / ".tavernlab/.gitignore").read_text() == LAB_GITIGNORE
     status, out, _ = _run(capsys, "install", str(folder))
     assert out.startswith("already installed: demo in global")
     (folder / "SKILL.md").write_text("---\nname: demo\ndescription: Changed.\n---\n")
@@ -73,9 +77,17 @@ def test_install_and_list_in_the_default_lab(capsys, make_skill, tmp_path) -> No
 
 
 def test_explicit_lab_and_empty_list(capsys, tmp_path) -> None:
+    Lab(tmp_path / "elsewhere").close()
     status, out, _ = _run(capsys, "list", "--lab", str(tmp_path / "elsewhere"))
     assert (status, out) == (0, f"no skills installed in {tmp_path / 'elsewhere'}\n")
-    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_list_in_a_missing_lab_is_one_error_line(capsys, tmp_path) -> None:
+    missing = tmp_path / "MISSING"
+    assert _run(capsys, "list", "--lab", str(missing)) == (1, "", (
+        f"error: workspace.invalid_data: no lab at {missing} (pass --lab DIR, or --demo for "
+        "the lab `tavernlab demo` made)\n"))
+    assert not missing.exists()
 
 
 def test_bad_input_is_one_error_line_and_installs_nothing(capsys, make_skill, tmp_path) -> None:
@@ -107,7 +119,7 @@ def test_bad_input_is_one_error_line_and_installs_nothing(capsys, make_skill, tm
     for argv, expected in cases:
         status, out, err = _run(capsys, *argv)
         assert (status, out, err) == (1, "", expected)
-    assert SkillRepository(tmp_path / "tavernlab-demo/lab").list() == []
+    assert SkillRepository(tmp_path / ".tavernlab").list() == []
 
 
 def test_pack_then_install(capsys, make_skill, tmp_path) -> None:

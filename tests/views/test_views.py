@@ -90,9 +90,20 @@ def test_event_lines_keep_every_value(fixed_run: Run) -> None:
 
 def test_tree_text(fixed_run: Run) -> None:
     assert views.tree_text(fixed_run.tree("output")) == (
-        "output/  read-only, new entries allowed\n└── main.md  12 B  writable")
+        "output/  writable root\n└── main.md  12 B  writable")
     html = views.tree_html(fixed_run.tree())
     assert "main.md" in html and "writable" in html and "<details open>" in html
+
+
+def test_a_root_the_model_writes_in_wears_no_read_only_badge(fixed_run: Run) -> None:
+    text = views.tree_text(fixed_run.tree(depth=1))
+    rows = dict(line.lstrip("├└─ ").split("  ", 1) for line in text.splitlines()[1:])
+    assert rows["output/"] == rows["scratch/"] == rows["plan/"] == "writable root"
+    assert rows["skills/"] == rows["tool-results/"] == "read-only"  # really read-only
+    html = views.tree_html(fixed_run.tree(depth=1))
+    assert "read-only, new entries allowed" not in html
+    assert html.count('color:#2e7d32;border-radius:3px;padding:0 4px;font-size:85%">'
+                      'writable root</span>') == text.count("writable root")
 
 
 def test_a_lab_folds_its_older_runs(tmp_path: Path) -> None:

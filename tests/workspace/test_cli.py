@@ -55,3 +55,36 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixtu
         "error: workspace.not_found: run `run_nope` was not found in the run index\n")
     assert main(["tool", "run_x", "workspace.list_files", "{bad", "--lab", str(lab.root)]) == 1
     assert "ARGS is not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "-1", "-inf"])
+def test_follow_refuses_a_timeout_that_never_ends(tmp_path: Path, timeout: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    lab = Lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="alice")
+    assert main(["events", run.id, "--follow", f"--timeout={timeout}",
+                 "--lab", str(lab.root)]) == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", (
+        f"error: workspace.invalid_data: timeout must be a finite number of seconds >= 0, "
+        f"not {float(timeout)!r}\n"))
+
+
+def test_follow_with_a_zero_timeout_prints_what_is_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = Lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="alice")
+    assert main(["events", run.id, "--follow", "--timeout", "0", "--json",
+                 "--lab", str(lab.root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["type"] for line in lines] == [e.type for e in run.events()]
+
+
+def test_tool_arguments_nested_too_deeply_are_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = Lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="alice")
+    deep = "[" * 100_000 + "]" * 100_000
+    assert main(["tool", run.id, "workspace.read_file", deep, "--lab", str(lab.root)]) == 1
+    assert capsys.readouterr() == ("", "error: workspace.invalid_data: ARGS is not JSON this "
+                                       "tool can take: it is nested too deeply\n")

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tavernlab.errors import InvalidData
-from tavernlab.paths import InvalidWorkspacePath, WorkspacePath, display, extension
+from tavernlab.paths import (
+    MAX_PATH_BYTES,
+    MAX_PATH_SEGMENTS,
+    InvalidWorkspacePath,
+    WorkspacePath,
+    display,
+    extension,
+)
 
 
 @pytest.mark.parametrize(("text", "normalized"), [
@@ -77,6 +84,27 @@ def test_lone_surrogates_are_rejected() -> None:
             WorkspacePath.parse(text)
         assert info.value.message == "Workspace path must be valid Unicode text"
     assert WorkspacePath.parse("scratch/\U0001f600.md").text == "scratch/\U0001f600.md"
+
+
+def test_length_and_segment_bounds() -> None:
+    """tavernlab's addition: at most 4096 UTF-8 bytes (checked before anything else but the
+    empty text) and at most 256 segments after normalization."""
+    longest = "scratch/" + "x" * (MAX_PATH_BYTES - len("scratch/"))
+    assert WorkspacePath.parse(longest).text == longest
+    cases = [
+        (longest + "y", "Workspace path exceeds 4096 bytes"),
+        ("/" + "\0" * MAX_PATH_BYTES, "Workspace path exceeds 4096 bytes"),  # before NUL
+        ("scratch/" + "\u00e9" * 2045, "Workspace path exceeds 4096 bytes"),  # bytes, not chars
+        ("/".join(["a"] * (MAX_PATH_SEGMENTS + 1)), "Workspace path exceeds 256 segments"),
+        ("/".join(["a"] * (MAX_PATH_SEGMENTS + 1)) + "/..", "Workspace path cannot contain .."),
+    ]
+    for text, message in cases:
+        with pytest.raises(InvalidWorkspacePath) as info:
+            WorkspacePath.parse(text)
+        assert info.value.message == message
+    # empty and `.` segments do not count
+    padded = "/".join(["a"] * MAX_PATH_SEGMENTS) + "/./" + "//"
+    assert len(WorkspacePath.parse(padded).parts) == MAX_PATH_SEGMENTS
 
 
 def test_logical_root_is_no_path() -> None:

@@ -36,7 +36,7 @@ VALID: dict[str, dict[str, Any]] = {
 
 #: Files the tools themselves record; everything else in the run directory must not change.
 BOOKKEEPING = ("tool-results", "tool-args", "events.jsonl", "journal.jsonl", "run.json",
-               "counters.jsonl", ".workspace.lock")
+               "counters.jsonl", ".workspace.lock", ".tavernlab-calls", ".tavernlab-staging")
 
 
 def state(run: Run) -> dict[str, bytes | None]:

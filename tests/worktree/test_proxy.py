@@ -66,6 +66,22 @@ def test_conflicting_content_length_is_400(proxy: ProxyServer) -> None:
     assert body == b"worktree-proxy: bad request: conflicting Content-Length headers\n"
 
 
+@pytest.mark.parametrize("order", ["length first", "encoding first"])
+def test_content_length_with_transfer_encoding_is_400(proxy: ProxyServer, order: str) -> None:
+    framing = ["Content-Length: 4", "Transfer-Encoding: chunked"]
+    if order == "encoding first":
+        framing.reverse()
+    reply = raw_exchange(proxy.port, (f"POST / HTTP/1.1\r\nHost: {HOST}\r\n"
+                                      + "".join(f"{line}\r\n" for line in framing)
+                                      + "\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\n"
+                                      f"Host: {HOST}\r\n\r\n").encode())
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert body == (b"worktree-proxy: bad request: both Content-Length and "
+                    b"Transfer-Encoding\n")
+    assert reply.count(b"HTTP/1.1") == 1  # the connection closed: nothing else was answered
+
+
 def test_malformed_request_line_is_400(proxy: ProxyServer) -> None:
     reply = raw_exchange(proxy.port, b"NOT HTTP AT ALL\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")

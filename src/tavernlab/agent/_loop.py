@@ -577,20 +577,23 @@ class AgentLoop:
                 snapshot_id=frame.snapshot.id, full_id=binding.tool_id, alias=binding.alias,
                 round=frame.round, is_last=index + 1 == len(calls), gate=frame.gate,
                 commit=self._explicit_commit(frame), finish=self._finisher(frame),
-                control=self.delegation, owns_status=frame.owns_run_status)
+                control=self.delegation, owns_status=frame.owns_run_status,
+                cancel=self.token)
             try:
                 result = dispatch.call_tool(core, self.registry, invocation, binding.native,
                                             call.arguments, call.call_id, loop=loop_call)
-            except FileExistsError as exc:  # the arguments of this call id are stored already
-                frame.request.messages.append(self._tool_message(call, ToolResult(
-                    content=str(exc), is_error=True, error_code="agent.tool_not_started",
-                    call_id=call.call_id, tool_id=binding.tool_id)))
-                raise LoopError("agent.tool_not_started", f"tool call `{call.call_id}` was "
-                                f"already recorded in round {frame.round}",
-                                kind="internal") from exc
             except LoopCancelled:
                 raise
             except Exception as exc:
+                if getattr(exc, "not_started", False):  # this call id is recorded already
+                    frame.request.messages.append(self._tool_message(call, ToolResult(
+                        content=str(exc), is_error=True, error_code="agent.tool_not_started",
+                        call_id=call.call_id, tool_id=binding.tool_id)))
+                    raise LoopError("agent.tool_not_started", f"tool call `{call.call_id}` "
+                                    f"was already recorded in round {frame.round}",
+                                    kind="internal") from exc
+                if getattr(exc, "recorded", False):  # the host recorded the failed call
+                    raise
                 core.emit(ToolCallFailed, ToolCallOutcome(
                     round=frame.round, invocation_id=invocation.id, call_id=call.call_id,
                     tool_id=binding.tool_id, snapshot_id=frame.snapshot.id,

@@ -3,7 +3,8 @@
 One rule for every command (also in the README):
 
 * bad usage (an unknown flag, a missing argument) prints the usage line and exits 2;
-* refused input prints one line ``error: <code>: <message>`` on stderr and exits 1;
+* refused input prints one line ``error: <code>: <message>`` on stderr and exits 1 (control
+  characters in the message, such as a newline in a recorded value, are escaped);
 * an interrupted command (Ctrl-C) prints ``cancelled`` on stderr and exits 130, with no
   traceback;
 * otherwise the command's own status (0 on success; ``tavernlab shell`` passes the shell's
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from tavernlab import __version__
-from tavernlab.errors import TavernlabError, UsageError
+from tavernlab.errors import TavernlabError, UsageError, one_line
 
 
 class Command(NamedTuple):
@@ -106,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tavernlab: error: {exc.message}", file=sys.stderr)
         return 2
     except TavernlabError as exc:
-        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        print(f"error: {exc.code}: {one_line(exc.message)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("cancelled", file=sys.stderr)

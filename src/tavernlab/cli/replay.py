@@ -6,18 +6,21 @@
   fresh lab (a temporary one unless ``--lab`` names a new or empty directory, which is kept)
   and exits 0 when every outcome is identical, 1 when not, printing the headline and the
   first divergence with its diff (``--json``: the whole report).
-* ``tavernlab notebook from-run FILE -o NOTEBOOK`` writes a notebook that replays the run
-  step by step with the magics.
+* ``tavernlab notebook from-run FILE -o NOTEBOOK [--force]`` writes a notebook that replays
+  the run step by step with the magics; an existing NOTEBOOK is replaced only with
+  ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import UsageError
 from tavernlab.replay import replay
+from tavernlab.replay.errors import OutputExists
 from tavernlab.replay.walkthrough import write_notebook
 
 
@@ -55,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write a notebook whose cells replay a bundle's run with the magics.")
     from_run.add_argument("bundle", metavar="FILE")
     from_run.add_argument("-o", "--output", required=True, metavar="NOTEBOOK")
+    from_run.add_argument("--force", action="store_true",
+                          help="replace NOTEBOOK when it exists (else refused)")
     from_run.set_defaults(func=_from_run)
 
 
@@ -84,5 +89,8 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _from_run(args: argparse.Namespace) -> int:
+    target = Path(args.output)
+    if (target.exists() or target.is_symlink()) and not args.force:
+        raise OutputExists(f"{target} exists; pass --force to replace it")
     print(write_notebook(args.bundle, args.output))
     return 0

@@ -9,6 +9,8 @@ plugin; ``lint`` checks its scripts against what the V5 host runs; ``migrate`` r
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +39,9 @@ def register_authoring(commands: argparse._SubParsersAction[argparse.ArgumentPar
     test = commands.add_parser(
         "test", help="run a skill's tests with the tavernlab pytest plugin",
         description="Run pytest on DIR/tests (the tavern_lab and skill_run fixtures are "
-        "available); extra arguments go to pytest. Exits with pytest's status.")
+        "available); extra arguments go to pytest. pytest reads its settings from DIR only "
+        "(a pytest.ini, pyproject.toml, tox.ini or setup.cfg there), never from a project "
+        "around it. Exits with pytest's status.")
     test.add_argument("dir", type=Path, metavar="DIR")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS")
     test.set_defaults(func=_test)
@@ -75,17 +79,35 @@ def invalid_line(invalid: InvalidPackage, word: str) -> str:
 def _new(args: argparse.Namespace) -> int:
     package = scaffold_skill(args.name, args.dir, legacy=args.legacy)
     target = args.dir / package.name
-    print(f"created {target} ({len(package.files)} files, valid); try: tavernlab skill test "
-          f"{target}")
+    print(f"created {target} ({len(package.files)} package files, valid; tests/ is kept out "
+          f"of the package); try: tavernlab skill test {target}")
     return 0
+
+
+#: Files in a skill's folder that hold its own pytest settings.
+_PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def pytest_command(folder: Path, extra: list[str]) -> list[str]:
+    """The pytest command line that runs ``folder/tests``: rooted at the skill's folder, its
+    settings taken from the skill's own config file or from none (an empty one), so the
+    options of a project the skill happens to sit in (a ``timeout`` of pytest-timeout, say)
+    are neither applied nor warned about. pytest's cache (``--lf``) lives in the skill's
+    ``.pytest_cache/``, which no package contains."""
+    own = any((folder / name).is_file() for name in _PYTEST_CONFIGS)
+    config = [] if own else ["-c", os.devnull]
+    return [sys.executable, "-m", "pytest", *config, "--rootdir", str(folder),
+            str(folder / "tests"), *extra]
 
 
 def _test(args: argparse.Namespace) -> int:
     tests = args.dir / "tests"
     if not tests.is_dir():
         raise UsageError(f"{args.dir} has no tests/ folder to run")
-    done = subprocess.run([sys.executable, "-m", "pytest", str(tests), *args.pytest_args],
-                          check=False)
+    if importlib.util.find_spec("pytest") is None:
+        raise UsageError("skill test needs pytest, which is not installed in this Python "
+                         f"({sys.executable}): pip install pytest")
+    done = subprocess.run(pytest_command(args.dir, args.pytest_args), check=False)
     return done.returncode
 
 

@@ -3,9 +3,12 @@
 :mod:`tavernlab.cli.skill_author`).
 
 ``install`` and ``list`` work on a lab directory given with ``--lab`` (default
-``$TAVERNLAB_LAB``, else ``./tavernlab-demo/lab``, the lab ``tavernlab demo`` creates; the
-shared rule of :func:`tavernlab.cli.common.lab_path`), whose skills live under
-``<lab>/_tauritavern/skills/``. ``validate`` and ``pack`` need no lab.
+``$TAVERNLAB_LAB``, else ``./.tavernlab``, the lab of a notebook in the folder; ``--demo``:
+the lab ``tavernlab demo`` creates; the shared rule of
+:func:`tavernlab.cli.common.lab_path`), whose skills live under
+``<lab>/_tauritavern/skills/``. ``install`` creates the lab's skill storage when it is
+missing; ``list`` refuses a directory that holds no lab (``no lab at <dir> ...``, exit 1)
+and creates nothing. ``validate`` and ``pack`` need no lab.
 
 ``validate`` and ``install`` print one line per package found in the source, in the order of
 the package folders: ``ok <name>: ...`` / ``installed: <name> in <scope> ...`` for a valid
@@ -26,8 +29,9 @@ import os
 import sys
 from pathlib import Path
 
-from tavernlab.cli.common import add_lab_argument, lab_path, print_json
+from tavernlab.cli.common import add_lab_argument, existing_lab_path, lab_path, print_json
 from tavernlab.cli.skill_author import invalid_line, register_authoring
+from tavernlab.host.lab import make_lab_dir
 from tavernlab.skills.archive import write_archive
 from tavernlab.skills.errors import InvalidSkillPackage, SkillOutputExists, SkillStorageError
 from tavernlab.skills.package import SkillPackage
@@ -124,8 +128,10 @@ def _result_lines(result: SkillInstallResult) -> list[str]:
 
 def _install(args: argparse.Namespace) -> int:
     on_conflict: ConflictChoice | None = args.on_conflict
-    report = SkillRepository(lab_path(args)).install(args.path, scope=args.scope,
-                                                     on_conflict=on_conflict)
+    folder = lab_path(args)
+    make_lab_dir(folder.resolve())
+    report = SkillRepository(folder).install(args.path, scope=args.scope,
+                                             on_conflict=on_conflict)
     if args.json:
         print_json(report.to_json())
         return 0 if report.ok else 1
@@ -136,7 +142,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    entries = SkillRepository(lab_path(args)).list(args.scope)
+    entries = SkillRepository(existing_lab_path(args)).list(args.scope)
     if args.json:
         print_json([e.model_dump(by_alias=True, exclude_none=True, mode="json")
                      for e in entries])

@@ -1,6 +1,7 @@
 """Workspace sub-commands: ``runs``, ``events``, ``tool``, ``retention``, ``sessions``.
 
-They act on a lab directory (``--lab``, ``$TAVERNLAB_LAB`` or ``./tavernlab-demo/lab``):
+They act on a lab directory (``--lab``, ``$TAVERNLAB_LAB`` or ``./.tavernlab``; ``--demo``:
+``./tavernlab-demo/lab``):
 list runs, show a run's events, execute one model tool call on a run the way the host
 would, plan or apply retention, and manage sessions.
 """
@@ -118,6 +119,9 @@ def _tool(args: argparse.Namespace) -> int:
         arguments: Any = json.loads(args.args)
     except ValueError as exc:
         raise InvalidData(f"ARGS is not JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidData("ARGS is not JSON this tool can take: it is nested too deeply"
+                          ) from None
     run = open_lab(args).open_run(args.run_id)
     result = run.call_tool(args.tool_id, arguments)
     if args.json:

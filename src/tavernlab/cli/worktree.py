@@ -82,7 +82,7 @@ def write_file_spec(raw: str) -> dict[str, Any]:
     upstream's ``worktree-agent`` wording."""
     try:
         value = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise UsageError(f"--write-file value is not valid JSON: {raw}") from exc
     ok = (isinstance(value, dict) and isinstance(value.get("path"), str)
           and isinstance(value.get("content"), str)

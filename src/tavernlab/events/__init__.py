@@ -121,10 +121,12 @@ from tavernlab.events.journal import (
     JsJobFinished,
     JsJobStart,
     JsJobStarted,
+    LogRepaired,
     RoundEnd,
     RoundEnded,
     SubagentStart,
     SubagentStarted,
+    TornTail,
     Writer,
     job_label,
 )
@@ -155,7 +157,8 @@ from tavernlab.events.lifecycle import (
 
 #: Every journal record type, discriminated on ``type``.
 JournalEntry = Annotated[
-    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged,
+    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged
+    | LogRepaired,
     Field(discriminator="type"),
 ]
 
@@ -232,6 +235,7 @@ __all__ = [
     "JsJobStart",
     "JsJobStarted",
     "Level",
+    "LogRepaired",
     "LoopContext",
     "LoopFileWritten",
     "LoopFinish",
@@ -297,6 +301,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolResultReadableViewStored",
     "ToolResultStored",
+    "TornTail",
     "WorkspaceFileWritten",
     "WorkspaceInitialized",
     "WorkspacePatchApplied",

@@ -4,8 +4,10 @@
 (``seq`` from 1, +1 per append), plus ``eventSeq``: the last ``events.jsonl`` seq when the
 record was written, which places it in one merged order (event ``N``, then the journal
 records anchored at ``N``, then event ``N + 1``). Records: each ``run.js`` job (start and
-finish), the end of each round, each sub-agent with its Profile, and a :class:`FileChanged`
-for every file or directory created, changed, moved or removed in the run by any writer.
+finish), the end of each round, each sub-agent with its Profile, a :class:`FileChanged`
+for every file or directory created, changed, moved or removed in the run by any writer, and a
+:class:`LogRepaired` when an unfinished last line of either log (left by a writer that was
+killed, or ran out of space, in the middle of its append) was cut away before the next append.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from tavernlab.events.base import Event, Model
 #: Every journal record type (never written to ``events.jsonl``).
 JOURNAL_TYPES: frozenset[str] = frozenset({
     "js_job_started", "js_job_finished", "round_ended", "subagent_started", "file_changed",
+    "log_repaired",
 })
 
 
@@ -138,3 +141,31 @@ class FileChanged(JournalRecord):
 
     type: Literal["file_changed"] = "file_changed"
     payload: FileChange
+
+
+#: Characters of a cut line a :class:`TornTail` keeps as text (the digest covers all of it).
+TORN_TEXT_CHARS = 1000
+
+
+class TornTail(Model):
+    """``log_repaired``: the unfinished last line cut from ``file`` (``events.jsonl`` or
+    ``journal.jsonl``) before an append, so the next line does not merge into it.
+
+    ``offset`` is where the cut line began (the file's size afterwards), ``bytes`` and
+    ``sha256`` describe everything cut, and ``text`` is its beginning as text (at most
+    :data:`TORN_TEXT_CHARS` characters, bytes that are not UTF-8 replaced by U+FFFD) so the
+    record it would have been can be recognised. A cut line was never a record: its writer
+    died, or failed with an error, before the line ended."""
+
+    file: Literal["events.jsonl", "journal.jsonl"]
+    offset: int
+    bytes: int
+    sha256: str
+    text: str
+
+
+class LogRepaired(JournalRecord):
+    """An unfinished last line of a run log was cut away (see :class:`TornTail`)."""
+
+    type: Literal["log_repaired"] = "log_repaired"
+    payload: TornTail

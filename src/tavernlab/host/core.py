@@ -35,6 +35,7 @@ from tavernlab.events import (
     SubagentStarted,
 )
 from tavernlab.host.activity import Activities
+from tavernlab.host.call_ids import CallCounter
 from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
 from tavernlab.host.invocation import Invocation
@@ -44,8 +45,13 @@ from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.logs import EventLog, JournalLog
+from tavernlab.workspace.fs import (
+    CALL_COUNTER_NAME,
+    STAGING_DIR_NAME,
+    WorkspaceFs,
+    clear_staging,
+)
+from tavernlab.workspace.logs import EventLog, JournalLog, repair_logs
 from tavernlab.workspace.persist import PersistSnapshot
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, RunStatus, dump_model
@@ -61,6 +67,8 @@ class RunCounters:
     :mod:`tavernlab.host.restore`)."""
 
     round: int = 1
+    #: The last ``call_<N>`` number this process handed out or saw (the run's own counter,
+    #: :mod:`tavernlab.host.call_ids`, is what hands numbers out).
     call_seq: int = 0
     calls: int = 0
     calls_per_tool: Counter[str] = field(default_factory=Counter)
@@ -171,13 +179,18 @@ class RunCore:
         self.activities = Activities(self.fs, self.feed, live=not is_deterministic(clock))
         self.tracker = MutationTracker()
         self.counters = RunCounters()
+        #: The run's call numbers, shared with every other process writing it.
+        self.call_ids = CallCounter(run_dir / CALL_COUNTER_NAME)
+        #: Where the run's own records stage their temporary files.
+        self.staging = run_dir / STAGING_DIR_NAME
         self.inflight = InFlight()
         self.shell_deadline_s = DEFAULT_DEADLINE_S
         self._announced: set[str] = set()
-        #: The run's main agent (announced when the run starts); a model-driven run names it
-        #: ``inv_root`` as upstream does.
-        self.main = self.new_invocation("main", "main", profile, announce=False,
-                                        invocation_id=main_id)
+        self._main: Invocation | None = None
+        self._main_profile = profile
+        self._main_lock = threading.Lock()
+        #: A model-driven run names its main agent ``inv_root`` as upstream does.
+        self._main_id = main_id
         #: Set by the agent loop driving this run: ``cancel(reason)`` stops the loop (from
         #: any thread) and returns how many pieces of work it cancelled; ``done`` is set
         #: once the loop's thread has ended.
@@ -289,6 +302,17 @@ class RunCore:
 
     # -- invocations --------------------------------------------------------------------------
 
+    @property
+    def main(self) -> Invocation:
+        """The run's main agent (announced when the run starts). Its id is minted on first
+        use, so reading a reopened run writes nothing (a lab with deterministic ids reserves
+        them on disk; on a full disk the run still reads)."""
+        with self._main_lock:
+            if self._main is None:
+                self._main = self.new_invocation("main", "main", self._main_profile,
+                                                 announce=False, invocation_id=self._main_id)
+            return self._main
+
     def new_invocation(self, agent_id: str, mode: Literal["main", "return"], profile: Profile,
                        *, announce: bool = True, invocation_id: str | None = None
                        ) -> Invocation:
@@ -338,7 +362,15 @@ class RunCore:
 
     def restore_counters(self) -> None:
         """Restore the counters and sub-agents of a run reopened from disk (from its
-        checkpoint, see :mod:`tavernlab.host.restore`); the run continues in a new round."""
+        checkpoint, see :mod:`tavernlab.host.restore`); the run continues in a new round.
+        An unfinished last line of either log (a writer killed mid-append) is cut away
+        first, and journaled (:func:`~tavernlab.workspace.logs.repair_logs`), and what
+        killed writers left staged is removed
+        (:func:`~tavernlab.workspace.fs.clear_staging`)."""
+        repair_logs(self.log, self.journal)
+        self.fs.clear_staging()
+        if self.dir != self.workspace_dir:
+            clear_staging(self.dir)
         restored = restore(self.log, self.journal)
         self.counters = RunCounters.restored(restored.values)
         for start, offset in restored.subagents:

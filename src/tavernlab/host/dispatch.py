@@ -15,6 +15,16 @@ tavernlab choices where upstream is unknown (documented here):
 * Arguments that are not JSON values, hold a lone surrogate, or nest deeper than 128 levels
   (serde_json's recursion limit, which upstream's parser applies) are
   ``tool.invalid_arguments``, recorded as a call like any other.
+* Call ids the host makes are ``call_<N>`` from the run's own counter
+  (:mod:`tavernlab.host.call_ids`), so two processes on one run never reuse one. The
+  arguments file and the stored result are created, never replaced: a call id already used
+  in the round fails the run before the second call starts (``workspace.write_conflict``,
+  the first call's files and records untouched).
+* The host's own writes of a call: when its arguments file cannot be written (no space, no
+  descriptor left) the call is refused with ``workspace.file_io`` before anything of it is
+  recorded, and the run goes on; when its stored result cannot be, the call is recorded as
+  ``tool_call_failed`` (level error) with that error, with no stored result, and the run
+  fails (a dispatch error ends a run).
 * The call acts on the round's tracker under its own id
   (:meth:`~tavernlab.workspace.tracking.MutationTracker.acting`), so an auto-commit names
   the call that last set or moved the candidate.
@@ -32,6 +42,7 @@ tells the loop, and the file events follow the call's completed event.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections import Counter
@@ -42,7 +53,7 @@ from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory
-from tavernlab.errors import ToolError
+from tavernlab.errors import FileIo, ToolError, WorkspaceError, WriteConflict
 from tavernlab.events import (
     EventScope,
     FileWritten,
@@ -61,6 +72,7 @@ from tavernlab.host import commits
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
+from tavernlab.host.restore import call_number
 from tavernlab.host.results import store_result
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.context import FrozenContext
@@ -112,8 +124,9 @@ class LoopCall:
 
     ``commit(ctx, path, text, sha256, mode, reason)`` runs the host handshake (it raises the
     recoverable rejection); ``finish(reason)`` tells the loop that ``workspace.finish`` was
-    accepted; ``control`` is the loop's delegation service. After the call, ``deferred`` holds
-    the file events (emitted after the call's completed event).
+    accepted; ``control`` is the loop's delegation service; ``cancel`` the loop's cancel
+    token, which cancels the call too. After the call, ``deferred`` holds the file events
+    (emitted after the call's completed event).
     """
 
     snapshot_id: str
@@ -126,6 +139,7 @@ class LoopCall:
     finish: Callable[[str | None], None] | None = None
     control: Any = None
     owns_status: bool = True
+    cancel: CancelToken | None = None
     deferred: list[tuple[type[Any], Any]] = field(default_factory=list)
 
 #: Deepest nesting of tool arguments (serde_json's default recursion limit).
@@ -286,8 +300,12 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     if loop is None:
         core.announce(invocation)
     counters = core.counters
-    counters.call_seq += 1
-    ctx = CallContext(core, invocation, call_id or f"call_{counters.call_seq}", tool_id,
+    if call_id is None:
+        counters.call_seq = core.call_ids.next(counters.call_seq)
+        call_id = f"call_{counters.call_seq}"
+    elif call_number(call_id):
+        core.call_ids.note(call_number(call_id))
+    ctx = CallContext(core, invocation, call_id, tool_id,
                       counters.round if loop is None else loop.round,
                       output=None if on_output is None else flushing_first(core, on_output),
                       loop=loop)
@@ -295,17 +313,24 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     refusal = unstorable(arguments)
     args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"
     relative = str(args_path.relative_to(core.dir))
+    try:
+        if loop is None:
+            write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
+                                   "arguments": _stored_arguments(arguments, refusal)},
+                       ascii_only=True, exclusive=True, staging=core.staging)
+        else:
+            write_raw_arguments(args_path, arguments, core.staging)
+    except FileExistsError:
+        raise _duplicate(core, ctx, args_path) from None
+    except OSError as exc:  # nothing of the call is recorded: the run goes on
+        raise FileIo("write", relative, exc) from None
     scope = EventScope(invocation_id=invocation.id)
     if loop is None:
-        write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
-                               "arguments": _stored_arguments(arguments, refusal)},
-                   ascii_only=True, fresh=True)
         ref = ToolCallRef(round=ctx.round, invocation_id=invocation.id, call_id=ctx.call_id,
                           tool_id=tool_id, name=tool_id.replace(".", "_"),
                           arguments_path=relative)
         core.emit(ToolCallRequested, ref, scope=scope)
     else:
-        write_new_json(args_path, arguments)
         command = (arguments.get("command") if tool_id == "workspace.shell"
                    and isinstance(arguments, dict) else None)
         ref = LoopToolCallRef(round=ctx.round, invocation_id=invocation.id,
@@ -320,9 +345,14 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         if gated is not None:
             result = ToolResult.from_error(gated)
             result.call_id, result.tool_id = ctx.call_id, loop.full_id
-            stored = store_result(core, invocation, record_name, result,
-                                  round_number=ctx.round, level="debug")
-            _record_outcome(core, ctx, result, core.clock.monotonic(), scope)
+            started = core.clock.monotonic()
+            try:
+                stored = store_result(core, invocation, record_name, result,
+                                      round_number=ctx.round, level="debug")
+            except (WorkspaceError, OSError) as exc:
+                _host_fault(core, ctx, started, scope, exc)
+                raise
+            _record_outcome(core, ctx, result, started, scope)
             return stored, None
         ref = LoopToolCallRef(round=ctx.round, invocation_id=invocation.id,
                               call_id=ctx.call_id, tool_id=loop.full_id, name=tool_id,
@@ -339,14 +369,28 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
             result, interrupted = ToolResult.from_error(ToolError(
                 "agent.tool_after_finish", f"{tool_id} must be the final tool call in a model "
                 "turn; complete the other work first, then call it again.")), None
+        elif loop is not None and loop.cancel is not None:
+            # the loop's cancellation reaches the call even before the call's own token is
+            # tracked as running work
+            signal = loop.cancel
+            unregister = signal.on_cancel(lambda: ctx.token.cancel(signal.reason))
+            try:
+                result, interrupted = _execute(core, registry, ctx, arguments, refusal)
+            finally:
+                unregister()
         else:
             result, interrupted = _execute(core, registry, ctx, arguments, refusal)
         if ctx.token.cancelled:
             counters.round_cancelled = True
         result.call_id = ctx.call_id
         result.tool_id = tool_id if loop is None else loop.full_id
-        stored = store_result(core, invocation, record_name, result, round_number=ctx.round,
-                              level=None if loop is None else "debug")
+        try:
+            stored = store_result(core, invocation, record_name, result,
+                                  round_number=ctx.round,
+                                  level=None if loop is None else "debug")
+        except (WorkspaceError, OSError) as exc:  # no space, no descriptor, a conflict
+            _host_fault(core, ctx, started, scope, exc)
+            raise
     _record_outcome(core, ctx, result, started, scope)
     if loop is not None:
         for kind, payload in loop.deferred:
@@ -380,6 +424,48 @@ def invalid_arguments_message(raw: Any) -> str:
               else text)
     return ("arguments must be a JSON object; send `{}` when the call takes no arguments. "
             f"Received: `{quoted}`")
+
+
+def write_raw_arguments(path: Path, arguments: Any, staging: Path | None) -> None:
+    """A loop call's stored arguments: the model's raw arguments as pretty JSON (non-ASCII
+    kept; escaped only when the text holds a lone surrogate), created exclusively."""
+    try:
+        write_json(path, arguments, exclusive=True, staging=staging)
+    except UnicodeEncodeError:
+        write_json(path, arguments, ascii_only=True, exclusive=True, staging=staging)
+
+
+def _host_fault(core: RunCore, ctx: CallContext, started: float, scope: EventScope,
+                exc: BaseException) -> None:
+    """The host could not keep a call's records (its stored result could not be written:
+    no space, no descriptor, a file another process wrote): ``tool_call_failed`` with the
+    error (level error), and the run fails, as a dispatch error ends a run. The call is
+    then finished in the log, with no stored result."""
+    message = f"{getattr(exc, 'code', type(exc).__name__)}: {exc}"
+    loop = ctx.loop
+    core.emit(ToolCallFailed, ToolCallOutcome(
+        round=ctx.round, invocation_id=ctx.invocation.id, call_id=ctx.call_id,
+        tool_id=ctx.tool_id if loop is None else loop.full_id,
+        snapshot_id=None if loop is None else loop.snapshot_id,
+        name=ctx.tool_id.replace(".", "_") if loop is None else ctx.tool_id,
+        is_error=True, error_code=getattr(exc, "code", None), message=message,
+        elapsed_ms=int((core.clock.monotonic() - started) * 1000), resource_refs=[]),
+        level="error", scope=scope)
+    exc.recorded = True  # type: ignore[attr-defined]  # the loop does not record it again
+    if loop is None:  # the loop ends a run it drives itself
+        core.fail(message)
+
+
+def _duplicate(core: RunCore, ctx: CallContext, args_path: Path) -> WriteConflict:
+    """A second call with an id already used in this round: its arguments are never
+    written over the first call's (whose records stay as they are), and the run fails
+    before the second call starts."""
+    error = WriteConflict(str(args_path.relative_to(core.dir)), "already_exists",
+                          actual_sha256=hashlib.sha256(args_path.read_bytes()).hexdigest())
+    error.not_started = True  # type: ignore[attr-defined]  # the call never started
+    if ctx.loop is None:  # the loop ends a run it drives itself
+        core.fail(f"duplicate tool call id `{ctx.call_id}` in round {ctx.round}: {error}")
+    return error
 
 
 def flushing_first(core: RunCore, listener: Callable[[str, str], None]

@@ -62,7 +62,8 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
     write_json(core.dir / "js-jobs" / f"{job_id}.json", {
         "jobId": job_id, "evalName": eval_name,
         "stdin": None if data is None else base64.b64encode(data).decode("ascii"),
-        "exitCode": result.exit_code, "stdout": result.stdout, "stderr": result.stderr})
+        "exitCode": result.exit_code, "stdout": result.stdout, "stderr": result.stderr},
+        staging=core.staging)
     core.note(JsJobFinished, JsJobEnd(
         job_id=job_id, exit_code=result.exit_code, timed_out=result.timed_out,
         cancelled=result.cancelled,

@@ -10,13 +10,17 @@ The on-disk layout is upstream's (docs/layout.md)::
           persistent-states/<state-id>/{manifest.json, persist/...}
           runs/<run-id>/{run.json, manifest.json, events.jsonl, input/, tool-args/,
                          tool-results/, output/, scratch/, plan/, summaries/, persist/}
+                         (and tavernlab's own .tavernlab-calls, the call counter, and
+                         .tavernlab-staging/, where atomic writes stage their bytes)
         sessions/                           see tavernlab.host.sessions
       skills/                               see tavernlab.skills
       host-chats/<workspace-id>.json        the simulated host's chats
       settings.json                         agent.retention
       sequential-ids.json                   ids SequentialIds handed out (host.reservations)
 
-A lab is created on first use; two processes (two kernels) may share one lab. Each lab has
+A lab is created on first use, its folder with a ``.gitignore`` of ``*`` (only a folder the
+lab creates gets one: a lab opened in an existing folder leaves it as it is); two processes
+(two kernels) may share one lab. Each lab has
 its own tool registry (``tools=``), services (``services=``), clock and id factory
 (``clock=``, ``ids=``): a lab built with :class:`~tavernlab.clock.FixedClock` and
 :class:`~tavernlab.clock.SequentialIds` writes the same bytes every time it plays the same
@@ -25,6 +29,7 @@ run.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -73,6 +78,19 @@ FOLLOW_DRAIN_S = 0.3
 #: services anyway (the sandbox kills a job that ignores cancellation after 0.25 s).
 CLOSE_GRACE_S = 5.0
 WORKSPACES_DIR = "agent-workspaces"
+#: The ``.gitignore`` a new lab's folder gets, so that it is never committed by accident.
+LAB_GITIGNORE = "# a tavernlab lab: runs, chats and skills, not for version control\n*\n"
+
+
+def make_lab_dir(root: Path) -> Path:
+    """Create the folders of a lab at ``root`` (where missing) and return its data folder; a
+    ``root`` this creates gets :data:`LAB_GITIGNORE`, an existing folder is left as it is."""
+    created = not root.exists()
+    (root / DATA_DIR / WORKSPACES_DIR).mkdir(parents=True, exist_ok=True)
+    if created:
+        # runs, chats and installed skills are working data: kept out of git
+        (root / ".gitignore").write_text(LAB_GITIGNORE, encoding="utf-8")
+    return root / DATA_DIR
 
 
 class Lab:
@@ -98,7 +116,7 @@ class Lab:
         self.root = Path(path).resolve()
         self.data_dir = self.root / DATA_DIR
         self.workspaces_dir = self.data_dir / WORKSPACES_DIR
-        self.workspaces_dir.mkdir(parents=True, exist_ok=True)
+        make_lab_dir(self.root)
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.ids: IdFactory = ids or RANDOM_IDS
         if isinstance(self.ids, SequentialIds):
@@ -316,8 +334,21 @@ class Lab:
         has been seen and :data:`FOLLOW_DRAIN_S` seconds passed with nothing new (the
         finishing call's own records come right after it), or when ``timeout`` seconds pass
         with nothing new.
+
+        ``timeout`` must be a finite number of seconds ``>= 0`` and ``poll`` a finite number
+        ``> 0``; anything else (``nan``, ``inf``, a negative number, a non-number) is refused
+        with :class:`InvalidData` when ``follow`` is called, before anything is read.
         """
+        if timeout is not None and not _finite(timeout, allow_zero=True):
+            raise InvalidData(
+                f"timeout must be a finite number of seconds >= 0, not {timeout!r}")
+        if not _finite(poll, allow_zero=False):
+            raise InvalidData(f"poll must be a finite number of seconds > 0, not {poll!r}")
         run_dir = self._locate(self.index.load(run_id))[0]
+        return self._follow(run_dir, run_id, after, timeout, poll)
+
+    def _follow(self, run_dir: Path, run_id: str, after: int | Event | None,
+                timeout: float | None, poll: float) -> Iterator[Event]:
         events = EventLog(run_dir / "events.jsonl", run_id, clock=self.clock, ids=self.ids)
         feed = RunFeed(events, JournalLog(run_dir / "journal.jsonl", events))
         quiet_since = time.monotonic()  # real time: this is waiting, not a recorded time
@@ -344,3 +375,10 @@ class Lab:
     def runs(self) -> list[RunRecord]:
         """Every indexed run, newest first."""
         return sorted(self.index.records(), key=lambda r: r.created_at, reverse=True)
+
+
+def _finite(value: object, *, allow_zero: bool) -> bool:
+    """Whether ``value`` is a real number (not a bool), finite, and positive (or zero)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and (value >= 0 if allow_zero else value > 0)

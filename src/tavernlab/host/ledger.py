@@ -23,13 +23,16 @@ calls :meth:`RunLedger.sync` after every write), and only when they change:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tavernlab.errors import FileIo
 from tavernlab.host.index import RunIndex
+from tavernlab.workspace.fs import STAGING_DIR_NAME
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.records import RunRecord, dump_model, write_json
 
@@ -77,20 +80,26 @@ class RunLedger:
         """Write ``run.json`` now if it changed."""
         if not self._dirty:
             return
-        self._dirty = False
         data = dump_model(self.record)
         if data != self._written:
-            write_json(self.dir / "run.json", data)
+            try:
+                write_json(self.dir / "run.json", data, staging=self.dir / STAGING_DIR_NAME)
+            except OSError as exc:  # still due: written with the next change
+                raise FileIo("write", "run.json", exc) from None
             self._written = data
+        self._dirty = False
 
     def sync(self, batch_ended: bool) -> None:
         """After a write: ``run.json`` and the index when due; a checkpoint when a batch
         ended with the counters changed."""
         self.write_record()
         if self._index_due is not None:
-            record, self._index_due = self._index_due, None
-            summary, self._summary_due = self._summary_due, None
-            self.index.save(self.record.id, record, summary)
+            record, summary = self._index_due, self._summary_due
+            try:
+                self.index.save(self.record.id, record, summary)
+            except OSError as exc:  # still due
+                raise FileIo("write", f"index/runs/{self.record.id}.json", exc) from None
+            self._index_due = self._summary_due = None
             self.indexed_status = record["status"]
         if batch_ended:
             self._write_checkpoint()
@@ -104,10 +113,22 @@ class RunLedger:
         journal_bytes, journal_seq = self.journal.position()
         line = {"eventSeq": seq, "eventBytes": event_bytes, "journalSeq": journal_seq,
                 "journalBytes": journal_bytes, **counters}
-        fd = os.open(self.dir / CHECKPOINTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT
-                     | os.O_CLOEXEC, 0o644)
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
         try:
-            os.write(fd, (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+            fd = os.open(self.dir / CHECKPOINTS, os.O_RDWR | os.O_APPEND | os.O_CREAT
+                         | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise FileIo("append", CHECKPOINTS, exc) from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:  # a short write is continued, which raises what cut it short
+                    view = view[os.write(fd, view):]
+            except OSError as exc:  # cut back: the file keeps whole lines only
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise FileIo("append", CHECKPOINTS, exc) from None
         finally:
             os.close(fd)
         self._checkpoint_seq = seq + journal_seq

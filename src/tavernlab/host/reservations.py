@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tavernlab.errors import InvalidData
+from tavernlab.errors import FileIo, InvalidData
 from tavernlab.locks import file_lock
 from tavernlab.workspace.atomic import replace_durably
 
@@ -42,20 +42,26 @@ class LabIdReservations:
 
     def held(self) -> Mapping[str, int]:
         """The highest number reserved per prefix for this seed (empty in a new lab)."""
-        with file_lock(self._lock_path, shared=True):
-            return dict(self._read().get(self.key, {}))
+        try:
+            with file_lock(self._lock_path, shared=True):
+                return dict(self._read().get(self.key, {}))
+        except OSError as exc:  # out of descriptors, an unreadable disk: one clear error
+            raise FileIo("read", str(self.path), exc) from exc
 
     def reserve(self, prefix: str, first: int, count: int) -> int:
         """Reserve ``count`` numbers of ``prefix`` from ``first`` (or from just above the
         highest number reserved so far); returns the first one."""
-        with file_lock(self._lock_path):
-            seeds = self._read()
-            numbers = seeds.setdefault(self.key, {})
-            start = max(first, numbers.get(prefix, 0) + 1)
-            numbers[prefix] = start + count - 1
-            text = json.dumps({"formatVersion": FORMAT_VERSION, "seeds": seeds},
-                              indent=1, sort_keys=True)
-            replace_durably(self.path, (text + "\n").encode("ascii"))
+        try:
+            with file_lock(self._lock_path):
+                seeds = self._read()
+                numbers = seeds.setdefault(self.key, {})
+                start = max(first, numbers.get(prefix, 0) + 1)
+                numbers[prefix] = start + count - 1
+                text = json.dumps({"formatVersion": FORMAT_VERSION, "seeds": seeds},
+                                  indent=1, sort_keys=True)
+                replace_durably(self.path, (text + "\n").encode("ascii"))
+        except OSError as exc:  # a full disk, no descriptors left: nothing was reserved
+            raise FileIo("write", str(self.path), exc) from exc
         return start
 
     def _read(self) -> dict[str, dict[str, int]]:

@@ -5,7 +5,9 @@ External results (every tool that is not a builtin: its id starts with neither
 ``workspace.`` nor ``builtin:``) longer than the Profile's ``externalResultInlineCharLimit``
 (50 000 characters) get a readable ``.txt`` view with hard line breaks every 3 000 characters,
 and the model sees upstream's notice with the path and a preview of the first 3 000
-characters. Builtin results are never externalized.
+characters. Builtin results are never externalized. A stored result (and its view) is
+created, never replaced: call ids are unique within a run (:mod:`tavernlab.host.call_ids`), so
+a file already there belongs to another call, whose result stays as it is.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
         view_path = WorkspacePath(f"tool-results/{key}/{record_name}.txt")
         model_result = _externalize(core, invocation, result, view_path, json_path, limit,
                                     round_number)
-    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.unchecked())
+    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.must_not_exist())
     core.emit(ToolResultStored, StoredResult(
         invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=json_path.text), level=level)
@@ -65,7 +67,7 @@ def _externalize(core: RunCore, invocation: Invocation, result: ToolResult,
     content = result.content
     view = "\n".join(content[i:i + VIEW_LINE_CHARS]
                      for i in range(0, len(content), VIEW_LINE_CHARS))
-    core.fs.write_text(view_path, view, WriteGuard.unchecked())
+    core.fs.write_text(view_path, view, WriteGuard.must_not_exist())
     core.emit(ToolResultReadableViewStored, StoredResultView(
         invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=view_path.text, audit_path=json_path.text))

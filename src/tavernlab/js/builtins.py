@@ -27,10 +27,18 @@ hold one ``BuiltinModule(name, source=..., group="kit")`` per kit module
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from tavernlab.js.errors import KitError, ModuleLoadError
 from tavernlab.js.kit import KIT_MODULES, kit_module_source
+
+#: The ``time.monotonic()`` instant by which a built-in module's source must be ready: the
+#: job's deadline while the ``js`` command builds its module graph (``None``: unbounded). A
+#: kit module not ready by then raises :class:`~tavernlab.js.kit.provider.KitDeadlinePassed`,
+#: and the job ends as timed out.
+LOAD_DEADLINE: ContextVar[float | None] = ContextVar("tavernlab_js_load_deadline",
+                                                     default=None)
 
 #: The V5 runtime API module.
 RUNTIME_MODULE = "@tauritavern/runtime"
@@ -92,7 +100,7 @@ def kit_builtin(name: str) -> BuiltinModule:
 
     def source() -> str:
         try:
-            return kit_module_source(name)
+            return kit_module_source(name, deadline=LOAD_DEADLINE.get())
         except KitError as exc:
             raise ModuleLoadError(exc.message) from None
 

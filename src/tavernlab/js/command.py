@@ -48,12 +48,13 @@ from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock
 from tavernlab.errors import Cancelled
 from tavernlab.js.budget import InputBudget, InputBudgetExceeded
-from tavernlab.js.builtins import COMMAND_BUILTINS
+from tavernlab.js.builtins import COMMAND_BUILTINS, LOAD_DEADLINE
 from tavernlab.js.command_line import CommandLine, parse_command_line, shell_path
 from tavernlab.js.determinism import random_state, time_origin
 from tavernlab.js.errors import JsArgumentError, JsLoadError, ModuleLoadError
 from tavernlab.js.help import HELP_TEXT
 from tavernlab.js.job import Job, JobOutcome
+from tavernlab.js.kit.provider import KitDeadlinePassed
 from tavernlab.js.limits import DEFAULT_DEADLINE_S, INTERRUPT_REASONS, OUTPUT_CAP, SOURCE_NOT_UTF8
 from tavernlab.js.loaders import (
     WorkspaceModuleLoader,
@@ -142,6 +143,7 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
         return _finished(output, 1, stderr=f"js: {exc.message}\n")
     except Cancelled:
         return _finished(output, 1, stderr=cancelled, cancelled=True)
+    bounded = LOAD_DEADLINE.set(deadline)
     try:
         directory = cwd if line.kind == "eval" else dirname(name) or "/"
         graph = build_module_graph(name, source, loader, directory=directory)
@@ -149,6 +151,10 @@ def run_js_command(argv: list[str], *, scope: ScopedWorkspaceFs, context: Frozen
         return _result(output, name, JobOutcome("error", text=exc.message, stack=exc.stack))
     except Cancelled:
         return _result(output, name, JobOutcome("interrupted", reason="cancel"))
+    except KitDeadlinePassed:  # a kit module still loading at the job's deadline
+        return _result(output, name, JobOutcome("interrupted", reason="deadline"))
+    finally:
+        LOAD_DEADLINE.reset(bounded)
     job = Job(mode="command", entry=name, modules=graph.modules,
               runtime_names=COMMAND_BUILTINS.runtime_names, context=runtime_context_json(context),
               argv=_process_argv(command, line, name), output_cap=OUTPUT_CAP,

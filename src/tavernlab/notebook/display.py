@@ -161,14 +161,19 @@ class WorktreeResult:
         printer.text(repr(self))
 
 
-def status_view(lab_path: str, run: Run | None, settings: Sequence[tuple[str, Any]]) -> Rendered:
-    """``%tavern status``: the lab, the current run's card and the settings."""
+def status_view(lab_path: str, run: Run | None, settings: Sequence[tuple[str, Any]],
+                chat: str | None = None) -> Rendered:
+    """``%tavern status``: the lab, the current run's card, the chat new runs start in (and
+    why) and the settings."""
     settings_text = ", ".join(f"{k}={v!r}" for k, v in settings)
     run_part = run_text(run) if run is not None else "no current run (one starts on first use)"
-    text = f"lab: {lab_path}\n{run_part}\nsettings: {settings_text}"
+    chat_line = f"\nnew runs start in the chat {chat}" if chat is not None else ""
+    text = f"lab: {lab_path}\n{run_part}{chat_line}\nsettings: {settings_text}"
     run_html_part = run_html(run) if run is not None else \
         "<i>no current run (one starts on first use)</i>"
-    html = (f"<div>lab: <code>{escape(lab_path)}</code></div>{run_html_part}"
+    chat_html = (f"<div>new runs start in the chat <code>{escape(chat)}</code></div>"
+                 if chat is not None else "")
+    html = (f"<div>lab: <code>{escape(lab_path)}</code></div>{run_html_part}{chat_html}"
             f"<div>settings: <code>{escape(settings_text)}</code></div>")
     return Rendered(text, html)
 

@@ -68,7 +68,11 @@ class JSError(NotebookError):
         notes = [n for n, on in (("timed out", result.timed_out),
                                  ("cancelled", result.cancelled)) if on]
         message = f"exit status {result.exit_code}" + "".join(f", {n}" for n in notes)
-        super().__init__(f"{message}: {report}" if report else message)
+        hint = exit_call_hint(report, frames, source)
+        super().__init__((f"{message}: {report}" if report else message) + hint)
+        #: The one line a cell that does not raise prints after the streamed report (which
+        #: already said what failed): the code and the exit status.
+        self.streamed_note = f"{self.code}: {message}"
         self.result = result
         self.exit_code = result.exit_code
         self.stdout = result.stdout
@@ -98,6 +102,28 @@ class ShellError(NotebookError):
         self.exit_code = result.exit_code
         self.stdout = result.stdout
         self.stderr = result.stderr
+
+
+#: What a script that calls ``process.exit`` is told: the sandbox has no such function.
+PROCESS_EXIT_HINT = ("process.exit() is not supported in the sandbox; set process.exitCode = "
+                     "N and let the script end to exit with status N")
+_EXIT_CALL = re.compile(r"\bprocess\s*\.\s*exit\s*\(")
+
+
+def exit_call_hint(report: str, frames: list[StackFrame], source: CellSource) -> str:
+    """`` (process.exit() is not supported…)`` when the script failed calling
+    ``process.exit`` (its "not a function" error points at a line of the cell that calls
+    it); else empty."""
+    if not report.startswith("TypeError: not a function") or not frames:
+        return ""
+    frame = frames[0]
+    if frame.module != source.module or source.text is None:
+        return ""
+    lines = source.text.split("\n")
+    index = frame.line + source.line_offset - 1
+    if 0 <= index < len(lines) and _EXIT_CALL.search(lines[index]):
+        return f" ({PROCESS_EXIT_HINT})"
+    return ""
 
 
 def cell_interrupted() -> KeyboardInterrupt:

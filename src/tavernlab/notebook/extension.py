@@ -3,7 +3,8 @@
 ``%load_ext tavernlab`` (the tavernlab kernel does it for you) calls
 :func:`load_ipython_extension`: it creates the :class:`~.magics.TavernMagics` (whose
 settings ``%config`` then finds), registers ``%tavern``, ``%%js``/``%js``, ``%ws_shell``/
-``%%ws_shell`` and ``%worktree``, and the rich display of tavernlab's objects. ``%%js``
+``%%ws_shell`` and ``%worktree``, tab completion of their lines (:mod:`.completion`) and the
+rich display of tavernlab's objects. ``%%js``
 replaces IPython's own ``%%js`` (its alias of the browser-side ``%%javascript``); the magic it
 replaced is kept and put back by :func:`unload_ipython_extension`, which also removes the
 formatters, closes the lab the notebook opened and unloads the :data:`PLUGINS`.
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavernlab.notebook.completion import install_completion
 from tavernlab.notebook.display import register_formatters
 from tavernlab.notebook.magics import TavernMagics
 
@@ -37,6 +39,7 @@ class _Loaded:
     magics: TavernMagics
     replaced: dict[tuple[str, str], Any] = field(default_factory=dict)
     undo_formatters: Callable[[], None] = lambda: None
+    undo_completion: Callable[[], None] = lambda: None
 
 
 _loaded: dict[int, _Loaded] = {}
@@ -51,7 +54,8 @@ def load_ipython_extension(ip: Any) -> None:
                 if (fn := _resolved(ip.magics_manager, kind, name)) is not None}
     magics = TavernMagics(shell=ip)
     ip.register_magics(magics)
-    state = _Loaded(magics, replaced, register_formatters(ip))
+    state = _Loaded(magics, replaced, register_formatters(ip),
+                    install_completion(ip, magics))
     _loaded[id(ip)] = state
     for name in PLUGINS:
         importlib.import_module(name).load_ipython_extension(ip)
@@ -82,6 +86,7 @@ def unload_ipython_extension(ip: Any) -> None:
     if state.magics in ip.configurables:
         ip.configurables.remove(state.magics)
     state.undo_formatters()
+    state.undo_completion()
     state.magics.session.close()
 
 

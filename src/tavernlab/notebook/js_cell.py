@@ -8,7 +8,9 @@ are the cell's own as JupyterLab numbers them: ``<cell 4>:3:7`` is line 3 of cel
 like a shell write) and the file is run instead; its frames are mapped back to cell lines.
 The line form ``%js ARGV…`` is ``js ARGV…``: a workspace script and its arguments.
 
-Output streams into the cell while the job runs (:mod:`tavernlab.notebook.output`). A kernel
+Output streams into the cell while the job runs (:mod:`tavernlab.notebook.output`), except the
+failure report of a script that fails when the cell is to raise: the raised JSError shows it
+once, its frames mapped to the cell's lines. A kernel
 interrupt cancels the job (the sandbox stops or kills the worker within its 0.25 s grace),
 prints ``cancelled after 1.2 s`` and re-raises ``KeyboardInterrupt`` so "Run all" stops. A
 non-zero exit raises :class:`~tavernlab.notebook.errors.JSError` unless raising is off.
@@ -24,7 +26,7 @@ from tavernlab.host import Run
 from tavernlab.js.command import CommandResult
 from tavernlab.js.command_line import shell_path
 from tavernlab.notebook.errors import CellSource, JSError
-from tavernlab.notebook.output import CellOutput, run_cell_job
+from tavernlab.notebook.output import CellOutput, Stream, run_cell_job
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.contract import WriteGuard
@@ -89,9 +91,27 @@ def run_js(session: NotebookSession, request: JsRequest,
     session.enter_cell(request.run)
     argv, eval_name, source = _plan(request, session.cell)
     output = CellOutput(session.shell, show=request.show, stream=request.stream)
+    report = f"js: {source.module}: "
+    held: list[str] = []
+
+    def show(stream: Stream, text: str) -> None:
+        # The failure report comes as one chunk at the end; the JSError raised for it shows
+        # it (its frames mapped to the cell's lines), so it is not also streamed.
+        if request.raise_on_error and stream == "stderr" and text.startswith(report):
+            held.append(text)
+        else:
+            output.js_chunk(stream, text)
+
+    def job() -> CommandResult:
+        try:
+            return request.run.js(argv, cwd=request.cwd, stdin=request.stdin,
+                                  command=request.command, on_output=show,
+                                  eval_name=eval_name)
+        except KeyboardInterrupt:
+            for text in held:
+                output.js_chunk("stderr", text)
+            raise
+
     return run_cell_job(
-        output, lambda: request.run.js(argv, cwd=request.cwd, stdin=request.stdin,
-                                       command=request.command, on_output=output.js_chunk,
-                                       eval_name=eval_name),
-        keep=keep, raise_on_error=request.raise_on_error,
+        output, job, keep=keep, raise_on_error=request.raise_on_error,
         error_of=lambda result: JSError(result, source) if result.exit_code != 0 else None)

@@ -6,6 +6,9 @@ an IPython/kernel config file) changes them:
 
 * ``lab_path`` - the lab directory (empty: ``./.tavernlab``); changing it switches the current
   lab (and forgets the current run) at the next use;
+* ``chat_per_notebook`` (default on) - a run starts in the notebook's own chat
+  (``notebook:<file>``) when the kernel knows the notebook's path; off: the shared chat
+  ``notebook``;
 * ``round_per_cell`` (default on) - each cell that uses the run is one model round;
 * ``raise_on_error`` (default on) - a failed ``%%js``/``%ws_shell`` raises ``JSError`` /
   ``ShellError`` (``--no-raise``, or ``--no-raise-error`` as IPython's ``%%script`` spells it,
@@ -71,6 +74,10 @@ class TavernMagics(Magics):
                        "in the kernel's working directory (JupyterLab starts a kernel in the "
                        "notebook's folder). Changing it switches the current lab at the next "
                        "use.").tag(config=True)
+    chat_per_notebook = Bool(True, help="A run starts in the notebook's own chat, "
+                             "notebook:<file>, when the kernel knows the notebook's path "
+                             "(__session__ / JPY_SESSION_NAME); off, or when the path is "
+                             "unknown: the shared chat `notebook`.").tag(config=True)
     round_per_cell = Bool(True, help="Each cell that uses the run is one model round: the "
                           "next cell that uses it ends the round the previous one left open, "
                           "so an interrupted cell never leaves the next one answering "
@@ -259,7 +266,13 @@ def _parse(magic: Any, name: str, line: str) -> tuple[argparse.Namespace, list[s
         words = shlex.split(line)
         return magic.parser.parse_args(words), words
     except UsageError as exc:
-        raise UsageError(f"{name}: {exc}") from None
+        text = str(exc)
+        if text.startswith("unrecognized arguments: ") and name.lstrip("%") == "js":
+            first = text.removeprefix("unrecognized arguments: ").split(" ")[0]
+            rest = words[words.index(first):] if first in words else [first]
+            text += (f" (arguments for the script go after --: {name} -- "
+                     f"{shlex.join(rest)}; or --help for the options)")
+        raise UsageError(f"{name}: {text}") from None
     except ValueError as exc:  # unbalanced quotes
         raise UsageError(f"{name}: {exc}") from None
 

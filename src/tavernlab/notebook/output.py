@@ -112,6 +112,11 @@ class CellOutput:
         with self.router.routed():
             write("stderr", text + "\n")
 
+    def say(self, text: str) -> None:
+        """One line of news of the magic's own (what it chose for the user) on stdout."""
+        with self.router.routed():
+            write("stdout", text + "\n")
+
 
 class Stopwatch:
     """Elapsed wall time of one job, for ``cancelled after 1.2 s``."""
@@ -155,5 +160,6 @@ def run_cell_job(output: CellOutput, job: Callable[[], R], *,
     if error is not None:
         if raise_on_error:
             raise error
-        output.note(f"{error.code}: {error.message}")
+        # an error whose details were streamed already names only what is left to say
+        output.note(getattr(error, "streamed_note", f"{error.code}: {error.message}"))
     return result

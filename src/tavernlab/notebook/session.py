@@ -2,10 +2,17 @@
 
 A :class:`NotebookSession` belongs to one loaded extension. Its lab is created on first use
 at the configured path (default ``./.tavernlab``: JupyterLab starts a kernel in the notebook's
-folder, so the lab sits beside the notebook); its run is started on first use in the chat
-:data:`DEFAULT_CHAT` (a tavernlab choice). Both can be switched (``%tavern lab PATH``,
-``%tavern run new|open``, or :meth:`NotebookSession.use_lab` / :meth:`use_run` from Python
-with a lab of your own, for example one with a fixed clock).
+folder, so the lab sits beside the notebook); another lab is opened with ``%tavern lab PATH``,
+which creates none unless given ``--create`` (a typo never makes a new, empty lab).
+
+Its run is started on first use in the notebook's own chat, ``notebook:<file>`` (the
+notebook's path relative to the kernel's folder, as Jupyter tells the kernel: ``__session__``
+/ ``JPY_SESSION_NAME``, or VS Code's ``__vsc_ipynb_file__``), so two notebooks beside one lab
+do not share a chat. When the kernel does not know its notebook (a terminal, nbclient) or
+``chat_per_notebook`` is off, the run works in the shared chat :data:`DEFAULT_CHAT`, and
+``%tavern status`` says which and why. Both can be switched (``%tavern run new|open``, or
+:meth:`NotebookSession.use_lab` / :meth:`use_run` from Python with a lab of your own, for
+example one with a fixed clock).
 
 Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round. The session
 remembers, per run, the cell and round of its last use; when a *later* cell uses the run while
@@ -16,6 +23,7 @@ cell answering ``tool.round_cancelled``, and two magics in one cell share a roun
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,18 +31,51 @@ from typing import Any, Protocol
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import UsageError
 from tavernlab.host import Lab, Run
+from tavernlab.host.lab import DATA_DIR
 from tavernlab.worktree.proxy import ProxyServer
 
-#: The chat of the run a session starts on first use (and of ``%tavern run new``).
+#: The shared chat: of every notebook whose path is unknown, or all of them on request.
 DEFAULT_CHAT = "notebook"
+#: The prefix of a notebook's own chat id (``notebook:analysis.ipynb``).
+NOTEBOOK_CHAT_PREFIX = "notebook:"
+#: Where the kernel learns its notebook's path: user namespace names, then the environment.
+NOTEBOOK_PATH_NAMES = ("__session__", "__vsc_ipynb_file__")
+NOTEBOOK_PATH_ENV = "JPY_SESSION_NAME"
 #: The lab directory when ``TavernMagics.lab_path`` is empty, relative to the working dir.
 DEFAULT_LAB = ".tavernlab"
+
+
+def notebook_path(shell: Any) -> str | None:
+    """The path of the notebook the kernel runs, when Jupyter (or VS Code) told it."""
+    namespace = getattr(shell, "user_ns", None) or {}
+    for name in NOTEBOOK_PATH_NAMES:
+        value = namespace.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return os.environ.get(NOTEBOOK_PATH_ENV, "").strip() or None
+
+
+def notebook_chat(path: str) -> str:
+    """The chat id of the notebook at ``path``: ``notebook:`` and the path relative to the
+    working directory (the absolute path when the notebook lies elsewhere)."""
+    absolute = Path(path).absolute()
+    try:
+        shown = absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        shown = absolute.as_posix()
+    return NOTEBOOK_CHAT_PREFIX + shown
+
+
+def is_lab(path: Path) -> bool:
+    """Whether ``path`` holds a lab already (its ``_tauritavern`` data folder)."""
+    return (path / DATA_DIR).is_dir()
 
 
 class Settings(Protocol):
     """The magics' configuration (see :class:`tavernlab.notebook.TavernMagics`)."""
 
     lab_path: str
+    chat_per_notebook: bool
     round_per_cell: bool
     raise_on_error: bool
     stream: bool
@@ -85,11 +126,23 @@ class NotebookSession:
         assert self._lab is not None
         return self._lab
 
+    def existing_lab(self) -> Lab | None:
+        """The current lab, or the one at :attr:`lab_path` when it exists on disk (opened as
+        the next use would open it); ``None`` when using it would create a lab. For what must
+        change nothing, such as tab completion."""
+        if self._lab is not None and not self._lab.closed:
+            return self._lab
+        return self.lab if is_lab(self.lab_path) else None
+
     def use_lab(self, lab: Lab | str | Path, *, clock: Clock | None = None,
-                ids: IdFactory | None = None) -> Lab:
+                ids: IdFactory | None = None, create: bool = True) -> Lab:
         """Make ``lab`` (a :class:`Lab`, or a path opened as one with ``clock`` and ``ids``)
         current; the current run is forgotten. A lab this session opened itself is closed
-        when it is replaced."""
+        when it is replaced. ``create=False`` refuses a path that holds no lab yet (and
+        changes nothing)."""
+        if not isinstance(lab, Lab) and not create and not is_lab(Path(lab).resolve()):
+            raise UsageError(f"no lab at {Path(lab).resolve()}: pass --create to create a "
+                             "new lab there")
         if isinstance(lab, Lab):
             if clock is not None or ids is not None:
                 raise UsageError("clock and ids apply to a lab opened from a path; this Lab "
@@ -123,10 +176,27 @@ class NotebookSession:
         return self._run is not None
 
     @property
+    def default_chat(self) -> str:
+        """The chat a run starts in unless told otherwise: this notebook's own, or the shared
+        :data:`DEFAULT_CHAT` (see the module docstring)."""
+        path = notebook_path(self.shell) if self.settings.chat_per_notebook else None
+        return DEFAULT_CHAT if path is None else notebook_chat(path)
+
+    @property
+    def chat_reason(self) -> str:
+        """Why runs start in :attr:`default_chat` (what ``%tavern status`` shows)."""
+        if not self.settings.chat_per_notebook:
+            return "shared (chat_per_notebook is off)"
+        if notebook_path(self.shell) is None:
+            return ("shared: the kernel does not know this notebook's path (no __session__ "
+                    "or JPY_SESSION_NAME)")
+        return "this notebook's own"
+
+    @property
     def run(self) -> Run:
-        """The current run, started in :data:`DEFAULT_CHAT` on first use."""
+        """The current run, started in :attr:`default_chat` on first use."""
         if self._run is None:
-            self._run = self.lab.start_run(chat_id=DEFAULT_CHAT)
+            self._run = self.lab.start_run(chat_id=self.default_chat)
         return self._run
 
     def use_run(self, run: Run) -> Run:
@@ -136,7 +206,8 @@ class NotebookSession:
 
     def new_run(self, **options: Any) -> Run:
         """Start a run in the current lab (``lab.start_run`` options) and make it current."""
-        options.setdefault("chat_id", None if options.get("session") else DEFAULT_CHAT)
+        if options.get("chat_id") is None and not options.get("session"):
+            options["chat_id"] = self.default_chat
         return self.use_run(self.lab.start_run(**options))
 
     def open_run(self, run_id: str) -> Run:

@@ -15,16 +15,20 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from tavernlab.clock import FixedClock, SequentialIds
+from tavernlab.errors import UsageError as TavernUsageError
+from tavernlab.events import EVENT_TYPES, JOURNAL_TYPES
 from tavernlab.notebook.commands import CommandTable, Subcommand, natural, positive
+from tavernlab.notebook.completion import completes_with, local_paths
 from tavernlab.notebook.display import EventList, SkillList, notice, status_view
 from tavernlab.notebook.session import DEFAULT_CHAT, NotebookSession
 
 SUMMARY = """%tavern COMMAND [OPTIONS]: the notebook's current lab and run.
 
-The lab defaults to ./.tavernlab beside the notebook and is created on first use; the run
-starts on first use in the chat `notebook`. `%tavern lab PATH --fixed-clock --ids SEED` opens
-a lab whose times and ids are the same on every run of the notebook. Each command returns a
-rich object."""
+The lab defaults to ./.tavernlab beside the notebook and is created on first use; another
+lab is created only with --create. The run starts on first use in the notebook's own chat
+(notebook:<file>; the shared chat `notebook` when the kernel does not know the notebook's
+path). `%tavern lab PATH --create --fixed-clock --ids SEED` opens a lab whose times and ids
+are the same on every run of the notebook. Each command returns a rich object."""
 
 #: The ``Examples`` block of ``%tavern?``: one magic call a line.
 EXAMPLES = """%tavern lab ./demo-lab --fixed-clock --ids 7
@@ -45,13 +49,19 @@ def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
             raise UsageError("%tavern lab: --fixed-clock and --ids need a PATH (they apply "
                              "when a lab is opened)")
         return session.lab
-    return session.use_lab(args.path, clock=FixedClock() if args.fixed_clock else None,
-                           ids=None if args.ids is None else SequentialIds(args.ids))
+    try:
+        return session.use_lab(args.path, clock=FixedClock() if args.fixed_clock else None,
+                               ids=None if args.ids is None else SequentialIds(args.ids),
+                               create=args.create)
+    except TavernUsageError as exc:
+        raise UsageError(f"%tavern lab: {exc.message}") from None
 
 
 def _lab_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", metavar="PATH",
-                        help="switch to the lab at PATH (created on first use)")
+    completes_with(parser.add_argument("path", nargs="?", metavar="PATH",
+                                       help="switch to the lab at PATH"), local_paths)
+    parser.add_argument("--create", action="store_true",
+                        help="create a new lab at PATH when there is none (else refused)")
     parser.add_argument("--fixed-clock", action="store_true",
                         help="open it with a fixed clock (2026-01-01, 1 ms per reading)")
     parser.add_argument("--ids", metavar="SEED",
@@ -60,13 +70,19 @@ def _lab_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_new(session: NotebookSession, args: argparse.Namespace) -> Any:
     skills = [s.strip() for s in args.skills.split(",") if s.strip()] if args.skills else None
-    return session.new_run(chat_id=args.chat, skills=skills, legacy_run_script=args.legacy,
+    if args.chat is not None and args.shared_chat:
+        raise UsageError("%tavern run new: give --chat ID or --shared-chat, not both")
+    chat = DEFAULT_CHAT if args.shared_chat else args.chat
+    return session.new_run(chat_id=chat, skills=skills, legacy_run_script=args.legacy,
                            presentation="background" if args.background else "foreground")
 
 
 def _run_new_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chat", default=DEFAULT_CHAT, metavar="ID",
-                        help=f"the chat the run works for (default: {DEFAULT_CHAT})")
+    parser.add_argument("--chat", default=None, metavar="ID",
+                        help="the chat the run works for (default: the notebook's own, "
+                             f"else the shared chat {DEFAULT_CHAT!r})")
+    parser.add_argument("--shared-chat", action="store_true",
+                        help=f"work in the chat {DEFAULT_CHAT!r} that notebooks share")
     parser.add_argument("--skills", metavar="A,B", help="bind only these skills")
     parser.add_argument("--legacy", action="store_true",
                         help="offer the legacy skill.run_script tool")
@@ -95,9 +111,11 @@ def _run_cancel(session: NotebookSession, args: argparse.Namespace) -> Any:
 def _status(session: NotebookSession, args: argparse.Namespace) -> Any:
     settings = session.settings
     return status_view(str(session.lab_path), session.run if session.has_run else None,
-                       [("round_per_cell", settings.round_per_cell),
+                       [("chat_per_notebook", settings.chat_per_notebook),
+                        ("round_per_cell", settings.round_per_cell),
                         ("raise_on_error", settings.raise_on_error),
-                        ("stream", settings.stream)])
+                        ("stream", settings.stream)],
+                       chat=f"{session.default_chat} ({session.chat_reason})")
 
 
 def _skill_install(session: NotebookSession, args: argparse.Namespace) -> Any:
@@ -106,7 +124,8 @@ def _skill_install(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _skill_install_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="a skill folder, a folder of skills or a zip")
+    completes_with(parser.add_argument(
+        "dir", metavar="DIR", help="a skill folder, a folder of skills or a zip"), local_paths)
     parser.add_argument("--replace", action="store_true",
                         help="replace an installed skill whose content changed")
     parser.add_argument("--scope", default="global",
@@ -133,8 +152,9 @@ def _skill_dev(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _skill_dev_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", nargs="?", default=None, metavar="DIR",
-                        help="the skill's working directory (none: list the bound ones)")
+    completes_with(parser.add_argument(
+        "dir", nargs="?", default=None, metavar="DIR",
+        help="the skill's working directory (none: list the bound ones)"), local_paths)
     parser.add_argument("--scope", default="global",
                         help="global (default), preset:ID, profile:ID or character:ID")
 
@@ -152,6 +172,11 @@ def _tree_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _events(session: NotebookSession, args: argparse.Namespace) -> Any:
+    known = EVENT_TYPES | JOURNAL_TYPES
+    unknown = [t for t in args.type or () if t not in known]
+    if unknown:
+        raise UsageError(f"%tavern events: unknown event type {unknown[0]!r}; the types are: "
+                         f"{', '.join(sorted(known))}")
     records = session.run.events(types=args.type, journal=not args.no_journal)
     if args.last is not None:
         records = records[-args.last:]

@@ -26,6 +26,7 @@ from IPython.core.error import UsageError
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
 from tavernlab.notebook.commands import CommandTable, Subcommand
+from tavernlab.notebook.completion import completes_with, local_paths, no_values
 from tavernlab.notebook.display import WorktreeResult
 from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
@@ -35,7 +36,7 @@ from tavernlab.worktree.context import ProvisionContext, run_with_provision_cont
 from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
-from tavernlab.worktree.git import DEFAULT_REF
+from tavernlab.worktree.git import DEFAULT_REF, git, git_run, resolves_to_commit
 from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
 from tavernlab.worktree.tools import call_tool
 
@@ -54,6 +55,31 @@ EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
 %worktree gc --apply"""
 
 BASE = DEFAULT_REF
+
+
+def default_base(repo: str) -> tuple[str, str | None]:
+    """The ref a worktree is cut from when ``--base`` is not given, and what to say about it:
+    ``origin/main`` when the repository has it; else (a repository without that remote
+    branch, say one made with ``git init``) the branch checked out in ``repo``, or its
+    commit when detached, with a note saying so."""
+    if resolves_to_commit(repo, BASE):
+        return BASE, None
+    branch = git_run(repo, ["symbolic-ref", "--quiet", "--short", "HEAD"])
+    if branch.exit_code == 0 and branch.stdout.strip():
+        ref = branch.stdout.strip()
+        return ref, f"no {BASE} in {repo}: branching from the current branch {ref}"
+    head = git(repo, ["rev-parse", "--short", "HEAD"]).strip()
+    return head, f"no {BASE} in {repo}: branching from the current commit {head}"
+
+
+def _base(session: NotebookSession, repo: str, given: str | None) -> str:
+    """``--base`` when given, else :func:`default_base` (its note printed in the cell)."""
+    if given is not None:
+        return given
+    base, note = default_base(repo)
+    if note is not None:
+        CellOutput(session.shell).say(note)
+    return base
 
 
 def _repo(args: argparse.Namespace) -> str:
@@ -88,7 +114,8 @@ def _service_input(session: NotebookSession, args: argparse.Namespace) -> dict[s
 
 def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
     repo = _repo(args)
-    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": args.base}
+    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug,
+                                  "base": _base(session, repo, args.base)}
     for key, value in (("branch", args.branch), ("depsCmd", args.deps_cmd)):
         if value is not None:
             tool_input[key] = value
@@ -118,9 +145,14 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _new_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("slug", metavar="SLUG", help="lowercase kebab-case name, e.g. fix-login")
-    parser.add_argument("--repo", help="repository (default: the one around the notebook)")
-    parser.add_argument("--base", default=BASE, help=f"ref to branch from (default {BASE})")
+    completes_with(parser.add_argument("slug", metavar="SLUG",
+                                       help="lowercase kebab-case name, e.g. fix-login"),
+                   no_values)
+    completes_with(parser.add_argument(
+        "--repo", help="repository (default: the one around the notebook)"), local_paths)
+    parser.add_argument("--base", default=None,
+                        help=f"ref to branch from (default {BASE}; without it, the current "
+                             "branch, which the cell says)")
     parser.add_argument("--branch", help="branch name (default wt/SLUG)")
     parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
     parser.add_argument("--no-setup", action="store_true", help="skip config files and hooks")

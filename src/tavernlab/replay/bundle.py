@@ -95,8 +95,12 @@ class Bundle:
         return self.blobs[digest]
 
     def run_json(self, path: str) -> Any:
-        """A JSON file of the recorded run directory."""
-        return json.loads(self.run_file(path))
+        """A JSON file of the recorded run directory (``BundleInvalid`` when it is not
+        JSON)."""
+        try:
+            return json.loads(self.run_file(path))
+        except (ValueError, RecursionError) as exc:
+            raise BundleInvalid(f"the bundle's run file {path} is not JSON: {exc}") from None
 
     def has_run_file(self, path: str) -> bool:
         """Whether the recorded run directory holds ``path``."""

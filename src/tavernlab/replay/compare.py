@@ -31,6 +31,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from tavernlab.events import Event, parse_event
 from tavernlab.host import Run
 from tavernlab.host.feed import order_key
@@ -38,10 +40,11 @@ from tavernlab.host.index import RunIndex
 from tavernlab.host.lab import WORKSPACES_DIR
 from tavernlab.replay.actions import JsJob, ToolCall, action_at, describe
 from tavernlab.replay.bundle import Bundle, sha256_of
+from tavernlab.replay.errors import BundleInvalid
 from tavernlab.replay.manifest import Tree
 from tavernlab.replay.report import Divergence, DivergenceKind
 from tavernlab.replay.trees import scan_tree
-from tavernlab.workspace.fs import LOCK_FILE_NAME
+from tavernlab.workspace.fs import INTERNAL_NAMES
 
 #: Envelope fields of a record: compared only after the content matched.
 ENVELOPE = ("seq", "id", "runId", "timestamp", "eventSeq")
@@ -248,7 +251,7 @@ class Comparison:
 
     def files(self) -> None:
         """Every file and directory of the run directory."""
-        replayed = self.scan(self.dir, skip=frozenset({LOCK_FILE_NAME}))
+        replayed = self.scan(self.dir, skip=INTERNAL_NAMES)
         self._tree("file", "", self.manifest.run, replayed, self.dir, self._owner)
 
     def _tree(self, kind: DivergenceKind, prefix: str, recorded: Tree, replayed: Tree,
@@ -332,15 +335,35 @@ class Comparison:
 
 
 def _lines(data: bytes) -> Iterator[dict[str, Any]]:
-    for line in data.splitlines():
-        if line.strip():
-            yield json.loads(line)
+    """The JSON objects of a log, one a line; a line that is not one is ``BundleInvalid``
+    (only a recording can hold such a line)."""
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise BundleInvalid(f"log line {number} of the recording is not JSON: {exc}"
+                                ) from None
+        if not isinstance(value, dict):
+            raise BundleInvalid(f"log line {number} of the recording is not a JSON object")
+        yield value
+
+
+def _event(raw: dict[str, Any]) -> Event:
+    try:
+        return parse_event(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise BundleInvalid(f"a log record of the recording is not an event: {where}: "
+                            f"{error['msg']}") from None
 
 
 def _merged(events: bytes, journal: bytes) -> list[dict[str, Any]]:
     """Both logs' records (raw JSON) in the feed's merged order."""
     def typed(data: bytes) -> list[tuple[Event, dict[str, Any]]]:
-        return [(parse_event(raw), raw) for raw in _lines(data)]
+        return [(_event(raw), raw) for raw in _lines(data)]
 
     merged = heapq.merge(typed(events), typed(journal), key=lambda pair: order_key(pair[0]))
     return [raw for _, raw in merged]

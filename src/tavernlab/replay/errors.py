@@ -11,15 +11,18 @@
   lab.
 * ``replay.bundle_version_unsupported`` - a bundle written by a newer format version.
 * ``replay.setup_failed`` - the replay lab could not be prepared: a lab directory that is not
-  empty, a replacement skill that is not the skill the run bound.
+  empty, a replacement skill that is not the skill the run bound; a replay closed before it
+  was verified.
+* ``replay.output_exists`` - a file to write (a notebook made from a run) exists already and
+  replacing it was not asked for.
 """
 
 from __future__ import annotations
 
 from tavernlab.errors import ReplayError
 
-__all__ = ["BundleInvalid", "BundleTooLarge", "BundleVersionUnsupported", "ReplayError",
-           "ReplaySetupError", "RunNotExportable"]
+__all__ = ["BundleInvalid", "BundleTooLarge", "BundleVersionUnsupported", "OutputExists",
+           "ReplayError", "ReplaySetupError", "RunNotExportable"]
 
 
 class RunNotExportable(ReplayError):
@@ -50,3 +53,9 @@ class ReplaySetupError(ReplayError):
     """The replay lab could not be prepared."""
 
     code = "replay.setup_failed"
+
+
+class OutputExists(ReplayError):
+    """A file to write exists and ``--force`` was not given; nothing was written."""
+
+    code = "replay.output_exists"

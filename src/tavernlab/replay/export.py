@@ -46,7 +46,7 @@ from tavernlab.skills.errors import SkillError
 from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.source import load_directory
 from tavernlab.workspace.chat import Chat
-from tavernlab.workspace.fs import LOCK_FILE_NAME
+from tavernlab.workspace.fs import INTERNAL_NAMES
 from tavernlab.workspace.records import read_json
 
 #: How a user builds a lab whose runs can be exported.
@@ -92,7 +92,7 @@ def build_bundle(run: Run) -> Bundle:
         raise RunNotExportable(f"run `{run.id}` cannot be exported while "
                                f"{derivation.problems[0]}")
     blobs = _Blobs()
-    tree = scan_tree(run.dir, add=blobs.add, skip=frozenset({LOCK_FILE_NAME}))
+    tree = scan_tree(run.dir, add=blobs.add, skip=INTERNAL_NAMES)
     _check_action_files(run, derivation.actions, tree)
     index = RunIndex(chat.data_dir / WORKSPACES_DIR)
     index_tree = Tree(files={f"{folder.name}/{run.id}.json": blobs.add(file.read_bytes())
@@ -128,8 +128,10 @@ def _origin(run: Run) -> dict[str, Any]:
 def _check_action_files(run: Run, actions: list[Action], tree: Tree) -> None:
     for action in actions:
         needed: list[str | None] = []
-        if isinstance(action, ToolCall):
-            needed = [action.arguments_path, action.result_path]
+        if isinstance(action, ToolCall):  # a call the host failed before storing a result
+            needed = [action.arguments_path]  # has none (its tool_call_failed says why)
+            if action.result_path is not None:
+                needed.append(action.result_path)
         elif isinstance(action, JsJob):
             needed = [action.job_path]
         for path in needed:

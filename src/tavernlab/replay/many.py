@@ -24,7 +24,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,16 +39,33 @@ BundleSource = Bundle | str | Path
 def replay_one(bundle: BundleSource, skills: SkillSources | None = None) -> ReplayReport:
     """Replay one bundle in its own temporary lab (replacing only the skills its run bound);
     a bundle that cannot be replayed at all gives a report with one ``setup`` divergence, so
-    one bad bundle never stops a corpus."""
+    one bad bundle never stops a corpus: a refusal gives its code and message, any other
+    failure its exception type and message."""
     try:
         loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
         bound = {s.name for s in loaded.manifest.skills}
         relevant = {n: p for n, p in (skills or {}).items() if n in bound}
         return replay_bundle(loaded, None, relevant or None)
     except TavernlabError as exc:
-        name = str(bundle.path) if isinstance(bundle, Bundle) else str(bundle)
-        return ReplayReport(bundle=name, run_id="", actions=0, divergences=[
-            Divergence(-1, "start of the run", "setup", exc.code, None, exc.message)])
+        return failed_report(bundle, exc.code, exc.message)
+    except Exception as exc:  # a bundle must not stop the corpus, whatever it holds
+        return failed_report(bundle, type(exc).__name__, str(exc))
+
+
+def failed_report(bundle: BundleSource, subject: str, message: str) -> ReplayReport:
+    """The report of a bundle that could not be replayed: one ``setup`` divergence."""
+    name = str(bundle.path) if isinstance(bundle, Bundle) else str(bundle)
+    return ReplayReport(bundle=name, run_id="", actions=0, divergences=[
+        Divergence(-1, "start of the run", "setup", subject, None, message)])
+
+
+def _result(future: Future[ReplayReport], bundle: BundleSource) -> ReplayReport:
+    """The report of one submitted replay; a worker that died or could not take the bundle
+    (a lost process, a bundle that does not pickle) is that bundle's failed report."""
+    try:
+        return future.result()
+    except Exception as exc:
+        return failed_report(bundle, type(exc).__name__, str(exc) or type(exc).__name__)
 
 
 @dataclass
@@ -86,7 +103,9 @@ def replay_many(bundles: Iterable[BundleSource], skills: SkillSources | None = N
                 executor: Executor | None = None) -> ReplaySummary:
     """Replay every bundle (see :func:`tavernlab.replay.replay`), each in its own temporary
     lab, on ``executor`` (default: a process pool with one worker per CPU of the machine,
-    shut down afterwards; a given executor is left running for its owner)."""
+    shut down afterwards; a given executor is left running for its owner). A bundle that
+    cannot be replayed, for whatever reason, is reported in its row of the table and the
+    others go on."""
     corpus = list(bundles)
     own = executor is None
     pool = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1,
@@ -96,7 +115,8 @@ def replay_many(bundles: Iterable[BundleSource], skills: SkillSources | None = N
             {name: str(Path(path).resolve()) for name, path in skills.items()} if skills
             else None)
         futures = [pool.submit(replay_one, bundle, sources) for bundle in corpus]
-        return ReplaySummary([future.result() for future in futures])
+        return ReplaySummary([_result(future, bundle) for future, bundle in
+                              zip(futures, corpus, strict=True)])
     finally:
         if own:
             pool.shutdown(wait=True)

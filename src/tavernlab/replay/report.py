@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from html import escape
 from typing import Any, Literal
 
+from tavernlab.errors import one_line
+
 DivergenceKind = Literal["result", "error_code", "exit_code", "stdout", "stderr", "event",
                          "file", "persist_state", "chat", "setup", "error"]
 
@@ -43,7 +45,7 @@ class Divergence:
         values = ""
         if self.expected is not None or self.actual is not None:
             values = f": recorded {self.expected}, replayed {self.actual}"
-        return f"{where} ({self.action}): {self.kind} {self.subject}{values}"
+        return one_line(f"{where} ({self.action}): {self.kind} {self.subject}{values}")
 
     def to_json(self) -> dict[str, Any]:
         """The divergence as a JSON object."""

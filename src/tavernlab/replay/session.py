@@ -28,9 +28,13 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from tavernlab.clock import FixedClock, SequentialIds, clock_from_settings, ids_from_settings
 from tavernlab.errors import TavernlabError
@@ -48,7 +52,7 @@ from tavernlab.replay.actions import (
 )
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.compare import compare
-from tavernlab.replay.errors import ReplaySetupError
+from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.replay.report import Divergence, ReplayReport, SkillVersions
 from tavernlab.replay.trees import inside, write_tree
 from tavernlab.skills.index import SkillScope
@@ -76,6 +80,8 @@ class ReplaySession:
         self.errors: list[Divergence] = []
         self.played = 0
         self._started = time.monotonic()  # real time: how long the replay took
+        self._report: ReplayReport | None = None
+        self.closed = False
 
     # -- preparing ----------------------------------------------------------------------------
 
@@ -84,23 +90,25 @@ class ReplaySession:
                 skills: SkillSources | None = None) -> ReplaySession:
         """A lab holding what the run found when it started, and the run started again."""
         loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
+        manifest = loaded.manifest
+        record = _recorded(lambda: RunRecord.model_validate(manifest.record), "record")
+        target = record.target
+        if not isinstance(target, ChatTarget):
+            raise ReplaySetupError("the bundle's run is not a Chat run")
+        clock = _recorded(lambda: _readable(clock_from_settings(manifest.clock)), "clock")
+        ids = _recorded(lambda: ids_from_settings(manifest.ids), "ids")
+        context = _object(loaded, "input/prompt_snapshot.json", optional=True)
+        profile = _object(loaded, "input/resolved_profile.json", optional=False)
         root, temporary = _lab_root(lab)
         try:
             versions = _install_skills(loaded, root, skills or {})
-            record = RunRecord.model_validate(loaded.manifest.record)
-            target = record.target
-            if not isinstance(target, ChatTarget):
-                raise ReplaySetupError("the bundle's run is not a Chat run")
             _restore_chat(loaded, root, target)
-            manifest = loaded.manifest
-            replay_lab = Lab(root, clock=clock_from_settings(manifest.clock),
-                             ids=ids_from_settings(manifest.ids))
+            replay_lab = Lab(root, clock=clock, ids=ids)
             bound = [s.name for s in manifest.skills]
             run = replay_lab.start_run(
                 chat_id=target.chat_ref.stable_chat_id, kind=target.chat_ref.kind,
                 presentation=record.presentation, persist_base=target.persist_base_state_id,
-                context=loaded.run_json("input/prompt_snapshot.json"),
-                profile=loaded.run_json("input/resolved_profile.json"),
+                context=context, profile=profile,
                 generation_type=record.generation_type, skills=bound or None,
                 skill_scopes=record.skill_scope_refs)
         except BaseException:
@@ -177,19 +185,38 @@ class ReplaySession:
     # -- verifying ------------------------------------------------------------------------------
 
     def verify(self) -> ReplayReport:
-        """Compare what was played so far with the recording."""
+        """Compare what was played so far with the recording. Once the session is closed
+        (its lab may be gone) this is the report of the last comparison, so a notebook's
+        verify cell can run again; a session closed before any comparison refuses."""
+        if self.closed:
+            if self._report is None:
+                raise ReplaySetupError("this replay was closed before it was verified: "
+                                       "prepare the replay again to verify it")
+            return self._report
         changed = {s.replayed_hash: s.recorded_hash for s in self.skills if s.changed}
-        found = self.errors + compare(self.bundle, self.run, changed)
+        end = len(self.bundle.manifest.actions)
+        try:
+            compared = compare(self.bundle, self.run, changed)
+        except BundleInvalid as exc:  # a recording the comparison cannot read
+            compared = [Divergence(end, "after the last action", "error", exc.code, None,
+                                   exc.message)]
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError,
+                OverflowError) as exc:  # recorded values of the wrong shape
+            compared = [Divergence(end, "after the last action", "error",
+                                   type(exc).__name__, None, str(exc))]
+        found = self.errors + compared
         path = self.bundle.path
-        return ReplayReport(
+        self._report = ReplayReport(
             bundle=str(path) if path else "", run_id=self.bundle.manifest.run_id,
             actions=len(self.bundle.manifest.actions),
             divergences=sorted(found, key=lambda d: d.index), skills=list(self.skills),
             lab=None if self.temporary else str(self.lab.root),
             elapsed_s=time.monotonic() - self._started)
+        return self._report
 
     def close(self) -> None:
-        """Close the lab (and remove it when it was temporary)."""
+        """Close the lab (and remove it when it was temporary); safe to call again."""
+        self.closed = True
         self.lab.close()
         if self.temporary:
             shutil.rmtree(self.lab.root, ignore_errors=True)
@@ -200,6 +227,38 @@ class ReplaySession:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+T = TypeVar("T")
+
+
+def _recorded(build: Callable[[], T], field: str) -> T:
+    """``build()`` over a manifest field; a value of the wrong shape or type (a hostile or
+    damaged bundle) is ``BundleInvalid`` naming the field, on one line."""
+    try:
+        return build()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in (field, *error["loc"]))
+        raise BundleInvalid(f"bundle member manifest.json: {where}: {error['msg']}") from None
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        raise BundleInvalid(f"bundle member manifest.json: {field}: {exc}") from None
+
+
+def _readable(clock: FixedClock) -> FixedClock:
+    """``clock`` if its next reading is a time (``OverflowError`` for an absurd start, step
+    or count of readings)."""
+    clock.start + clock.step * clock.readings  # raises OverflowError when out of range
+    return clock
+
+
+def _object(bundle: Bundle, path: str, *, optional: bool) -> dict[str, Any] | None:
+    """The JSON object the run file ``path`` holds (``null`` too when ``optional``)."""
+    value = bundle.run_json(path)
+    if isinstance(value, dict) or (optional and value is None):
+        return value
+    raise BundleInvalid(f"the bundle's run file {path} holds {type(value).__name__}, not a "
+                        "JSON object")
 
 
 def _cancel_when_running(session: ReplaySession, reason: str, done: threading.Event,
@@ -243,7 +302,9 @@ def _install_skills(bundle: Bundle, root: Path, sources: SkillSources) -> list[S
         if package is None:
             raise ReplaySetupError(f"{source or 'the bundle'} holds no valid skill named "
                                    f"`{name}`")
-        repository.install_packages([package], scope=SkillScope.model_validate(skill.scope))
+        scope = _recorded(partial(SkillScope.model_validate, skill.scope),
+                          f"skills.{name}.scope")
+        repository.install_packages([package], scope=scope)
         versions.append(SkillVersions(name, skill.installed_hash, package.installed_hash,
                                       "bundle" if source is None else str(source)))
     return versions

@@ -60,6 +60,7 @@ from typing import Any
 
 import nbformat
 
+from tavernlab.errors import InvalidData
 from tavernlab.replay.actions import JsJob, NextRound, Resume, Subagent, ToolCall
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.errors import BundleInvalid
@@ -372,11 +373,20 @@ def notebook_from_bundle(bundle: Bundle, bundle_ref: str) -> Any:
 
 def write_notebook(bundle_path: str | Path, output: str | Path) -> Path:
     """Write the notebook of the bundle at ``bundle_path`` to ``output``; the setup cell
-    opens the bundle by its path relative to the notebook's folder."""
+    opens the bundle by its path relative to the notebook's folder. An ``output`` that is
+    the bundle itself (the same path, or another name of the same file) is refused before
+    anything is read; a recorded file of the wrong shape is ``BundleInvalid``."""
     target = Path(output).resolve()
+    if target == Path(bundle_path).resolve() or (
+            target.exists() and os.path.samefile(target, bundle_path)):
+        raise InvalidData(f"the notebook {output} would replace its own bundle {bundle_path}")
     bundle = read_bundle(bundle_path)
     reference = os.path.relpath(Path(bundle_path).resolve(), target.parent)
-    notebook = notebook_from_bundle(bundle, Path(reference).as_posix())
+    try:
+        notebook = notebook_from_bundle(bundle, Path(reference).as_posix())
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise BundleInvalid(f"{Path(bundle_path).name} holds a recorded value of the wrong "
+                            f"shape: {type(exc).__name__}: {exc}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
     replace_durably(target, (text if text.endswith("\n") else text + "\n").encode("utf-8"))

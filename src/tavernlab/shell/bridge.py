@@ -11,9 +11,10 @@ writability, the ``skills/`` projection, locking and mutation tracking live:
 * reads are capped at 8 MiB per file and listings at 4096 entries; file bytes read are charged
   to the call's input budget (:class:`tavernlab.js.budget.InputBudget`, 8 MiB, shared with
   the call's ``js`` runs), whose overflow the command sees as an I/O error naming the budget;
-* hidden run internals (``/input``, ``/run.json``...) are refused like any path outside the
-  visible roots: reads fail with ``EACCES`` and the scope's ``... is not readable for this
-  task.``, ``test -e`` is false, writes fail with ``... is not writable for this task.``;
+* hidden run internals (``/input``, ``/run.json``...) and every path outside the visible
+  roots behave as if they did not exist for reads: ``cat``, ``ls`` and ``stat`` fail with
+  ``ENOENT`` and ``workspace path `<path>` was not found.`` (what a missing file says), ``test
+  -e`` is false; writes fail with ``... is not writable for this task.``;
 * writes are unchecked (no guard, no read records);
 * ``symlink``, ``readlink`` and ``chmod`` fail with ``<op> is not supported in the workspace``
   (a ``chmod`` to the mode a node already has is a no-op, see :meth:`WorkspaceBridge.chmod`);
@@ -49,6 +50,7 @@ from tavernlab.js.budget import InputBudget
 from tavernlab.paths import WorkspacePath, display
 from tavernlab.shell.limits import MAX_DIR_ENTRIES, MAX_FILE_READ_BYTES
 from tavernlab.shell.vfs import VfsError, VfsErrorKind, VfsStat
+from tavernlab.workspace.contract import not_found
 from tavernlab.workspace.fs import WorkspaceMetadata, WriteGuard
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
@@ -88,6 +90,15 @@ def posix_error(error: WorkspaceError) -> VfsError:
     else:  # Cancelled (EINTR has no ABI kind), FileNotText, WriteConflict, ...
         kind = VfsErrorKind.OTHER
     return VfsError(kind, error.message)
+
+
+def read_error(error: WorkspaceError) -> VfsError:
+    """:func:`posix_error` for a read: a path the Invocation may not read does not exist for
+    it, so it fails as a missing path does (a shell never learns that a hidden file is
+    there)."""
+    if isinstance(error, AccessDenied) and error.operation == "read":
+        return posix_error(not_found(error.path))
+    return posix_error(error)
 
 
 def parse_shell_path(text: str, cwd: str = "/") -> WorkspacePath | None:
@@ -195,7 +206,7 @@ class WorkspaceBridge:
             self.budget.charge(len(data))
             return data
         except WorkspaceError as error:
-            raise posix_error(error) from None
+            raise read_error(error) from None
 
     def stat(self, path: str) -> VfsStat:
         """Metadata of ``/`` or of a visible node (a node stated or listed since the port's
@@ -207,7 +218,7 @@ class WorkspaceBridge:
                 return known
             result = self._stat(target, self.scope.metadata(target))
         except WorkspaceError as error:
-            raise posix_error(error) from None
+            raise read_error(error) from None
         self._stats[target] = result
         return result
 
@@ -232,7 +243,7 @@ class WorkspaceBridge:
             generation = self._generation
             entries = self.scope.read_dir(target, MAX_DIR_ENTRIES)
         except WorkspaceError as error:
-            raise posix_error(error) from None
+            raise read_error(error) from None
         children = []
         remember = self.scope.fs.containment.generation == generation
         for entry in entries:

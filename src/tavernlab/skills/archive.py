@@ -16,7 +16,9 @@ as ``scripts/a.js``; the check reads the name as stored in the archive.
 tavernlab choices where upstream detail is unknown:
 
 * Like upstream, macOS metadata entries (a ``__MACOSX`` segment, ``.DS_Store``, ``._*`` files)
-  are skipped; directory entries only imply folders.
+  are skipped; directory entries only imply folders. Inside a skill package the author's
+  working files (:func:`tavernlab.skills.collection.is_working_file`) are skipped too, as
+  they are in a directory source.
 * The ratio rule is ``uncompressed size > 100 x compressed size`` (so exactly 100:1 passes);
   an entry that claims data but has no compressed bytes fails too.
 * An entry that cannot be decompressed (bad CRC, unsupported method) makes its package
@@ -31,17 +33,20 @@ the same rules through :func:`read_archive_files`, with their own size limits.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import stat
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from tavernlab.skills.collection import (
     SourceScan,
     below,
     find_skill_roots,
+    is_working_file,
     no_skill_found,
     scan_roots,
 )
@@ -56,6 +61,7 @@ from tavernlab.skills.package import (
     printable,
     validate_package,
 )
+from tavernlab.workspace.atomic import open_regular
 
 #: File name extensions read as skill archives (compared case-insensitively).
 ARCHIVE_SUFFIXES = (".zip", ".ttskill")
@@ -153,6 +159,15 @@ def _read_package(archive: zipfile.ZipFile, label: str, entries: list[zipfile.Zi
     return validate_package(_read_entries(archive, label, entries, root).files, origin=root)
 
 
+@contextlib.contextmanager
+def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The ZIP at ``path``, opened as a regular file without waiting (a FIFO or a device
+    put in an archive's place fails as unreadable, see :func:`open_regular`)."""
+    with os.fdopen(open_regular(path, follow=True), "rb") as handle, \
+            zipfile.ZipFile(handle) as archive:
+        yield archive
+
+
 def read_archive_files(path: Path, check_limits: LimitCheck) -> dict[str, bytes]:
     """Every file of the ZIP at ``path``, by normalized path, read into memory under the skill
     archive rules (control characters in names, symlinks, the path rules, encryption, the
@@ -162,7 +177,7 @@ def read_archive_files(path: Path, check_limits: LimitCheck) -> dict[str, bytes]
     cannot be read too)."""
     label = path.name
     try:
-        with zipfile.ZipFile(path) as archive:
+        with _open_zip(path) as archive:
             entries = [info for info, _ in _members(archive)]
             return _read_entries(archive, label, entries, "", check_limits, True).files
     except _UNREADABLE as exc:
@@ -173,7 +188,7 @@ def scan_archive(path: Path) -> SourceScan:
     """Every package of a skill archive, each checked and read on its own."""
     label = path.name
     try:
-        with zipfile.ZipFile(path) as archive:
+        with _open_zip(path) as archive:
             members = _members(archive)
             roots = find_skill_roots(grouping for info, grouping in members
                                      if not info.is_dir())
@@ -182,7 +197,8 @@ def scan_archive(path: Path) -> SourceScan:
 
             def load(root: str) -> SkillPackage:
                 own = [info for info, grouping in members
-                       if below(root, grouping) is not None]
+                       if (rel := below(root, grouping)) is not None
+                       and not is_working_file(rel)]
                 return _read_package(archive, label, own, root)
 
             return scan_roots(roots, load)

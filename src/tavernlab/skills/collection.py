@@ -13,6 +13,12 @@ tavernlab choices where upstream detail is unknown:
   message naming both folders) rather than one of them being picked silently.
 * Anything outside every package (a stray file, a symlink, a special file) is not part of a
   package: it is neither read nor reported.
+* The author's working files are not part of a package either (:func:`is_working_file`):
+  JupyterLab's ``.ipynb_checkpoints/``, Python's ``__pycache__/``, pytest's
+  ``.pytest_cache/``, macOS's ``.DS_Store`` anywhere in the package, and the package's own
+  ``tests/`` folder at its top. Directory and archive sources drop them before anything else
+  is checked, so validating, installing (also for development), packing, linting and the
+  installed hash all see the same files.
 """
 
 from __future__ import annotations
@@ -65,6 +71,23 @@ class SourceScan:
             prefix = f"{first.location}: " if several else ""
             raise InvalidSkillPackage(prefix + first.message)
         return self.packages
+
+
+#: File and folder names that are never part of a skill package, wherever they appear in it.
+WORKING_FILE_NAMES = frozenset({".ipynb_checkpoints", "__pycache__", ".pytest_cache",
+                                ".DS_Store"})
+#: The folder at a package's top that holds the author's tests (run by ``skill test``).
+TESTS_FOLDER = "tests"
+
+
+def is_working_file(path: str) -> bool:
+    """Whether ``path`` (relative to its package's folder, ``/``-separated) is one of the
+    author's working files that no package contains: a segment named in
+    :data:`WORKING_FILE_NAMES`, or anything below the package's own ``tests/`` folder."""
+    segments = path.replace("\\", "/").split("/")
+    if len(segments) > 1 and segments[0] == TESTS_FOLDER:
+        return True
+    return any(segment in WORKING_FILE_NAMES for segment in segments)
 
 
 def find_skill_roots(paths: Iterable[str]) -> list[str]:

@@ -6,8 +6,9 @@ round of every run, the host asks :meth:`SkillDevelopment.sync` to re-validate e
 development skill: a changed content hash reinstalls it and says so in one line
 (``my-skill: reinstalled (hash 4c0b…→91ae…)``); an invalid edit says why and keeps the last
 good version installed. Because the host syncs once per round, a change never lands in the
-middle of a round (a tavernlab choice). Lines go to the ``report`` callable, by default
-standard error (a notebook shows them under the cell).
+middle of a round (a tavernlab choice). Lines go to the ``report`` callable; by default an
+install or reinstall goes to standard output and an invalid edit, a warning, to standard
+error (a notebook shows both under the cell, the warning marked as one).
 """
 
 from __future__ import annotations
@@ -55,15 +56,21 @@ def _short(digest: str) -> str:
     return digest[:4] + "…"
 
 
-def _report_to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+#: What a line about an invalid edit says (the default report writes it to stderr).
+INVALID_EDIT = ": invalid edit, keeping the installed version"
+
+
+def report_line(line: str) -> None:
+    """The default report: a warning (an invalid edit) to stderr, any other line, news of
+    success, to stdout."""
+    print(line, file=sys.stderr if INVALID_EDIT in line else sys.stdout, flush=True)
 
 
 class SkillDevelopment:
     """The development skills of one repository."""
 
     def __init__(self, repository: Installer,
-                 report: Callable[[str], None] = _report_to_stderr) -> None:
+                 report: Callable[[str], None] = report_line) -> None:
         self.repository = repository
         self.report = report
         self._skills: dict[str, DevelopmentSkill] = {}
@@ -126,8 +133,8 @@ class SkillDevelopment:
         except SkillError as error:
             first = skill.error is None or skill.error != error.message
             skill.error = error.message
-            return (f"{skill.name}: invalid edit, keeping the installed version (hash "
-                    f"{_short(skill.installed_hash)}): {error.message}") if first else None
+            return (f"{skill.name}{INVALID_EDIT} (hash {_short(skill.installed_hash)}): "
+                    f"{error.message}") if first else None
         skill.error = None
         if package.installed_hash == skill.installed_hash:
             return None

@@ -39,6 +39,7 @@ from tavernlab.errors import (
 )
 from tavernlab.paths import WorkspacePath
 from tavernlab.skills.index import SkillScope
+from tavernlab.workspace.atomic import NotRegularFile, read_regular
 from tavernlab.workspace.fs import (
     UNSUPPORTED_NODE,
     WorkspaceDirectoryEntry,
@@ -121,7 +122,9 @@ class BoundSkillsMount:
 
     def _projected(self, path: WorkspacePath, host: Path) -> bytes:
         try:
-            raw = host.read_bytes()
+            raw = read_regular(host)
+        except NotRegularFile:  # swapped for a FIFO or a device since it was looked at
+            raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
         if not is_projected(path.parts[2:]):

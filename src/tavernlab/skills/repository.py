@@ -9,10 +9,12 @@ See docs/js-and-skills.md. Layout under ``<data_root>/_tauritavern/skills/``::
 
 Install flow: read and validate the source in memory, each package on its own (an invalid
 package is reported in the :class:`SkillInstallReport` and never stops the others) ->
-compare the valid packages with the index -> write new packages into ``.staging/`` -> move
-them into place (replaced packages are moved aside first) -> save the index. If anything after
-the first move fails, including saving the index, every move is undone and the index keeps its
-old content. A source without any valid package writes nothing at all.
+compare the valid packages with the index -> write new packages into ``.staging/`` with the
+install's plan -> move them into place (replaced packages are moved aside first) -> save the
+index. If anything after the first move fails, including saving the index, every move is undone
+and the index keeps its old content; if the process is killed instead, the next one to load the
+index finishes or undoes the install by its plan (:mod:`tavernlab.skills.storage`). A source
+without any valid package writes nothing at all.
 
 Time (``installedAt``) and the names of work folders come from the ``clock`` and ``ids`` the
 repository is given (:mod:`tavernlab.clock`; the system ones by default), so a lab with a fixed
@@ -36,7 +38,6 @@ tavernlab choices where upstream detail is unknown:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -72,7 +73,14 @@ from tavernlab.skills.report import (
     conflict_message,
 )
 from tavernlab.skills.source import is_archive, load_directory, load_inline, load_source
-from tavernlab.skills.storage import SkillIndexStore, fresh_dir, is_real_dir, storage_error
+from tavernlab.skills.storage import (
+    IMPORT_PREFIX,
+    SkillIndexStore,
+    fresh_dir,
+    is_real_dir,
+    storage_error,
+    write_plan,
+)
 
 Plan = tuple[SkillPackage, SkillIndexEntry, InstallAction]
 
@@ -213,14 +221,20 @@ class SkillRepository:
 
     def _commit(self, index: SkillIndexFile, scope: SkillScope,
                 writes: list[tuple[SkillPackage, InstallAction]]) -> None:
-        """Stage, move into place, save the index; undo every move if any step fails."""
+        """Stage, move into place, save the index; undo every move if any step fails. The
+        work folder is removed afterwards - the folders moved aside first, so a kill while
+        it is removed never leaves them without the plan that says they are done with - or,
+        when an undo step failed, kept for the next load of the index to finish."""
         staging: Path | None = None
         undo: list[Callable[[], None]] = []
+        settled = True
         try:
-            staging = fresh_dir(self.staging_root, "import", self.store.ids)
+            staging = fresh_dir(self.staging_root, IMPORT_PREFIX, self.store.ids)
             scope_dir = self.installed_root / scope.dir_name
             for package, _ in writes:
                 self._stage(staging / "new" / package.name, package.contents)
+            write_plan(staging, scope, [(p.name, action, p.installed_hash)
+                                        for p, action in writes])
             if writes and not is_real_dir(scope_dir):
                 scope_dir.mkdir()
                 undo.append(scope_dir.rmdir)
@@ -240,13 +254,16 @@ class SkillRepository:
             self.store.save(index)
         except BaseException as exc:
             for step in reversed(undo):
-                with contextlib.suppress(OSError):
+                try:
                     step()
+                except OSError:
+                    settled = False
             if isinstance(exc, OSError):
                 raise storage_error("Failed to install Skill", exc) from None
             raise
         finally:
-            if staging is not None:
+            if staging is not None and settled:
+                shutil.rmtree(staging / "old", ignore_errors=True)
                 shutil.rmtree(staging, ignore_errors=True)
 
     @staticmethod

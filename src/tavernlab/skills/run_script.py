@@ -45,6 +45,7 @@ from tavernlab.errors import NotFound, ToolError, WorkspaceError
 from tavernlab.js.errors import SkillScriptError, SkillScriptValidationError
 from tavernlab.js.limits import LEGACY_SNAPSHOT_DEPTH, LEGACY_SNAPSHOT_ENTRIES
 from tavernlab.paths import InvalidWorkspacePath, WorkspacePath
+from tavernlab.workspace.atomic import NotRegularFile, read_regular
 from tavernlab.workspace.fs import WriteGuard, sha256_hex
 from tavernlab.workspace.scope import SKILLS_ROOT, ScopedWorkspaceFs, is_text_file
 from tavernlab.workspace.tooling import (
@@ -157,7 +158,10 @@ def module_snapshot(skill: str, package_dir: Path) -> dict[str, str]:
             host = Path(directory) / name
             if not stat.S_ISREG(os.lstat(host).st_mode):
                 continue
-            data = host.read_bytes()
+            try:
+                data = read_regular(host)
+            except NotRegularFile:  # swapped for a FIFO or a device since the lstat
+                continue
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:

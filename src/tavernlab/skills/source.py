@@ -28,9 +28,11 @@ from pathlib import Path
 
 from tavernlab.skills.archive import ARCHIVE_SUFFIXES, scan_archive
 from tavernlab.skills.collection import (
+    WORKING_FILE_NAMES,
     SourceScan,
     below,
     find_skill_roots,
+    is_working_file,
     no_skill_found,
     scan_files,
     scan_roots,
@@ -44,6 +46,7 @@ from tavernlab.skills.package import (
     printable,
     validate_package,
 )
+from tavernlab.workspace.atomic import read_all
 
 
 def is_archive(path: Path) -> bool:
@@ -108,6 +111,8 @@ def _walk(top: Path) -> list[_Entry]:
                                       f"{exc.strerror or exc}") from None
         for entry in children:
             relative = f"{prefix}/{entry.name}" if prefix else entry.name
+            if entry.name in WORKING_FILE_NAMES:
+                continue  # never part of a package: not even looked into
             classified = _classify(relative, entry)
             if isinstance(classified, Path):
                 pending.append((relative, classified))
@@ -126,7 +131,8 @@ def _read_package(members: list[tuple[str, _Entry]], root: str) -> SkillPackage:
     tree = FileTree()
     for path, entry in normalized:
         try:
-            data = entry.host.read_bytes()
+            # Up to one byte more than was seen: a file that grew is caught below.
+            data = read_all(entry.host, entry.size, entry.size)
         except OSError as exc:
             raise InvalidSkillPackage(
                 f"Failed to read Skill file '{path}': {exc.strerror or exc}") from None
@@ -145,7 +151,8 @@ def load_directory(top: Path) -> SourceScan:
 
     def load(root: str) -> SkillPackage:
         members = [(rel, entry) for entry in walked
-                   if (rel := below(root, entry.relative)) is not None]
+                   if (rel := below(root, entry.relative)) is not None
+                   and not is_working_file(rel)]
         return _read_package(members, root)
 
     return scan_roots(roots, load)

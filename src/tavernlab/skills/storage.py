@@ -12,6 +12,17 @@ tavernlab choices where upstream detail is unknown:
 * A work folder is never reused: when a name from the id factory already exists (a folder left
   by a process that died, which may hold the only copy of a replaced package), the next id is
   taken instead, so deterministic ids (``SequentialIds``) are safe across restarts.
+* An install is atomic from the index's point of view. Before it moves any folder it writes
+  its plan (:data:`PLAN_NAME`: the scope, and each package's name, action and new hash) into
+  its work folder; the index save is the commit. A process killed in the middle leaves the
+  work folder, and the next process that loads the index (under the lock) finishes the job
+  (:meth:`SkillIndexStore.recover`): when the index holds every planned package with its new
+  hash, the new folders are moved into place; otherwise every move is undone (the replaced
+  folders moved back, the folders of new names removed). Either way every listed skill's
+  folder holds the files of its entry, and the work folder is removed. A work folder without
+  a plan (killed while staging the new files, before any move) is simply removed, unless it
+  holds a folder moved aside (left by a version that wrote no plan: it may hold the only copy
+  of a package, so it stays); folders of other work (a version-1 migration) are left alone.
 """
 
 from __future__ import annotations
@@ -34,8 +45,9 @@ from tavernlab.skills.errors import (
     SkillNotFound,
     SkillStorageError,
 )
-from tavernlab.skills.index import GLOBAL_SCOPE, INDEX_VERSION, SkillIndexFile
+from tavernlab.skills.index import GLOBAL_SCOPE, INDEX_VERSION, SkillIndexFile, SkillScope
 from tavernlab.skills.package import validate_skill_name
+from tavernlab.workspace.atomic import read_regular
 
 
 def is_real_dir(path: Path) -> bool:
@@ -49,6 +61,22 @@ def is_real_dir(path: Path) -> bool:
 def storage_error(what: str, exc: OSError) -> SkillStorageError:
     """``<what>: <OS reason>`` as a :class:`SkillStorageError`."""
     return SkillStorageError(f"{what}: {exc.strerror or exc}")
+
+
+#: The plan of an install, in its work folder (see the module docstring).
+PLAN_NAME = "plan.json"
+#: Prefix of the work folders of installs (``<prefix>_<id>``).
+IMPORT_PREFIX = "import"
+
+
+def write_plan(folder: Path, scope: SkillScope, packages: list[tuple[str, str, str]]) -> None:
+    """Write the plan of the install working in ``folder``: ``(name, action, new hash)`` of
+    each package it moves into ``scope`` (whole: written beside, then renamed)."""
+    data = {"scope": scope.model_dump(by_alias=True, exclude_none=True, mode="json"),
+            "packages": [{"name": n, "action": a, "hash": h} for n, a, h in packages]}
+    temp = folder / (PLAN_NAME + ".tmp")
+    temp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(temp, folder / PLAN_NAME)
 
 
 def fresh_dir(parent: Path, prefix: str, ids: IdFactory) -> Path:
@@ -90,9 +118,82 @@ class SkillIndexStore:
             return False
 
     def load(self) -> SkillIndexFile:
-        """The current index (version 2); migrates a version-1 index first. Hold the lock."""
+        """The current index (version 2); migrates a version-1 index first, and finishes
+        what a killed install left (:meth:`recover`). Hold the lock."""
+        index = self._load()
+        if self._leftovers():
+            self.recover(index)
+        return index
+
+    def _leftovers(self) -> list[Path]:
+        """The work folders of installs that did not finish (their process died)."""
         try:
-            raw = self.index_path.read_bytes()
+            with os.scandir(self.staging_root) as entries:
+                return sorted(Path(e.path) for e in entries
+                              if e.name.startswith(IMPORT_PREFIX + "_")
+                              and e.is_dir(follow_symlinks=False))
+        except FileNotFoundError:
+            return []
+
+    def recover(self, index: SkillIndexFile) -> list[str]:
+        """Finish or undo every install a killed process left (see the module docstring),
+        given the index as saved; returns the names of the work folders removed. Hold the
+        lock."""
+        removed = []
+        for folder in self._leftovers():
+            try:
+                plan = json.loads((folder / PLAN_NAME).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                if os.path.lexists(folder / "old"):
+                    continue  # no plan, yet a folder moved aside: an older version's leftover
+                plan = None  # killed while staging: nothing was moved yet
+            except (OSError, ValueError) as exc:
+                raise InvalidSkillIndex(f"Unreadable install plan '{folder / PLAN_NAME}': "
+                                        f"{exc}") from None
+            if plan is not None:
+                try:
+                    self._settle(index, folder, plan)
+                except OSError as exc:
+                    raise storage_error("Failed to repair an interrupted Skill install",
+                                        exc) from None
+                except (KeyError, TypeError, ValueError) as exc:  # not a plan this wrote
+                    raise InvalidSkillIndex(f"Invalid install plan '{folder / PLAN_NAME}': "
+                                            f"{exc!r}") from None
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+        return removed
+
+    def _settle(self, index: SkillIndexFile, folder: Path, plan: dict[str, object]) -> None:
+        """Move the folders of one interrupted install so they match ``index``."""
+        scope = SkillScope.model_validate(plan["scope"])
+        packages = plan["packages"]
+        if not isinstance(packages, list):
+            raise TypeError("packages is not a list")
+        scope_dir = self.installed_root / scope.dir_name
+        committed = all(
+            (entry := index.find(scope, p["name"])) is not None
+            and entry.installed_hash == p["hash"] for p in packages)
+        for package in packages:
+            name = package["name"]
+            target, new, old = scope_dir / name, folder / "new" / name, folder / "old" / name
+            if committed:
+                if os.path.lexists(new):  # not moved in yet
+                    if os.path.lexists(target):
+                        old.parent.mkdir(parents=True, exist_ok=True)
+                        os.rename(target, folder / "old" / f"{name}.superseded")
+                    scope_dir.mkdir(parents=True, exist_ok=True)
+                    os.rename(new, target)
+            elif os.path.lexists(old):  # a replaced folder was moved aside: put it back
+                if os.path.lexists(target):
+                    shutil.rmtree(target)
+                os.rename(old, target)
+            elif (package["action"] == "installed" and not os.path.lexists(new)
+                  and is_real_dir(target)):
+                shutil.rmtree(target)  # a new name moved in before the index was saved
+
+    def _load(self) -> SkillIndexFile:
+        try:
+            raw = read_regular(self.index_path)  # a FIFO or device is refused, not waited on
         except FileNotFoundError:
             if self._has_installed_dirs():
                 raise InvalidSkillIndex(

@@ -1,9 +1,11 @@
 """The view of a workspace tree (:class:`~tavernlab.workspace.tree.TreeNode`): every node with
 its size and what the model may do with it.
 
-The text form draws the tree with box characters; the HTML form nests ``<details>`` per
-directory, all open for a small tree and only the top level open for a big one
-(:data:`OPEN_NODES`), so nothing is ever left out.
+Each node says what the model may do with it: ``writable``, ``read-only``, ``hidden``, or for
+a root the model writes in, ``writable root`` (everything inside may be created and changed;
+the root itself stays). The text form draws the tree with box characters; the HTML form
+nests ``<details>`` per directory, all open for a small tree and only the top level open for
+a big one (:data:`OPEN_NODES`), so nothing is ever left out.
 """
 
 from __future__ import annotations
@@ -28,11 +30,21 @@ def _size(size: int | None) -> str:
     return f"{size / (1024 * 1024):.1f} MiB"
 
 
+def _writable_root(node: TreeNode) -> bool:
+    """A root the model may write in: the root itself cannot be renamed or removed (so its
+    access level is not ``writable``), but everything may be created inside it."""
+    return node.kind == "directory" and node.access.creates_children \
+        and not node.access.writable
+
+
 def _access(node: TreeNode) -> str:
-    label = _ACCESS[node.access.level][0]
-    if node.kind == "directory" and node.access.creates_children and not node.access.writable:
-        label += ", new entries allowed"
-    return label
+    if _writable_root(node):
+        return "writable root"
+    return _ACCESS[node.access.level][0]
+
+
+def _tone(node: TreeNode) -> str:
+    return "ok" if _writable_root(node) else _ACCESS[node.access.level][1]
 
 
 def _label(node: TreeNode) -> str:
@@ -61,7 +73,7 @@ def tree_text(root: TreeNode) -> str:
 
 
 def _node_html(node: TreeNode, depth: int, open_all: bool) -> str:
-    tone = _ACCESS[node.access.level][1]
+    tone = _tone(node)
     name = escape((node.name or "/") + ("/" if node.kind == "directory" and node.name else ""))
     badges = badge(_access(node), tone)
     if node.kind == "refused":

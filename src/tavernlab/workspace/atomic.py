@@ -1,5 +1,7 @@
 """The byte operations of the storage port on host paths it has already checked: atomic
-publication (temporary sibling + rename), appends that never change a file another name
+publication (temporary file + rename; the port stages its temporary files in a folder of the
+workspace that is never a visible root, so a killed writer's leftover is never listed, read
+or published), appends that never change a file another name
 shares, and bounded reads (docs/workspace.md).
 
 A file the lab hard-linked from a persist state (:class:`~tavernlab.workspace.containment.
@@ -13,9 +15,11 @@ too). Every other append is a native ``O_APPEND`` write.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import secrets
+import stat
 
 #: Prefix of the staged temporary file of an atomic write (in the target's directory).
 TEMP_PREFIX = ".tavernlab-tmp-"
@@ -39,10 +43,18 @@ def temp_sibling(target: str) -> str:
     return f"{target.rpartition('/')[0]}/{TEMP_PREFIX}{_STEM}{next(_COUNTER):016x}"
 
 
-def publish(target: str, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling, flush it (never fsync: upstream "flushes") and
-    rename it over ``target``; readers see the old bytes or the new ones."""
-    _replace(target, data, 0o644, durable=False)
+def staged(staging: str) -> str:
+    """A fresh temporary name in the folder ``staging``: :data:`TEMP_PREFIX` and 32 hex
+    digits, as :func:`temp_sibling` gives."""
+    return f"{staging}/{TEMP_PREFIX}{_STEM}{next(_COUNTER):016x}"
+
+
+def publish(target: str, data: bytes, *, staging: str | None = None) -> None:
+    """Write ``data`` to a temporary file, flush it (never fsync: upstream "flushes") and
+    rename it over ``target``; readers see the old bytes or the new ones. The temporary file
+    is made in the folder ``staging`` when given (one the model never sees, on the same file
+    system: a workspace's own), else beside ``target``."""
+    _replace(target, data, 0o644, durable=False, staging=staging)
 
 
 def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
@@ -55,9 +67,17 @@ def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o6
     _replace(path if "/" in path else f"./{path}", data, mode, durable=True)
 
 
-def _replace(target: str, data: bytes, mode: int, *, durable: bool) -> None:
-    temp = temp_sibling(target)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+def _replace(target: str, data: bytes, mode: int, *, durable: bool,
+             staging: str | None = None) -> None:
+    temp = temp_sibling(target) if staging is None else staged(staging)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, mode)
+    except FileNotFoundError:
+        if staging is None:
+            raise
+        os.makedirs(staging, exist_ok=True)  # the first write of the workspace
+        fd = os.open(temp, flags, mode)
     try:
         try:
             if durable:
@@ -74,14 +94,16 @@ def _replace(target: str, data: bytes, mode: int, *, durable: bool) -> None:
         raise
 
 
-def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None) -> None:
+def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None,
+           staging: str | None = None) -> None:
     """Append ``data`` to ``target`` (created if missing, never through a final symlink).
     ``shared`` says the file has other links: then its bytes are copied first (``old``, when
-    the caller already read them) and the result is published under the path."""
+    the caller already read them) and the result is published under the path (staged in
+    ``staging``, see :func:`publish`)."""
     if shared:
         if old is None:
             old = read_all(target)
-        publish(target, old + data)
+        publish(target, old + data, staging=staging)
         return
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o644)
@@ -91,20 +113,61 @@ def append(target: str, data: bytes, *, shared: bool, old: bytes | None = None) 
         os.close(fd)
 
 
-def read_all(target: str, size_hint: int = 0, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``target`` (never through a final symlink). ``size_hint``
-    is its size when it was checked: the read is sized by it (plus one byte, which detects a
-    file that grew since); ``limit`` bounds what is read (the caller refuses more)."""
-    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+class NotRegularFile(OSError):
+    """A path meant to be read is not a regular file (a FIFO, socket, device or directory):
+    it is refused before anything waits on it."""
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        super().__init__(errno.EINVAL, "Not a regular file", os.fspath(target))
+
+
+def open_regular(target: str | os.PathLike[str], *, follow: bool = False) -> int:
+    """A read-only descriptor of the regular file ``target``, or :class:`NotRegularFile`.
+
+    Opening never waits: the open is ``O_NONBLOCK`` (a FIFO opens at once instead of waiting
+    for a writer) and the opened node is checked with ``fstat`` before anything is read, so
+    a node swapped for a FIFO or a device after an earlier ``lstat`` is refused too. A final
+    symlink is refused unless ``follow`` (``ELOOP``)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(target, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(target)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(target: str | os.PathLike[str], limit: int | None = None, *,
+                 follow: bool = False) -> bytes:
+    """The bytes of the regular file ``target`` (see :func:`open_regular`); more than
+    ``limit`` bytes raises ``OSError(EFBIG)`` (nothing beyond ``limit + 1`` is read)."""
+    data = read_all(target, 0, limit, follow=follow)
+    if limit is not None and len(data) > limit:
+        raise OSError(errno.EFBIG, f"File is larger than {limit} bytes", os.fspath(target))
+    return data
+
+
+def read_all(target: str | os.PathLike[str], size_hint: int = 0, limit: int | None = None,
+             *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``target`` (never through a final symlink unless
+    ``follow``; anything but a regular file is :class:`NotRegularFile`, refused without
+    waiting). ``size_hint`` is its size when it was checked: the read is sized by it (plus
+    one byte, which detects a file that grew since); ``limit`` bounds what is read (the
+    caller refuses more)."""
+    fd = open_regular(target, follow=follow)
     try:
         want = size_hint + 1 if limit is None else min(size_hint, limit) + 1
         parts = [os.read(fd, want)]
         if len(parts[0]) == want:  # it grew: read on (up to the bound)
-            while limit is None or sum(map(len, parts)) <= limit:
-                chunk = os.read(fd, 1 << 20)
+            total = want
+            while limit is None or total <= limit:
+                chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - total))
                 if not chunk:
                     break
                 parts.append(chunk)
+                total += len(chunk)
         return b"".join(parts) if len(parts) > 1 else parts[0]
     finally:
         os.close(fd)

@@ -28,6 +28,7 @@ from typing import Literal
 
 from tavernlab.events import FileChange, Writer
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.atomic import open_regular
 
 Operation = Literal["write", "mkdir", "remove", "rename"]
 
@@ -159,12 +160,10 @@ class ChangeRecorder:
 def _digest(host: str) -> str | None:
     """SHA-256 of a regular file, read in chunks (``None`` for anything else)."""
     try:
-        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        fd = open_regular(host)
+    except OSError:  # gone, or no longer a regular file
         return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
         digest = hashlib.sha256()
         while chunk := handle.read(1 << 20):
             digest.update(chunk)

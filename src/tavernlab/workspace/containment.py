@@ -11,7 +11,7 @@ Two things make the walk cheap without weakening it:
 
 * **what was looked at under the lock** - while the workspace lock is held, a directory found
   valid on the way to a path is remembered (:attr:`ContainedRoot.directories`), so the next
-  path below it starts there, and so is the ``lstat`` of every node looked at
+  path through it costs no system call there, and so is the ``lstat`` of every node looked at
   (:attr:`ContainedRoot.nodes`, from walks and directory scans). The storage port forgets a
   node (and its parent's ``lstat``) whenever it changes it, and a directory with everything
   below it when it removes or renames it; everything is forgotten when the lock is released
@@ -30,10 +30,11 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from tavernlab.errors import FileIo, InvalidData
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.atomic import open_regular
 from tavernlab.workspace.contract import (
     UNSUPPORTED_NODE,
     RefusedNode,
@@ -116,7 +117,7 @@ class LabLinks:
         if not any(size == key[2] for _, size in self._contents):
             return None
         try:
-            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_regular(host)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as handle:
@@ -193,23 +194,19 @@ class ContainedRoot:
         """
         if path is None:
             return os.lstat(self.root)
-        parts = path.parts
         known = self.directories
-        current = self.root
-        depth = 0
-        # Start below the deepest ancestor validated under this lock.
-        for depth in range(len(parts) - 1, 0, -1):
-            prefix = f"{self.root}/{'/'.join(parts[:depth])}"
-            if prefix in known:
-                current = prefix
-                break
-        else:
-            depth = 0
-            if self.root not in known:
-                self._directory(os.lstat(self.root), path, self.root)
+        if self.root not in known:
+            self._directory(os.lstat(self.root), path, self.root)
+        parts = path.parts
         last = len(parts) - 1
-        for index in range(depth, len(parts)):
-            current = f"{current}/{parts[index]}"
+        current = self.root
+        # One pass from the root, one step per segment (the path's length and segment count
+        # are bounded when it is parsed): a directory validated under this lock, or a node
+        # whose ``lstat`` is remembered, costs no system call.
+        for index, part in enumerate(parts):
+            current = f"{current}/{part}"
+            if index < last and current in known:
+                continue
             st = self.nodes.get(current)
             if st is None:
                 try:
@@ -256,17 +253,17 @@ class ContainedRoot:
             for node in [n for n in self.nodes if n.startswith(below)]:
                 del self.nodes[node]
 
-    def scan(self, path: WorkspacePath | None, *, hidden: str | None = None
+    def scan(self, path: WorkspacePath | None, *, hidden: Collection[str] = ()
              ) -> WorkspaceDirectoryScan:
         """The children of the directory ``path`` (already checked), each sorted by path:
-        regular files and directories as entries, anything else as refused entries; the name
-        ``hidden`` is left out. A name that is not UTF-8 fails (docs/workspace.md); OS errors
+        regular files and directories as entries, anything else as refused entries; the names
+        in ``hidden`` are left out. A name that is not UTF-8 fails (docs/workspace.md); OS errors
         propagate as ``OSError``."""
         entries: list[WorkspaceDirectoryEntry] = []
         refused: list[WorkspaceRefusedEntry] = []
         with os.scandir(self.host(path)) as it:
             for item in it:
-                if item.name == hidden:
+                if item.name in hidden:
                     continue
                 try:
                     item.name.encode("utf-8")

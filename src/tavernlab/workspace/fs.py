@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import shutil
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -63,14 +65,104 @@ from tavernlab.workspace.contract import (
 
 #: The contract's values are part of the port's surface: callers import them from here.
 __all__ = [
-    "LOCK_FILE_NAME", "TEMP_PREFIX", "UNSUPPORTED_NODE", "WorkspaceAppendResult",
+    "CALL_COUNTER_NAME", "INTERNAL_NAMES", "LOCK_FILE_NAME", "STAGING_DIR_NAME", "TEMP_PREFIX",
+    "UNSUPPORTED_NODE", "WorkspaceAppendResult",
     "WorkspaceDirectoryEntry", "WorkspaceDirectoryScan", "WorkspaceEntry", "WorkspaceFile",
     "WorkspaceFileList", "WorkspaceFs", "WorkspaceMetadata", "WorkspaceRefusedEntry",
-    "WriteGuard", "decode_text", "not_found", "sha256_hex", "walk_entries",
+    "WriteGuard", "clear_staging", "decode_text", "not_found", "sha256_hex", "walk_entries",
 ]
 
 #: Name of the lock file kept in every workspace directory (never a visible root).
 LOCK_FILE_NAME = ".workspace.lock"
+#: The folder at the top of every workspace directory where atomic writes stage their bytes
+#: before the rename (never a visible root, so a file staged there - one a killed writer left
+#: behind - is never listed, read or published; emptied when a run is opened).
+STAGING_DIR_NAME = ".tavernlab-staging"
+#: A run directory's call counter, shared by every process writing the run
+#: (:mod:`tavernlab.host.call_ids`).
+CALL_COUNTER_NAME = ".tavernlab-calls"
+#: Names at the top of a workspace or run directory that are the storage's own bookkeeping,
+#: never a run's content: the tree, an export and a replay's comparison leave them out.
+INTERNAL_NAMES = frozenset({LOCK_FILE_NAME, STAGING_DIR_NAME, CALL_COUNTER_NAME})
+
+
+#: Age after which a staged file that is not the port's own (a run record's temporary file,
+#: written without the workspace lock) is a killed writer's leftover: a live writer renames
+#: it within moments.
+STALE_STAGED_S = 600.0
+
+
+def clear_staging(directory: Path) -> list[str]:
+    """Remove the leftovers of killed writers from ``directory``'s :data:`STAGING_DIR_NAME`
+    (a run is opened); returns the names removed, sorted.
+
+    The port's temporary files (:data:`TEMP_PREFIX`) are written under the workspace's
+    exclusive lock, so they are removed while this holds it - taken without waiting: when a
+    writer holds the lock (a shell call of another process), the port's files are left for
+    a later opening rather than making this one wait. Other staged files (a run record's
+    temporary file, written without the lock, named ``….tmp-<pid>-<hex>``) are removed when
+    the process that wrote them is gone, or once older than :data:`STALE_STAGED_S`."""
+    staging = directory / STAGING_DIR_NAME
+    try:
+        names = sorted(os.listdir(staging))
+    except FileNotFoundError:
+        return []
+    removed: list[str] = []
+    lock = _try_exclusive(directory / LOCK_FILE_NAME) if any(
+        n.startswith(TEMP_PREFIX) for n in names) else None
+    try:
+        now = time.time()
+        for name in names:
+            port = name.startswith(TEMP_PREFIX)
+            if port and lock is None:
+                continue
+            path = staging / name
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            if not port and _writer_alive(name) and now - st.st_mtime <= STALE_STAGED_S:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            removed.append(name)
+    finally:
+        if lock is not None:
+            os.close(lock)
+    return removed
+
+
+def _writer_alive(name: str) -> bool:
+    """Whether the process named in a record's temporary file (``….tmp-<pid>-<hex>``) may
+    still be writing it (a name without a process id: it may)."""
+    pid = name.rpartition(".tmp-")[2].partition("-")[0]
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
+
+
+def _try_exclusive(path: Path) -> int | None:
+    """A descriptor of the lock file ``path`` holding its exclusive ``flock``, or ``None``
+    when somebody holds it now."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 class WorkspaceFs:
@@ -88,8 +180,15 @@ class WorkspaceFs:
         self.containment = ContainedRoot(str(self.directory), links)
         self.lock = LeasableLock(self.directory / LOCK_FILE_NAME,
                                  on_release=self.containment.forget)
+        #: Where atomic writes stage their bytes (:data:`STAGING_DIR_NAME`).
+        self.staging = str(self.directory / STAGING_DIR_NAME)
         #: Told of every successful mutation (see :mod:`tavernlab.workspace.changes`).
         self.observer: Callable[[FsChange], None] | None = None
+
+    def clear_staging(self) -> list[str]:
+        """Remove what writers killed before their rename left in this workspace's
+        :data:`STAGING_DIR_NAME` (see :func:`clear_staging`); returns the names removed."""
+        return clear_staging(self.directory)
 
     def lease(self) -> contextlib.AbstractContextManager[None]:
         """Hold the workspace lock once for the whole block (see the module docstring)."""
@@ -119,6 +218,8 @@ class WorkspaceFs:
             # Sized by the file, not by the bound (reading 8 MiB allocates 8 MiB even for a
             # 1 KiB file); a file that grew behind the lock's back is read up to the bound.
             data = atomic.read_all(self.containment.host(path), st.st_size, max_bytes)
+        except atomic.NotRegularFile:  # swapped for a FIFO or a device since the walk
+            raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
         if max_bytes is not None and len(data) > max_bytes:
@@ -132,10 +233,12 @@ class WorkspaceFs:
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = os.open(self.containment.host(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = atomic.open_regular(self.containment.host(path))
             with os.fdopen(fd, "rb") as handle:
                 # Streamed through one reusable buffer: no copy of the whole content.
                 return hashlib.file_digest(handle, "sha256").hexdigest()
+        except atomic.NotRegularFile:
+            raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
             raise FileIo("read", path.text, exc) from None
 
@@ -174,7 +277,7 @@ class WorkspaceFs:
         if not stat.S_ISDIR(st.st_mode):
             raise FileIo("list", display(path), OSError(errno.ENOTDIR, "Not a directory"))
         try:
-            scan = self.containment.scan(path, hidden=LOCK_FILE_NAME if path is None else None)
+            scan = self.containment.scan(path, hidden=INTERNAL_NAMES if path is None else ())
         except OSError as exc:
             raise FileIo("list", display(path), exc) from None
         if max_entries is not None and len(scan.entries) + len(scan.refused) > max_entries:
@@ -225,7 +328,7 @@ class WorkspaceFs:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
         try:
-            atomic.publish(self.containment.host(path), data)
+            atomic.publish(self.containment.host(path), data, staging=self.staging)
         except OSError as exc:
             raise FileIo("write", path.text, exc) from None
         digest = sha256_hex(data)
@@ -268,7 +371,7 @@ class WorkspaceFs:
             raise PathIsDirectory(path.text)
         try:
             # More than one link and not refused by the check: one of the lab's own.
-            atomic.append(self.containment.host(path), data, old=old,
+            atomic.append(self.containment.host(path), data, old=old, staging=self.staging,
                           shared=st is not None and st.st_nlink > 1)
         except OSError as exc:
             raise FileIo("append", path.text, exc) from None

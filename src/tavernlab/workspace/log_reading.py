@@ -170,6 +170,20 @@ def last_line(fd: int, size: int) -> bytes | None:
         window *= 4  # the last line is longer than the window
 
 
+def end_of_last_line(fd: int, size: int) -> int:
+    """The offset just past the last newline of the file open as ``fd`` within its first
+    ``size`` bytes (``0`` when it has none): where an unfinished last line begins."""
+    window = 4096
+    while True:
+        start = max(0, size - window)
+        end = os.pread(fd, size - start, start).rfind(b"\n")
+        if end >= 0:
+            return start + end + 1
+        if start == 0:
+            return 0
+        size, window = start, window * 4  # the unfinished line is longer than the window
+
+
 def seq_of_last_line(fd: int, size: int) -> int:
     """The ``seq`` of the last complete line of a log (0 when it has none)."""
     line = last_line(fd, size)

@@ -16,6 +16,7 @@ wants it (:data:`Built`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import json.encoder
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339
+from tavernlab.errors import FileIo
 from tavernlab.events import (
     EVENT_TYPES,
     JOURNAL_TYPES,
@@ -33,8 +35,11 @@ from tavernlab.events import (
     EventScope,
     JournalRecord,
     Level,
+    LogRepaired,
     Model,
+    TornTail,
 )
+from tavernlab.events.journal import TORN_TEXT_CHARS
 from tavernlab.locks import locked_open
 from tavernlab.workspace.log_reading import (
     anchor_of,
@@ -71,6 +76,17 @@ class EventLog(SequencedLog):
         self.run_id = run_id
         self.clock = clock
         self.ids = ids
+        #: The run's journal (set by :class:`JournalLog`): where a repair of this file is
+        #: noted when the caller of an append gave none.
+        self.journal: JournalLog | None = None
+
+    def journal_log(self) -> JournalLog:
+        """The journal beside this log (``journal.jsonl`` in its folder, made on first use
+        when no :class:`JournalLog` was built for it)."""
+        if self.journal is None:
+            JournalLog(self.path.with_name("journal.jsonl"), self)
+        assert self.journal is not None
+        return self.journal
 
     def build(self, kind: type[E], payload: Model, *, level: Level | None = None,
               scope: EventScope | None = None) -> Built:
@@ -120,6 +136,7 @@ class JournalLog(SequencedLog):
     def __init__(self, path: Path, events: EventLog) -> None:
         super().__init__(path)
         self.events = events
+        events.journal = self
         #: ``_anchors[k]`` is the ``eventSeq`` of the line with ``seq == k + 1``.
         self._anchors = array("q")
         #: Byte offset of each ``subagent_started`` record this process wrote, by record id:
@@ -263,21 +280,42 @@ def _line(data: dict[str, Any]) -> bytes:
     return b'{"seq": %d, %b' % (data["seq"], data["rest"])
 
 
-def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built]
-                   ) -> None:
+def append_records(events: EventLog, journal: JournalLog | None, built: Sequence[Built],
+                   *, repairing: bool = False) -> None:
     """Number and write ``built`` (events and journal records of one run, in their order):
     the events in one locked append to ``events.jsonl``, then the journal records in one
     locked append to ``journal.jsonl``, each anchored on the last event before it (in
     ``built`` or, for those before any, already in the file). The lines' ``seq`` and
     ``eventSeq`` are set here (a model is made from them afterwards). The exclusive lock on
     ``events.jsonl`` is held over both halves, so a reader holding it shared
-    (:meth:`tavernlab.host.feed.RunFeed.read`) sees a whole batch or none of it."""
+    (:meth:`tavernlab.host.feed.RunFeed.read`) sees a whole batch or none of it.
+
+    An unfinished last line of either file is cut away first and journaled as a
+    ``log_repaired`` record (:class:`~tavernlab.events.TornTail`), ahead of the batch's own
+    journal records. A write that fails (``ENOSPC``, ``EFBIG``) raises
+    :class:`~tavernlab.errors.FileIo` naming the file, and leaves it ending with its last
+    whole line (the events already appended stay when the journal half fails).
+    ``repairing``: the journal's tail is looked at even with no journal record to append
+    (:func:`repair_logs`)."""
+    journal = journal if journal is not None else events.journal_log()
+    try:
+        _append_records(events, journal, built, repairing)
+    except OSError as exc:  # opening or cutting a log (no descriptor left, ...)
+        name = os.path.basename(exc.filename) if isinstance(exc.filename, str) else ""
+        raise FileIo("append", name or events.path.name, exc) from None
+
+
+def _append_records(events: EventLog, journal: JournalLog, built: Sequence[Built],
+                    repairing: bool) -> None:
+    """:func:`append_records` (OS errors not yet turned into ``FileIo``)."""
     with events._lock, locked_open(events.path, _APPEND) as fd:
-        size = os.fstat(fd).st_size
+        size, torn = events._cut_torn_tail(fd, os.fstat(fd).st_size)
         events._catch_up(fd, size)
         seq = events.last_seq
         event_lines: list[bytes] = []
         notes: list[dict[str, Any]] = []
+        if torn:
+            notes.append(_repair_note(journal, "events.jsonl", size, torn, seq))
         for _, data in built:
             if "eventSeq" in data:  # a journal record: anchored on the last event before it
                 data["eventSeq"] = seq
@@ -287,16 +325,51 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
                 data["seq"] = seq
                 event_lines.append(_line(data))
         if event_lines:
-            events._write(fd, size, event_lines)
-        if notes:
-            assert journal is not None, "journal records need the journal"
-            _append_journal(journal, notes)
+            _written(events, lambda: events._write(fd, size, event_lines))
+        if notes or (repairing and journal.path.exists()):
+            _append_journal(journal, notes, notes[0]["eventSeq"] if notes else seq)
 
 
-def _append_journal(journal: JournalLog, notes: list[dict[str, Any]]) -> None:
-    """The journal half of :func:`append_records` (the events' lock is held)."""
+def repair_logs(events: EventLog, journal: JournalLog) -> None:
+    """Cut an unfinished last line off either log (journaled as :func:`append_records`
+    does: the journal's own tail is otherwise looked at only when something is appended to
+    it); a run does this when it is reopened, so that everything reading its files (an
+    export, a replay, another process) finds whole lines only. A missing log stays
+    missing."""
+    if events.path.exists():
+        append_records(events, journal, [], repairing=True)
+
+
+def _written(log: SequencedLog, write: Callable[[], None]) -> None:
+    """Run ``write``; an OS error (no space left, the file size limit) is the workspace's
+    ``FileIo`` error naming the log."""
+    try:
+        write()
+    except OSError as exc:
+        raise FileIo("append", log.path.name, exc) from None
+
+
+def _repair_note(journal: JournalLog, name: str, offset: int, torn: bytes, anchor: int
+                 ) -> dict[str, Any]:
+    """The unnumbered ``log_repaired`` line of ``torn`` cut from ``name`` at ``offset``."""
+    payload = TornTail(file=name, offset=offset, bytes=len(torn),
+                       sha256=hashlib.sha256(torn).hexdigest(),
+                       text=torn[:TORN_TEXT_CHARS * 4].decode("utf-8", "replace")[
+                           :TORN_TEXT_CHARS])
+    data = journal.build(LogRepaired, payload)[1]
+    data["eventSeq"] = anchor
+    return data
+
+
+def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: int) -> None:
+    """The journal half of :func:`append_records` (the events' lock is held); ``anchor`` is
+    the ``eventSeq`` of a repair note of the journal itself."""
     with journal._lock, locked_open(journal.path, _APPEND) as fd:
-        size = os.fstat(fd).st_size
+        size, torn = journal._cut_torn_tail(fd, os.fstat(fd).st_size)
+        if torn:
+            notes = [_repair_note(journal, "journal.jsonl", size, torn, anchor), *notes]
+        if not notes:
+            return
         journal._catch_up(fd, size)
         lines = []
         offset = size
@@ -307,4 +380,5 @@ def _append_journal(journal: JournalLog, notes: list[dict[str, Any]]) -> None:
                 journal.written_at[data["id"]] = offset
             offset += len(line)
             lines.append(line)
-        journal._write_anchored(fd, size, lines, [data["eventSeq"] for data in notes])
+        _written(journal, lambda: journal._write_anchored(
+            fd, size, lines, [data["eventSeq"] for data in notes]))

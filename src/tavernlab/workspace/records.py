@@ -36,16 +36,26 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "partial_success", "
 
 
 def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: bool = False,
-               fresh: bool = False) -> None:
+               fresh: bool = False, exclusive: bool = False,
+               staging: Path | None = None) -> None:
     """Write JSON atomically: temp file in the same directory, flush, rename over ``path``.
 
     ``ascii_only`` escapes every non-ASCII character (used for data that may hold text that
     is not valid UTF-8, such as raw tool arguments with a lone surrogate). ``fresh`` says the
-    file is normally new (a tool-argument record): it is then created exclusively in place,
-    and only an existing file takes the temp-and-rename path."""
+    file is normally new: it is then created exclusively in place, and only an existing file
+    takes the temp-and-rename path. ``exclusive`` says it must be new (a tool-argument
+    record): the whole temp file is hard-linked to ``path``, so an existing file raises
+    ``FileExistsError`` and is left as it is, and a reader never sees part of the new one.
+    ``staging`` is the folder for the temp file (a run's own, on the same file system,
+    emptied when the run is opened: a writer killed before its rename leaves nothing beside
+    ``path``); without it the temp file is a sibling of ``path``."""
     text = (pretty_json(data, ascii_only=ascii_only) if indent == 2
             else json.dumps(data, ensure_ascii=ascii_only, indent=indent))
-    _write_bytes(path, (text + "\n").encode("utf-8"), fresh=fresh)
+    content = (text + "\n").encode("utf-8")
+    if exclusive:
+        _link_new(path, content, staging)
+        return
+    _write_bytes(path, content, fresh=fresh, staging=staging)
 
 
 def write_model(path: Path, model: Model) -> None:
@@ -62,7 +72,15 @@ def write_model(path: Path, model: Model) -> None:
     _write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def _write_bytes(path: Path, content: bytes, *, fresh: bool = False) -> None:
+def _temp_for(path: Path, staging: Path | None) -> Path:
+    """A temporary name for ``path``'s new bytes: ``.<name>.tmp-<pid>-<32 hex>`` (the
+    writer's process id lets a cleaner tell a dead writer's leftover from a live write)."""
+    name = f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    return path.with_name(name) if staging is None else staging / name
+
+
+def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
+                 staging: Path | None = None) -> None:
     """Write ``content`` atomically (see :func:`write_json`)."""
     if fresh:
         try:
@@ -70,14 +88,36 @@ def _write_bytes(path: Path, content: bytes, *, fresh: bool = False) -> None:
             return
         except FileExistsError:
             pass
-    temp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
+    temp = _temp_for(path, staging)
     try:
         _create(temp, content)
-        os.replace(temp, path)
+        try:
+            os.replace(temp, path)
+        except FileNotFoundError:
+            if staging is None:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _link_new(path: Path, content: bytes, staging: Path | None) -> None:
+    """Create ``path`` holding ``content``, whole, or raise ``FileExistsError`` when it
+    exists (see :func:`write_json`)."""
+    temp = _temp_for(path, staging)
+    try:
+        _create(temp, content)
+        try:
+            os.link(temp, path)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.link(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
 
 
 def pretty_json(data: Any, *, ascii_only: bool = False) -> str:

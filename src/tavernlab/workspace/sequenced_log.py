@@ -3,7 +3,10 @@ the journal share (:mod:`tavernlab.workspace.logs` builds and writes their recor
 
 Numbering (docs/events.md): each line carries ``seq`` from 1, +1 per append. Nothing here reads a
 whole log to append to it: when the file grew behind this process's back (another writer),
-the last ``seq`` is read from its last line. Reading after a sequence number is incremental:
+the last ``seq`` is read from its last line. An unfinished last line (its writer was killed,
+or ran out of space, in the middle of an append) is cut away under the lock before the next
+append, so it never merges with a line after it; readers leave such a line out. Reading
+after a sequence number is incremental:
 the log keeps the byte offset of every line it has indexed, so a read after ``n`` seeks
 straight to line ``n + 1``; the index is built the first time a read needs it, and extended
 from where it ended (counting newlines, not parsing JSON).
@@ -11,6 +14,7 @@ from where it ended (counting newlines, not parsing JSON).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from array import array
@@ -18,7 +22,12 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate
 from pathlib import Path
 
-from tavernlab.workspace.log_reading import CHUNK_BYTES, read_chunks, seq_of_last_line
+from tavernlab.workspace.log_reading import (
+    CHUNK_BYTES,
+    end_of_last_line,
+    read_chunks,
+    seq_of_last_line,
+)
 
 
 class SequencedLog:
@@ -81,12 +90,36 @@ class SequencedLog:
     def _reset_index(self) -> None:
         self._offsets, self._indexed_to = array("q"), 0
 
+    def _cut_torn_tail(self, fd: int, size: int) -> tuple[int, bytes]:
+        """Cut an unfinished last line off the file (the caller holds its ``flock``, so no
+        writer is in the middle of a line): ``(size afterwards, the bytes cut)``, nothing cut
+        when the file is empty or ends with a newline. A writer killed (or out of space) in
+        the middle of its append leaves such a line; the next append would merge into it."""
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return size, b""
+        end = end_of_last_line(fd, size)
+        torn = os.pread(fd, size - end, end)
+        os.ftruncate(fd, end)
+        if self._indexed_to > end:
+            self._reset_index()
+        self._known_size = -1
+        self._catch_up(fd, end)
+        return end, torn
+
     def _write(self, fd: int, size: int, lines: list[bytes]) -> None:
-        """Append ``lines`` (each ending with a newline) at ``size`` in one write."""
+        """Append ``lines`` (each ending with a newline) at ``size`` in one write, whose
+        length is checked. A write that fails (no space left, the file size limit) is cut
+        back off, so the file still ends with its last whole line, and raises ``OSError``
+        (nothing of the batch is written; what this process knows is unchanged)."""
         data = b"".join(lines)
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        try:
+            while view:  # a short write is continued, which then raises what stopped it
+                view = view[os.write(fd, view):]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
         if self._indexed_to == size:  # the index was complete: keep it so
             self._offsets.extend(accumulate((len(line) for line in lines[:-1]), initial=size))
             self._indexed_to = size + len(data)

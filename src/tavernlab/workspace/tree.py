@@ -19,7 +19,7 @@ from typing import Literal
 
 from tavernlab.errors import AccessDenied, InvalidData
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import LOCK_FILE_NAME, TEMP_PREFIX, not_found, sha256_hex
+from tavernlab.workspace.fs import INTERNAL_NAMES, TEMP_PREFIX, not_found, sha256_hex
 from tavernlab.workspace.policy import SKILLS_ROOT, Access
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
@@ -111,7 +111,7 @@ class _Walker:
             names = sorted([*names, SKILLS_ROOT])
         out = []
         for name in names:
-            if name == LOCK_FILE_NAME or name.startswith(TEMP_PREFIX):
+            if name in INTERNAL_NAMES or name.startswith(TEMP_PREFIX):
                 continue
             child = WorkspacePath(name) if path is None else path.join(name)
             if self.include_hidden or self.policy.is_visible(child):

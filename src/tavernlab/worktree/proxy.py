@@ -6,8 +6,10 @@ A proxy started with :func:`start_proxy` listens on 127.0.0.1, routes each reque
 header-name casing included), then relays the status, headers and body back. Unknown hosts
 get a 502 that lists the hosts the proxy does know, one per indented line (upstream's body).
 
-HTTP/1.1 framing on both sides is h11's: conflicting ``Content-Length`` headers and other
-malformed requests are answered ``400`` and the connection is closed; chunked bodies,
+HTTP/1.1 framing on both sides is h11's: conflicting ``Content-Length`` headers, a request
+with both ``Content-Length`` and ``Transfer-Encoding`` (tavernlab refuses the ambiguous
+framing instead of letting ``Transfer-Encoding`` win) and other malformed requests are
+answered ``400`` and the connection is closed; chunked bodies,
 pipelined requests and keep-alive work as the protocol says, and every request of a
 keep-alive connection is routed on its own. A request with an ``Upgrade`` header (a
 WebSocket) is replayed on a raw TCP connection to the service — request line, every raw
@@ -17,12 +19,14 @@ either side closes.
 Every socket has a timeout (tavernlab's addition): a client that stalls longer than
 ``timeout`` seconds mid-request gets ``408`` and is closed, an idle keep-alive connection is
 closed, and a service that stalls longer than ``upstream_timeout`` gets the request a
-``502``. Tunnels have no timeout: a quiet WebSocket is not a stalled one.
+``502``. Tunnels have no timeout: a quiet WebSocket is not a stalled one. Running out of
+descriptors (``EMFILE``) or threads never stops the proxy from accepting once they are back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import socket
 import threading
 from http import HTTPStatus
@@ -37,6 +41,12 @@ MAX_HEAD_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 60.0
 #: Seconds the service may stall before the request gets a 502.
 DEFAULT_UPSTREAM_TIMEOUT = 300.0
+#: Seconds the accept loop waits after a transient failure (doubling up to the maximum).
+ACCEPT_BACKOFF_MIN = 0.01
+ACCEPT_BACKOFF_MAX = 0.5
+#: ``accept`` failures that pass (descriptors, memory, a connection reset in the backlog).
+_TRANSIENT_ACCEPT_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM,
+                                      errno.ECONNABORTED, errno.EPROTO, errno.EPERM})
 _CHUNK = 262144
 _TARGET = "127.0.0.1"
 
@@ -108,6 +118,7 @@ class ProxyServer:
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._accept_loop, daemon=True,
                                         name=f"worktree-proxy:{self.port}")
         self._thread.start()
@@ -129,6 +140,7 @@ class ProxyServer:
             if self._closed:
                 return
             self._closed = True
+            self._stopping.set()
             sockets = list(self._sockets)
             self._sockets.clear()
         for sock in sockets:
@@ -151,15 +163,32 @@ class ProxyServer:
         _destroy(sock)
 
     def _accept_loop(self) -> None:
+        """Accept until the proxy is closed. Running out of descriptors, memory or threads
+        (``EMFILE``, ``ENFILE``, ``ENOBUFS``, ``ENOMEM``, a thread that cannot start) or a
+        connection reset before it was accepted never stops the loop: it waits a moment
+        (up to :data:`ACCEPT_BACKOFF_MAX` seconds, doubling from
+        :data:`ACCEPT_BACKOFF_MIN`) and accepts again, so the proxy serves once the
+        pressure is gone; a client refused meanwhile waits in the listen backlog."""
+        backoff = ACCEPT_BACKOFF_MIN
         while True:
             try:
                 client, _ = self._listener.accept()
-            except OSError:
-                return
+            except OSError as exc:
+                if self._closed or exc.errno not in _TRANSIENT_ACCEPT_ERRORS:
+                    return
+                if exc.errno != errno.ECONNABORTED:
+                    self._stopping.wait(backoff)
+                    backoff = min(backoff * 2, ACCEPT_BACKOFF_MAX)
+                continue
+            backoff = ACCEPT_BACKOFF_MIN
             if not self._track(client):
                 _destroy(client)
                 return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            try:
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            except RuntimeError:  # no thread for it now: drop this client, not the proxy
+                self._untrack(client)
+                self._stopping.wait(backoff)
 
     # -- one client connection -------------------------------------------------------------
 
@@ -172,6 +201,13 @@ class ProxyServer:
                 event = _next_event(conn, client)
                 if not isinstance(event, h11.Request):
                     return  # ConnectionClosed (or a stray event): the client is done
+                if (_header(event, b"transfer-encoding") is not None
+                        and _header(event, b"content-length") is not None):
+                    # Ambiguous framing (a request-smuggling vector): never forwarded.
+                    self._refuse(client, conn, 400, "Bad Request",
+                                 "worktree-proxy: bad request: both Content-Length and "
+                                 "Transfer-Encoding\n")
+                    return
                 if _header(event, b"upgrade") is not None:
                     self._tunnel(client, conn, event)
                     return

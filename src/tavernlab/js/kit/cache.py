@@ -27,10 +27,14 @@ from typing import Any
 
 from tavernlab.js.kit.build import BuiltModule
 from tavernlab.js.kit.pins import BUILD_FORMAT, PINS, KitPin, kit_key
-from tavernlab.workspace.atomic import replace_durably
+from tavernlab.workspace.atomic import read_regular, replace_durably
 
 #: Environment variable naming the cache root (tests and shared machines point it elsewhere).
 CACHE_ENV = "TAVERNLAB_KIT_CACHE"
+#: The largest manifest and module read back (tavernlab's bounds: every pinned library's
+#: build is far smaller; anything larger is not a file this cache wrote).
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_MODULE_BYTES = 32 << 20
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -70,10 +74,15 @@ class KitCache:
         return self.directory / f"{pin.name}.json"
 
     def read(self, pin: KitPin) -> CachedModule | None:
-        """The cached module of ``pin``, or ``None`` when it is missing or does not match."""
+        """The cached module of ``pin``, or ``None`` when it is missing or does not match.
+
+        Only regular files are read (a FIFO, socket or device planted in the cache reads as
+        "not cached" at once, without waiting on it), and only up to
+        :data:`MAX_MANIFEST_BYTES` / :data:`MAX_MODULE_BYTES`."""
         try:
-            manifest = json.loads(self.manifest_path(pin).read_text("utf-8"))
-            data = self.module_path(pin).read_bytes()
+            manifest = json.loads(read_regular(self.manifest_path(pin), MAX_MANIFEST_BYTES,
+                                               follow=True).decode("utf-8"))
+            data = read_regular(self.module_path(pin), MAX_MODULE_BYTES, follow=True)
         except (OSError, ValueError):
             return None
         if not isinstance(manifest, dict) or any(

@@ -17,6 +17,7 @@ read; one lock per library keeps two threads from downloading the same tarball a
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,16 +140,28 @@ def kit_status(settings: KitSettings | None = None) -> list[tuple[KitPin, Cached
     return [(pin, cache.read(pin)) for pin in PINS]
 
 
-def kit_module_source(module: str, settings: KitSettings | None = None) -> str:
+class KitDeadlinePassed(Exception):
+    """The kit module was not ready by the caller's deadline (its fetch goes on in the
+    background and fills the cache for the next job)."""
+
+
+def kit_module_source(module: str, settings: KitSettings | None = None, *,
+                      deadline: float | None = None) -> str:
     """The source of the kit module ``module`` (an exact kit name), fetched on demand.
 
     Raises :class:`KitUnavailable` when it is not cached and cannot be downloaded, and the
     integrity/build errors of :func:`fetch_module` as they are (they name the package).
+    With a ``deadline`` (a ``time.monotonic()`` instant, a ``js`` job's), a module not in
+    memory yet is read or fetched on a helper thread and waited for until the deadline at
+    most: then :class:`KitDeadlinePassed` (a slow registry, or another job holding the
+    library's lock, never keeps the job past its deadline).
     """
     pin = PINS_BY_MODULE[module]
     settings = settings or KitSettings.from_environment()
     key = (settings.cache.directory, module)
     source = _MEMO.get(key)
+    if source is None and deadline is not None:
+        return _before(deadline, lambda: kit_module_source(module, settings))
     if source is None:
         try:
             source = fetch_module(pin, settings).module.source
@@ -160,3 +173,27 @@ def kit_module_source(module: str, settings: KitSettings | None = None) -> str:
                 "holds the kit).", package=pin.package) from None
         _MEMO[key] = source
     return source
+
+
+def _before(deadline: float, fetch: Callable[[], str]) -> str:
+    """``fetch()`` on a daemon thread, waited for until ``deadline`` at most."""
+    box: dict[str, str | BaseException] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["value"] = fetch()
+        except BaseException as exc:  # handed to the waiting job
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True, name="tavernlab-kit-fetch").start()
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        raise KitDeadlinePassed
+    error = box.get("error")
+    if isinstance(error, BaseException):
+        raise error
+    value = box["value"]
+    assert isinstance(value, str)
+    return value

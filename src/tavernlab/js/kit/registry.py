@@ -7,7 +7,9 @@ path as the public registry (``<base>/<pkg>/-/<pkg>-<version>.tgz``). The usual
 ``https_proxy``/``no_proxy`` variables apply, as they do for every ``urllib`` request.
 
 Bounds (tavernlab choices): each socket operation times out after
-:data:`DOWNLOAD_TIMEOUT` seconds, and a body larger than the pin's ``max_tarball_bytes`` is
+:data:`DOWNLOAD_TIMEOUT` seconds, the whole download after :data:`DOWNLOAD_DEADLINE` seconds
+(a registry that trickles bytes cannot keep a ``js`` job, or the jobs waiting for the same
+library, waiting for ever), and a body larger than the pin's ``max_tarball_bytes`` is
 refused (the ``Content-Length`` is checked first, then the bytes actually read).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -28,6 +31,8 @@ REGISTRY_ENV = "TAVERNLAB_NPM_REGISTRY"
 NPM_REGISTRY_ENVS = ("npm_config_registry", "NPM_CONFIG_REGISTRY")
 #: Seconds each connect/read may take.
 DOWNLOAD_TIMEOUT = 30.0
+#: Seconds the whole download may take.
+DOWNLOAD_DEADLINE = 120.0
 _CHUNK = 64 * 1024
 
 #: ``progress(received, total)`` after each chunk; ``total`` is ``None`` without a length.
@@ -48,6 +53,7 @@ def download_tarball(pin: KitPin, registry: str,
                      progress: DownloadProgress | None = None) -> bytes:
     """The tarball bytes of ``pin`` from ``registry``; raises :class:`KitDownloadFailed`."""
     url = pin.tarball_url(registry)
+    deadline = time.monotonic() + DOWNLOAD_DEADLINE
     request = urllib.request.Request(url, headers={"User-Agent": "tavernlab-kit"})
     try:
         with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
@@ -57,7 +63,11 @@ def download_tarball(pin: KitPin, registry: str,
                 raise _too_large(pin, url)
             chunks: list[bytes] = []
             received = 0
-            while chunk := response.read(_CHUNK):
+            while chunk := response.read1(_CHUNK):  # one receive: the deadline is checked
+                if time.monotonic() > deadline:
+                    raise KitDownloadFailed(
+                        f"Downloading {pin.package} {pin.version} from {url} failed: it took "
+                        f"longer than {DOWNLOAD_DEADLINE:g} seconds.", package=pin.package)
                 received += len(chunk)
                 if received > pin.max_tarball_bytes:
                     raise _too_large(pin, url)
