@@ -22,7 +22,8 @@ their module when they live beside their engine)::
     │   ├── RunStateError               agent.run_state_invalid
     │   ├── MacroError                  agent.invalid_macro_context
     │   ├── MacroLimitExceeded          agent.macro_limit_exceeded
-    │   └── PersistStateError           agent.persistent_state_*
+    │   ├── PersistStateError           agent.persistent_state_*
+    │   └── LoopError                   <code>           the agent loop's own (agent/_failure.py)
     ├── SandboxError                    js.error         the JavaScript sandbox (js/errors.py)
     │   ├── WorkerStartError            js.sandbox_failed
     │   ├── PoolClosedError             js.pool_closed

@@ -20,7 +20,8 @@ def test_the_readme_cells_run_as_written(nb: Notebook) -> None:
     ran = [nb.cell(cell) for cell in cells]
     assert [r.error for r in ran] == [None] * len(cells)
     first, shell, tree, events, commit, finish = ran
-    assert commit.value.content == "Requested chat commit of output/main.md with mode Replace."
+    assert commit.value.content.startswith(
+        "Committed output/main.md to the current chat message with mode Replace.")
     assert first.stdout == "main.md\n"
     assert shell.stdout.startswith("Hello, Mika!\n-rw-r--r--")
     text, _html = tree.value.snapshot()  # %tavern tree is the live FileTree

@@ -52,10 +52,10 @@ def test_the_upstream_auto_commit_sequence(lab: Lab) -> None:
                                "replace")
 
     result = run.call_tool("workspace.commit", {"path": "scratch/finalized/final.md"})
-    assert result.content == "Requested chat commit of scratch/finalized/final.md with mode " \
-                             "Replace."
+    assert result.content.startswith("Committed scratch/finalized/final.md to the current chat "
+                                     "message with mode Replace.")
     assert result.structured == {"path": "scratch/finalized/final.md", "mode": "replace",
-                                 "reason": None}
+                                 "messageId": "0", "messageIndex": 0, "chars": 10, "words": 2}
     event = run.events(types="chat_commit_requested", journal=False)[-1].payload
     assert (event.is_explicit, event.sha256, event.call_id) == (True, sha("final text"),
                                                                  result.call_id)
@@ -113,7 +113,8 @@ def test_append_commits_accumulate_and_create_the_message(lab: Lab) -> None:
     put(run, "output/part2.md", "world")
     first = run.call_tool("workspace.commit", {"path": "output/part1.md", "mode": "append",
                                                 "reason": "start"})
-    assert first.content == "Requested chat commit of output/part1.md with mode Append."
+    assert first.content.startswith("Committed output/part1.md to the current chat message with "
+                                    "mode Append.")
     run.call_tool("workspace.commit", {"path": "output/part2.md", "mode": "append"})
     assert lab.chat("alice").messages[0].body == "Hello world"
     run.call_tool("workspace.commit", {"path": "output/part2.md"})
@@ -147,8 +148,8 @@ def test_foreground_finish_requires_an_explicit_commit(lab: Lab) -> None:
     run.next_round()  # an auto-commit is not an explicit one
     refused = run.finish()
     assert (refused.error_code, refused.content) == (
-        "workspace.finish_requires_commit",
-        "Commit the output with workspace_commit before finishing.")
+        "agent.foreground_commit_required",
+        "Foreground Agent runs must call workspace.commit successfully before workspace.finish.")
     assert run.status == "calling_model"
     run.call_tool("workspace.commit", {})
     done = run.finish("all done")

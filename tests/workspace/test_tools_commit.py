@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from tavernlab.host import Lab, Run
+from tavernlab.workspace.tools.control import COMMITTED
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -26,14 +27,21 @@ def test_replace_and_append_texts(run: Run, put: Put) -> None:
     put(run, "output/main.md", "body")
     result = run.call_tool("workspace.commit", {})
     assert (result.is_error, result.content, result.structured, result.resource_refs) == (
-        False, "Requested chat commit of output/main.md with mode Replace.",
-        {"path": "output/main.md", "mode": "replace", "reason": None}, ["output/main.md"])
+        False, COMMITTED.format(path="output/main.md", mode="Replace"),
+        {"path": "output/main.md", "mode": "replace", "messageId": "0", "messageIndex": 0,
+         "chars": 4, "words": 1}, ["output/main.md"])
+    assert result.content.startswith(
+        "Committed output/main.md to the current chat message with mode Replace. You may "
+        "continue editing and commit again if needed. When all intended commits are complete, "
+        "call workspace_finish to end the run. Do not use plain text as the final answer; the "
+        "run must finish through workspace_finish.")
     put(run, "scratch/more.md", " and more")
     result = run.call_tool("workspace.commit",
                            {"path": "scratch/more.md", "mode": "append", "reason": "extend"})
     assert (result.content, result.structured) == (
-        "Requested chat commit of scratch/more.md with mode Append.",
-        {"path": "scratch/more.md", "mode": "append", "reason": "extend"})
+        COMMITTED.format(path="scratch/more.md", mode="Append"),
+        {"path": "scratch/more.md", "mode": "append", "messageId": "0", "messageIndex": 0,
+         "chars": 9, "words": 2})
 
 
 def test_a_visible_read_only_file_can_be_committed(run: Run) -> None:
@@ -47,8 +55,8 @@ def test_finish_texts(lab: Lab, put: Put) -> None:
     run = lab.start_run(chat_id="alice")
     refused = run.call_tool("workspace.finish", {})
     assert (refused.error_code, refused.content) == (
-        "workspace.finish_requires_commit",
-        "Commit the output with workspace_commit before finishing.")
+        "agent.foreground_commit_required",
+        "Foreground Agent runs must call workspace.commit successfully before workspace.finish.")
     put(run, "output/main.md", "body")
     run.call_tool("workspace.commit", {})
     done = run.call_tool("workspace.finish", {"reason": "done"})
