@@ -11,8 +11,9 @@ compression ratio and sizes that disagree with the central directory are refused
 is extracted to disk. Then every member is verified: only ``manifest.json``,
 ``manifest.sha256`` and ``blobs/<sha256>`` may exist, the manifest must match its digest, its
 format version must be one this tavernlab reads, each blob must hash to its name, every
-digest the manifest names must be present, and every path it names must be a normalized
-relative path. A failure names the member.
+digest the manifest names must be present, every path it names must be a normalized
+relative path, and every model response a model-driven run recorded must be one of its run
+files. A failure names the member.
 
 Writing is deterministic (the same run gives the same bytes: entries sorted, fixed times) and
 atomic (a temporary file in the target directory, renamed into place).
@@ -216,3 +217,10 @@ def _check_paths(manifest: BundleManifest) -> None:
     for skill in manifest.skills:
         for path in skill.files:
             _relative(path, f"file of skill {skill.name}")
+    agent = manifest.agent
+    for response in agent.responses if agent is not None else []:
+        _relative(response.path, "model response")
+        if response.path not in manifest.run.files:
+            raise BundleInvalid(f"the bundle has no run file {response.path}, the recorded "
+                                f"model response of invocation `{response.invocation_id}` "
+                                f"round {response.round}")

@@ -13,6 +13,12 @@ only the outcomes that do not depend on time, would call runs "identical" that a
   lost them), every bound skill still installed with the hash it was bound with, and the
   persist base state still present.
 
+A run driven by the agent loop (:mod:`tavernlab.agent`) is exported with what re-drives it
+(the manifest's ``agent``: the loop's start parameters from ``input/loop_start.json``, the
+model binding it announced, the host's answers to its commit requests, its failed model
+attempts and its ``model-responses/`` records); a loop run recorded without
+``input/loop_start.json`` is refused.
+
 Exporting reads the run's files and the lab; it writes nothing but the bundle (reading the
 run's events flushes changes made outside any action to its journal, as every read does),
 and mints no id and reads no clock of the lab (a later run of the lab is the same whether or
@@ -35,10 +41,13 @@ from tavernlab.replay.bundle import MAX_BUNDLE_BYTES, Bundle, sha256_of
 from tavernlab.replay.errors import BundleTooLarge, RunNotExportable
 from tavernlab.replay.manifest import (
     SPEC_REVISIONS,
+    AgentRecording,
     BoundSkill,
     BundleManifest,
     ChatOutput,
+    FailedAttempt,
     PersistState,
+    RecordedResponse,
     Tree,
 )
 from tavernlab.replay.trees import scan_tree
@@ -107,7 +116,7 @@ def build_bundle(run: Run) -> Bundle:
         skills=_skills(run, blobs), persist_base=_state(chat, base, blobs) if base else None,
         actions=derivation.actions, run=tree, index=index_tree,
         persist_states=[_state(chat, state_id, blobs) for state_id in _published(records)],
-        chat_outputs=_chat_outputs(chat, records))
+        chat_outputs=_chat_outputs(chat, records), agent=_agent(run, records, tree))
     return Bundle(manifest, blobs.data)
 
 
@@ -190,3 +199,54 @@ def _chat_outputs(chat: Chat, records: list[Event]) -> list[ChatOutput]:
         outputs.append(ChatOutput(message_index=index, swipe_id=swipe_id,
                                   swipe=swipes[swipe_id] if swipe_id < len(swipes) else None))
     return outputs
+
+
+#: The technical-message prefix of each non-retried model error kind.
+_KIND_PREFIXES = (("Validation error: ", "validation"), ("Unauthorized: ", "unauthorized"),
+                  ("Internal error: ", "internal"))
+
+
+def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
+    """What re-drives a model-driven run (``None`` for a run played by hand)."""
+    binding = next((r.payload for r in records if r.type == "agent_model_binding_resolved"),
+                   None)
+    start_path = "input/loop_start.json"
+    if binding is None:
+        return None
+    if start_path not in tree.files:
+        raise RunNotExportable(f"run `{run.id}` was driven by the agent loop but has no "
+                               f"{start_path} (it was recorded by an older tavernlab), so its "
+                               "loop cannot be started again")
+    start = read_json(run.dir / start_path)
+    failure = next((r.payload for r in records
+                    if r.type in ("run_failed", "run_partial_success")), None)
+    final_kind = "internal"
+    technical = str(getattr(failure, "technical_message", "") or "")
+    for prefix, kind in _KIND_PREFIXES:
+        if technical.startswith(prefix):
+            final_kind = kind
+    answers: list[str | None] = []
+    failed: list[FailedAttempt] = []
+    responses: list[RecordedResponse] = []
+    for record in records:
+        p = record.payload
+        if record.type == "chat_commit_requested":
+            answers.append(None)
+        elif record.type == "chat_commit_failed" and answers:
+            answers[-1] = p.message
+        elif record.type == "model_call_attempt_failed":
+            failed.append(FailedAttempt(
+                invocation_id=p.invocation_id, round=p.round, attempt=p.attempt,
+                message=p.message, retryable=p.retryable,
+                kind="transient" if p.retryable else final_kind))
+        elif record.type == "model_response_stored":
+            if p.path not in tree.files:
+                raise RunNotExportable(f"run `{run.id}` lacks {p.path}, the model response "
+                                       f"of invocation `{p.invocation_id}` round {p.round}")
+            responses.append(RecordedResponse(invocation_id=p.invocation_id, round=p.round,
+                                              path=p.path))
+    return AgentRecording(
+        task=start["task"], chat_id=start["chatId"], presentation=start["presentation"],
+        stream=start["stream"], agents=start.get("agents") or {},
+        model=binding.model_dump(mode="json", by_alias=True), commit_answers=answers,
+        failed_attempts=failed, responses=responses)
