@@ -221,7 +221,8 @@ def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
     failure = next((r.payload for r in records
                     if r.type in ("run_failed", "run_partial_success")), None)
     final_kind = "internal"
-    technical = str(getattr(failure, "technical_message", "") or "")
+    dumped = {} if failure is None else failure.model_dump(mode="json", by_alias=True)
+    technical = str(dumped.get("technicalMessage") or "")
     for prefix, kind in _KIND_PREFIXES:
         if technical.startswith(prefix):
             final_kind = kind
