@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from model_servers import provider_for
+from tests.agent.scripts import call, failure, finish, turn, write
 
 import tavernlab
-import tavernlab.agent  # noqa: F401  (registers Lab.run_agent)
+import tavernlab.agent  # registers Lab.run_agent
 import tavernlab.models
 from tavernlab.cli import main
 from tavernlab.models import Scripted
@@ -25,8 +27,6 @@ from tavernlab.replay import FORMAT_VERSION, ReplaySession, read_bundle
 from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.workspace.records import read_json
 
-from model_servers import provider_for
-from tests.agent.scripts import call, failure, finish, turn, write
 from .conftest import deterministic_lab, write_package
 
 SKILL_MD = ("---\nname: greet\ndescription: Greets people.\n---\n"
