@@ -499,3 +499,49 @@ def test_temporary_labs_are_cleaned_up(recording: Recording, tmp_path: Path,
 
 def _entries(folder: Path) -> Iterator[Path]:
     yield from folder.iterdir()
+
+
+# -- sub-agents and handoff -----------------------------------------------------------------------
+
+CRITIC = {"description": "Reviews scene drafts.", "delegation": {"allowHandoff": False}}
+FINISHER = {"description": "Completes the final draft.",
+            "delegation": {"allowSubAgent": False},
+            "tools": {"allow": ["workspace.list_files", "workspace.read_file",
+                                "workspace.write_file", "workspace.commit",
+                                "workspace.finish"]}}
+
+
+def test_a_delegated_task_replays_identically(tmp_path: Path) -> None:
+    responses = [
+        turn(None, call("d1", "agent_delegate", {"agentId": "scene-critic", "task": {
+            "objective": "Review the scene.", "title": "Review"}}),
+             call("d2", "agent_await", {"mode": "nextCompleted"})),
+        turn(None, call("d3", "task_return", {"summary": "The scene works."})),
+        turn(None, write("d4", "output/main.md", "reviewed"), finish("d5"))]
+    recording = Recording(tmp_path, responses, name="delegated", presentation="background",
+                          agents={"scene-critic": CRITIC})
+    assert recording.outcome.status == "completed"
+    agent = read_bundle(recording.bundle).manifest.agent
+    assert agent is not None and list(agent.agents) == ["scene-critic"]
+    assert [r.invocation_id == "inv_root" for r in agent.responses] == [True, False, True]
+    other = tmp_path / "delegated-replayed"
+    report = tavernlab.replay(recording.bundle, lab=other)
+    assert report.identical, str(report)
+    same_lab_files(recording.root, other)
+    assert [t.invocation == "inv_root" for t in report.model_turns] == [True, False, True]
+
+
+def test_a_handoff_replays_identically(tmp_path: Path) -> None:
+    from tavernlab.workspace.profile import DEFAULT_ALLOWED_TOOLS
+
+    handing_off = {"tools": {"allow": [*DEFAULT_ALLOWED_TOOLS, "agent.handoff"]}}
+    responses = [
+        turn(None, write("h1", "output/main.md", "draft"), call("h2", "workspace_commit", {}),
+             call("h3", "agent_handoff", {"agentId": "finisher", "handoff": {
+                 "objective": "Finish the draft.", "workspaceRefs": ["output/main.md"]}})),
+        turn(None, finish("h4"))]
+    recording = Recording(tmp_path, responses, name="handoff", profile=handing_off,
+                          agents={"finisher": FINISHER})
+    assert recording.outcome.status == "completed"
+    report = tavernlab.replay(recording.bundle)
+    assert report.identical, str(report)
