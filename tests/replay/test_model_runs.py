@@ -545,3 +545,13 @@ def test_a_handoff_replays_identically(tmp_path: Path) -> None:
     assert recording.outcome.status == "completed"
     report = tavernlab.replay(recording.bundle)
     assert report.identical, str(report)
+
+
+def test_a_model_driven_bundle_has_no_step_by_step_notebook(
+        recording: Recording, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["notebook", "from-run", str(recording.bundle), "-o",
+                 str(tmp_path / "n.ipynb")]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "error: replay.setup_failed: the bundle's run was driven by the agent loop: replay it "
+        "with tavernlab replay (the loop runs again), not cell by cell"]
+    assert not (tmp_path / "n.ipynb").exists()

@@ -4,10 +4,14 @@ versions both sides ran.
 A divergence says *where* (``index``: the action, ``-1`` for the start of the run,
 ``actions`` for the state after the last action), *what kind* of outcome differed
 (``kind``: ``result``, ``error_code``, ``exit_code``, ``stdout``, ``stderr``, ``event``,
-``file``, ``persist_state``, ``chat``, ``setup``, ``error``), *which* one (``subject``: a
-path, a record), the recorded and replayed values in short, and a unified diff where the
-outcome is text. Divergences are ordered by action, so ``report.first`` is where behaviour
-changed first. The text form is ``str(report)``; the notebook form is ``_repr_html_``
+``file``, ``persist_state``, ``chat``, ``setup``, ``error``, ``model_request``), *which* one
+(``subject``: a path, a record, a request's message), the recorded and replayed values in
+short, and a unified diff where the outcome is text. Divergences are ordered by action, so
+``report.first`` is where behaviour changed first; for a model-driven run whose model request
+differed it is that request (``model_divergence``, with its invocation, round and the tool
+call whose result differed), the point where the model would have seen something else. A
+model-driven run's report also lists its ``model_turns`` and, after a live continuation, the
+``live`` run. The text form is ``str(report)``; the notebook form is ``_repr_html_``
 (:func:`report_html`: pure functions, no notebook import, so a report shows itself in any
 notebook front end: the status first, then the skills of both sides with a changed hash
 marked, then one row per divergence with the recording and the replay side by side,
