@@ -555,3 +555,23 @@ def test_a_model_driven_bundle_has_no_step_by_step_notebook(
         "error: replay.setup_failed: the bundle's run was driven by the agent loop: replay it "
         "with tavernlab replay (the loop runs again), not cell by cell"]
     assert not (tmp_path / "n.ipynb").exists()
+
+
+def test_a_recording_that_does_not_replay_identically_says_so_before_its_requests(
+        recording: Recording, tmp_path: Path) -> None:
+    def edit_main(found: Members, manifest: dict[str, Any]) -> None:
+        files = manifest["run"]["files"]
+        edited = b"edited by hand"
+        digest = hashlib.sha256(edited).hexdigest()
+        found["blobs/" + digest] = edited
+        files["output/main.md"] = digest
+
+    edited = rewrite(recording.bundle, tmp_path / "edited.tavernrun", edit_main)
+    bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
+    report = tavernlab.replay(edited, skills={"greet": bye})
+    note = report.divergences[0]
+    assert (note.index, note.kind, note.subject) == (-1, "setup", "recorded model requests")
+    assert note.actual is not None and note.actual.startswith(
+        "the recording does not replay byte for byte with its own skills (first: action 4 "
+        "(builtin:workspace.write_file c3): file output/main.md)")
+    assert report.model_divergence is not None and report.model_divergence.round == 3

@@ -381,20 +381,29 @@ def _drive(bundle: Bundle, lab: Lab, model: ModelProvider) -> AgentHandle:
         review=_answers(recording), agents=recording.agents or None)
 
 
-def recorded_requests(bundle: Bundle) -> dict[Key, dict[str, Any]]:
+def recorded_requests(bundle: Bundle) -> tuple[dict[Key, dict[str, Any]], Divergence | None]:
     """The model requests of the recorded run, rebuilt by replaying it with its own skills
-    in a temporary lab (see the module notes)."""
+    in a temporary lab (see the module notes), and a ``setup`` divergence when that replay
+    was not byte-identical (the requests are then the ones it made, which the recorded run
+    may not have sent)."""
     root, _ = lab_root(None)
     try:
         _, _, _, lab = open_replay_lab(bundle, root, None)
         try:
             model = ReplayModel(recording_of(bundle), recorded_responses(bundle))
-            _drive(bundle, lab, model).wait()
-            return model.requests
+            run = _drive(bundle, lab, model).wait().run
+            found = compare(bundle, run)
         finally:
             lab.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    note = None
+    if found:
+        note = Divergence(-1, "start of the run", "setup", "recorded model requests",
+                          None, "the recording does not replay byte for byte with its own "
+                          f"skills (first: {found[0].summary()}), so the requests compared "
+                          "are the ones that replay made", found[0].diff)
+    return model.requests, note
 
 
 def _turns(bundle: Bundle, run: Run) -> list[ModelTurn]:
@@ -450,13 +459,13 @@ def replay_model_run(bundle: Bundle | str | Path, lab: str | Path | None = None,
         versions, _, _, replay_lab = open_replay_lab(loaded, root, skills)
         try:
             changed = {v.replayed_hash: v.recorded_hash for v in versions if v.changed}
-            expected = recorded_requests(loaded) if changed else None
+            expected, note = recorded_requests(loaded) if changed else (None, None)
             model = ReplayModel(recording, responses, expected=expected,
                                 substitutions=changed)
             handle = _drive(loaded, replay_lab, model)
             handle.wait()
             run = handle.run
-            errors: list[Divergence] = []
+            errors: list[Divergence] = [note] if note is not None else []
             if run.id != loaded.manifest.run_id:
                 errors.append(Divergence(-1, "start of the run", "setup", "run id",
                                          loaded.manifest.run_id, run.id))
