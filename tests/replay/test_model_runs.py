@@ -575,3 +575,34 @@ def test_a_recording_that_does_not_replay_identically_says_so_before_its_request
         "the recording does not replay byte for byte with its own skills (first: action 4 "
         "(builtin:workspace.write_file c3): file output/main.md)")
     assert report.model_divergence is not None and report.model_divergence.round == 3
+
+
+def test_a_run_cancelled_during_a_model_call_replays_identically(tmp_path: Path) -> None:
+    import threading
+
+    package = write_package(tmp_path / "greet", GREET)
+    lab = deterministic_lab(tmp_path / "cancelled")
+    lab.skills.install(package)
+    slow = turn("Thinking " * 200, write("s1", "output/main.md", "never"))
+    slow["delayMs"] = 20
+    handle = lab.start_agent(TASK, model=Scripted([turns()[0], slow]))
+    started = threading.Event()
+
+    def look(record: Any) -> None:
+        if record.type == "model_call_attempt_started" and record.payload.round == 2:
+            started.set()
+    with handle.run.subscribe(look):
+        assert started.wait(60)
+    assert handle.cancel() >= 1
+    outcome = handle.wait(60)
+    assert outcome.status == "cancelled"
+    bundle = outcome.run.export(tmp_path / "cancelled.tavernrun")
+    lab.close()
+    agent = read_bundle(bundle).manifest.agent
+    assert agent is not None and agent.cancelled_attempt is not None
+    assert (agent.cancelled_attempt.round, agent.cancelled_attempt.attempt) == (2, 1)
+    other = tmp_path / "cancelled-replayed"
+    report = tavernlab.replay(bundle, lab=other)
+    assert report.identical, str(report)
+    same_lab_files(tmp_path / "cancelled", other)
+    assert [t.round for t in report.model_turns] == [1]

@@ -36,7 +36,13 @@ from tavernlab.host import Run
 from tavernlab.host.index import RunIndex
 from tavernlab.host.lab import WORKSPACES_DIR
 from tavernlab.js.kit.pins import kit_key
-from tavernlab.replay.actions import Action, JsJob, ToolCall, derive_actions
+from tavernlab.replay.actions import (
+    CANCEL_WITHOUT_ACTION,
+    Action,
+    JsJob,
+    ToolCall,
+    derive_actions,
+)
 from tavernlab.replay.bundle import MAX_BUNDLE_BYTES, Bundle, sha256_of
 from tavernlab.replay.errors import BundleTooLarge, RunNotExportable
 from tavernlab.replay.manifest import (
@@ -44,6 +50,7 @@ from tavernlab.replay.manifest import (
     AgentRecording,
     BoundSkill,
     BundleManifest,
+    CancelledAttempt,
     ChatOutput,
     FailedAttempt,
     PersistState,
@@ -97,9 +104,12 @@ def build_bundle(run: Run) -> Bundle:
     origin = _origin(run)
     records = run.events()
     derivation = derive_actions(records)
-    if derivation.problems:
-        raise RunNotExportable(f"run `{run.id}` cannot be exported while "
-                               f"{derivation.problems[0]}")
+    problems = derivation.problems
+    if any(r.type == "agent_model_binding_resolved" for r in records):
+        # the loop's own cancellation (during a model call) is no action of a hand
+        problems = [p for p in problems if not p.endswith(CANCEL_WITHOUT_ACTION)]
+    if problems:
+        raise RunNotExportable(f"run `{run.id}` cannot be exported while {problems[0]}")
     blobs = _Blobs()
     tree = scan_tree(run.dir, add=blobs.add, skip=frozenset({LOCK_FILE_NAME}))
     _check_action_files(run, derivation.actions, tree)
@@ -201,6 +211,12 @@ def _chat_outputs(chat: Chat, records: list[Event]) -> list[ChatOutput]:
     return outputs
 
 
+#: The records that say where a model-driven run stood (a cancellation right after an
+#: attempt started was a cancellation during that model call).
+_MODEL_STEPS = frozenset({"model_call_attempt_started", "model_call_attempt_failed",
+                          "model_call_retry_scheduled", "model_response_stored",
+                          "tool_call_started", "tool_call_completed", "tool_call_failed"})
+
 #: The technical-message prefix of each non-retried model error kind.
 _KIND_PREFIXES = (("Validation error: ", "validation"), ("Unauthorized: ", "unauthorized"),
                   ("Internal error: ", "internal"))
@@ -229,8 +245,17 @@ def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
     answers: list[str | None] = []
     failed: list[FailedAttempt] = []
     responses: list[RecordedResponse] = []
+    cancelled: CancelledAttempt | None = None
+    last_model: Event | None = None
     for record in records:
         p = record.payload
+        if record.type in _MODEL_STEPS:
+            last_model = record
+        if record.type == "run_cancel_requested" and last_model is not None \
+                and last_model.type == "model_call_attempt_started":
+            q = last_model.payload
+            cancelled = CancelledAttempt(invocation_id=q.invocation_id, round=q.round,
+                                         attempt=q.attempt)
         if record.type == "chat_commit_requested":
             answers.append(None)
         elif record.type == "chat_commit_failed" and answers:
@@ -250,4 +275,4 @@ def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
         task=start["task"], chat_id=start["chatId"], presentation=start["presentation"],
         stream=start["stream"], agents=start.get("agents") or {},
         model=binding.model_dump(mode="json", by_alias=True), commit_answers=answers,
-        failed_attempts=failed, responses=responses)
+        failed_attempts=failed, responses=responses, cancelled_attempt=cancelled)

@@ -102,12 +102,22 @@ class FailedAttempt(Model):
     kind: str
 
 
+class CancelledAttempt(Model):
+    """The model call attempt the run was cancelled during (the replay cancels the run at
+    the same attempt)."""
+
+    invocation_id: str
+    round: int
+    attempt: int
+
+
 class AgentRecording(Model):
     """How a model-driven run was driven: what :func:`tavernlab.agent.start_agent` was given
     (``task``, ``chatId``, ``presentation``, ``stream``, ``agents`` by id), the model binding
     the loop announced (``agent_model_binding_resolved``: source, format, model id, binding),
     the host's answer to each commit request in order (``null`` accepted it, a text rejected
-    it), the failed attempts and the recorded responses."""
+    it), the failed attempts, the recorded responses, and the model call attempt the run was
+    cancelled during, if it was."""
 
     task: str
     chat_id: str
@@ -118,6 +128,7 @@ class AgentRecording(Model):
     commit_answers: list[str | None] = Field(default_factory=list)
     failed_attempts: list[FailedAttempt] = Field(default_factory=list)
     responses: list[RecordedResponse] = Field(default_factory=list)
+    cancelled_attempt: CancelledAttempt | None = None
 
 
 class BundleManifest(Model):

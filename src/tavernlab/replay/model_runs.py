@@ -9,7 +9,10 @@ request, and a :class:`ReplayModel` in place of the model: it serves the run's
 ``model-responses/`` by invocation and round (through :class:`tavernlab.models.Recorded`),
 fails again the attempts that failed in the recording, and presents itself as the recorded
 model did (source, format, model id, binding), so every record comes out the same and the
-comparison of :mod:`tavernlab.replay.compare` applies unchanged.
+comparison of :mod:`tavernlab.replay.compare` applies unchanged. A run cancelled during a
+model call is cancelled again at that attempt (the loop's own cancel, then the call ends as a
+cancelled one); a cancellation during a tool call or a retry pause is not replayed, and the
+comparison reports what the replay did beyond it.
 
 Against a changed skill, each model request the loop makes is also compared with the
 recorded one. The recorded requests are rebuilt from the recorded transcript by the loop
@@ -39,7 +42,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,7 @@ from tavernlab.models import (
     DEFAULT_TIMEOUT_S,
     DeltaCallback,
     ModelCallError,
+    ModelCancelled,
     ModelProvider,
     ModelRequest,
     ModelResponse,
@@ -180,8 +184,17 @@ class ReplayModel:
         self._expected = expected
         self._substitutions = dict(substitutions or {})
         self._lock = threading.Lock()
+        self._cancelled = recording.cancelled_attempt
+        self._cancel: Callable[[], object] | None = None
+        self._attached = threading.Event()
         self.requests: dict[Key, dict[str, Any]] = {}
         self.divergence: RequestDivergence | None = None
+
+    def attach(self, cancel: Callable[[], object]) -> None:
+        """The replayed loop's cancel (called at the attempt the recorded run was cancelled
+        during)."""
+        self._cancel = cancel
+        self._attached.set()
 
     @property
     def provider_format(self) -> str:
@@ -234,6 +247,13 @@ class ReplayModel:
                         DIVERGED, f"the model request of invocation `{key[0]}` round "
                         f"{key[1]} differs from the recorded one ({found.subject}); the "
                         "recorded responses from there on are not served", kind="internal")
+        stopped = self._cancelled
+        if stopped is not None and (stopped.invocation_id, stopped.round,
+                                    stopped.attempt) == (*key, attempt):
+            self._attached.wait()
+            assert self._cancel is not None
+            self._cancel()
+            raise ModelCancelled()
         failed = self._failures.get((*key, attempt))
         if failed is not None:
             match = _CODE.match(failed.message)
@@ -340,6 +360,10 @@ class Continuation:
         """The live model's binding."""
         return self._live.describe()
 
+    def attach(self, cancel: Callable[[], object]) -> None:
+        """The loop's cancel, for the recorded part."""
+        self._recorded.attach(cancel)
+
     def close_session(self, session_id: str) -> None:
         """Closed on the live model."""
         self._live.close_session(session_id)
@@ -372,13 +396,15 @@ def _answers(recording: AgentRecording) -> Any:
     return review
 
 
-def _drive(bundle: Bundle, lab: Lab, model: ModelProvider) -> AgentHandle:
+def _drive(bundle: Bundle, lab: Lab, model: ReplayModel | Continuation) -> AgentHandle:
     recording = recording_of(bundle)
-    return start_agent(
+    handle = start_agent(
         lab, recording.task, model=model, chat_id=recording.chat_id,
         profile=bundle.run_json("input/resolved_profile.json"),
         presentation=recording.presentation, stream=recording.stream,
         review=_answers(recording), agents=recording.agents or None)
+    model.attach(handle.cancel)
+    return handle
 
 
 def recorded_requests(bundle: Bundle) -> tuple[dict[Key, dict[str, Any]], Divergence | None]:
