@@ -51,16 +51,16 @@ def test_report_forms() -> None:
 
 
 def test_a_model_runs_report_shows_its_turns_its_divergence_and_the_live_run() -> None:
-    from tavernlab.replay import LiveContinuation, ModelTurn
+    from tavernlab.replay import LiveContinuation, RecordedModelCall
 
     request_diff = text_diff("content: hi\n", "content: bye\n", "request/messages/5")
     diverged = Divergence(2, "model request of round 3 (inv_root, call c2)", "model_request",
                           "message 5 (tool result of c2)", diff=request_diff,
                           invocation="inv_root", round=3, call="c2")
     result = Divergence(1, "builtin:workspace.shell c2", "result", "content", diff=DIFF)
-    turns = [ModelTurn("inv_root", 1, "resp_1", "m", 100, 7, True),
-             ModelTurn("inv_root", 2, None, None, None, None, True),
-             ModelTurn("inv_root", 3, "resp_3", "m", 200, 11, False)]
+    turns = [RecordedModelCall("inv_root", 1, "resp_1", "m", 100, 7, True),
+             RecordedModelCall("inv_root", 2, None, None, None, None, True),
+             RecordedModelCall("inv_root", 3, "resp_3", "m", 200, 11, False)]
     live = LiveContinuation("run_2", "completed", None, 3, 3, "inv_root")
     report = ReplayReport("b.tavernrun", "run_1", 6, [result, diverged], model_turns=turns,
                           model_divergence=diverged, live=live)

@@ -44,17 +44,16 @@ from tavernlab.replay.many import ReplaySummary, replay_many
 from tavernlab.replay.report import (
     Divergence,
     LiveContinuation,
-    ModelTurn,
+    RecordedModelCall,
     ReplayReport,
     SkillVersions,
 )
 from tavernlab.replay.session import ReplaySession, SkillSources, replay_bundle
 
 __all__ = ["BUNDLE_SUFFIX", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_MEMBERS",
-           "MAX_MEMBER_BYTES", "Bundle", "Divergence", "LiveContinuation", "ModelTurn",
-           "ReplayReport", "ReplaySession",
-           "ReplaySummary", "SkillVersions", "export_run", "read_bundle", "replay",
-           "replay_bundle", "replay_many"]
+           "MAX_MEMBER_BYTES", "Bundle", "Divergence", "LiveContinuation", "RecordedModelCall",
+           "ReplayReport", "ReplaySession", "ReplaySummary", "SkillVersions", "export_run",
+           "read_bundle", "replay", "replay_bundle", "replay_many"]
 
 
 def replay(bundle: Bundle | str | Path, lab: str | Path | None = None,

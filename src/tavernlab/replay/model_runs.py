@@ -66,7 +66,7 @@ from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.compare import _merged, compare, text_diff
 from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.replay.manifest import AgentRecording
-from tavernlab.replay.report import Divergence, LiveContinuation, ModelTurn, ReplayReport
+from tavernlab.replay.report import Divergence, LiveContinuation, RecordedModelCall, ReplayReport
 from tavernlab.replay.session import SkillSources, lab_root, open_replay_lab
 
 #: The code of a model call the replay refused because its request differed.
@@ -432,16 +432,16 @@ def recorded_requests(bundle: Bundle) -> tuple[dict[Key, dict[str, Any]], Diverg
     return model.requests, note
 
 
-def _turns(bundle: Bundle, run: Run) -> list[ModelTurn]:
+def _turns(bundle: Bundle, run: Run) -> list[RecordedModelCall]:
     turns = []
     for response in recording_of(bundle).responses:
         record = bundle.run_json(response.path)
         stored = ModelResponse.model_validate(record["response"])
         usage = stored.usage
         replayed = run.dir / response.path
-        turns.append(ModelTurn(response.invocation_id, response.round, stored.response_id,
-                               stored.model, usage.input_tokens, usage.output_tokens,
-                               replayed.is_file()))
+        turns.append(RecordedModelCall(response.invocation_id, response.round,
+                                       stored.response_id, stored.model, usage.input_tokens,
+                                       usage.output_tokens, replayed.is_file()))
     return turns
 
 

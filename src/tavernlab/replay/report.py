@@ -82,7 +82,7 @@ class SkillVersions:
 
 
 @dataclass(frozen=True)
-class ModelTurn:
+class RecordedModelCall:
     """One model call of a model-driven run, as recorded and as replayed: its invocation and
     round, the recorded response's id, model and tokens, and whether the replay served it
     (``False`` after a divergence, or where the replayed run ended sooner)."""
@@ -154,7 +154,7 @@ class ReplayReport:
     skills: list[SkillVersions] = field(default_factory=list)
     lab: str | None = None
     elapsed_s: float = 0.0
-    model_turns: list[ModelTurn] = field(default_factory=list)
+    model_turns: list[RecordedModelCall] = field(default_factory=list)
     model_divergence: Divergence | None = None
     live: LiveContinuation | None = None
 
