@@ -606,3 +606,18 @@ def test_a_run_cancelled_during_a_model_call_replays_identically(tmp_path: Path)
     assert report.identical, str(report)
     same_lab_files(tmp_path / "cancelled", other)
     assert [t.round for t in report.model_turns] == [1]
+
+
+def test_replay_many_takes_model_driven_bundles(recording: Recording, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        same = tavernlab.replay_many([recording.bundle], executor=pool)
+        other = tavernlab.replay_many([recording.bundle], skills={"greet": str(bye)},
+                                      executor=pool)
+    assert same.identical == 1
+    first = other.reports[0].first
+    assert other.identical == 0 and first is not None and first.round == 3
+    assert other.rows()[0]["first"] == ("round 3 model request (inv_root, call c2): "
+                                        "model_request message 5 (tool result of c2)")
