@@ -17,7 +17,7 @@ import tavernlab.replay.bundle as bundle_module
 import tavernlab.replay.export as export_module
 from tavernlab.cli import main
 from tavernlab.errors import TavernlabError
-from tavernlab.replay import read_bundle
+from tavernlab.replay import FORMAT_VERSION, read_bundle
 from tavernlab.replay.errors import BundleInvalid, BundleTooLarge, BundleVersionUnsupported
 
 from .conftest import deterministic_lab
@@ -119,10 +119,11 @@ def test_a_corrupted_file_names_the_member(bundle: Path, tmp_path: Path) -> None
 
 def test_a_newer_format_version_is_refused(bundle: Path, tmp_path: Path) -> None:
     newer = rewrite(bundle, tmp_path / "newer.tavernrun",
-                    edit_manifest(lambda m: m.update(formatVersion=2)), reseal=True)
+                    edit_manifest(lambda m: m.update(formatVersion=FORMAT_VERSION + 1)),
+                    reseal=True)
     assert refused(newer, BundleVersionUnsupported) == (
-        "newer.tavernrun has bundle format version 2, newer than the version 1 this "
-        "tavernlab reads: upgrade tavernlab to replay it")
+        f"newer.tavernrun has bundle format version {FORMAT_VERSION + 1}, newer than the "
+        f"version {FORMAT_VERSION} this tavernlab reads: upgrade tavernlab to replay it")
     other = rewrite(bundle, tmp_path / "other.tavernrun",
                     edit_manifest(lambda m: m.update(format="zip")), reseal=True)
     assert refused(other) == "other.tavernrun is not a tavernrun bundle"

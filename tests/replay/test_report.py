@@ -48,3 +48,51 @@ def test_report_forms() -> None:
     setup = Divergence(-1, "start of the run", "setup", "run id", "run_a", "run_b")
     assert setup.summary() == ("run start (start of the run): setup run id: recorded run_a, "
                                "replayed run_b")
+
+
+def test_a_model_runs_report_shows_its_turns_its_divergence_and_the_live_run() -> None:
+    from tavernlab.replay import LiveContinuation, RecordedModelCall
+
+    request_diff = text_diff("content: hi\n", "content: bye\n", "request/messages/5")
+    diverged = Divergence(2, "model request of round 3 (inv_root, call c2)", "model_request",
+                          "message 5 (tool result of c2)", diff=request_diff,
+                          invocation="inv_root", round=3, call="c2")
+    result = Divergence(1, "builtin:workspace.shell c2", "result", "content", diff=DIFF)
+    turns = [RecordedModelCall("inv_root", 1, "resp_1", "m", 100, 7, True),
+             RecordedModelCall("inv_root", 2, None, None, None, None, True),
+             RecordedModelCall("inv_root", 3, "resp_3", "m", 200, 11, False)]
+    live = LiveContinuation("run_2", "completed", None, 3, 3, "inv_root")
+    report = ReplayReport("b.tavernrun", "run_1", 6, [result, diverged], model_turns=turns,
+                          model_divergence=diverged, live=live)
+    assert report.first is diverged
+    assert str(report).splitlines() == [
+        "diverged: 2 divergences in run_1, first: round 3 model request (inv_root, call c2): "
+        "model_request message 5 (tool result of c2)",
+        "--- recorded/request/messages/5", "+++ replayed/request/messages/5",
+        "@@ -1 +1 @@", "-content: hi", "+content: bye",
+        "model turns:",
+        "  round 1 (inv_root): resp_1 (m), 100 in + 7 out tokens, served",
+        "  round 2 (inv_root): no id (unknown model), ? in + ? out tokens, served",
+        "  round 3 (inv_root): resp_3 (m), 200 in + 11 out tokens, not served",
+        "live run run_2: completed after 3 rounds (live from round 3 of inv_root)"]
+    data = report.to_json()
+    assert data["modelTurns"][2] == {"invocationId": "inv_root", "round": 3,
+                                     "responseId": "resp_3", "model": "m", "inputTokens": 200,
+                                     "outputTokens": 11, "served": False}
+    assert (data["modelDivergence"]["round"], data["modelDivergence"]["call"]) == (3, "c2")
+    assert data["live"] == {"runId": "run_2", "status": "completed", "failure": None,
+                            "rounds": 3, "fromRound": 3, "invocationId": "inv_root"}
+    html = report._repr_html_()
+    assert ('<tr class="del"><td>3</td><td>inv_root</td><td>resp_3</td><td>m</td>'
+            "<td>200</td><td>11</td><td>not served</td>"
+            "<td>diverged: message 5 (tool result of c2)</td></tr>") in html
+    assert "<summary>request diff</summary>" in html
+    assert "live run run_2: completed" in html
+    # a divergence at a round the recording never reached still gets its row
+    beyond = Divergence(3, "model request of round 4 (inv_root)", "model_request",
+                        "a model request the recording never made", invocation="inv_root",
+                        round=4)
+    late = ReplayReport("b.tavernrun", "run_1", 6, [beyond], model_turns=turns,
+                        model_divergence=beyond)
+    assert ('<tr class="del"><td>4</td><td>inv_root</td><td colspan="6">diverged: a model '
+            "request the recording never made</td></tr>") in late._repr_html_()

@@ -22,9 +22,12 @@ from tavernlab.host.run import Run
 from tavernlab.host.starting import resolve_profile
 from tavernlab.models import ModelProvider, Usage
 from tavernlab.workspace.profile import ModelBinding, Profile
+from tavernlab.workspace.records import write_json
 
 #: The chat a run starts in when no ``chat_id`` is given.
 DEFAULT_CHAT_ID = "agent"
+#: Where a run keeps how its loop was started (tavernlab's record, read by replay).
+LOOP_START_FILE = "input/loop_start.json"
 Presentation = Literal["foreground", "background"]
 
 
@@ -184,7 +187,10 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
     answer to each commit request (``None`` accepts it, a message rejects it; by default
     every commit is accepted and saved in the lab's chat file). ``agents`` are the Profiles
     the run's agents may delegate to or hand the run to, by id (a Profile's ``id`` is set to
-    its key). Everything is checked before the run is created.
+    its key). Everything is checked before the run is created. How the loop was started
+    (the task, chat, presentation, stream flag and agents; never the model's credentials)
+    is kept in the run's ``input/loop_start.json``, which is what a replay re-drives it
+    from.
     """
     if not isinstance(task, str) or not task.strip():
         raise UsageError("the task must be non-empty text")
@@ -196,8 +202,12 @@ def start_agent(lab: Lab, task: str, *, model: Any, chat_id: str | None = None,
         target.id = agent_id
         target.policy()
         targets[agent_id] = target
-    run = lab.start_loop_run(chat_id or DEFAULT_CHAT_ID, presentation=chosen,
-                             profile=resolved)
+    chat = chat_id or DEFAULT_CHAT_ID
+    run = lab.start_loop_run(chat, presentation=chosen, profile=resolved)
+    write_json(run.dir / LOOP_START_FILE, {
+        "task": task, "chatId": chat, "presentation": chosen, "stream": streaming,
+        "agents": {agent_id: target.model_dump(mode="json", by_alias=True)
+                   for agent_id, target in targets.items()}})
     core = run._core
     loop = AgentLoop(run, core, lab.tools, provider, task=task, stream=streaming,
                      on_delta=on_delta, review=review, agents=targets, owns_provider=owned)

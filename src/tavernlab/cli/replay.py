@@ -3,10 +3,15 @@
 * ``tavernlab run export RUN_ID -o FILE [--lab DIR] [--with-view]`` writes the run as a
   ``.tavernrun`` bundle and prints its path; ``--with-view`` adds the run's self-contained
   page (``view.html``, see ``tavernlab view``) so that anyone can open it without tavernlab.
-* ``tavernlab replay FILE [--skill NAME=PATH]... [--lab DIR] [--json]`` replays a bundle in a
-  fresh lab (a temporary one unless ``--lab`` names a new or empty directory, which is kept)
-  and exits 0 when every outcome is identical, 1 when not, printing the headline and the
-  first divergence with its diff (``--json``: the whole report).
+* ``tavernlab replay FILE [--skill NAME=PATH]... [--lab DIR] [--live MODEL] [--json]``
+  replays a bundle in a fresh lab (a temporary one unless ``--lab`` names a new or empty
+  directory, which is kept) and exits 0 when every outcome is identical, 1 when not,
+  printing the headline and the first divergence with its diff, and a model-driven run's
+  model turns (``--json``: the whole report). ``--live MODEL`` continues a model-driven
+  run from its divergence with that model as a new run (the lab is kept and named):
+  ``MODEL`` is a model name as ``tavernlab.models.from_spec`` reads it where that exists,
+  else ``scripted:FILE.json`` (a JSON list of responses in the shape
+  :class:`tavernlab.models.Scripted` takes).
 * ``tavernlab notebook from-run FILE -o NOTEBOOK [--force]`` writes a notebook that replays
   the run step by step with the magics; an existing NOTEBOOK is replaced only with
   ``--force``.
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import UsageError
+from tavernlab.models import ModelProvider
 from tavernlab.replay import read_bundle, replay
 from tavernlab.replay.errors import OutputExists
 from tavernlab.replay.walkthrough import write_notebook
@@ -50,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="replay against another version of a bound skill (repeatable)")
     play.add_argument("--lab", metavar="DIR", default=None,
                       help="replay in this new or empty directory and keep it")
+    play.add_argument("--live", metavar="MODEL", default=None,
+                      help="continue a model-driven run from its divergence with this model, "
+                           "as a new run (e.g. scripted:FILE.json)")
     play.add_argument("--json", action="store_true", help="print the whole report as JSON")
     play.set_defaults(func=_replay)
 
@@ -90,8 +99,33 @@ def _skills(pairs: list[str]) -> dict[str, str]:
     return skills
 
 
+def live_model(spec: str) -> ModelProvider:
+    """The provider ``spec`` names: through ``tavernlab.models.from_spec`` when this
+    tavernlab has it, else only ``scripted:FILE.json``."""
+    import tavernlab.models as models
+
+    from_spec = getattr(models, "from_spec", None)
+    if from_spec is not None:
+        provider: ModelProvider = from_spec(spec)
+        return provider
+    prefix, _, name = spec.partition(":")
+    if prefix != "scripted" or not name:
+        raise UsageError(f"--live takes scripted:FILE.json here, not `{spec}`")
+    try:
+        responses = json.loads(Path(name).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--live {spec}: not a readable JSON file: {exc}") from None
+    if not isinstance(responses, list):
+        raise UsageError(f"--live {spec}: the file must hold a JSON list of responses")
+    try:
+        return models.Scripted(responses)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--live {spec}: {exc}") from None
+
+
 def _replay(args: argparse.Namespace) -> int:
-    report = replay(args.bundle, lab=args.lab, skills=_skills(args.skill) or None)
+    live = live_model(args.live) if args.live else None
+    report = replay(args.bundle, lab=args.lab, skills=_skills(args.skill) or None, live=live)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

@@ -4,8 +4,10 @@ against another version of a skill, replay a corpus at once.
 * ``run.export(path)`` / :func:`export_run` writes one ``.tavernrun`` bundle
   (:mod:`~tavernlab.replay.manifest` describes the format, :mod:`~tavernlab.replay.export`
   what is refused).
-* ``tavernlab.replay(bundle, lab=None, skills=None)`` plays the bundle's actions in a fresh
-  lab with the recorded clock and ids and returns a :class:`ReplayReport`
+* ``tavernlab.replay(bundle, lab=None, skills=None, live=None)`` plays the bundle's actions
+  (or, for a run the agent loop drove, runs the loop again with the recorded model
+  responses) in a fresh lab with the recorded clock and ids and returns a
+  :class:`ReplayReport`
   (:mod:`~tavernlab.replay.compare` says what is compared). ``skills={"name": path}`` plays
   the same actions against another version of a bound skill; the report names both hashes.
 * :func:`replay_many` replays many bundles on any :class:`concurrent.futures.Executor`.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.host.presentation import register_presenter
+from tavernlab.models import ModelProvider
 from tavernlab.replay.bundle import (
     BUNDLE_SUFFIX,
     MAX_BUNDLE_BYTES,
@@ -38,25 +41,36 @@ from tavernlab.replay.bundle import (
 from tavernlab.replay.export import export_run
 from tavernlab.replay.manifest import FORMAT_VERSION
 from tavernlab.replay.many import ReplaySummary, replay_many
-from tavernlab.replay.report import Divergence, ReplayReport, SkillVersions
+from tavernlab.replay.report import (
+    Divergence,
+    LiveContinuation,
+    RecordedModelCall,
+    ReplayReport,
+    SkillVersions,
+)
 from tavernlab.replay.session import ReplaySession, SkillSources, replay_bundle
 
 __all__ = ["BUNDLE_SUFFIX", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_MEMBERS",
-           "MAX_MEMBER_BYTES", "Bundle", "Divergence", "ReplayReport", "ReplaySession",
-           "ReplaySummary", "SkillVersions", "export_run", "read_bundle", "replay",
-           "replay_bundle", "replay_many"]
+           "MAX_MEMBER_BYTES", "Bundle", "Divergence", "LiveContinuation", "RecordedModelCall",
+           "ReplayReport", "ReplaySession", "ReplaySummary", "SkillVersions", "export_run",
+           "read_bundle", "replay", "replay_bundle", "replay_many"]
 
 
 def replay(bundle: Bundle | str | Path, lab: str | Path | None = None,
-           skills: SkillSources | None = None) -> ReplayReport:
+           skills: SkillSources | None = None, live: ModelProvider | None = None
+           ) -> ReplayReport:
     """Replay a bundle and compare every outcome with the recording.
 
     ``bundle`` is a path or a :class:`Bundle`; ``lab`` a new or empty directory to replay in
     (kept afterwards, and named in the report); by default a temporary lab is used and
     removed. ``skills`` maps a bound skill's name to another version of it (a directory or
-    ZIP) to replay the same actions against. Returns the :class:`ReplayReport`.
+    ZIP) to replay the same actions against. A run the agent loop drove is replayed by
+    running the loop again with its recorded model responses
+    (:mod:`~tavernlab.replay.model_runs`); against a changed skill its model requests are
+    compared too, and ``live`` (a model provider) continues from the first one that differs
+    as a new run (the lab is then kept). Returns the :class:`ReplayReport`.
     """
-    return replay_bundle(bundle, lab, skills)
+    return replay_bundle(bundle, lab, skills, live)
 
 
 class _CallableModule(types.ModuleType):

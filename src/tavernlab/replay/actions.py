@@ -115,6 +115,10 @@ def describe(action: Action) -> str:
     return "resume the run"
 
 
+#: The problem a cancellation outside every action is.
+CANCEL_WITHOUT_ACTION = "a cancellation with no running action"
+
+
 @dataclass
 class Derivation:
     """The actions found in a record stream, and what could not be understood."""
@@ -182,7 +186,7 @@ class _Reader:
                 invocation_id=p.invocation_id, profile=dict(p.profile)))
         elif kind == "run_cancel_requested":
             if not self.running:
-                self.out.problems.append(f"record {at}: a cancellation with no running action")
+                self.out.problems.append(f"record {at}: {CANCEL_WITHOUT_ACTION}")
             else:
                 list(self.running.values())[-1].cancel = p.reason or ""
         elif (kind == "status_changed" and p.from_status in TERMINAL_STATUSES

@@ -12,11 +12,12 @@ is extracted to disk. Then every member is verified: only ``manifest.json``,
 ``manifest.sha256``, ``blobs/<sha256>`` and the optional ``view.html`` may exist (the run's
 page for anyone without tavernlab, see :mod:`tavernlab.view`; a replay never reads it), the
 manifest must match its digest, its format version must be one this tavernlab reads, each
-blob must hash to its name, every digest the manifest names must be present, and every path
-it names must be a normalized relative path. The ids the actions name have the shapes the
-host gives them (a call id and an agent id match ``[A-Za-z0-9_.:-]{1,256}``, an invocation id
-and a job id ``[A-Za-z0-9_-]{1,128}``), and so do the bound skills' names and hashes: a bundle
-is shared, and these values are copied into reports and generated notebooks. A failure names
+blob must hash to its name, every digest the manifest names must be present, every path it
+names must be a normalized relative path, and every model response a model-driven run
+recorded must be one of its run files. The ids the actions name have the shapes the host
+gives them (a call id and an agent id match ``[A-Za-z0-9_.:-]{1,256}``, an invocation id and
+a job id ``[A-Za-z0-9_-]{1,128}``), and so do the bound skills' names and hashes: a bundle is
+shared, and these values are copied into reports and generated notebooks. A failure names
 the member.
 
 Writing is deterministic (the same run gives the same bytes: entries sorted, fixed times) and
@@ -234,6 +235,13 @@ def _check_paths(manifest: BundleManifest) -> None:
     for skill in manifest.skills:
         for path in skill.files:
             _relative(path, f"file of skill {skill.name}")
+    agent = manifest.agent
+    for response in agent.responses if agent is not None else []:
+        _relative(response.path, "model response")
+        if response.path not in manifest.run.files:
+            raise BundleInvalid(f"the bundle has no run file {response.path}, the recorded "
+                                f"model response of invocation `{response.invocation_id}` "
+                                f"round {response.round}")
 
 
 def _check_ids(manifest: BundleManifest) -> None:

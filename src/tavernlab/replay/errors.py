@@ -11,10 +11,15 @@
   lab.
 * ``replay.bundle_version_unsupported`` - a bundle written by a newer format version.
 * ``replay.setup_failed`` - the replay lab could not be prepared: a lab directory that is not
-  empty, a replacement skill that is not the skill the run bound; a replay closed before it
-  was verified.
+  empty, a replacement skill that is not the skill the run bound, a run the agent loop drove
+  asked to be played action by action, a live model for a run played by hand; a replay
+  closed before it was verified.
 * ``replay.output_exists`` - a file to write (a notebook made from a run) exists already and
   replacing it was not asked for.
+
+A replayed model-driven run whose model request differs from the recorded one ends with
+``replay.model_request_diverged`` in its failure payload (a model call error, not an
+exception of the replay: :mod:`tavernlab.replay.model_runs`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,12 @@ only the outcomes that do not depend on time, would call runs "identical" that a
   lost them), every bound skill still installed with the hash it was bound with, and the
   persist base state still present.
 
+A run driven by the agent loop (:mod:`tavernlab.agent`) is exported with what re-drives it
+(the manifest's ``agent``: the loop's start parameters from ``input/loop_start.json``, the
+model binding it announced, the host's answers to its commit requests, its failed model
+attempts and its ``model-responses/`` records); a loop run recorded without
+``input/loop_start.json`` is refused.
+
 Exporting reads the run's files and the lab; it writes nothing but the bundle (reading the
 run's events flushes changes made outside any action to its journal, as every read does),
 and mints no id and reads no clock of the lab (a later run of the lab is the same whether or
@@ -30,15 +36,25 @@ from tavernlab.host import Run
 from tavernlab.host.index import RunIndex
 from tavernlab.host.lab import WORKSPACES_DIR
 from tavernlab.js.kit.pins import kit_key
-from tavernlab.replay.actions import Action, JsJob, ToolCall, derive_actions
+from tavernlab.replay.actions import (
+    CANCEL_WITHOUT_ACTION,
+    Action,
+    JsJob,
+    ToolCall,
+    derive_actions,
+)
 from tavernlab.replay.bundle import MAX_BUNDLE_BYTES, Bundle, sha256_of
 from tavernlab.replay.errors import BundleTooLarge, RunNotExportable
 from tavernlab.replay.manifest import (
     SPEC_REVISIONS,
+    AgentRecording,
     BoundSkill,
     BundleManifest,
+    CancelledAttempt,
     ChatOutput,
+    FailedAttempt,
     PersistState,
+    RecordedResponse,
     Tree,
 )
 from tavernlab.replay.trees import scan_tree
@@ -88,9 +104,12 @@ def build_bundle(run: Run) -> Bundle:
     origin = _origin(run)
     records = run.events()
     derivation = derive_actions(records)
-    if derivation.problems:
-        raise RunNotExportable(f"run `{run.id}` cannot be exported while "
-                               f"{derivation.problems[0]}")
+    problems = derivation.problems
+    if any(r.type == "agent_model_binding_resolved" for r in records):
+        # the loop's own cancellation (during a model call) is no action of a hand
+        problems = [p for p in problems if not p.endswith(CANCEL_WITHOUT_ACTION)]
+    if problems:
+        raise RunNotExportable(f"run `{run.id}` cannot be exported while {problems[0]}")
     blobs = _Blobs()
     tree = scan_tree(run.dir, add=blobs.add, skip=INTERNAL_NAMES)
     _check_action_files(run, derivation.actions, tree)
@@ -107,7 +126,7 @@ def build_bundle(run: Run) -> Bundle:
         skills=_skills(run, blobs), persist_base=_state(chat, base, blobs) if base else None,
         actions=derivation.actions, run=tree, index=index_tree,
         persist_states=[_state(chat, state_id, blobs) for state_id in _published(records)],
-        chat_outputs=_chat_outputs(chat, records))
+        chat_outputs=_chat_outputs(chat, records), agent=_agent(run, records, tree))
     return Bundle(manifest, blobs.data)
 
 
@@ -192,3 +211,70 @@ def _chat_outputs(chat: Chat, records: list[Event]) -> list[ChatOutput]:
         outputs.append(ChatOutput(message_index=index, swipe_id=swipe_id,
                                   swipe=swipes[swipe_id] if swipe_id < len(swipes) else None))
     return outputs
+
+
+#: The records that say where a model-driven run stood (a cancellation right after an
+#: attempt started was a cancellation during that model call).
+_MODEL_STEPS = frozenset({"model_call_attempt_started", "model_call_attempt_failed",
+                          "model_call_retry_scheduled", "model_response_stored",
+                          "tool_call_started", "tool_call_completed", "tool_call_failed"})
+
+#: The technical-message prefix of each non-retried model error kind.
+_KIND_PREFIXES = (("Validation error: ", "validation"), ("Unauthorized: ", "unauthorized"),
+                  ("Internal error: ", "internal"))
+
+
+def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
+    """What re-drives a model-driven run (``None`` for a run played by hand)."""
+    binding = next((r.payload for r in records if r.type == "agent_model_binding_resolved"),
+                   None)
+    start_path = "input/loop_start.json"
+    if binding is None:
+        return None
+    if start_path not in tree.files:
+        raise RunNotExportable(f"run `{run.id}` was driven by the agent loop but has no "
+                               f"{start_path} (it was recorded by an older tavernlab), so its "
+                               "loop cannot be started again")
+    start = read_json(run.dir / start_path)
+    failure = next((r.payload for r in records
+                    if r.type in ("run_failed", "run_partial_success")), None)
+    final_kind = "internal"
+    dumped = {} if failure is None else failure.model_dump(mode="json", by_alias=True)
+    technical = str(dumped.get("technicalMessage") or "")
+    for prefix, kind in _KIND_PREFIXES:
+        if technical.startswith(prefix):
+            final_kind = kind
+    answers: list[str | None] = []
+    failed: list[FailedAttempt] = []
+    responses: list[RecordedResponse] = []
+    cancelled: CancelledAttempt | None = None
+    last_model: Event | None = None
+    for record in records:
+        p = record.payload
+        if record.type in _MODEL_STEPS:
+            last_model = record
+        if record.type == "run_cancel_requested" and last_model is not None \
+                and last_model.type == "model_call_attempt_started":
+            q = last_model.payload
+            cancelled = CancelledAttempt(invocation_id=q.invocation_id, round=q.round,
+                                         attempt=q.attempt)
+        if record.type == "chat_commit_requested":
+            answers.append(None)
+        elif record.type == "chat_commit_failed" and answers:
+            answers[-1] = p.message
+        elif record.type == "model_call_attempt_failed":
+            failed.append(FailedAttempt(
+                invocation_id=p.invocation_id, round=p.round, attempt=p.attempt,
+                message=p.message, retryable=p.retryable,
+                kind="transient" if p.retryable else final_kind))
+        elif record.type == "model_response_stored":
+            if p.path not in tree.files:
+                raise RunNotExportable(f"run `{run.id}` lacks {p.path}, the model response "
+                                       f"of invocation `{p.invocation_id}` round {p.round}")
+            responses.append(RecordedResponse(invocation_id=p.invocation_id, round=p.round,
+                                              path=p.path))
+    return AgentRecording(
+        task=start["task"], chat_id=start["chatId"], presentation=start["presentation"],
+        stream=start["stream"], agents=start.get("agents") or {},
+        model=binding.model_dump(mode="json", by_alias=True), commit_answers=answers,
+        failed_attempts=failed, responses=responses, cancelled_attempt=cancelled)

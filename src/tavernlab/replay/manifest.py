@@ -1,4 +1,4 @@
-"""The manifest of a ``.tavernrun`` bundle (format version 1): what was recorded, by digest.
+"""The manifest of a ``.tavernrun`` bundle (format version 2): what was recorded, by digest.
 
 A bundle is a ZIP holding ``manifest.json``, ``manifest.sha256`` (the manifest's own digest)
 and ``blobs/<sha256>``: every file's bytes, stored once under their SHA-256. The manifest
@@ -18,7 +18,15 @@ names files by digest:
 * the outcomes: ``run`` (the run directory: events, journal, tool arguments and results,
   ``js-jobs/``, the final workspace, each file by SHA-256, and every directory), ``index``
   (the run's index entry and summary), ``persistStates`` (the states the run published) and
-  ``chatOutputs`` (each chat message swipe the run committed, as stored at export).
+  ``chatOutputs`` (each chat message swipe the run committed, as stored at export);
+* ``agent`` (format version 2; ``null`` for a run played by hand): what re-drives a run of
+  the agent loop (:class:`AgentRecording`: the task, chat, presentation, stream flag and
+  agents the loop was started with, the model binding it announced, the host's answer to
+  each commit request, the failed model attempts, and every ``model-responses/`` record by
+  invocation and round). Its responses themselves are run files like any other.
+
+Format version 1 (bundles of runs played by hand, before model-driven runs were exported)
+is still read: it is version 2 without ``agent``.
 
 Every path is a normalized relative path (checked when a bundle is read), so nothing a
 manifest names can point outside the directory it is written to.
@@ -35,7 +43,7 @@ from tavernlab.replay.actions import Action
 
 FORMAT: Literal["tavernrun"] = "tavernrun"
 #: The format version this tavernlab writes and the newest it reads.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: The spec revisions this tavernlab implements (recorded in every bundle).
 SPEC_REVISIONS: dict[str, int] = {"workspace": 2, "js-and-skills": 2, "shell": 2,
                                   "worktree": 1}
@@ -72,6 +80,57 @@ class ChatOutput(Model):
     swipe: dict[str, Any] | None = None
 
 
+class RecordedResponse(Model):
+    """A ``model-responses/`` record of the run: its invocation, round and run file."""
+
+    invocation_id: str
+    round: int
+    path: str
+
+
+class FailedAttempt(Model):
+    """A model call attempt that failed in the recording (what the replay fails again):
+    its invocation, round and attempt, the error text, whether it was retried, and the
+    error's kind (``transient`` for a retried one; a final one's kind from the failure's
+    technical message)."""
+
+    invocation_id: str
+    round: int
+    attempt: int
+    message: str
+    retryable: bool
+    kind: str
+
+
+class CancelledAttempt(Model):
+    """The model call attempt the run was cancelled during (the replay cancels the run at
+    the same attempt)."""
+
+    invocation_id: str
+    round: int
+    attempt: int
+
+
+class AgentRecording(Model):
+    """How a model-driven run was driven: what :func:`tavernlab.agent.start_agent` was given
+    (``task``, ``chatId``, ``presentation``, ``stream``, ``agents`` by id), the model binding
+    the loop announced (``agent_model_binding_resolved``: source, format, model id, binding),
+    the host's answer to each commit request in order (``null`` accepted it, a text rejected
+    it), the failed attempts, the recorded responses, and the model call attempt the run was
+    cancelled during, if it was."""
+
+    task: str
+    chat_id: str
+    presentation: Literal["foreground", "background"]
+    stream: bool
+    agents: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    model: dict[str, Any]
+    commit_answers: list[str | None] = Field(default_factory=list)
+    failed_attempts: list[FailedAttempt] = Field(default_factory=list)
+    responses: list[RecordedResponse] = Field(default_factory=list)
+    cancelled_attempt: CancelledAttempt | None = None
+
+
 class BundleManifest(Model):
     """``manifest.json`` of a ``.tavernrun`` bundle."""
 
@@ -92,6 +151,7 @@ class BundleManifest(Model):
     index: Tree
     persist_states: list[PersistState] = Field(default_factory=list)
     chat_outputs: list[ChatOutput] = Field(default_factory=list)
+    agent: AgentRecording | None = None
 
     def digests(self) -> dict[str, list[str]]:
         """Every blob the manifest names, with the places that name it."""

@@ -40,6 +40,7 @@ from tavernlab.clock import FixedClock, SequentialIds, clock_from_settings, ids_
 from tavernlab.errors import TavernlabError
 from tavernlab.host import Lab, Run
 from tavernlab.host.invocation import Invocation
+from tavernlab.models import ModelProvider
 from tavernlab.replay.actions import (
     Action,
     JsJob,
@@ -90,20 +91,16 @@ class ReplaySession:
                 skills: SkillSources | None = None) -> ReplaySession:
         """A lab holding what the run found when it started, and the run started again."""
         loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
+        if loaded.manifest.agent is not None:
+            raise ReplaySetupError("the bundle's run was driven by the agent loop: it replays "
+                                   "with tavernlab.replay.replay (the loop runs again), not "
+                                   "action by action")
         manifest = loaded.manifest
-        record = _recorded(lambda: RunRecord.model_validate(manifest.record), "record")
-        target = record.target
-        if not isinstance(target, ChatTarget):
-            raise ReplaySetupError("the bundle's run is not a Chat run")
-        clock = _recorded(lambda: _readable(clock_from_settings(manifest.clock)), "clock")
-        ids = _recorded(lambda: ids_from_settings(manifest.ids), "ids")
         context = _object(loaded, "input/prompt_snapshot.json", optional=True)
         profile = _object(loaded, "input/resolved_profile.json", optional=False)
-        root, temporary = _lab_root(lab)
+        root, temporary = lab_root(lab)
         try:
-            versions = _install_skills(loaded, root, skills or {})
-            _restore_chat(loaded, root, target)
-            replay_lab = Lab(root, clock=clock, ids=ids)
+            versions, record, target, replay_lab = open_replay_lab(loaded, root, skills)
             bound = [s.name for s in manifest.skills]
             run = replay_lab.start_run(
                 chat_id=target.chat_ref.stable_chat_id, kind=target.chat_ref.kind,
@@ -261,6 +258,24 @@ def _object(bundle: Bundle, path: str, *, optional: bool) -> dict[str, Any] | No
                         "JSON object")
 
 
+def open_replay_lab(bundle: Bundle, root: Path, skills: SkillSources | None
+                    ) -> tuple[list[SkillVersions], RunRecord, ChatTarget, Lab]:
+    """``root`` prepared as the recorded lab stood (skills, chat, persist base) and opened
+    with the recorded clock and ids: the skill versions, the run's record, its Chat target
+    and the lab. The recorded record, clock and ids are checked before anything is written
+    (a value of the wrong shape is ``BundleInvalid`` naming the field)."""
+    manifest = bundle.manifest
+    record = _recorded(lambda: RunRecord.model_validate(manifest.record), "record")
+    target = record.target
+    if not isinstance(target, ChatTarget):
+        raise ReplaySetupError("the bundle's run is not a Chat run")
+    clock = _recorded(lambda: _readable(clock_from_settings(manifest.clock)), "clock")
+    ids = _recorded(lambda: ids_from_settings(manifest.ids), "ids")
+    versions = _install_skills(bundle, root, skills or {})
+    _restore_chat(bundle, root, target)
+    return versions, record, target, Lab(root, clock=clock, ids=ids)
+
+
 def _cancel_when_running(session: ReplaySession, reason: str, done: threading.Event,
                          job_thread: int | None) -> None:
     """Cancel the action being played once it runs (a js job: once a worker runs it for
@@ -273,7 +288,7 @@ def _cancel_when_running(session: ReplaySession, reason: str, done: threading.Ev
         done.wait(CANCEL_POLL_S)
 
 
-def _lab_root(lab: str | Path | None) -> tuple[Path, bool]:
+def lab_root(lab: str | Path | None) -> tuple[Path, bool]:
     if lab is None:
         return Path(tempfile.mkdtemp(prefix="tavernlab-replay-")).resolve(), True
     root = Path(lab).resolve()
@@ -327,8 +342,19 @@ def _restore_chat(bundle: Bundle, root: Path, target: ChatTarget) -> None:
 
 
 def replay_bundle(bundle: Bundle | str | Path, lab: str | Path | None = None,
-                  skills: SkillSources | None = None) -> ReplayReport:
-    """Prepare, play every action, verify, close: see :func:`tavernlab.replay.replay`."""
-    with ReplaySession.prepare(bundle, lab, skills) as session:
+                  skills: SkillSources | None = None, live: ModelProvider | None = None
+                  ) -> ReplayReport:
+    """Prepare, play every action, verify, close: see :func:`tavernlab.replay.replay`. A
+    run driven by the agent loop is replayed by running the loop again
+    (:mod:`tavernlab.replay.model_runs`)."""
+    loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
+    if loaded.manifest.agent is not None:
+        from tavernlab.replay.model_runs import replay_model_run
+
+        return replay_model_run(loaded, lab, skills, live)
+    if live is not None:
+        raise ReplaySetupError("a live model can only continue a run the agent loop drove; "
+                               "this bundle's run was played by hand")
+    with ReplaySession.prepare(loaded, lab, skills) as session:
         session.play()
         return session.verify()

@@ -63,7 +63,7 @@ import nbformat
 from tavernlab.errors import InvalidData
 from tavernlab.replay.actions import JsJob, NextRound, Resume, Subagent, ToolCall
 from tavernlab.replay.bundle import Bundle, read_bundle
-from tavernlab.replay.errors import BundleInvalid
+from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.workspace.atomic import replace_durably
 
 #: How the setup cell makes ``run`` the extension's current run (an assumption, see above).
@@ -332,7 +332,12 @@ class _Writer:
 
 
 def notebook_from_bundle(bundle: Bundle, bundle_ref: str) -> Any:
-    """The notebook replaying ``bundle`` (opened from ``bundle_ref`` by its setup cell)."""
+    """The notebook replaying ``bundle`` (opened from ``bundle_ref`` by its setup cell); a
+    run the agent loop drove is refused (``replay.setup_failed``): its actions are the
+    model's, replayed by running the loop again, not cell by cell."""
+    if bundle.manifest.agent is not None:
+        raise ReplaySetupError("the bundle's run was driven by the agent loop: replay it with "
+                               "tavernlab replay (the loop runs again), not cell by cell")
     writer = _Writer(bundle)
     cells = writer.cells
     manifest = bundle.manifest
