@@ -42,10 +42,60 @@ from tavernlab.models._provider import (
 )
 from tavernlab.models._scripted import Scripted, ScriptedRequest
 
+#: Names resolved on first access, so that ``import tavernlab.models`` imports no SDK.
+_LAZY = {
+    "OpenAICompatible": "tavernlab.models._openai",
+    "ClaudeMessages": "tavernlab.models._claude",
+    "Recorded": "tavernlab.models._recorded",
+    "RecordedRequest": "tavernlab.models._recorded",
+    "tool_definitions": "tavernlab.models._tools",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import the module behind a lazy name (an SDK-backed provider, …) on first use."""
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tavernlab.models' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 __all__ = [
-    "DEFAULT_TIMEOUT_S", "Delta", "DeltaCallback", "ModelCallError", "ModelCancelled",
-    "ModelMessage", "ModelProvider", "ModelRequest", "ModelResponse", "ModelTool", "NativePart",
-    "Part", "ReasoningDelta", "ReasoningPart", "Scripted", "ScriptedRequest", "TextDelta",
-    "TextPart", "ToolCallDelta", "ToolCallPart", "ToolInvocation", "ToolResult",
-    "ToolResultPart", "Usage", "next_provider_state",
+    "DEFAULT_TIMEOUT_S",
+    "ClaudeMessages",
+    "Delta",
+    "DeltaCallback",
+    "ModelCallError",
+    "ModelCancelled",
+    "ModelMessage",
+    "ModelProvider",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelTool",
+    "NativePart",
+    "OpenAICompatible",
+    "Part",
+    "ReasoningDelta",
+    "ReasoningPart",
+    "Recorded",
+    "RecordedRequest",
+    "Scripted",
+    "ScriptedRequest",
+    "TextDelta",
+    "TextPart",
+    "ToolCallDelta",
+    "ToolCallPart",
+    "ToolInvocation",
+    "ToolResult",
+    "ToolResultPart",
+    "Usage",
+    "next_provider_state",
+    "tool_definitions",
 ]

@@ -124,6 +124,8 @@ def decode_openai_message(message: Any, finish_reason: Any, request: ModelReques
     content = message.get("content")
     text = content if isinstance(content, str) else ""
     reasoning = message.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        reasoning = message.get("reasoning")  # the field OpenRouter, Ollama … send
     parts: list[Part] = []
     if isinstance(reasoning, str) and reasoning:
         parts.append(ReasoningPart(text=reasoning))
