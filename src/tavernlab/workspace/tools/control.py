@@ -19,14 +19,17 @@ from tavernlab.workspace.tooling import (
 )
 from tavernlab.workspace.tools.common import require_visible, storage_error
 
-FINISH_REQUIRES_COMMIT = "Commit the output with workspace_commit before finishing."
+#: Upstream's refusal of a foreground finish without an explicit commit.
+FINISH_REQUIRES_COMMIT = ("Foreground Agent runs must call workspace.commit successfully "
+                          "before workspace.finish.")
 
 
 def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.commit``: ask the host to save a visible file as this run's message.
 
     A ``mode`` string other than ``replace``/``append`` is ``workspace.commit_mode_invalid``
-    (``got `<x>` `` quotes the string); a non-string ``mode`` is ``tool.invalid_arguments``.
+    (``got `<x>` `` quotes the string); a non-string ``mode`` is ``tool.invalid_arguments``;
+    a blank message body (the required artifact) is ``workspace.required_artifact_empty``.
     """
     raw_path = args.string("path")
     mode = args.string("mode", default="replace")
@@ -43,6 +46,8 @@ def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
         raise file_not_found(path.text) from None
     except WorkspaceError as exc:
         raise storage_error(exc, path.text) from None
+    if path.text == ctx.profile.workspace.message_body_path and not file.text.strip():
+        raise ToolError("workspace.required_artifact_empty", f"{path.text} is empty")
     ctx.commit_to_chat(path=path.text, text=file.text, sha256=file.sha256, mode=str(mode),
                        reason=reason)
     return ToolResult(
@@ -55,13 +60,12 @@ def commit(ctx: ToolContext, args: Arguments) -> ToolResult:
 def finish(ctx: ToolContext, args: Arguments) -> ToolResult:
     """``workspace.finish``: end the run (a Chat run publishes ``persist/``).
 
-    A foreground Chat run needs a successful explicit commit first; tavernlab's wording for
-    the refusal is ``Commit the output with workspace_commit before finishing.``
-    (``workspace.finish_requires_commit``).
+    A foreground Chat run needs a successful explicit commit first (an automatic commit does
+    not count): upstream's ``agent.foreground_commit_required``.
     """
     reason = args.string("reason")
     if ctx.commit_required:
-        raise ToolError("workspace.finish_requires_commit", FINISH_REQUIRES_COMMIT)
+        raise ToolError("agent.foreground_commit_required", FINISH_REQUIRES_COMMIT)
     refs = ctx.finish_run(reason)
     return ToolResult(content="Finished the Agent run.", structured={"reason": reason,
                       **refs}, resource_refs=[])
