@@ -56,6 +56,7 @@ COMMANDS: dict[str, Command] = {
     "replay": Command("tavernlab.cli.replay",
                       "replay a .tavernrun bundle and compare every outcome"),
     "notebook": Command("tavernlab.cli.replay", "notebooks made from runs"),
+    "agent": Command("tavernlab.cli.agent", "let a model drive a run through the workspace tools"),
 }
 
 #: Modules that add sub-commands, in the order their commands appear in ``tavernlab --help``.
