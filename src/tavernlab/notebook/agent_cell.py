@@ -330,7 +330,7 @@ class AgentMagics(Magics):
     @_magic_arguments()
     @_argument("--model", metavar="SPEC", default=None,
                help="the model, PREFIX:MODEL (openai:gpt-4o-mini, ollama:qwen3, "
-                    "local:NAME, anthropic:NAME, scripted:FILE.json …; %agent_models lists them)")
+                    "local:NAME, anthropic:NAME, scripted:FILE.json …; %%agent_models lists them)")
     @_argument("-m", dest="model_var", metavar="VAR", default=None,
                help="a model provider (or a model name) from the namespace")
     @_argument("--base-url", metavar="URL", default=None,
@@ -413,11 +413,12 @@ class AgentMagics(Magics):
         self._namespace[run_var] = run
         interrupted = False
         try:
-            try:
-                outcome = handle.wait()
-            except KeyboardInterrupt:
-                interrupted = True
-                outcome = handle.wait()
+            while True:  # a second interrupt while the run stops only waits again
+                try:
+                    outcome = handle.wait()
+                    break
+                except KeyboardInterrupt:
+                    interrupted = True
         finally:
             subscription.close()
             view.finish()
