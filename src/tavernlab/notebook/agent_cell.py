@@ -36,7 +36,7 @@ from typing import Any, cast
 
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 from traitlets import Unicode
 
@@ -326,7 +326,6 @@ class AgentMagics(Magics):
             profile.tools.max_rounds = args.rounds
         return profile
 
-    @no_var_expand
     @_magic_arguments()
     @_argument("--model", metavar="SPEC", default=None,
                help="the model, PREFIX:MODEL (openai:gpt-4o-mini, ollama:qwen3, "
@@ -356,7 +355,8 @@ class AgentMagics(Magics):
         streams into the cell, its reasoning folds, each tool call is one line completed
         in place, and the outcome ends the cell. The Run is kept in ``_agent`` (``--run``)
         and the outcome in ``_agent_outcome`` (``--out``); a kernel interrupt cancels the
-        run.
+        run. ``$name`` in the options is expanded from the namespace (the task is taken as
+        written).
 
         Examples
         --------
@@ -427,7 +427,6 @@ class AgentMagics(Magics):
         if interrupted:
             raise cell_interrupted()
 
-    @no_var_expand
     @line_magic
     def agent_models(self, line: str) -> Any:
         """List the model prefixes ``%%agent --model`` takes, with the variable each one's

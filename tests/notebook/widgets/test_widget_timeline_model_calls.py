@@ -59,11 +59,11 @@ def test_each_model_call_is_the_first_bar_of_its_round(lab: Lab, opened: Opened)
     timeline = opened(Timeline(outcome.run))
     assert rows(timeline) == [
         ("round", 1, 3, {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}),
-        ("model", "model-1", "demo-model · 2 attempts · 15 tokens (10 in, 5 out)", "ok"),
+        ("model", "model-1", "demo-model · 2 attempts · 15 tokens", "ok"),
         ("tool", "call_write", "workspace.write_file", "ok"),
         ("tool", "call_read", "workspace.read_file", "ok"),
         ("round", 2, 2, {"inputTokens": 20, "outputTokens": 2, "totalTokens": 22}),
-        ("model", "model-2", "demo-model · 22 tokens (20 in, 2 out)", "ok"),
+        ("model", "model-2", "demo-model · 22 tokens", "ok"),
         ("finish", "call_finish", "workspace.finish", "ok"),
     ]
     assert timeline.window["counts"]["kinds"]["model"] == 2
@@ -118,4 +118,23 @@ def test_the_snapshots_list_model_bars(lab: Lab, opened: Opened) -> None:
     text = timeline._repr_mimebundle_()[0]["text/plain"]
     lines = text.splitlines()
     assert lines[0].startswith(f"Timeline of {outcome.run.id}: 5 bars in 2 rounds")
-    assert lines[2].startswith("  model  demo-model · 2 attempts · 15 tokens (10  ok")
+    assert lines[2].split()[:8] == ["model", "demo-model", "·", "2", "attempts", "·", "15",
+                                    "tokens"]
+
+
+def test_a_commit_of_the_agent_loop_is_a_commit_bar_that_ends_ok(lab: Lab,
+                                                                 opened: Opened) -> None:
+    answers = [_turn(None, _call("call_write", "workspace_write_file",
+                                 {"path": "output/main.md", "content": "42\n"}),
+                     _call("call_commit", "workspace_commit", {"path": "output/main.md"}),
+                     tokens=(1, 1)),
+               _turn(None, _call("call_finish", "workspace_finish", {}), tokens=(1, 1))]
+    outcome = lab.run_agent("Write 42.", model=Scripted(answers), presentation="foreground")
+    assert outcome.status == "completed"
+    timeline = opened(Timeline(outcome.run))
+    commits = [r for r in timeline.window["rows"] if r["type"] == "bar"
+               and r["kind"] == "commit"]
+    assert [(c["label"], c["status"]) for c in commits] == [("commit output/main.md", "ok")]
+    timeline.selected = commits[0]["id"]
+    timeline.settle()
+    assert timeline.detail["result"] == "saved as message #0"

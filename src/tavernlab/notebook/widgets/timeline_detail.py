@@ -73,7 +73,8 @@ def commit_result(bar: Bar) -> str:
     """What a chat commit became."""
     facts = bar.facts
     if "message_index" in facts:
-        return f"saved as message #{facts['message_index']} (swipe {facts['swipe_id']})"
+        swipe = "" if facts.get("swipe_id") is None else f" (swipe {facts['swipe_id']})"
+        return f"saved as message #{facts['message_index']}{swipe}"
     return "(running)" if bar.status == "running" else "not saved"
 
 

@@ -60,7 +60,8 @@ TIMELINE_TYPES = frozenset({
     "tool_call_failed", "js_job_started", "js_job_finished", "chat_commit_requested",
     "run_committed", "round_ended", "file_changed", "run_cancelled", "run_failed",
     "model_request_created", "model_call_attempt_started", "model_call_attempt_failed",
-    "model_call_retry_scheduled", "model_completed"})
+    "model_call_retry_scheduled", "model_completed", "chat_commit_completed",
+    "chat_commit_failed"})
 
 
 def call_status(error_code: str | None, is_error: bool) -> Status:
@@ -82,21 +83,20 @@ def model_bar_id(invocation_id: str, round_number: int) -> str:
 
 
 def model_label(facts: dict[str, Any]) -> str:
-    """``test-model · 2 attempts · 15 tokens (10 in, 5 out)``: the model, the attempts when
-    there was more than one, and the tokens once the call has ended."""
+    """``test-model · 2 attempts · 15 tokens``: the model, the attempts when there was more
+    than one, and the tokens once the call has ended (the split into input and output is in
+    the detail and the round's usage)."""
     parts = [str(facts.get("model") or "model call")]
     attempts = int(facts.get("attempts", 1))
     if attempts > 1:
         parts.append(f"{attempts} attempts")
     usage = facts.get("usage") or {}
-    if usage:
-        total = usage.get("totalTokens")
-        split = ", ".join(f"{usage[key]} {name}" for key, name in (
-            ("inputTokens", "in"), ("outputTokens", "out")) if usage.get(key) is not None)
-        if total is not None:
-            parts.append(f"{total} tokens" + (f" ({split})" if split else ""))
-        elif split:
-            parts.append(f"tokens {split}")
+    total = usage.get("totalTokens")
+    if total is None and (usage.get("inputTokens") is not None
+                          or usage.get("outputTokens") is not None):
+        total = (usage.get("inputTokens") or 0) + (usage.get("outputTokens") or 0)
+    if total is not None:
+        parts.append(f"{total} tokens")
     return " · ".join(parts)
 
 
@@ -338,6 +338,20 @@ class TimelineState:
                     total[key] = total.get(key, 0) + value
         return total
 
+    def _host_commit_ended(self, event: Event) -> None:
+        """The agent loop's commit handshake ended (``chat_commit_completed`` or
+        ``chat_commit_failed``): the commit bar ends with it."""
+        if self._commit is None:
+            return
+        payload: Any = getattr(event, "payload", None)
+        if event.type == "chat_commit_completed":
+            self._commit.end(epoch_ms(event.timestamp), "ok")
+            self._commit.facts.update(message_index=payload.message_index, swipe_id=None)
+        else:
+            self._commit.end(epoch_ms(event.timestamp), "error")
+            self._commit.message = payload.message
+        self._commit = None
+
     def _round_ended(self, record: RoundEnded) -> None:
         number = record.payload.round
         ended = self.rounds.setdefault(number, Round(number))
@@ -434,4 +448,6 @@ _HANDLERS: dict[str, Handler] = {
     "model_call_attempt_failed": TimelineState._model_failed,
     "model_call_retry_scheduled": TimelineState._model_retry,
     "model_completed": TimelineState._model_completed,
+    "chat_commit_completed": TimelineState._host_commit_ended,
+    "chat_commit_failed": TimelineState._host_commit_ended,
 }
