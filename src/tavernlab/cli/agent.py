@@ -230,29 +230,16 @@ def _run(args: argparse.Namespace) -> int:
         run = handle.run
         print(f"run {run.id} in {run.dir}", file=sys.stderr, flush=True)
         model_calls = 0
-        shown: set[tuple[int, int, int]] = set()
-        lock = threading.Lock()
-
-        def feed(record: Event) -> None:
-            nonlocal model_calls
-            if record.type not in _SHOWN:
-                return
-            with lock:
-                key = order_key(record)
-                if key in shown:
-                    return
-                shown.add(key)
-                model_calls += record.type == "model_completed"
-                if view is not None:
-                    view.on_event(record)
-
         if view is not None:
             view.run_dir = run.dir
-        with lock:
-            subscription = run.subscribe(feed)
-            backlog = run.events()
-        for record in backlog:
-            feed(record)
+
+        def show(record: Event) -> None:
+            nonlocal model_calls
+            model_calls += record.type == "model_completed"
+            if view is not None:
+                view.on_event(record)
+
+        subscription = views.follow(run, show, _SHOWN, order_key)
         try:
             outcome = handle.wait()
         finally:

@@ -389,26 +389,13 @@ class AgentMagics(Magics):
         run = handle.run
         view.run_dir = run.dir
         model_calls = 0
-        shown: set[tuple[int, int, int]] = set()
-        lock = threading.Lock()
 
-        def feed(record: Event) -> None:
+        def show(record: Event) -> None:
             nonlocal model_calls
-            if record.type not in _SHOWN:
-                return
-            with lock:
-                key = order_key(record)
-                if key in shown:
-                    return
-                shown.add(key)
-                model_calls += record.type == "model_completed"
-                view.on_event(record)
+            model_calls += record.type == "model_completed"
+            view.on_event(record)
 
-        with lock:  # what the loop wrote before the subscription, then the rest as it comes
-            subscription = run.subscribe(feed)
-            backlog = run.events()
-        for record in backlog:
-            feed(record)
+        subscription = views.follow(run, show, _SHOWN, order_key)
         self.session.use_run(run)
         self._namespace[run_var] = run
         interrupted = False

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 #: Longest argument value shown inline in a tool line before it is shortened with its length.
@@ -33,6 +34,59 @@ class PrefixLike(Protocol):
     def to_json(self) -> dict[str, Any]:
         """Its JSON form."""
         ...
+
+
+class FollowedRun(Protocol):
+    """What :func:`follow` needs of a run (a :class:`tavernlab.host.Run`)."""
+
+    def subscribe(self, callback: Callable[[Any], object]) -> Any:
+        """Call ``callback`` for every new record; returns a closable subscription."""
+        ...
+
+    def events(self) -> list[Any]:
+        """The records written so far."""
+        ...
+
+
+def follow(run: FollowedRun, show: Callable[[Any], None], types: frozenset[str],
+           key: Callable[[Any], Any]) -> Any:
+    """Call ``show`` once for every record of ``types`` the run has written and will write,
+    in order and each once (``key`` tells records apart): the records written before the
+    subscription began come first, then the rest as they come, on the writer's thread.
+    Returns the subscription (close it to stop). Nothing is held while the run's records
+    are read, so a writer telling the subscription never waits for the reader."""
+    order = threading.Lock()  # one record shown at a time, in order
+    state = threading.Lock()
+    held: list[Any] = []
+    shown: set[Any] = set()
+    live = False
+
+    def show_once(record: Any) -> None:
+        if record.type not in types:
+            return
+        marker = key(record)
+        if marker in shown:
+            return
+        shown.add(marker)
+        show(record)
+
+    def received(record: Any) -> None:
+        with state:
+            if not live:
+                held.append(record)
+                return
+        with order:
+            show_once(record)
+
+    with order:
+        subscription = run.subscribe(received)
+        backlog = run.events()
+        with state:
+            live = True
+            queued = list(held)
+        for record in sorted([*backlog, *queued], key=key):
+            show_once(record)
+    return subscription
 
 
 def _argument(value: Any) -> str:
