@@ -246,3 +246,16 @@ def test_models_lists_the_prefixes_and_which_keys_are_set(tmp_path: Path) -> Non
                          "apiKeyEnv": "TAVERNLAB_LOCAL_API_KEY", "keyRequired": False,
                          "credentialSet": False}
 
+
+
+def test_an_anthropic_model_streams_its_thinking_and_text(tmp_path: Path) -> None:
+    with ModelServer("anthropic", answers()) as server:
+        done = cli("agent", "run", "Write the answer.", "--model", "anthropic:test-model",
+                   "--base-url", server.base_url, "--lab", "lab", cwd=tmp_path,
+                   ANTHROPIC_API_KEY=TEST_KEY)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["thinking: The task wants one file.", TEXT]
+    assert lines[-1].startswith("completed · 2 rounds · 2 model calls")
+    headers = {k.lower(): v for k, v in server.headers[0].items()}
+    assert TEST_KEY in (headers.get("x-api-key") or headers["authorization"])
