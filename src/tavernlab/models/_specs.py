@@ -14,7 +14,8 @@
 * ``anthropic:<model>`` / ``claude:<model>`` -- the Anthropic Messages API
   (``ANTHROPIC_API_KEY``);
 * ``scripted:<file.json>`` -- a JSON list of answers in the fixture shape
-  :class:`~tavernlab.models.Scripted` takes (for demos and tests).
+  :class:`~tavernlab.models.Scripted` takes (for demos and tests; a relative path is read
+  from the working directory).
 
 Credentials come from the environment only. A missing one is reported by :func:`from_spec`
 itself (``model.credentials_missing``, naming the variable to set), so nothing is started
