@@ -117,7 +117,8 @@ def test_the_snapshots_list_model_bars(lab: Lab, opened: Opened) -> None:
     timeline = opened(Timeline(outcome.run))
     text = timeline._repr_mimebundle_()[0]["text/plain"]
     lines = text.splitlines()
-    assert lines[0].startswith(f"Timeline of {outcome.run.id}: 5 bars in 2 rounds")
+    assert lines[0] == f"Timeline of {outcome.run.id}: 5 bars in 2 rounds, 37 tokens"
+    assert lines[1].startswith("Round 1  (3 bars, ") and lines[1].endswith(", 15 tokens)")
     assert lines[2].split()[:8] == ["model", "demo-model", "·", "2", "attempts", "·", "15",
                                     "tokens"]
 
