@@ -16,10 +16,10 @@ def readme_cells() -> list[str]:
 
 def test_the_readme_cells_run_as_written(nb: Notebook) -> None:
     cells = readme_cells()
-    assert len(cells) == 6
+    assert len(cells) == 8
     ran = [nb.cell(cell) for cell in cells]
     assert [r.error for r in ran] == [None] * len(cells)
-    first, shell, tree, events, commit, finish = ran
+    first, shell, tree, events, commit, finish, _answers, agent = ran
     assert commit.value.content.startswith(
         "Committed output/main.md to the current chat message with mode Replace.")
     assert first.stdout == "main.md\n"
@@ -28,3 +28,8 @@ def test_the_readme_cells_run_as_written(nb: Notebook) -> None:
     assert "main.md" in text and f"{len('Hello, Mika!' + chr(10))} B" in text
     assert len(events.value) == 5
     assert finish.value.content == "Finished the Agent run."
+    assert agent.stdout == "Writing the greeting.\n"
+    outcome = nb.ns["_agent_outcome"]
+    assert (outcome.status, outcome.rounds) == ("completed", 2)
+    assert nb.ns["_agent"].read("output/main.md") == "Hello from the model!\n"
+    assert outcome.commits[0]["path"] == "output/main.md"

@@ -59,6 +59,7 @@ COMMANDS: dict[str, Command] = {
     "notebook": Command("tavernlab.cli.replay", "notebooks made from runs"),
     "view": Command("tavernlab.cli.view",
                     "a run as one self-contained HTML page (no kernel needed)"),
+    "agent": Command("tavernlab.cli.agent", "let a model drive a run through the workspace tools"),
 }
 
 #: Modules that add sub-commands, in the order their commands appear in ``tavernlab --help``.

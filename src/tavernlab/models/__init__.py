@@ -41,6 +41,13 @@ from tavernlab.models._provider import (
     next_provider_state,
 )
 from tavernlab.models._scripted import Scripted, ScriptedRequest
+from tavernlab.models._specs import (
+    MODEL_PREFIXES,
+    ModelPrefix,
+    ModelSpecError,
+    from_spec,
+    model_prefixes,
+)
 
 #: Names resolved on first access, so that ``import tavernlab.models`` imports no SDK.
 _LAZY = {
@@ -69,15 +76,18 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "MODEL_PREFIXES",
     "ClaudeMessages",
     "Delta",
     "DeltaCallback",
     "ModelCallError",
     "ModelCancelled",
     "ModelMessage",
+    "ModelPrefix",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
+    "ModelSpecError",
     "ModelTool",
     "NativePart",
     "OpenAICompatible",
@@ -96,6 +106,8 @@ __all__ = [
     "ToolResult",
     "ToolResultPart",
     "Usage",
+    "from_spec",
+    "model_prefixes",
     "next_provider_state",
     "tool_definitions",
 ]

@@ -31,9 +31,19 @@ def summarize_run(run: Run) -> views.RunSummary:
     records = run.events()
     files: list[str] = []
     commits: list[str] = []
-    calls = jobs = 0
+    calls = jobs = model_calls = 0
+    usage: dict[str, int] = {}
+    round_usage: dict[int, dict[str, int]] = {}
     for record in records:
-        if record.type == "tool_call_requested":
+        if record.type == "model_completed":
+            model_calls += 1
+            per_round = (round_usage.setdefault(record.payload.round, {})
+                         if record.payload.invocation_id == "inv_root" else {})
+            for key, value in record.payload.usage.items():
+                if isinstance(value, int):
+                    usage[key] = usage.get(key, 0) + value
+                    per_round[key] = per_round.get(key, 0) + value
+        elif record.type == "tool_call_requested":
             calls += 1
         elif record.type == "js_job_started":
             jobs += 1
@@ -49,7 +59,8 @@ def summarize_run(run: Run) -> views.RunSummary:
         id=run.id, status=run.status, target=where, presentation=run.record.presentation,
         round=run.round, tool_calls=calls, js_jobs=jobs, files_changed=files,
         chat_commits=commits, skills=sorted(run.skills), workspace_dir=str(run.workspace_dir),
-        persist_state_id=run.persist_state_id)
+        persist_state_id=run.persist_state_id, model_calls=model_calls, usage=usage,
+        round_usage=round_usage)
 
 
 def run_text(run: Run) -> str:

@@ -26,7 +26,7 @@ from tavernlab.notebook.display import register_formatters
 from tavernlab.notebook.magics import TavernMagics
 
 #: Notebook-layer modules loaded and unloaded with the extension, in order.
-PLUGINS: tuple[str, ...] = ("tavernlab.notebook.widgets.plugin",)
+PLUGINS: tuple[str, ...] = ("tavernlab.notebook.widgets.plugin", "tavernlab.notebook.agent_cell")
 
 _MAGIC_NAMES = (("line", "tavern"), ("line", "js"), ("cell", "js"), ("line", "ws_shell"),
                 ("cell", "ws_shell"), ("line", "worktree"))

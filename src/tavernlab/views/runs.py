@@ -46,6 +46,29 @@ class RunSummary:
     skills: list[str] = field(default_factory=list)
     workspace_dir: str = ""
     persist_state_id: str | None = None
+    #: Model calls of the agent loop, and their token usage per run and per round
+    #: (``{inputTokens, outputTokens, totalTokens}``; empty for a run played by hand).
+    model_calls: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    round_usage: dict[int, dict[str, int]] = field(default_factory=dict)
+
+
+def usage_text(usage: dict[str, int]) -> str:
+    """``30 tokens (20 in, 10 out)`` (``tokens not reported`` for none)."""
+    split = ", ".join(f"{usage[key]} {name}" for key, name in (
+        ("inputTokens", "in"), ("outputTokens", "out")) if key in usage)
+    if "totalTokens" in usage:
+        return f"{usage['totalTokens']} tokens" + (f" ({split})" if split else "")
+    return f"tokens {split}" if split else "tokens not reported"
+
+
+def _model_lines(run: RunSummary) -> list[str]:
+    if not run.model_calls:
+        return []
+    rounds = "   ".join(f"round {number}: {usage_text(usage)}"
+                        for number, usage in sorted(run.round_usage.items()))
+    return [f"  model calls: {run.model_calls}   {usage_text(run.usage)}",
+            *([f"    {rounds}"] if rounds else [])]
 
 
 def _status_badge(status: str) -> str:
@@ -61,7 +84,8 @@ def run_card_text(run: RunSummary) -> str:
     lines = [f"Run {run.id} ({run.target}, {run.presentation}): {run.status}",
              f"  rounds: {run.round}   tool calls: {run.tool_calls}   js jobs: {run.js_jobs}",
              f"  files changed ({len(run.files_changed)}): {_listing(run.files_changed)}",
-             f"  chat commits ({len(run.chat_commits)}): {_listing(run.chat_commits)}"]
+             f"  chat commits ({len(run.chat_commits)}): {_listing(run.chat_commits)}",
+             *_model_lines(run)]
     if run.skills:
         lines.append(f"  skills: {', '.join(run.skills)}")
     if run.persist_state_id:
@@ -86,6 +110,10 @@ def run_card_html(run: RunSummary) -> str:
               ("js jobs", escape(run.js_jobs)),
               (f"files changed ({len(run.files_changed)})", _paths_html(run.files_changed)),
               (f"chat commits ({len(run.chat_commits)})", _paths_html(run.chat_commits))]
+    if run.model_calls:
+        fields.append(("model calls", escape(f"{run.model_calls}: {usage_text(run.usage)}")))
+        fields += [(f"round {number}", escape(usage_text(usage)))
+                   for number, usage in sorted(run.round_usage.items())]
     if run.skills:
         fields.append(("skills", ", ".join(code(s) for s in run.skills)))
     if run.persist_state_id:

@@ -132,7 +132,10 @@ def _geometry(bar: Bar, span: tuple[int, int | None]) -> tuple[float, float]:
 def _round_title(group: Round, shown: int) -> str:
     start, end = group.span
     length = "running" if end is None else format_duration(end - start)
-    return f"Round {group.number}  ({plural(shown, 'bar')}, {length})"
+    tokens = sum(int((bar.facts.get("usage") or {}).get("totalTokens") or 0)
+                 for bar in group.bars if bar.kind == "model")
+    used = f", {tokens} tokens" if tokens else ""
+    return f"Round {group.number}  ({plural(shown, 'bar')}, {length}{used})"
 
 
 def timeline_text(title: str, rows: Iterable[Bar | Round]) -> str:

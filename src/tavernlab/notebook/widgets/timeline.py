@@ -129,5 +129,8 @@ class Timeline(LiveWidget):
         with self._lock:
             rows = list(self._state.rows())
             bars, rounds = len(self._state.bars), len(self._state.rounds)
+            tokens = self._state.usage().get("totalTokens")
         title = f"Timeline of {self._run.id}: {plural(bars, 'bar')} in {plural(rounds, 'round')}"
+        if tokens:
+            title += f", {tokens} tokens"
         return timeline_text(title, rows), timeline_html(title, rows)

@@ -6,7 +6,11 @@ A tool call's arguments come from the run's tool-args file (``argumentsPath`` of
 (``tool_result_stored``'s path, under the workspace). A ``run.js`` job stores neither: its
 arguments are the command line it was given and its result is what the journal recorded
 (exit code, and the size and SHA-256 of what it printed). A commit shows the file, mode and
-the message it became. Nothing is shortened: long text folds in the front end.
+the message it became. A model call shows the request as the loop summarised it (model, message
+and tool counts, the tool turn) with its attempts, retries and failures, and the response
+stored under ``model-responses/`` (its text, then each tool call it asked for; the whole
+stored record as the structured part). Nothing is shortened: long text folds in the front
+end.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.notebook.widgets.timeline_state import Bar
+from tavernlab.views.agent import stored_arguments
 from tavernlab.workspace.records import read_json
 
 
@@ -38,7 +43,7 @@ def call_arguments(bar: Bar, run_dir: Path) -> str:
     stored, problem = _stored(run_dir / bar.arguments_path)
     if problem is not None:
         return problem
-    return _json_text(stored.get("arguments") if isinstance(stored, dict) else stored)
+    return _json_text(stored_arguments(stored))
 
 
 def call_result(bar: Bar, workspace_dir: Path) -> tuple[str, str | None]:
@@ -68,8 +73,38 @@ def commit_result(bar: Bar) -> str:
     """What a chat commit became."""
     facts = bar.facts
     if "message_index" in facts:
-        return f"saved as message #{facts['message_index']} (swipe {facts['swipe_id']})"
+        swipe = "" if facts.get("swipe_id") is None else f" (swipe {facts['swipe_id']})"
+        return f"saved as message #{facts['message_index']}{swipe}"
     return "(running)" if bar.status == "running" else "not saved"
+
+
+def model_request(bar: Bar) -> str:
+    """A model call's request summary, attempts, retries, failures and usage."""
+    facts = bar.facts
+    shown = {"round": facts.get("round"), "invocationId": facts.get("invocation_id"),
+             "request": facts.get("request", {}), "toolTurn": facts.get("toolTurn", {}),
+             "attempts": facts.get("attempts"), "maxRetries": facts.get("max_retries"),
+             "retries": facts.get("retries"), "failures": facts.get("failures", [])}
+    if "usage" in facts:
+        shown["usage"] = facts["usage"]
+    return _json_text(shown)
+
+
+def model_response(bar: Bar, run_dir: Path) -> tuple[str, str | None]:
+    """A model call's response: its text, then one line per tool call it asked for; and the
+    stored record as pretty JSON."""
+    if bar.result_path is None:
+        return ("(running: no response yet)" if bar.status == "running"
+                else "(no stored response)"), None
+    stored, problem = _stored(run_dir / bar.result_path)
+    if problem is not None:
+        return problem, None
+    response = stored.get("response", {}) if isinstance(stored, dict) else {}
+    lines = [str(response.get("text") or "")] if response.get("text") else []
+    for call in response.get("toolCalls") or []:
+        alias = (call.get("providerMetadata") or {}).get("modelAlias") or call.get("toolId")
+        lines.append(f"→ {alias} {json.dumps(call.get('arguments'), ensure_ascii=False)}")
+    return ("\n".join(lines) or "(no text and no tool calls)"), _json_text(stored)
 
 
 def describe(bar: Bar, run_dir: Path, workspace_dir: Path) -> dict[str, Any]:
@@ -78,6 +113,9 @@ def describe(bar: Bar, run_dir: Path, workspace_dir: Path) -> dict[str, Any]:
     if bar.kind == "js":
         arguments = _json_text({k: bar.facts.get(k) for k in ("command", "argv", "cwd")})
         result = job_result(bar)
+    elif bar.kind == "model":
+        arguments = model_request(bar)
+        result, structured = model_response(bar, run_dir)
     elif bar.kind == "commit":
         arguments = _json_text({k: bar.facts.get(k)
                                 for k in ("path", "mode", "explicit", "sha256", "call_id")})

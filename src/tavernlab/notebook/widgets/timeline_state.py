@@ -2,8 +2,11 @@
 
 Each bar is one thing that took time: a tool call (``tool_call_requested`` … ``completed`` or
 ``failed``; kind ``shell`` for ``workspace.shell``, ``finish`` for ``workspace.finish``,
-``tool`` otherwise), a ``run.js`` job (``js_job_started``/``finished``, kind ``js``) or a chat
-commit (``chat_commit_requested`` … ``run_committed``, kind ``commit``). Its status is
+``tool`` otherwise), a ``run.js`` job (``js_job_started``/``finished``, kind ``js``), a chat
+commit (``chat_commit_requested`` … ``run_committed``, kind ``commit``) or a model call of
+the agent loop (``model_call_attempt_started`` … ``model_completed``, kind ``model``: one
+bar for all its attempts, with the retries, the time and the provider's token usage; it
+starts before the round's tool calls, so it is the round's first bar). Its status is
 ``running`` until it ends, then ``ok``, ``error`` or ``cancelled``. A call is ``cancelled``
 when its error code's last part is ``interrupted``, ``cancelled`` or ends in
 ``_cancelled`` (``tool.interrupted``, ``workspace.shell_cancelled``,
@@ -30,6 +33,11 @@ from tavernlab.events import (
     FileChanged,
     JsJobFinished,
     JsJobStarted,
+    ModelCallAttemptFailed,
+    ModelCallAttemptStarted,
+    ModelCallRetryScheduled,
+    ModelCompleted,
+    ModelRequestCreated,
     RoundEnded,
     RunCommitted,
     ToolCallCompleted,
@@ -41,16 +49,19 @@ from tavernlab.events import (
 )
 from tavernlab.host.feed import order_key
 
-Kind = Literal["tool", "shell", "js", "commit", "finish"]
+Kind = Literal["model", "tool", "shell", "js", "commit", "finish"]
 Status = Literal["ok", "error", "cancelled", "running"]
-KINDS: tuple[Kind, ...] = ("tool", "shell", "js", "commit", "finish")
+KINDS: tuple[Kind, ...] = ("model", "tool", "shell", "js", "commit", "finish")
 STATUSES: tuple[Status, ...] = ("ok", "error", "cancelled", "running")
 
 #: The record types the timeline reads.
 TIMELINE_TYPES = frozenset({
     "tool_call_requested", "tool_call_started", "tool_result_stored", "tool_call_completed",
     "tool_call_failed", "js_job_started", "js_job_finished", "chat_commit_requested",
-    "run_committed", "round_ended", "file_changed", "run_cancelled", "run_failed"})
+    "run_committed", "round_ended", "file_changed", "run_cancelled", "run_failed",
+    "model_request_created", "model_call_attempt_started", "model_call_attempt_failed",
+    "model_call_retry_scheduled", "model_completed", "chat_commit_completed",
+    "chat_commit_failed"})
 
 
 def call_status(error_code: str | None, is_error: bool) -> Status:
@@ -63,8 +74,35 @@ def call_status(error_code: str | None, is_error: bool) -> Status:
     return "error"
 
 
+def model_bar_id(invocation_id: str, round_number: int) -> str:
+    """``model-3`` for the main invocation's round 3 (``model-<invocation>-3`` for another
+    invocation's)."""
+    if invocation_id == "inv_root":
+        return f"model-{round_number}"
+    return f"model-{invocation_id}-{round_number}"
+
+
+def model_label(facts: dict[str, Any]) -> str:
+    """``test-model · 2 attempts · 15 tokens``: the model, the attempts when there was more
+    than one, and the tokens once the call has ended (the split into input and output is in
+    the detail and the round's usage)."""
+    parts = [str(facts.get("model") or "model call")]
+    attempts = int(facts.get("attempts", 1))
+    if attempts > 1:
+        parts.append(f"{attempts} attempts")
+    usage = facts.get("usage") or {}
+    total = usage.get("totalTokens")
+    if total is None and (usage.get("inputTokens") is not None
+                          or usage.get("outputTokens") is not None):
+        total = (usage.get("inputTokens") or 0) + (usage.get("outputTokens") or 0)
+    if total is not None:
+        parts.append(f"{total} tokens")
+    return " · ".join(parts)
+
+
 def kind_of_tool(tool_id: str) -> Kind:
     """``workspace.shell`` -> shell, ``workspace.finish`` -> finish, anything else -> tool."""
+    tool_id = tool_id.removeprefix("builtin:")  # the agent loop names built-ins so
     if tool_id == "workspace.shell":
         return "shell"
     return "finish" if tool_id == "workspace.finish" else "tool"
@@ -135,6 +173,7 @@ class TimelineState:
         self.open_round = 1
         self.last_key: tuple[int, int, int] = (0, 0, 0)
         self._commit: Bar | None = None
+        self._requests: dict[tuple[str, int], dict[str, Any]] = {}
         self._rows: list[Bar | Round] | None = None
         self._filters: tuple[frozenset[str], frozenset[str], frozenset[int]] | None = None
         self._spans: dict[int, tuple[int, int | None]] = {}
@@ -170,7 +209,8 @@ class TimelineState:
         ref = event.payload
         if ref.call_id in self.bars:
             return
-        self._add(Bar(ref.call_id, kind_of_tool(ref.tool_id), ref.tool_id, ref.round,
+        self._add(Bar(ref.call_id, kind_of_tool(ref.tool_id),
+                      ref.tool_id.removeprefix("builtin:"), ref.round,
                       epoch_ms(event.timestamp), arguments_path=ref.arguments_path,
                       facts={"tool_id": ref.tool_id, "invocation_id": ref.invocation_id}))
 
@@ -228,6 +268,88 @@ class TimelineState:
         self._commit.end(epoch_ms(event.timestamp), "ok")
         self._commit.facts.update(message_index=event.payload.message_index,
                                   swipe_id=event.payload.swipe_id)
+        self._commit = None
+
+    def _model_requested(self, event: ModelRequestCreated) -> None:
+        request = event.payload
+        self._requests[(request.invocation_id, request.round)] = {
+            "request": dict(request.request), "toolTurn": dict(request.tool_turn)}
+
+    def _model_attempt(self, event: ModelCallAttemptStarted) -> None:
+        attempt = event.payload
+        bar_id = model_bar_id(attempt.invocation_id, attempt.round)
+        bar = self.bars.get(bar_id)
+        if bar is None:
+            asked = self._requests.pop((attempt.invocation_id, attempt.round), {})
+            facts: dict[str, Any] = {
+                "invocation_id": attempt.invocation_id, "round": attempt.round,
+                "model": (asked.get("request") or {}).get("model"), "attempts": 1,
+                "max_retries": attempt.max_retries, "retries": 0, "failures": [], **asked}
+            bar = Bar(bar_id, "model", model_label(facts), attempt.round,
+                      epoch_ms(event.timestamp), facts=facts)
+            self._add(bar)
+        else:
+            bar.facts["attempts"] = attempt.attempt
+            bar.label = model_label(bar.facts)
+
+    def _model_failed(self, event: ModelCallAttemptFailed) -> None:
+        failure = event.payload
+        bar = self.bars.get(model_bar_id(failure.invocation_id, failure.round))
+        if bar is None:
+            return
+        bar.facts["failures"].append({"attempt": failure.attempt, "message": failure.message,
+                                      "retryable": failure.retryable,
+                                      "willRetry": failure.will_retry})
+        if not failure.will_retry:
+            bar.end(epoch_ms(event.timestamp), "error")
+            bar.error_code = failure.message.split(":", 1)[0] if ":" in failure.message \
+                else None
+            bar.message = failure.message
+
+    def _model_retry(self, event: ModelCallRetryScheduled) -> None:
+        retry = event.payload
+        bar = self.bars.get(model_bar_id(retry.invocation_id, retry.round))
+        if bar is not None:
+            bar.facts["retries"] += 1
+            bar.facts["interval_ms"] = retry.interval_ms
+
+    def _model_completed(self, event: ModelCompleted) -> None:
+        turn = event.payload
+        bar = self.bars.get(model_bar_id(turn.invocation_id, turn.round))
+        if bar is None:
+            return
+        bar.facts.update(attempts=turn.attempts, usage=dict(turn.usage),
+                         tool_call_count=turn.tool_call_count, text_chars=turn.text_chars,
+                         reasoning_chars=turn.reasoning_chars,
+                         response_path=turn.model_response_path)
+        bar.result_path = turn.model_response_path
+        bar.label = model_label(bar.facts)
+        bar.end(epoch_ms(event.timestamp), "ok", turn.elapsed_ms)
+
+    def usage(self, round_number: int | None = None) -> dict[str, int]:
+        """The tokens of the model calls of one round (``None``: of the whole run), summed
+        in the records' names (``inputTokens``, ``outputTokens``, ``totalTokens`` …)."""
+        total: dict[str, int] = {}
+        for bar in self.bars.values():
+            if bar.kind != "model" or (round_number is not None and bar.round != round_number):
+                continue
+            for key, value in (bar.facts.get("usage") or {}).items():
+                if isinstance(value, int):
+                    total[key] = total.get(key, 0) + value
+        return total
+
+    def _host_commit_ended(self, event: Event) -> None:
+        """The agent loop's commit handshake ended (``chat_commit_completed`` or
+        ``chat_commit_failed``): the commit bar ends with it."""
+        if self._commit is None:
+            return
+        payload: Any = getattr(event, "payload", None)
+        if event.type == "chat_commit_completed":
+            self._commit.end(epoch_ms(event.timestamp), "ok")
+            self._commit.facts.update(message_index=payload.message_index, swipe_id=None)
+        else:
+            self._commit.end(epoch_ms(event.timestamp), "error")
+            self._commit.message = payload.message
         self._commit = None
 
     def _round_ended(self, record: RoundEnded) -> None:
@@ -292,7 +414,8 @@ class TimelineState:
                     for status in STATUSES}
         return {"type": "round", "round": row.number, "bars": len(row.bars),
                 "statuses": statuses, "span": list(span), "ended": row.ended_ms is not None,
-                "collapsed": row.number in folded, "auto_committed": row.auto_committed}
+                "collapsed": row.number in folded, "auto_committed": row.auto_committed,
+                "usage": self.usage(row.number)}
 
     def counts(self) -> dict[str, dict[str, int]]:
         """How many bars of each kind and each status the run has (before filtering)."""
@@ -320,4 +443,11 @@ _HANDLERS: dict[str, Handler] = {
     "file_changed": TimelineState._file_changed,
     "run_cancelled": TimelineState._run_ended,
     "run_failed": TimelineState._run_ended,
+    "model_request_created": TimelineState._model_requested,
+    "model_call_attempt_started": TimelineState._model_attempt,
+    "model_call_attempt_failed": TimelineState._model_failed,
+    "model_call_retry_scheduled": TimelineState._model_retry,
+    "model_completed": TimelineState._model_completed,
+    "chat_commit_completed": TimelineState._host_commit_ended,
+    "chat_commit_failed": TimelineState._host_commit_ended,
 }
