@@ -24,7 +24,7 @@ def test_demo_runs_from_the_command_line_with_no_arguments(tmp_path: Path) -> No
         "▶ workspace_apply_patch(path=\"summaries/critic-result.md\"",
         "✗ workspace.patch_requires_full_read",
         "Patched summaries/critic-result.md with 1 replacement(s)",
-        "✗ workspace.finish_requires_commit",
+        "✗ agent.foreground_commit_required",
         "Requested chat commit of output/main.md with mode Replace.",
         "Finished the Agent run.",
         "persistStateStatus=committed",

@@ -7,8 +7,10 @@ The public API is small: :class:`Lab` (runs, chats, sessions, skills, retention)
 :func:`replay_many` and :class:`ReplayReport`. Names are imported lazily so that
 ``import tavernlab`` stays cheap (the sandbox's worker processes import this package).
 
-Importing this package registers a provider for ``run.export`` with the host's presenter
-registry (:mod:`tavernlab.host.presentation`): the first ``run.export(path)`` imports
+Importing this package registers providers for ``run.export`` and the agent loop
+(``Lab.run_agent``, ``Lab.start_agent``, ``Lab.tool_definitions`` load
+:mod:`tavernlab.agent` on first use) with the host's presenter registry
+(:mod:`tavernlab.host.presentation`): the first ``run.export(path)`` imports
 :mod:`tavernlab.replay`, which registers the exporter. The host never imports the replay
 layer itself.
 
@@ -56,6 +58,16 @@ def _load_replay() -> None:
 
 
 register_provider("run.export", _load_replay)
+
+
+def _load_agent() -> object:
+    """Import the agent loop (it registers ``agent.run``, ``agent.start`` and
+    ``agent.tool_definitions``)."""
+    return importlib.import_module("tavernlab.agent")
+
+
+for _name in ("agent.run", "agent.start", "agent.tool_definitions"):
+    register_provider(_name, _load_agent)
 
 
 def __getattr__(name: str) -> Any:

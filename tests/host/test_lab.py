@@ -152,9 +152,10 @@ def test_a_refused_shell_call_raises_instead_of_printing_nothing(tmp_path: Path)
     with pytest.raises(ToolError) as info:
         run.shell("echo two")
     assert (info.value.code, info.value.message) == (
-        "tool.budget_exceeded", "The run used all 1 tool calls of its budget.")
+        "agent.tool_budget_exhausted",
+        "The tool call limit for this task has been reached (1 calls).")
     failed = run.events(types="tool_call_failed")[-1].payload
-    assert failed.error_code == "tool.budget_exceeded"
+    assert failed.error_code == "agent.tool_budget_exhausted"
 
 
 def test_an_unlimited_budget_survives_reopening(tmp_path: Path) -> None:
@@ -164,7 +165,10 @@ def test_an_unlimited_budget_survives_reopening(tmp_path: Path) -> None:
     run = lab.start_run(chat_id="a", profile=profile)
     run.start_subagent("critic", profile)
     stored = read_json(run.dir / "input" / "resolved_profile.json")
-    assert stored["tools"] == {"maxRounds": 50, "maxCallsPerRun": None, "maxCallsPerTool": None}
+    assert {k: stored["tools"][k] for k in ("maxRounds", "maxCallsPerRun", "maxCallsPerTool",
+                                            "externalResultInlineCharLimit")} == {
+        "maxRounds": 80, "maxCallsPerRun": None, "maxCallsPerTool": {},
+        "externalResultInlineCharLimit": 50000}
     again = lab.open_run(run.id)
     assert again.profile.tools.max_calls_per_run is None
     assert again.subagents[0].profile.tools.max_calls_per_run is None

@@ -32,7 +32,7 @@ from tavernlab.workspace.profile import Profile
 def unlimited(lab: Lab) -> Run:
     """A run whose tool budget never runs out (the tests make many calls)."""
     profile = Profile()
-    profile.tools.max_calls_per_run = profile.tools.max_calls_per_tool = None
+    profile.tools.max_calls_per_run = None
     profile.tools.max_rounds = None
     return lab.start_run(chat_id="alice", profile=profile)
 
@@ -187,13 +187,13 @@ def test_bulk_reading_equals_reading_line_by_line(lab: Lab) -> None:
     run.js(["-e", "console.log(1)"])
     foreign = {"seq": len(on_disk(run)) + 1, "id": "evt_x", "runId": run.id,
                "timestamp": "2026-01-01T00:00:00Z", "level": "info",
-               "type": "model_completed", "payload": {"any": [1, 2]}}
+               "type": "checkpoint_created", "payload": {"any": [1, 2]}}
     with open(run.dir / "events.jsonl", "a") as handle:
         handle.write(json.dumps(foreign) + "\n")
     lines = (run.dir / "events.jsonl").read_text().splitlines()
     assert run.events(journal=False) == [parse_event(json.loads(line)) for line in lines]
     last = run.events(journal=False)[-1]
-    assert (type(last), last.type, last.payload) == (Event, "model_completed", {"any": [1, 2]})
+    assert (type(last), last.type, last.payload) == (Event, "checkpoint_created", {"any": [1, 2]})
     journal = (run.dir / "journal.jsonl").read_text().splitlines()
     assert [r for r in run.events() if r.source == "journal"] == [
         parse_event(json.loads(line)) for line in journal]

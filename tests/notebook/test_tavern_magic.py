@@ -71,7 +71,7 @@ def test_run_new_open_finish_and_cancel(nb: Notebook) -> None:
 def test_finishing_a_foreground_chat_run_needs_a_commit(nb: Notebook) -> None:
     finished = nb.cell("%tavern run finish").value
     assert (finished.is_error, finished.error_code) == (True,
-                                                        "workspace.finish_requires_commit")
+                                                        "agent.foreground_commit_required")
 
 
 def test_skills_install_list_and_bind(nb: Notebook, tmp_path: Path) -> None:

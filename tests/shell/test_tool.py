@@ -15,7 +15,7 @@ import pytest
 
 from tavernlab.host import Lab, Run
 from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
-from tavernlab.shell.tool import shell_tools
+from tavernlab.shell.tool import BASE_DESCRIPTION, shell_tools
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import ToolResult
 
@@ -73,7 +73,7 @@ def test_the_tool_is_registered_with_its_description() -> None:
     (spec,) = shell_tools()
     assert (spec.model_name, spec.mutating, spec.arguments) == (
         "workspace_shell", True, ("command", "workdir"))
-    assert spec.description == DESCRIPTION
+    assert spec.description == BASE_DESCRIPTION
     assert "js --help" in DESCRIPTION and "ls, find" in DESCRIPTION
 
 

@@ -147,8 +147,8 @@ def test_foreground_finish_requires_an_explicit_commit(lab: Lab) -> None:
     run.next_round()  # an auto-commit is not an explicit one
     refused = run.finish()
     assert (refused.error_code, refused.content) == (
-        "workspace.finish_requires_commit",
-        "Commit the output with workspace_commit before finishing.")
+        "agent.foreground_commit_required",
+        "Foreground Agent runs must call workspace.commit successfully before workspace.finish.")
     assert run.status == "calling_model"
     run.call_tool("workspace.commit", {})
     done = run.finish("all done")

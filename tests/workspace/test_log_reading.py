@@ -118,13 +118,13 @@ def test_a_type_with_no_model_reads_as_the_generic_event_in_bulk(run: Run) -> No
     typed = run.events(journal=False)
     last = typed[-1]
     upstream = {"seq": last.seq + 1, "id": "evt_up", "runId": run.id,
-                "timestamp": "2026-12-01T00:00:00Z", "type": "agent_loop_finished",
+                "timestamp": "2026-12-01T00:00:00Z", "type": "checkpoint_created",
                 "payload": {"rounds": [1, 2]}}
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(upstream) + "\n")
     records = parse_records(log.read_bytes().splitlines())
     assert [type(r) for r in records] == [type(r) for r in typed] + [Event]
-    assert (records[-1].type, records[-1].payload) == ("agent_loop_finished", {"rounds": [1, 2]})
+    assert (records[-1].type, records[-1].payload) == ("checkpoint_created", {"rounds": [1, 2]})
     assert dumped(records[:-1]) == dumped(typed)
 
 

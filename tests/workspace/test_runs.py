@@ -143,7 +143,8 @@ def echo_lab(tmp_path: Path) -> Lab:
 
 
 def test_long_external_results_get_a_readable_view(echo_lab: Lab) -> None:
-    run = echo_lab.start_run(chat_id="alice", profile={"workspace": {"inlineResultChars": 5000}})
+    run = echo_lab.start_run(chat_id="alice",
+                             profile={"tools": {"externalResultInlineCharLimit": 5000}})
     text = "".join(chr(ord("a") + i % 26) for i in range(7000))
     result = run.call_tool("test.echo", {"text": text}, call_id="call_x")
     inv = run.main.id
@@ -151,8 +152,10 @@ def test_long_external_results_get_a_readable_view(echo_lab: Lab) -> None:
     audit = f"tool-results/{inv}/round-001-{_stem('call_x')}.json"
     assert result.structured == {"externalized": True, "path": view, "auditPath": audit,
                                  "charCount": 7000, "charLimit": 5000}
-    assert result.content.startswith(text[:3000])
-    assert view in result.content
+    assert result.content.startswith("This tool result is too large to include in full "
+                                     f"(7000 characters). The full result is saved at `{view}`.")
+    assert result.content.endswith("\n\n" + text[:3000])
+    assert result.resource_refs == [view, audit]
     assert run.read(view).split("\n") == [text[:3000], text[3000:6000], text[6000:]]
     assert read_json(run.workspace_dir / audit)["content"] == text
     payload = run.events(types="tool_result_readable_view_stored", journal=False)[0].payload
@@ -168,17 +171,22 @@ def _stem(call_id: str) -> str:
 
 
 def test_unknown_tools_budgets_and_legacy_tools(lab: Lab) -> None:
-    profile = Profile.model_validate({"tools": {"maxCallsPerRun": 3, "maxCallsPerTool": 2}})
+    profile = Profile.model_validate({"tools": {"maxCallsPerRun": 5,
+                                                "maxCallsPerTool": {"workspace.list_files": 2}}})
     run = lab.start_run(chat_id="alice", profile=profile)
     assert run.call_tool("nope.tool", {}).content == "Unknown tool `nope.tool`."
     legacy = run.call_tool("skill.run_script", {"skill": "x", "script": "y"})
     assert legacy.error_code == "tool.unknown"
     run.call_tool("workspace.list_files", {})
+    run.call_tool("workspace.list_files", {})
     over_tool = run.call_tool("workspace.list_files", {})
-    assert over_tool.error_code == "tool.budget_exceeded"
+    assert (over_tool.error_code, over_tool.content) == (
+        "agent.tool_budget_exhausted",
+        "`workspace.list_files` has reached its call limit for this task (2 calls).")
     over_run = run.call_tool("workspace.read_file", {"path": "output/x"})
     assert (over_run.error_code, over_run.content) == (
-        "tool.budget_exceeded", "The run used all 3 tool calls of its budget.")
+        "agent.tool_budget_exhausted",
+        "The tool call limit for this task has been reached (5 calls).")
 
 
 def test_rounds_budget(lab: Lab) -> None:

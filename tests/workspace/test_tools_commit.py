@@ -47,8 +47,8 @@ def test_finish_texts(lab: Lab, put: Put) -> None:
     run = lab.start_run(chat_id="alice")
     refused = run.call_tool("workspace.finish", {})
     assert (refused.error_code, refused.content) == (
-        "workspace.finish_requires_commit",
-        "Commit the output with workspace_commit before finishing.")
+        "agent.foreground_commit_required",
+        "Foreground Agent runs must call workspace.commit successfully before workspace.finish.")
     put(run, "output/main.md", "body")
     run.call_tool("workspace.commit", {})
     done = run.call_tool("workspace.finish", {"reason": "done"})

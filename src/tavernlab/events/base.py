@@ -39,6 +39,9 @@ EVENT_TYPES: frozenset[str] = frozenset({
     "persistent_state_metadata_update_failed", "run_committed", "run_completed",
     "run_partial_success", "run_cancel_requested", "run_cancelled", "drift_recovery_attempted",
     "run_failed",
+    # the agent loop's own events, beyond the workspace list
+    "agent_model_binding_resolved", "chat_commit_completed", "chat_commit_failed",
+    "chat_commit_recorded", "task_return_recorded", "user_guidance_applied",
 })
 
 

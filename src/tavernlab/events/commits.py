@@ -3,7 +3,7 @@ docs/persist.md)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from tavernlab.events.base import Event, Level, Model
 from tavernlab.events.lifecycle import Reason
@@ -45,6 +45,24 @@ class PersistStateRef(Model):
     state_id: str
     message_index: int | None = None
     swipe_id: int | None = None
+
+
+class MetadataUpdate(PersistStateRef):
+    """``persistent_state_metadata_update_requested`` / ``..._updated`` of a model-driven run:
+    upstream's ``updateId`` and ``messageId`` (and, when requested, the run, chat and change
+    facts)."""
+
+    update_id: str
+    message_id: str
+    run_id: str | None = None
+    workspace_id: str | None = None
+    stable_chat_id: str | None = None
+    chat_ref: dict[str, Any] | None = None
+    generation_type: str | None = None
+    profile_id: str | None = None
+    base_state_id: str | None = None
+    change_count: int | None = None
+    changes: list[Any] | None = None
 
 
 class ChatCommitRequested(Event):

@@ -9,16 +9,26 @@ then ``-result-002.md`` and so on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
     AgentInvocationCompleted,
+    ChatCommitCompleted,
+    ChatCommitFailed,
+    ChatCommitRecorded,
     ChatCommitRequest,
     ChatCommitRequested,
     CommitOutcome,
     EventScope,
+    HostCommitCompleted,
+    HostCommitFailed,
+    HostCommitRecorded,
+    HostCommitRequest,
     InvocationRef,
+    MetadataUpdate,
     PersistCommitted,
     PersistentChangesCommitFailed,
     PersistentChangesCommitted,
@@ -37,6 +47,8 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.records import ChatTarget, dump_model
+from tavernlab.workspace.text import text_metrics
 
 
 def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
@@ -128,6 +140,45 @@ def complete(core: RunCore, main: Invocation, reason: str | None) -> dict[str, A
     return refs
 
 
+def publish_persist(core: RunCore, *, message_id: str | None) -> str:
+    """The agent loop's end of a Chat run: publish ``persist/`` and, when the run committed
+    to the chat (``message_id``: its latest confirmed commit), link the state to that message
+    (upstream's metadata update, confirmed by tavernlab as the host)."""
+    chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
+    target = core.record.target
+    assert chat is not None and snapshot is not None and isinstance(target, ChatTarget)
+    try:
+        with core.fs.lock.shared():
+            state, reused = chat.persist.publish(
+                run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
+                revision_of=counters.persist_state_id, links=core.fs.containment.links)
+    except (PersistStateError, InvalidData, OSError) as exc:
+        core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
+        raise
+    counters.persist_state_id = state.state_id
+    changes = [{key: value for key, value in change._asdict().items() if value is not None}
+               for change in state.changes]
+    core.emit(PersistentChangesCommitted, PersistCommitted(
+        state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,
+        changes=len(state.changes)))
+    output = counters.output_target
+    if message_id is None or output is None:
+        return state.state_id
+    update_id = core.ids.new("update")
+    core.emit(PersistentStateMetadataUpdateRequested, MetadataUpdate(
+        state_id=state.state_id, message_index=output[0], swipe_id=output[1],
+        update_id=update_id, message_id=message_id, run_id=core.id,
+        workspace_id=target.workspace_id, stable_chat_id=target.stable_chat_id,
+        chat_ref=dump_model(target.chat_ref), generation_type=core.record.generation_type,
+        profile_id=core.record.profile_id, base_state_id=state.base_state_id,
+        change_count=len(state.changes), changes=changes))
+    chat.link_persist_state(output, state.state_id)
+    core.emit(PersistentStateMetadataUpdateUpdated, MetadataUpdate(
+        state_id=state.state_id, message_index=output[0], swipe_id=output[1],
+        update_id=update_id, message_id=message_id))
+    return state.state_id
+
+
 def _publish(core: RunCore) -> str:
     chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
     assert chat is not None and snapshot is not None
@@ -153,3 +204,84 @@ def _publish(core: RunCore) -> str:
         chat.link_persist_state(target, state.state_id)
         core.emit(PersistentStateMetadataUpdateUpdated, link)
     return state.state_id
+
+
+# --- the host commit handshake of the agent loop ------------------------------------------------
+
+#: How the host answers a commit request of the agent loop: ``None`` accepts it (tavernlab
+#: then saves it in the lab's chat file, as ``workspace.commit`` always did), a message rejects
+#: it. It receives the ``chat_commit_requested`` payload.
+CommitReview = Callable[[dict[str, Any]], "str | None"]
+
+
+@dataclass(slots=True)
+class CommitLedger:
+    """The confirmed chat commits of a model-driven run (explicit and automatic), in order:
+    ``{path, mode, messageId, round, isExplicit}`` each."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    review: CommitReview | None = None
+
+    @property
+    def explicit(self) -> int:
+        """How many explicit commits the host confirmed."""
+        return sum(1 for entry in self.entries if entry["isExplicit"])
+
+    @property
+    def last_message_id(self) -> str | None:
+        """The message the latest confirmed commit landed in."""
+        return self.entries[-1]["messageId"] if self.entries else None
+
+
+def host_commit(core: RunCore, ledger: CommitLedger, *, invocation_id: str, call_id: str,
+                path: str, text: str, sha256: str, mode: str, is_explicit: bool,
+                reason: str | None, round_number: int) -> str | None:
+    """Ask the host (tavernlab) to commit ``text`` to the run's chat message; returns the
+    message id on success, or the host's rejection message (``None`` is never a success).
+
+    Events: ``chat_commit_requested`` (status ``awaiting_host_commit``), then
+    ``chat_commit_completed`` and ``chat_commit_recorded``, or ``chat_commit_failed``; the
+    status returns to ``dispatching_tool``. Message ids are the chat's message indices.
+    """
+    chat, target = core.chat, core.record.target
+    if chat is None or not isinstance(target, ChatTarget):
+        raise RunStateError("only Chat runs commit to a chat")
+    commit_mode: Literal["replace", "append"] = "append" if mode == "append" else "replace"
+    chars, words = text_metrics(text)
+    commit_id = core.ids.new("commit")
+    request = HostCommitRequest(
+        commit_id=commit_id, invocation_id=invocation_id, call_id=call_id, run_id=core.id,
+        workspace_id=target.workspace_id, stable_chat_id=target.stable_chat_id,
+        chat_ref=dump_model(target.chat_ref), generation_type=core.record.generation_type,
+        profile_id=core.record.profile_id, persist_base_state_id=target.persist_base_state_id,
+        path=path, mode=commit_mode, is_explicit=is_explicit, reason=reason, chars=chars,
+        words=words, sha256=sha256, round=round_number)
+    core.set_status("awaiting_host_commit")
+    core.emit(ChatCommitRequested, request)
+    rejection = (None if ledger.review is None
+                 else ledger.review(request.model_dump(mode="json", by_alias=True)))
+    if rejection is not None:
+        core.set_status("dispatching_tool")
+        core.emit(ChatCommitFailed, HostCommitFailed(
+            commit_id=commit_id, invocation_id=invocation_id, call_id=call_id, path=path,
+            mode=commit_mode, message=rejection))
+        return rejection
+    counters = core.counters
+    saved = chat.save_output(run_id=core.id, text=text, mode=commit_mode,
+                             target=counters.output_target,
+                             new_swipe=core.record.generation_type == "swipe")
+    counters.output_target = saved
+    if is_explicit:
+        counters.explicit_commits += 1
+    message_id = str(saved[0])
+    ledger.entries.append({"path": path, "mode": commit_mode, "messageId": message_id,
+                           "round": round_number, "isExplicit": is_explicit})
+    core.set_status("dispatching_tool")
+    core.emit(ChatCommitCompleted, HostCommitCompleted(
+        commit_id=commit_id, invocation_id=invocation_id, call_id=call_id, path=path,
+        mode=commit_mode, is_explicit=is_explicit, message_id=message_id,
+        message_index=saved[0]))
+    core.emit(ChatCommitRecorded, HostCommitRecorded(
+        invocation_id=invocation_id, commit_count=len(ledger.entries), path=path,
+        mode=commit_mode, message_id=message_id))
+    return None

@@ -146,7 +146,7 @@ class RunCore:
                  skills_mount: SkillsMount | None, index: RunIndex, clock: Clock,
                  ids: IdFactory, on_end: Callable[[], None],
                  before_round: Callable[[], object] | None = None,
-                 links: LabLinks | None = None) -> None:
+                 links: LabLinks | None = None, main_id: str | None = None) -> None:
         self.record = record
         self.dir = run_dir
         self.workspace_dir = workspace_dir
@@ -174,8 +174,15 @@ class RunCore:
         self.inflight = InFlight()
         self.shell_deadline_s = DEFAULT_DEADLINE_S
         self._announced: set[str] = set()
-        #: The run's main agent (announced when the run starts).
-        self.main = self.new_invocation("main", "main", profile, announce=False)
+        #: The run's main agent (announced when the run starts); a model-driven run names it
+        #: ``inv_root`` as upstream does.
+        self.main = self.new_invocation("main", "main", profile, announce=False,
+                                        invocation_id=main_id)
+        #: Set by the agent loop driving this run: ``cancel(reason)`` stops the loop (from
+        #: any thread) and returns how many pieces of work it cancelled; ``done`` is set
+        #: once the loop's thread has ended.
+        self.loop_cancel: Callable[[str], int] | None = None
+        self.loop_done: threading.Event | None = None
         #: Return-mode sub-agents by invocation id, in start order.
         self.subagents: dict[str, Invocation] = {}
         #: The journal offset of each sub-agent's start record (for the checkpoints).
@@ -312,14 +319,15 @@ class RunCore:
             self._subagent_offsets[invocation.id] = self.journal.written_at[record_id]
         return invocation
 
-    def announce(self, invocation: Invocation) -> None:
-        """Record ``agent_invocation_created`` for an Invocation (once)."""
+    def announce(self, invocation: Invocation, payload: InvocationRef | None = None) -> None:
+        """Record ``agent_invocation_created`` for an Invocation (once); ``payload`` replaces
+        the default ``{invocationId, agentId, mode}`` (the loop adds upstream's fields)."""
         if invocation.id in self._announced:
             return
         self._announced.add(invocation.id)
         self.emit(AgentInvocationCreated,
-                  InvocationRef(invocation_id=invocation.id, agent_id=invocation.agent_id,
-                                mode=invocation.mode),
+                  payload or InvocationRef(invocation_id=invocation.id,
+                                           agent_id=invocation.agent_id, mode=invocation.mode),
                   scope=EventScope(invocation_id=invocation.id))
 
     def checkpoint(self) -> dict[str, Any]:

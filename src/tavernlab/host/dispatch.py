@@ -8,8 +8,9 @@ tavernlab choices where upstream is unknown (documented here):
 
 * Tool-argument files: ``tool-args/<invocation-id>/round-NNN-call_<hash>.json``.
 * An unknown tool id, or a compatibility-mode tool while the mode is off, is
-  ``tool.unknown`` ``Unknown tool `<id>`.``; a call over a tool budget is
-  ``tool.budget_exceeded``; a call in a round whose earlier call was cancelled is not executed
+  ``tool.unknown`` ``Unknown tool `<id>`.``; a call over a round budget is
+  ``tool.budget_exceeded`` (over a call budget, upstream's ``agent.tool_budget_exhausted``);
+  a call in a round whose earlier call was cancelled is not executed
   and returns ``tool.round_cancelled``.
 * Arguments that are not JSON values, hold a lone surrogate, or nest deeper than 128 levels
   (serde_json's recursion limit, which upstream's parser applies) are
@@ -17,13 +18,26 @@ tavernlab choices where upstream is unknown (documented here):
 * The call acts on the round's tracker under its own id
   (:meth:`~tavernlab.workspace.tracking.MutationTracker.acting`), so an auto-commit names
   the call that last set or moved the candidate.
+
+A call the agent loop makes carries a :class:`LoopCall`, and takes upstream's dispatch
+pipeline through the same function: the raw arguments are stored (must not exist yet: a
+repeated call id ends the run before the second call starts), ``tool_call_requested`` names
+the tool snapshot and ``argumentsRef``, the invocation's gate checks its budgets
+(``agent.tool_budget_exhausted``; a refused call does not count), arguments that are not an
+object are ``tool.invalid_arguments`` (after the budget was charged), a completion tool that
+is not the last call of its response is ``agent.tool_after_finish``, commits go through the
+host handshake (whose confirmation replaces the tool's own result), ``workspace.finish`` only
+tells the loop, and the file events follow the call's completed event.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from tavernlab.cancel import CancelToken
@@ -32,6 +46,8 @@ from tavernlab.errors import ToolError
 from tavernlab.events import (
     EventScope,
     FileWritten,
+    LoopFileWritten,
+    LoopToolCallRef,
     ToolCallCompleted,
     ToolCallFailed,
     ToolCallOutcome,
@@ -46,13 +62,72 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.results import store_result
+from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.ids import tool_record_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.reads import ReadRecords
-from tavernlab.workspace.records import write_json
+from tavernlab.workspace.records import pretty_json, write_json
 from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.text import text_metrics
 from tavernlab.workspace.tooling import Arguments, ToolResult
+
+#: Tools that end an invocation's turn and must be the last call of a model response.
+COMPLETION_TOOLS = frozenset({"workspace.finish", "agent.handoff", "task.return"})
+#: How much of invalid arguments the ``tool.invalid_arguments`` message quotes.
+INVALID_ARGUMENTS_QUOTE = 200
+
+
+@dataclass(slots=True)
+class ToolGate:
+    """An invocation's call budgets (upstream's request gate): ``maxCallsPerInvocation`` and
+    the per-tool caps, counted when a call passes (a refused call costs nothing)."""
+
+    max_calls: int | None
+    max_per_tool: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+    per_tool: Counter[str] = field(default_factory=Counter)
+
+    def admit(self, tool_id: str, native_name: str) -> ToolError | None:
+        """Reserve one call of ``tool_id``, or the recoverable refusal."""
+        if self.max_calls is not None and self.total >= self.max_calls:
+            return ToolError("agent.tool_budget_exhausted", "The tool call limit for this "
+                             f"task has been reached ({self.max_calls} calls).")
+        cap = self.max_per_tool.get(tool_id, self.max_per_tool.get(native_name))
+        if cap is not None and self.per_tool[tool_id] >= cap:
+            return ToolError("agent.tool_budget_exhausted", f"`{native_name}` has reached "
+                             f"its call limit for this task ({cap} calls).")
+        self.total += 1
+        self.per_tool[tool_id] += 1
+        return None
+
+
+@dataclass(slots=True)
+class LoopCall:
+    """What the agent loop adds to one call: the tool snapshot, the tool's full id
+    (``builtin:workspace.write_file``; the registry knows it by its native name), the round,
+    the model's raw
+    arguments (an object, or the text it sent), whether it is the response's last call, the
+    invocation's gate, and the loop's hooks for commits and for ending the turn.
+
+    ``commit(ctx, path, text, sha256, mode, reason)`` runs the host handshake and returns
+    the confirmed result or raises the recoverable rejection; ``finish(reason)`` tells the
+    loop that ``workspace.finish`` was accepted. After the call, ``deferred`` holds the file
+    events (emitted after the call's completed event) and ``replaced`` the commit's result.
+    """
+
+    snapshot_id: str
+    full_id: str
+    alias: str
+    round: int
+    is_last: bool
+    gate: ToolGate
+    commit: Callable[..., ToolResult] | None = None
+    finish: Callable[[str | None], None] | None = None
+    control: Any = None
+    owns_status: bool = True
+    deferred: list[tuple[type[Any], Any]] = field(default_factory=list)
+    replaced: ToolResult | None = None
 
 #: Deepest nesting of tool arguments (serde_json's default recursion limit).
 MAX_ARGUMENT_DEPTH = 128
@@ -69,6 +144,7 @@ class CallContext:
     round: int
     token: CancelToken = field(default_factory=CancelToken)
     output: Callable[[str, str], None] | None = None
+    loop: LoopCall | None = None
 
     @property
     def scope(self) -> ScopedWorkspaceFs:
@@ -126,34 +202,68 @@ class CallContext:
         return self.core.ids
 
     def file_written(self, path: str, sha256: str, *, mode: str) -> None:
-        """Record ``workspace_file_written``."""
+        """Record ``workspace_file_written`` (a loop call's after its completed event)."""
+        if self.loop is not None:
+            self.loop.deferred.append((WorkspaceFileWritten, self._loop_file(
+                path, sha256, mode=mode)))
+            return
         self.core.emit(WorkspaceFileWritten, FileWritten(call_id=self.call_id, path=path,
                                                          sha256=sha256, mode=mode))
 
     def patch_applied(self, path: str, sha256: str, replacements: int) -> None:
-        """Record ``workspace_patch_applied``."""
+        """Record ``workspace_patch_applied`` (a loop call's after its completed event)."""
+        if self.loop is not None:
+            self.loop.deferred.append((WorkspacePatchApplied, self._loop_file(
+                path, sha256, replacements=replacements)))
+            return
         self.core.emit(WorkspacePatchApplied, FileWritten(
             call_id=self.call_id, path=path, sha256=sha256, replacements=replacements))
 
+    def _loop_file(self, path: str, sha256: str, **extra: Any) -> LoopFileWritten:
+        try:
+            text = self.core.fs.read_text(WorkspacePath(path)).text
+        except Exception:  # the file changed under the call: its measures are unknown
+            text = ""
+        chars, words = text_metrics(text)
+        return LoopFileWritten(call_id=self.call_id, path=path, sha256=sha256,
+                               invocation_id=self.invocation.id, chars=chars, words=words,
+                               **extra)
+
     def commit_to_chat(self, *, path: str, text: str, sha256: str, mode: str,
                        reason: str | None) -> tuple[int, int]:
-        """An explicit commit of this call."""
+        """An explicit commit of this call (a loop call's goes through the host handshake,
+        whose confirmed result replaces the tool's own)."""
+        if self.loop is not None and self.loop.commit is not None:
+            self.loop.replaced = self.loop.commit(self, path, text, sha256, mode, reason)
+            target = self.core.counters.output_target
+            assert target is not None
+            return target
         return commits.commit_to_chat(self.core, path=path, text=text, sha256=sha256,
                                       mode=mode, is_explicit=True, call_id=self.call_id,
                                       reason=reason)
 
     def finish_run(self, reason: str | None) -> dict[str, Any]:
-        """End the run."""
+        """End the run (a loop call only tells the loop, which ends the run after the
+        round)."""
+        if self.loop is not None and self.loop.finish is not None:
+            self.loop.finish(reason)
+            return {}
         return commits.complete(self.core, self.core.main, reason)
 
     def return_result(self, text: str) -> str:
         """Write this sub-agent's result file."""
         return commits.write_subagent_result(self.core, self.invocation, text)
 
+    @property
+    def agent_control(self) -> Any:
+        """The loop's delegation service for the Agent control tools (``None`` by hand)."""
+        return None if self.loop is None else self.loop.control
+
 
 def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id: str,
               arguments: Any, call_id: str | None,
-              on_output: Callable[[str, str], None] | None = None) -> ToolResult:
+              on_output: Callable[[str, str], None] | None = None,
+              loop: LoopCall | None = None) -> ToolResult:
     """Execute one tool call with every record the host writes; see :meth:`Run.call_tool`.
 
     The call's records are written together when it ends (one locked append per log, see
@@ -163,7 +273,7 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     core.prepare_round()
     with core.feed.batch():
         stored, interrupted = _call(core, registry, invocation, tool_id, arguments, call_id,
-                                    on_output)
+                                    on_output, loop)
     if core.record.is_terminal:
         core.on_end()  # after the finishing call's own records are written
     if interrupted is not None:
@@ -172,37 +282,107 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
 
 
 def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id: str,
-          arguments: Any, call_id: str | None, on_output: Callable[[str, str], None] | None
-          ) -> tuple[ToolResult, BaseException | None]:
-    core.announce(invocation)
+          arguments: Any, call_id: str | None, on_output: Callable[[str, str], None] | None,
+          loop: LoopCall | None = None) -> tuple[ToolResult, BaseException | None]:
+    if loop is None:
+        core.announce(invocation)
     counters = core.counters
     counters.call_seq += 1
     ctx = CallContext(core, invocation, call_id or f"call_{counters.call_seq}", tool_id,
-                      counters.round, output=None if on_output is None else
-                      flushing_first(core, on_output))
+                      counters.round if loop is None else loop.round,
+                      output=None if on_output is None else flushing_first(core, on_output),
+                      loop=loop)
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
     args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"
-    write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
-                           "arguments": _stored_arguments(arguments, refusal)},
-               ascii_only=True, fresh=True)
-    ref = ToolCallRef(round=ctx.round, invocation_id=invocation.id, call_id=ctx.call_id,
-                      tool_id=tool_id, name=tool_id.replace(".", "_"),
-                      arguments_path=str(args_path.relative_to(core.dir)))
+    relative = str(args_path.relative_to(core.dir))
     scope = EventScope(invocation_id=invocation.id)
-    core.emit(ToolCallRequested, ref, scope=scope)
-    core.emit(ToolCallStarted, ref, scope=scope)
+    if loop is None:
+        write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
+                               "arguments": _stored_arguments(arguments, refusal)},
+                   ascii_only=True, fresh=True)
+        ref = ToolCallRef(round=ctx.round, invocation_id=invocation.id, call_id=ctx.call_id,
+                          tool_id=tool_id, name=tool_id.replace(".", "_"),
+                          arguments_path=relative)
+        core.emit(ToolCallRequested, ref, scope=scope)
+    else:
+        write_new_json(args_path, arguments)
+        command = (arguments.get("command") if tool_id == "workspace.shell"
+                   and isinstance(arguments, dict) else None)
+        ref = LoopToolCallRef(round=ctx.round, invocation_id=invocation.id,
+                              call_id=ctx.call_id, tool_id=loop.full_id, name=tool_id,
+                              arguments_path=relative, snapshot_id=loop.snapshot_id,
+                              arguments_ref=relative,
+                              command=command if isinstance(command, str) else None)
+        core.emit(ToolCallRequested, ref, scope=scope)
+        gated = loop.gate.admit(loop.full_id, tool_id)
+        if gated is None and not isinstance(arguments, dict):
+            gated = ToolError("tool.invalid_arguments", invalid_arguments_message(arguments))
+        if gated is not None:
+            result = ToolResult.from_error(gated)
+            result.call_id, result.tool_id = ctx.call_id, loop.full_id
+            stored = store_result(core, invocation, record_name, result,
+                                  round_number=ctx.round, level="debug")
+            _record_outcome(core, ctx, result, core.clock.monotonic(), scope)
+            return stored, None
+        ref = LoopToolCallRef(round=ctx.round, invocation_id=invocation.id,
+                              call_id=ctx.call_id, tool_id=loop.full_id, name=tool_id,
+                              snapshot_id=loop.snapshot_id)
+    if loop is None:
+        core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
     with core.activities.activity("tool", ctx.call_id), core.tracker.acting(ctx.call_id):
-        result, interrupted = _execute(core, registry, ctx, arguments, refusal)
+        if loop is not None:
+            if loop.owns_status:
+                core.set_status("dispatching_tool", index=False)
+            core.emit(ToolCallStarted, ref, scope=scope)
+        if loop is not None and tool_id in COMPLETION_TOOLS and not loop.is_last:
+            result, interrupted = ToolResult.from_error(ToolError(
+                "agent.tool_after_finish", f"{tool_id} must be the final tool call in a model "
+                "turn; complete the other work first, then call it again.")), None
+        else:
+            result, interrupted = _execute(core, registry, ctx, arguments, refusal)
+        if loop is not None and loop.replaced is not None and not result.is_error:
+            result = loop.replaced
         if ctx.token.cancelled:
             counters.round_cancelled = True
-        result.call_id, result.tool_id = ctx.call_id, tool_id
-        stored = store_result(core, invocation, record_name, result)
+        result.call_id = ctx.call_id
+        result.tool_id = tool_id if loop is None else loop.full_id
+        stored = store_result(core, invocation, record_name, result, round_number=ctx.round,
+                              level=None if loop is None else "debug")
     _record_outcome(core, ctx, result, started, scope)
-    if not core.record.is_terminal:
+    if loop is not None:
+        for kind, payload in loop.deferred:
+            core.emit(kind, payload, scope=scope)
+    elif not core.record.is_terminal:
         core.set_status("calling_model")
     return stored, interrupted
+
+
+def write_new_json(path: Path, value: Any) -> None:
+    """Write ``value`` as pretty JSON to a file that must not exist yet (a tool call's stored
+    arguments: a second call with the same id in the same round is refused, and the first
+    one's record stays as it was)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data = (pretty_json(value) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: kept, escaped
+        data = (pretty_json(value, ascii_only=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def invalid_arguments_message(raw: Any) -> str:
+    """``tool.invalid_arguments`` for arguments that are not a JSON object (upstream's text,
+    quoting at most the first 200 characters of what the model sent)."""
+    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    quoted = (text[:INVALID_ARGUMENTS_QUOTE] + "…" if len(text) > INVALID_ARGUMENTS_QUOTE
+              else text)
+    return ("arguments must be a JSON object; send `{}` when the call takes no arguments. "
+            f"Received: `{quoted}`")
 
 
 def flushing_first(core: RunCore, listener: Callable[[str, str], None]
@@ -221,7 +401,8 @@ def _execute(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments:
     the run and propagates."""
     with core.inflight.track(ctx.token):
         try:
-            core.set_status("dispatching_tool", index=False)
+            if ctx.loop is None:
+                core.set_status("dispatching_tool", index=False)
             if refusal is not None:
                 return ToolResult.from_error(ToolError("tool.invalid_arguments", refusal)), None
             return _dispatch(core, registry, ctx, arguments), None
@@ -230,7 +411,8 @@ def _execute(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments:
             return ToolResult.from_error(ToolError(
                 "tool.interrupted", "The tool call was interrupted before it finished.")), exc
         except Exception as exc:
-            core.fail(f"{type(exc).__name__}: {exc}")
+            if ctx.loop is None:  # the loop ends a run it drives itself
+                core.fail(f"{type(exc).__name__}: {exc}")
             raise
 
 
@@ -238,7 +420,9 @@ def _record_outcome(core: RunCore, ctx: CallContext, result: ToolResult, started
                     scope: EventScope) -> None:
     outcome = ToolCallOutcome(
         round=ctx.round, invocation_id=ctx.invocation.id, call_id=ctx.call_id,
-        tool_id=ctx.tool_id, snapshot_id=None, name=ctx.tool_id.replace(".", "_"),
+        tool_id=ctx.tool_id if ctx.loop is None else ctx.loop.full_id,
+        snapshot_id=None if ctx.loop is None else ctx.loop.snapshot_id,
+        name=ctx.tool_id.replace(".", "_") if ctx.loop is None else ctx.tool_id,
         is_error=result.is_error, error_code=result.error_code,
         message=result.content if result.is_error else None,
         elapsed_ms=int((core.clock.monotonic() - started) * 1000),
@@ -253,8 +437,9 @@ def _dispatch(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments
     try:
         if spec is None or (spec.compat and not core.profile.skills.legacy_run_script):
             raise ToolError("tool.unknown", f"Unknown tool `{ctx.tool_id}`.")
-        check_budgets(core, ctx.tool_id)
-        if core.counters.round_cancelled:
+        if ctx.loop is None:
+            check_budgets(core, ctx.tool_id)
+        if core.counters.round_cancelled and ctx.loop is None:
             raise ToolError("tool.round_cancelled", "An earlier tool call of this round was "
                             "cancelled, so this call was not executed.")
         if spec.available is not None and (refusal := spec.available(ctx)) is not None:
@@ -265,18 +450,22 @@ def _dispatch(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments
 
 
 def check_budgets(core: RunCore, tool_id: str) -> None:
-    """Refuse a call over the Profile's round, per-run or per-tool budget."""
+    """Refuse a call by hand over the Profile's round, call or per-tool budget. The call
+    budgets are upstream's (``agent.tool_budget_exhausted``, counted over the run's calls by
+    hand); the round budget is tavernlab's own rule for calls by hand
+    (``tool.budget_exceeded``), since upstream only counts rounds in the loop."""
     budgets, counters = core.profile.tools, core.counters
     if budgets.max_rounds is not None and counters.round > budgets.max_rounds:
         raise ToolError("tool.budget_exceeded",
                         f"The run used all {budgets.max_rounds} rounds of its tool budget.")
     if budgets.max_calls_per_run is not None and counters.calls >= budgets.max_calls_per_run:
-        raise ToolError("tool.budget_exceeded", f"The run used all "
-                        f"{budgets.max_calls_per_run} tool calls of its budget.")
-    if (budgets.max_calls_per_tool is not None
-            and counters.calls_per_tool[tool_id] >= budgets.max_calls_per_tool):
-        raise ToolError("tool.budget_exceeded", f"`{tool_id}` used all "
-                        f"{budgets.max_calls_per_tool} calls of its budget.")
+        raise ToolError("agent.tool_budget_exhausted", "The tool call limit for this task has "
+                        f"been reached ({budgets.max_calls_per_run} calls).")
+    cap = budgets.max_calls_per_tool.get(tool_id,
+                                         budgets.max_calls_per_tool.get(f"builtin:{tool_id}"))
+    if cap is not None and counters.calls_per_tool[tool_id] >= cap:
+        raise ToolError("agent.tool_budget_exhausted",
+                        f"`{tool_id}` has reached its call limit for this task ({cap} calls).")
 
 
 def unstorable(arguments: Any) -> str | None:

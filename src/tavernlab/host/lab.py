@@ -49,6 +49,7 @@ from tavernlab.events import TERMINAL_EVENT_TYPES, Event
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
+from tavernlab.host.presentation import present
 from tavernlab.host.registry import ToolProvider, ToolRegistry
 from tavernlab.host.reservations import LabIdReservations
 from tavernlab.host.run import Run
@@ -144,10 +145,14 @@ class Lab:
         self.closed = True
         cores = list(self._runs)
         for core in cores:
+            if core.loop_cancel is not None and not core.record.is_terminal:
+                core.loop_cancel("the lab was closed")
             for token in core.inflight.live():
                 token.cancel("the lab was closed")
         for core in cores:
             core.inflight.wait_idle(CLOSE_GRACE_S)
+            if core.loop_done is not None:
+                core.loop_done.wait(CLOSE_GRACE_S)
         self.services.close()
 
     def __enter__(self) -> Lab:
@@ -247,6 +252,57 @@ class Lab:
                 generation_type=generation_type, names=skills, scopes=skill_scopes,
                 origin=origin)
         return self._handle(core)
+
+    def start_loop_run(self, chat_id: str, *, kind: ChatKind = "character",
+                       presentation: Literal["foreground", "background"],
+                       profile: Profile, persist_base: str | None = None) -> Run:
+        """A new Chat run for the agent loop (:mod:`tavernlab.agent`): its main invocation
+        is ``inv_root`` and it stops in ``assembling_context`` with its skills bound, for the
+        loop to assemble the model's context. Use :meth:`run_agent` instead."""
+        self._require_open()
+        origin = {"clock": clock_settings(self.clock), "ids": ids_settings(self.ids)}
+        profile.policy()
+        core = self._factory.start_chat(
+            self.chat(chat_id, kind), profile, presentation=presentation,
+            persist_base=persist_base, snapshot=None, generation_type="normal", names=None,
+            scopes=None, origin=origin, loop=True)
+        return self._handle(core)
+
+    # -- the agent loop (tavernlab.agent, reached through the presenter registry) ----------------
+
+    def run_agent(self, task: str, *, model: Any, chat_id: str | None = None,
+                  profile: Profile | Mapping[str, Any] | None = None,
+                  presentation: Literal["foreground", "background"] | None = None,
+                  stream: bool | None = None, **options: Any) -> Any:
+        """Run the agent loop on ``task`` with ``model`` (a provider such as
+        :class:`tavernlab.models.Scripted`) in a new run, to its terminal state, and return
+        the :class:`tavernlab.agent.AgentOutcome` (``run``, ``status``, ``failure``, ``usage``,
+        ``rounds``). ``chat_id`` defaults to ``agent``; ``presentation`` and ``stream``
+        default to the Profile's ``run`` settings. See :func:`tavernlab.agent.start_agent`
+        for ``options`` (``on_delta`` for the live stream, ``review`` for the host's answer
+        to commits)."""
+        return present("agent.run", self, task, model=model, chat_id=chat_id, profile=profile,
+                       presentation=presentation, stream=stream, **options)
+
+    def start_agent(self, task: str, *, model: Any, chat_id: str | None = None,
+                    profile: Profile | Mapping[str, Any] | None = None,
+                    presentation: Literal["foreground", "background"] | None = None,
+                    stream: bool | None = None, **options: Any) -> Any:
+        """Start the agent loop like :meth:`run_agent`, on a thread of its own, and return
+        its :class:`tavernlab.agent.AgentHandle` at once (``run``, ``cancel()``,
+        ``wait(timeout=None)``)."""
+        return present("agent.start", self, task, model=model, chat_id=chat_id,
+                       profile=profile, presentation=presentation, stream=stream, **options)
+
+    def tool_definitions(self, profile: Profile | Mapping[str, Any] | None = None, *,
+                         provider_format: str = "openai_compatible") -> list[dict[str, Any]]:
+        """Exactly what a model driving a run of ``profile`` (default: the default writer)
+        is shown of this lab's tools, in ``provider_format``'s wire shape: the root
+        invocation's tools in the Profile's order, with the descriptions its context gives
+        them."""
+        defined: list[dict[str, Any]] = present("agent.tool_definitions", self, profile,
+                                                provider_format=provider_format)
+        return defined
 
     def open_run(self, run_id: str) -> Run:
         """Reopen a run from disk (any process). Read records start empty; the run continues

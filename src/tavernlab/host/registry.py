@@ -6,8 +6,8 @@ Engines export their tools as plain tuples of :class:`~tavernlab.workspace.tooli
 different tool sets in one kernel both work). A *provider* is a callable that receives the
 lab's :class:`~tavernlab.host.services.LabServices` and returns specs; a lab built with
 ``Lab(path, tools=[...])`` accepts providers and specs alike. :data:`DEFAULT_TOOLS` is the set
-upstream V5 offers: the workspace tools, the shell, and the legacy skill tools (offered only
-in the compatibility mode).
+upstream V5 offers: the workspace tools, the shell, the legacy skill tools (offered only
+in the compatibility mode) and the Agent control tools (which act only in the agent loop).
 """
 
 from __future__ import annotations
@@ -44,8 +44,17 @@ def legacy_skill_tools(services: LabServices) -> Iterable[ToolSpec]:
     return (*run_script_tools(lambda: services.js_pool), *SKILL_COMPAT_TOOLS)
 
 
+def agent_control_tools(services: LabServices) -> Iterable[ToolSpec]:
+    """``agent.delegate``, ``agent.await`` and ``agent.handoff`` (they act in the agent loop
+    only)."""
+    from tavernlab.host.agent_tools import AGENT_TOOLS
+
+    return AGENT_TOOLS
+
+
 #: The tools of a lab built without ``tools=``.
-DEFAULT_TOOLS: tuple[ToolProvider, ...] = (workspace_tools, shell_tools, legacy_skill_tools)
+DEFAULT_TOOLS: tuple[ToolProvider, ...] = (workspace_tools, shell_tools, legacy_skill_tools,
+                                           agent_control_tools)
 
 
 class ToolRegistry:

@@ -1,15 +1,17 @@
 """Stored tool results: ``tool-results/<key>/<record>.json`` and readable views
 (docs/tool-calls.md).
 
-tavernlab choices where upstream is unknown: "external" results (every tool whose id does not
-start with ``workspace.``) longer than the Profile's inline limit (20 000 characters) get a
-readable ``.txt`` view with hard line breaks every 3 000 characters, and the model sees the
-first 3 000 characters plus a pointer to the view.
+External results (every tool that is not a builtin: its id starts with neither
+``workspace.`` nor ``builtin:``) longer than the Profile's ``externalResultInlineCharLimit``
+(50 000 characters) get a readable ``.txt`` view with hard line breaks every 3 000 characters,
+and the model sees upstream's notice with the path and a preview of the first 3 000
+characters. Builtin results are never externalized.
 """
 
 from __future__ import annotations
 
 from tavernlab.events import (
+    Level,
     StoredResult,
     StoredResultView,
     ToolResultReadableViewStored,
@@ -34,39 +36,61 @@ def results_key(core: RunCore, invocation: Invocation) -> str:
     return core.id if core.record.target.kind == "session" else invocation.id
 
 
-def store_result(core: RunCore, invocation: Invocation, record_name: str, result: ToolResult
+def store_result(core: RunCore, invocation: Invocation, record_name: str, result: ToolResult,
+                 *, round_number: int | None = None, level: Level | None = None
                  ) -> ToolResult:
     """Write ``result`` (and, when it is long and external, its readable view); returns the
-    result the model sees."""
+    result the model sees. ``round_number`` is the call's round (default: the run's);
+    ``level`` that of ``tool_result_stored`` (the agent loop's is upstream's ``debug``)."""
+    round_number = core.counters.round if round_number is None else round_number
     key = results_key(core, invocation)
     json_path = WorkspacePath(f"tool-results/{key}/{record_name}.json")
     model_result = result
-    limit = core.profile.workspace.inline_result_chars
-    external = not result.tool_id or not result.tool_id.startswith("workspace.")
+    limit = invocation.profile.tools.external_result_inline_char_limit
+    external = not result.tool_id or not result.tool_id.startswith(("workspace.", "builtin:"))
     if external and len(result.content) > limit:
         view_path = WorkspacePath(f"tool-results/{key}/{record_name}.txt")
-        model_result = _externalize(core, invocation, result, view_path, json_path, limit)
+        model_result = _externalize(core, invocation, result, view_path, json_path, limit,
+                                    round_number)
     core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.unchecked())
     core.emit(ToolResultStored, StoredResult(
-        invocation_id=invocation.id, round=core.counters.round, call_id=result.call_id or "",
-        tool_id=result.tool_id or "", path=json_path.text))
+        invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
+        tool_id=result.tool_id or "", path=json_path.text), level=level)
     return model_result
 
 
 def _externalize(core: RunCore, invocation: Invocation, result: ToolResult,
-                 view_path: WorkspacePath, json_path: WorkspacePath, limit: int) -> ToolResult:
+                 view_path: WorkspacePath, json_path: WorkspacePath, limit: int,
+                 round_number: int) -> ToolResult:
     content = result.content
     view = "\n".join(content[i:i + VIEW_LINE_CHARS]
                      for i in range(0, len(content), VIEW_LINE_CHARS))
     core.fs.write_text(view_path, view, WriteGuard.unchecked())
     core.emit(ToolResultReadableViewStored, StoredResultView(
-        invocation_id=invocation.id, round=core.counters.round, call_id=result.call_id or "",
+        invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=view_path.text, audit_path=json_path.text))
     return ToolResult(
-        content=(content[:EXTERNAL_PREFIX_CHARS] + f"\n\n[Result of {len(content)} "
-                 f"characters stored at {view_path.text}. Read it with "
-                 "workspace_read_file or search it with workspace_search_files.]"),
+        content=externalized_notice(content, view_path.text),
         structured={"externalized": True, "path": view_path.text, "auditPath": json_path.text,
                     "charCount": len(content), "charLimit": limit},
         is_error=result.is_error, error_code=result.error_code,
-        resource_refs=result.resource_refs, call_id=result.call_id, tool_id=result.tool_id)
+        resource_refs=[*result.resource_refs, view_path.text, json_path.text],
+        call_id=result.call_id, tool_id=result.tool_id)
+
+
+def externalized_notice(content: str, view: str, *, read_alias: str | None =
+                        "workspace_read_file", search_alias: str | None =
+                        "workspace_search_files") -> str:
+    """What the model reads instead of a result too large to inline (upstream's text): the
+    size, the readable view's path, how to read and search it, and a prefix preview."""
+    lines = [f"This tool result is too large to include in full ({len(content)} characters). "
+             f"The full result is saved at `{view}`."]
+    if read_alias is not None:
+        lines.append(f"Use {read_alias} with this path to read the full result. If the reader "
+                     "returns another preview, continue from the next line it indicates.")
+    if search_alias is not None:
+        lines.append(f"Use {search_alias} on the same path to find specific text.")
+    return "\n".join(lines) + (
+        "\n\n## Prefix preview\n\nThe following is at most 3000 Unicode characters from "
+        "the beginning of the result and is not the complete result.\n\n"
+        + content[:EXTERNAL_PREFIX_CHARS])

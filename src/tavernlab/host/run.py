@@ -244,7 +244,11 @@ class Run:
 
     def cancel(self, reason: str = "cancelled by the user") -> int:
         """Cancel every tool call or job of this run that is running now (safe from any
-        thread); returns how many were cancelled. Work already started completes."""
+        thread); returns how many were cancelled. Work already started completes. A run
+        driven by the agent loop is cancelled as a whole: the loop stops at its next check
+        and the run ends ``cancelled``."""
+        if self._core.loop_cancel is not None:
+            return self._core.loop_cancel(reason)
         tokens = self._core.inflight.live()
         if tokens:
             self._core.emit(RunCancelRequested, Reason(reason=reason))
@@ -260,14 +264,16 @@ class Run:
         outcome, exit code, stdout and stderr (the tool result is stored as usual).
         ``on_output(stdout, stderr)`` streams the output as it is produced.
 
-        A call the host refused before any shell ran (``tool.budget_exceeded``,
-        ``tool.round_cancelled``, ``tool.invalid_arguments``, ``tool.unknown``...) raises
+        A call the host refused before any shell ran (``agent.tool_budget_exhausted``,
+        ``tool.budget_exceeded``, ``tool.round_cancelled``, ``tool.invalid_arguments``,
+        ``tool.unknown``...) raises
         :class:`~tavernlab.errors.ToolError` with that code, so it never looks like a shell
         that printed nothing.
         """
         result = self.call_tool("workspace.shell", {"command": command, "workdir": workdir},
                                 on_output=on_output)
-        if result.is_error and (result.error_code or "").startswith("tool."):
+        if result.is_error and ((result.error_code or "").startswith("tool.")
+                                or result.error_code == "agent.tool_budget_exhausted"):
             raise ToolError(result.error_code or "tool.error", result.content)
         return ShellResult.from_tool_result(result)
 

@@ -85,15 +85,15 @@ class RunFactory:
     def _core(self, record: RunRecord, run_dir: Path, workspace_dir: Path, profile: Profile,
               frozen: FrozenContext, chat: Chat | None, skills: Mapping[str, SkillBinding],
               mount: BoundSkillsMount | None,
-              persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None = None
-              ) -> RunCore:
+              persist_snapshot: PersistSnapshot | Callable[[], PersistSnapshot] | None = None,
+              main_id: str | None = None) -> RunCore:
         links = None if chat is None else LabLinks(os.stat(run_dir).st_dev,
                                                    base=partial(base_contents, run_dir))
         return RunCore(record=record, run_dir=run_dir, workspace_dir=workspace_dir,
                        profile=profile, frozen=frozen, chat=chat,
                        persist_snapshot=persist_snapshot, skills=skills, skills_mount=mount,
                        index=self.index, clock=self.clock, ids=self.ids, on_end=self.on_end,
-                       before_round=self._sync_development, links=links)
+                       before_round=self._sync_development, links=links, main_id=main_id)
 
     def _sync_development(self) -> None:
         repository = self._skills()
@@ -105,8 +105,11 @@ class RunFactory:
     def start_chat(self, chat: Chat, profile: Profile, *, presentation: Presentation,
                    persist_base: str | None, snapshot: dict[str, Any] | None,
                    generation_type: str, names: list[str] | None,
-                   scopes: Mapping[str, str] | None, origin: dict[str, Any]) -> RunCore:
-        """A new run for a Chat target."""
+                   scopes: Mapping[str, str] | None, origin: dict[str, Any],
+                   loop: bool = False) -> RunCore:
+        """A new run for a Chat target. ``loop`` starts it for the agent loop: its main
+        invocation is ``inv_root`` and the loop assembles the context itself (the run stays
+        ``assembling_context`` with its skills bound)."""
         host_chat = chat.path.read_bytes() if chat.path.is_file() else None
         macros = FrozenMacros.from_snapshot(snapshot or {})
         base = None if persist_base is None else chat.persist.load(persist_base)
@@ -125,7 +128,8 @@ class RunFactory:
             created_at=now, updated_at=now)
         run_dir.mkdir(parents=True)
         core = self._core(record, run_dir, run_dir, profile,
-                          FrozenContext(snapshot or {}, macros), chat, bound, mount)
+                          FrozenContext(snapshot or {}, macros), chat, bound, mount,
+                          main_id="inv_root" if loop else None)
         core.ledger.write_record()
         with core.feed.batch():
             _initialize(core, snapshot or {}, origin)
@@ -140,7 +144,7 @@ class RunFactory:
             core.emit(PersistentProjectionInitialized, ProjectionSummary(
                 base_state_id=persist_base, files=len(persist.files),
                 directories=len(persist.directories or [])))
-            _assemble(core, bound)
+            _assemble(core, bound, loop=loop)
         return core
 
     def start_session(self, sessions: SessionStore, session_id: str, profile: Profile, *,
@@ -246,11 +250,14 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str
     core.emit(WorkspaceInitialized, RootList(roots=list(policy.visible_roots)))
 
 
-def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
+def _assemble(core: RunCore, bound: Mapping[str, SkillBinding], *, loop: bool = False
+              ) -> None:
     """Announce the main agent, freeze the skill bindings and the system prompt, and hand the
-    run to the model (``calling_model``)."""
+    run to the model (``calling_model``); for the agent loop, stop once the skills are bound
+    (the loop announces its invocation and assembles the context)."""
     core.set_status("assembling_context")
-    core.announce(core.main)
+    if not loop:
+        core.announce(core.main)
     stored: list[dict[str, Any]] = []
     prompt = ""
     if bound:
@@ -260,6 +267,9 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding]) -> None:
     write_json(core.dir / "input" / "skill_bindings.json", stored)
     (core.dir / "input" / "system_prompt.md").write_text(prompt, encoding="utf-8")
     core.emit(SkillScopesResolved, SkillSet(skills=stored))
+    if loop:
+        core.save_record()
+        return
     core.emit(ContextAssembled, ContextSummary(has_host_context=core.frozen.snapshot is not None))
     core.set_status("calling_model")
     core.save_record()  # the summary projection of a started run

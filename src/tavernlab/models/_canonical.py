@@ -53,6 +53,13 @@ class ToolResult(Model):
     error_code: str | None = None
     resource_refs: list[str] = Field(default_factory=list)
 
+    @property
+    def model_text(self) -> str:
+        """The text the model receives for this result: the content of a success, and
+        ``## Tool error`` then a blank line and the trimmed content for an error
+        (``structured``, ``errorCode`` and ``resourceRefs`` stay in the record)."""
+        return "## Tool error\n\n" + self.content.strip() if self.is_error else self.content
+
 
 class TextPart(Model):
     """Plain text of a message."""

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.resources import ShellOptions, ShellResources
-from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
+from tavernlab.workspace.tooling import (
+    Arguments,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    object_schema,
+    string_property,
+)
 
 TOOL_ID = "workspace.shell"
 
@@ -32,6 +39,14 @@ Shell edits create no read records: read a file again before rewriting or
 patching it with the text tools."""
 
 ARGUMENT_NAMES = ("command", "workdir")
+
+#: Upstream's base description of the shell, what a model is shown (before the Profile's
+#: context appends its ``Prefer …`` sentence); :data:`DESCRIPTION` is the longer guide.
+BASE_DESCRIPTION = (
+    "Run workspace commands for scripts, pipelines, data processing, batch changes, and "
+    "copying, moving or deleting files. Includes jq, a Python subset (python/python3), and "
+    "JavaScript (js). Use js --help for JavaScript syntax and workspace APIs. Completed file "
+    "changes persist after failure or cancellation.")
 
 
 def shell_tools(resources: ShellResources | Callable[[], ShellResources] | None = None
@@ -56,4 +71,10 @@ def shell_tools(resources: ShellResources | Callable[[], ShellResources] | None 
                                resources=chosen, options=options)
         return result.to_tool_result()
 
-    return (ToolSpec(TOOL_ID, shell_tool, True, DESCRIPTION, ARGUMENT_NAMES),)
+    return (ToolSpec(TOOL_ID, shell_tool, True, BASE_DESCRIPTION, ARGUMENT_NAMES,
+                     title="Workspace Shell", input_schema=object_schema({
+                         "command": string_property("Commands to execute in a new shell "
+                                                    "session."),
+                         "workdir": string_property("Working directory in the workspace. "
+                                                    "Defaults to /."),
+                     }, ["command"]), annotations={"mutating": True}),)

@@ -1,16 +1,18 @@
 """Agent Profiles: roots, message body path, tool budgets and skill policy.
 
-A Profile is frozen into each run as ``input/resolved_profile.json``. Upstream defaults that
-are unknown are tavernlab choices (docs/tool-calls.md): ``maxRounds`` 50,
-``maxCallsPerRun`` 200, ``maxCallsPerTool`` unlimited, an inline result limit of 20 000
-characters.
+A Profile is frozen into each run as ``input/resolved_profile.json``. The defaults are
+upstream's default writer profile: ``maxRounds`` 80, ``maxCallsPerRun`` 80 (per invocation),
+no per-tool cap (``maxCallsPerTool`` is a map by tool id), external results inlined up to
+50 000 characters (``externalResultInlineCharLimit``); ``run`` holds the loop's settings
+(presentation, streaming, the model retry policy and request timeout, whether the profile can
+start a run directly) and ``model`` the model binding the loop uses when none is passed.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from tavernlab.events import Model
 from tavernlab.workspace.ids import check_dir_name
@@ -25,15 +27,87 @@ class WorkspaceSettings(Model):
     visible_roots: list[str] = Field(default_factory=lambda: list(DEFAULT_ROOTS))
     writable_roots: list[str] = Field(default_factory=lambda: list(DEFAULT_ROOTS))
     message_body_path: str = "output/main.md"
-    inline_result_chars: int = Field(default=20_000, ge=1)
+
+
+#: The tools upstream's default writer profile allows, in the order a model is shown them.
+DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
+    "agent.delegate", "agent.await", "chat.search", "chat.read_messages",
+    "worldinfo.read_activated", "workspace.list_files", "workspace.search_files",
+    "workspace.read_file", "workspace.write_file", "workspace.apply_patch", "workspace.shell",
+    "workspace.commit", "workspace.finish")
+
+
+class ToolDescriptionOverride(Model):
+    """``tools.toolDescriptions[toolId]``: a description and property descriptions that
+    replace what a model is shown of a tool."""
+
+    description: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
 
 
 class ToolBudgets(Model):
-    """``tools.*`` of a Profile: per-run round and call budgets (``None`` = unlimited)."""
+    """``tools.*`` of a Profile: which tools the agent loop shows a model (``allow``, in that
+    order, minus ``deny``; tools the lab lacks are skipped) with optional description
+    overrides, the round budget of an invocation, its call budget
+    (``maxCallsPerRun``, counted per invocation as upstream does), per-tool caps by tool id
+    (``{"workspace.list_files": 2}``; absent = no cap) and the character count above which an
+    external tool's result is stored as a readable view instead of being inlined
+    (``externalResultInlineCharLimit``, alias ``mcpResultInlineCharLimit``). ``None`` means
+    unlimited."""
 
-    max_rounds: int | None = Field(default=50, ge=1)
-    max_calls_per_run: int | None = Field(default=200, ge=1)
-    max_calls_per_tool: int | None = Field(default=None, ge=1)
+    allow: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
+    deny: list[str] = Field(default_factory=list)
+    tool_descriptions: dict[str, ToolDescriptionOverride] = Field(default_factory=dict)
+    max_rounds: int | None = Field(default=80, ge=1)
+    max_calls_per_run: int | None = Field(default=80, ge=1)
+    max_calls_per_tool: dict[str, int] = Field(default_factory=dict)
+    external_result_inline_char_limit: int = Field(
+        default=50_000, ge=1, validation_alias=AliasChoices(
+            "externalResultInlineCharLimit", "external_result_inline_char_limit",
+            "mcpResultInlineCharLimit"))
+
+    @field_validator("max_calls_per_tool")
+    @classmethod
+    def _caps_are_positive(cls, value: dict[str, int]) -> dict[str, int]:
+        for tool_id, cap in value.items():
+            if cap < 1:
+                raise ValueError(f"maxCallsPerTool[{tool_id}] must be at least 1")
+        return value
+
+
+class ModelRetry(Model):
+    """``run.modelRetry``: how often a failed retryable model call is tried again
+    (``maxRetries``, so up to ``1 + maxRetries`` attempts) and the fixed pause between tries
+    (``intervalMs``; no backoff, no jitter)."""
+
+    max_retries: int = Field(default=3, ge=0)
+    interval_ms: int = Field(default=3000, ge=0)
+
+
+class RunSettings(Model):
+    """``run.*`` of a Profile: the presentation a run of this profile has by default, whether
+    the model streams (``stream``; it also changes auto-commit of streamed text writes),
+    the retry policy, the request timeout (``modelTimeoutMs``, 600 000) and whether the
+    profile may start a run itself (``directRunnable``; else only as a delegated agent)."""
+
+    presentation: Literal["foreground", "background"] = "foreground"
+    stream: bool = True
+    direct_runnable: bool = True
+    model_retry: ModelRetry = Field(default_factory=ModelRetry)
+    model_timeout_ms: int = Field(default=600_000, ge=1)
+
+
+class ModelBinding(Model):
+    """``model``: which model drives the loop (``{provider, model, baseUrl?, apiKeyEnv?,
+    params?}``). ``apiKeyEnv`` names the environment variable holding the credential (the
+    value itself is never stored); ``params`` are generation parameters (temperature, max
+    tokens, reasoning effort) and land in the prompt snapshot's ``generationParameters``."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class SkillPolicy(Model):
@@ -54,6 +128,29 @@ class SkillPolicy(Model):
         return self.visible == "*" or name in self.visible
 
 
+class DelegationSettings(Model):
+    """``delegation.*``: whether other agents may call this profile (``callable``) as a
+    delegated sub-agent (``allowSubAgent``) or hand the run to it (``allowHandoff``), the
+    line the agent catalog shows for it (``descriptionForAgents``, else the Profile's
+    ``description``), which agents it may call itself (``allowedAgents``: ``"*"`` or ids)
+    and the limits of a run (tavernlab's names for upstream's limits: 8 invocations per run,
+    a handoff depth of 8)."""
+
+    callable: bool = True
+    allow_sub_agent: bool = True
+    allow_handoff: bool = True
+    description_for_agents: str | None = None
+    allowed_agents: Literal["*"] | list[str] = "*"
+    max_invocations_per_run: int = Field(default=8, ge=1)
+    max_handoff_depth: int = Field(default=8, ge=1)
+
+
+class Instructions(Model):
+    """``instructions.*``: ``agentSystemPrompt`` replaces the default agent system prompt."""
+
+    agent_system_prompt: str | None = None
+
+
 class Profile(Model):
     """A resolved agent Profile."""
 
@@ -61,6 +158,11 @@ class Profile(Model):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     tools: ToolBudgets = Field(default_factory=ToolBudgets)
     skills: SkillPolicy = Field(default_factory=SkillPolicy)
+    run: RunSettings = Field(default_factory=RunSettings)
+    model: ModelBinding | None = None
+    instructions: Instructions = Field(default_factory=Instructions)
+    description: str = ""
+    delegation: DelegationSettings = Field(default_factory=DelegationSettings)
 
     @field_validator("id")
     @classmethod

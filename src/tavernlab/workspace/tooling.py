@@ -180,8 +180,10 @@ Availability = Callable[[ToolContext], tuple[str, str] | None]
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool: its id, handler, whether it mutates the workspace, its description and the
-    allow-list of its argument names.
+    """A tool, declared once: its id, handler, whether it mutates the workspace, upstream's
+    base description, the allow-list of its argument names, and what a model is shown of it
+    (``title``, the JSON Schema of its arguments, upstream's ``annotations``:
+    ``readOnly`` / ``mutating`` / ``control``).
 
     The dispatcher wraps the raw JSON arguments in :class:`Arguments` with ``arguments`` as
     the allow-list before calling ``handler(context, args)``. ``available`` refuses the tool
@@ -197,11 +199,46 @@ class ToolSpec:
     arguments: tuple[str, ...]
     available: Availability | None = None
     compat: bool = False
+    title: str = ""
+    input_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (a closed object of the allow-listed names when
+        the tool declares none)."""
+        if self.input_schema is not None:
+            copied: dict[str, Any] = json.loads(json.dumps(self.input_schema))
+            return copied
+        return object_schema({name: {} for name in self.arguments}, [])
+
+    def descriptor(self) -> dict[str, Any]:
+        """Upstream's tool descriptor: ``{id, title, description, inputSchema, outputSchema,
+        annotations}`` (``id`` is the builtin's full id, ``builtin:<native name>``)."""
+        return {"id": f"builtin:{self.id}", "title": self.title or self.id,
+                "description": self.description, "inputSchema": self.schema,
+                "outputSchema": None, "annotations": dict(self.annotations)}
 
     @property
     def model_name(self) -> str:
         """The name the model sees: dots replaced by underscores (``workspace_read_file``)."""
         return self.id.replace(".", "_")
+
+
+def object_schema(properties: Mapping[str, Any], required: Iterable[str]) -> dict[str, Any]:
+    """Upstream's shape of a tool's argument schema: a closed object."""
+    return {"type": "object", "additionalProperties": False, "properties": dict(properties),
+            "required": list(required)}
+
+
+def string_property(description: str, **extra: Any) -> dict[str, Any]:
+    """A string property of a tool schema."""
+    return {"type": "string", "description": description, **extra}
+
+
+def integer_property(description: str, **extra: Any) -> dict[str, Any]:
+    """An integer property of a tool schema."""
+    return {"type": "integer", "description": description, **extra}
 
 
 # --- arguments -------------------------------------------------------------------------------

@@ -12,8 +12,14 @@ Messages upstream does not fix are tavernlab's choices, documented next to each 
 
 from __future__ import annotations
 
-from tavernlab.workspace.tooling import ToolSpec
+from tavernlab.workspace.tooling import (
+    ToolSpec,
+    integer_property,
+    object_schema,
+    string_property,
+)
 from tavernlab.workspace.tools.control import (
+    TASK_RETURN_ARGUMENTS,
     commit,
     finish,
     only_main_chat,
@@ -34,31 +40,116 @@ from tavernlab.workspace.tools.writing import (
     write_file,
 )
 
-#: The workspace tools (docs/workspace.md), in the order the model is offered them.
+READ_ONLY = {"readOnly": True}
+MUTATING = {"mutating": True}
+_S, _I = string_property, integer_property
+
+#: The workspace tools (docs/workspace.md), in the order the model is offered them,
+#: each with upstream's title, base description, argument schema and annotations (what a
+#: Profile's context then rewrites is the agent loop's, see :mod:`tavernlab.agent`).
 WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("workspace.list_files", list_files, False,
-             "List visible workspace files and directories (depth <= 4, at most 200 entries).",
-             ("path", "depth")),
+             "List workspace files and directories. Use this to find paths before reading "
+             "files.", ("path", "depth"), title="Workspace List Files",
+             input_schema=object_schema({
+                 "path": _S("Optional workspace directory or file path. Omit to list from "
+                            "the workspace root."),
+                 "depth": _I("Directory depth to list. Defaults to 2; maximum is 4."),
+             }, []), annotations=READ_ONLY),
     ToolSpec("workspace.search_files", search_files, False,
-             "Search visible workspace text files for the words of a query.",
-             ("query", "path", "limit", "context_lines")),
+             "Find text in workspace files. Results include snippets; use workspace_read_file "
+             "for the full text or exact lines.", ("query", "path", "limit", "context_lines"),
+             title="Workspace Search Files", input_schema=object_schema({
+                 "query": _S("Plain text to search for in visible workspace files."),
+                 "path": _S("Optional workspace file or directory path. Omit to search all "
+                            "readable directories."),
+                 "limit": _I("Maximum hits to return. Defaults to 20; maximum is 50."),
+                 "context_lines": _I("Context lines before and after each match. Defaults "
+                                     "to 2; maximum is 5."),
+             }, ["query"]), annotations=READ_ONLY),
     ToolSpec("workspace.read_file", read_file, False,
-             "Read a workspace file with line numbers (whole, or a window of lines).",
-             READ_FILE_ARGUMENTS),
+             "Read a UTF-8 workspace file with line numbers. Use this to inspect text before "
+             "editing. Large results include a preview and the next line to read.",
+             READ_FILE_ARGUMENTS, title="Workspace Read File", input_schema=object_schema({
+                 "path": _S("Workspace file path, such as output/main.md."),
+                 "start_line": _I("1-based starting line. Omit to start at line 1.",
+                                  minimum=1),
+                 "line_count": _I("Number of lines to read. Omit to read through the end; "
+                                  "oversized results return a shorter preview.", minimum=1),
+             }, ["path"]), annotations=READ_ONLY),
     ToolSpec("workspace.write_file", write_file, True,
-             "Create, replace (after reading) or append to a workspace file.",
-             ("path", "content", "mode")),
+             "Create a UTF-8 text file, append text, or replace its full contents. Use "
+             "workspace_apply_patch for local edits. Before replacing an existing file, read "
+             "it with workspace_read_file unless you created or replaced its current contents "
+             "with the text tools.", ("path", "content", "mode"), title="Workspace Write File",
+             input_schema=object_schema({
+                 "path": _S("Workspace file path in a writable directory."),
+                 "content": _S("Complete file content for replace, or the exact text to add "
+                               "for append. Include any needed newlines."),
+                 "mode": _S("replace writes the complete file; append adds content to the "
+                            "end, creating the file if missing. Defaults to replace.",
+                            enum=["replace", "append"]),
+             }, ["path", "content"]), annotations=MUTATING),
     ToolSpec("workspace.apply_patch", apply_patch, True,
-             "Replace an exact string in a file you have read.",
-             ("path", "old_string", "new_string", "replace_all")),
+             "Replace exact text in one file. Read the text with workspace_read_file first, "
+             "unless you created or replaced the file with the text tools. old_string must "
+             "match exactly and be unique unless replace_all is true. After a failed patch, "
+             "read the full file before retrying.",
+             ("path", "old_string", "new_string", "replace_all"), title="Workspace Apply Patch",
+             input_schema=object_schema({
+                 "path": _S("Workspace file path in a writable directory."),
+                 "old_string": _S("Exact text to replace. Do not include line number prefixes "
+                                  "from read output."),
+                 "new_string": _S("Replacement text without line number prefixes."),
+                 "replace_all": {"type": "boolean", "description": (
+                     "Replace every occurrence of old_string. Requires a full read or a file "
+                     "created/replaced with the text tools. Defaults to false.")},
+             }, ["path", "old_string", "new_string"]), annotations=MUTATING),
     ToolSpec("workspace.commit", commit, True,
-             "Save a workspace file as this run's chat message (replace or append).",
-             ("path", "mode", "reason"), available=only_main_chat("commit")),
-    ToolSpec("workspace.finish", finish, True, "Finish the agent run.", ("reason",),
-             available=only_main_chat("finish")),
+             "Commit a workspace text file to the current chat message. With no arguments, "
+             "replace the current run message with output/main.md. append adds the file text "
+             "to the same message, creating it when this run has not committed yet. You may "
+             "keep editing and commit again as needed; after the final commit, call "
+             "workspace_finish to close the run. Do not reply in plain text as the final "
+             "answer.", ("path", "mode", "reason"), available=only_main_chat("commit"),
+             title="Workspace Commit", input_schema=object_schema({
+                 "path": _S("Relative visible workspace file path to publish. Defaults to "
+                            "output/main.md."),
+                 "mode": _S("replace overwrites this run's chat message; append appends to "
+                            "the same message. Defaults to replace.",
+                            enum=["replace", "append"]),
+                 "reason": _S("Short commit reason."),
+             }, []), annotations={"control": True, "mutating": True}),
+    ToolSpec("workspace.finish", finish, True,
+             "Finish the Agent run after required foreground chat commits and workspace "
+             "changes are complete.", ("reason",), available=only_main_chat("finish"),
+             title="Workspace Finish", input_schema=object_schema({
+                 "reason": _S("Short completion reason."),
+             }, []), annotations={"control": True}),
     ToolSpec("task.return", task_return, True,
-             "Return-mode sub-agents: hand the result back to the parent and end.",
-             ("result",), available=return_only),
+             "Return the result of this delegated task to the Agent that asked for it. This "
+             "ends the task; call it last.", TASK_RETURN_ARGUMENTS, available=return_only,
+             title="Task Return", input_schema=object_schema({
+                 "summary": _S("Concise result for the requesting Agent."),
+                 "status": _S("Whether the task was completed. Defaults to completed.",
+                              enum=["completed", "failed"]),
+                 "confidence": {"type": "number", "description": "Confidence from 0 to 1."},
+                 "artifacts": {"type": "array", "description": "Workspace files produced for "
+                               "the requesting Agent.", "items": {
+                                   "type": "object", "properties": {
+                                       "path": {"type": "string"}, "kind": {"type": "string"},
+                                       "role": {"type": "string"}}, "required": ["path"]}},
+                 "findings": {"type": "array", "items": {"type": "string"},
+                              "description": "Findings worth reporting."},
+                 "warnings": {"type": "array", "items": {"type": "string"},
+                              "description": "Warnings for the requesting Agent."},
+                 "suggestedNextActions": {"type": "array", "items": {"type": "string"},
+                                          "description": "What the requesting Agent could "
+                                          "do next."},
+                 "questionsForCaller": {"type": "array", "items": {"type": "string"},
+                                        "description": "Open questions for the requesting "
+                                        "Agent."},
+             }, ["summary"]), annotations={"control": True}),
 )
 
 __all__ = [
