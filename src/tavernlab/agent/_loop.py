@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from tavernlab.agent._delegation import AgentTask, Delegation
 from tavernlab.agent._failure import LoopError, failure_payload
+from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._prompt import (
     completion_tool_name,
     default_system_prompt,
@@ -111,7 +112,7 @@ from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import write_json
 from tavernlab.workspace.text import text_metrics
-from tavernlab.workspace.tooling import ToolResult
+from tavernlab.workspace.tooling import ToolResult, ToolSpec
 from tavernlab.workspace.tracking import is_text_file
 
 CANCELLED_MESSAGE = "Generation cancelled by user"
@@ -203,6 +204,10 @@ class AgentLoop:
         self.run = run
         self.core = core
         self.registry = registry
+        #: The lab's tools; ``registry`` adds the MCP tools the run's invocations listed.
+        self.base_registry = registry
+        self.mcp = McpTools()
+        self._external: dict[str, ToolSpec] = {}
         self.provider = provider
         self.task = task
         self.stream = stream
@@ -307,8 +312,12 @@ class AgentLoop:
             invocation_id=invocation.id, agent_id=invocation.agent_id,
             parent_invocation_id=parent_id, profile_id=profile.id, kind=kind,
             status="created", exit_policy=exit_policy))
+        external = self.mcp.tools_for(profile) if profile.mcp.servers else []
+        if external:
+            self._external.update((tool.spec.id, tool.spec) for tool in external)
+            self.registry = ToolRegistry([*self.base_registry, *self._external.values()])
         snapshot = build_snapshot(self.registry, profile, invocation.id, mode=mode,
-                                  chat=core.is_chat)
+                                  chat=core.is_chat, external=external)
         snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
         write_new_json(core.dir / snapshot_path, snapshot.to_json())
         if announce_binding:
@@ -588,8 +597,11 @@ class AgentLoop:
                 core.emit(ToolCallFailed, ToolCallOutcome(
                     round=frame.round, invocation_id=invocation.id, call_id=call.call_id,
                     tool_id=binding.tool_id, snapshot_id=frame.snapshot.id,
-                    name=binding.native, is_error=True, error_code=None,
-                    message=f"{type(exc).__name__}: {exc}", elapsed_ms=0), level="error",
+                    name=binding.native, is_error=True,
+                    error_code=exc.code if isinstance(exc, LoopError) else None,
+                    message=(str(exc) if isinstance(exc, LoopError)
+                             else f"{type(exc).__name__}: {exc}"), elapsed_ms=0),
+                    level="error",
                     scope=EventScope(invocation_id=invocation.id))
                 raise
             candidate = self._candidate(frame, binding.native, loop_call, result, candidate)
@@ -761,6 +773,7 @@ class AgentLoop:
         for session in [f"{core.id}:{f.invocation.id}" for f in self.frames]:
             with contextlib.suppress(Exception):  # a failing close does not stop the end
                 self.provider.close_session(session)
+        self.mcp.close()  # every MCP server the run started ends with it
         close = getattr(self.provider, "close", None)
         if self.owns_provider and callable(close):
             with contextlib.suppress(Exception):

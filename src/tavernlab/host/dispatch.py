@@ -350,7 +350,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         result.tool_id = tool_id if loop is None else loop.full_id
         stored = store_result(core, invocation, record_name, result, round_number=ctx.round,
                               level=None if loop is None else "debug")
-    _record_outcome(core, ctx, result, started, scope)
+    _record_outcome(core, ctx, stored, started, scope)  # an externalized result's refs
     if loop is not None:
         for kind, payload in loop.deferred:
             core.emit(kind, payload, scope=scope)
