@@ -295,9 +295,10 @@ class AgentLoop:
                   first_message: str, invocation: Invocation | None = None,
                   announce_binding: bool = False) -> Frame:
         """An invocation ready to run: announced, its tool snapshot written
-        (``input/invocations/<id>/tool_snapshot.json``, never rewritten), its request built
-        (the system prompt with its catalogs, then ``first_message``) and
-        ``context_assembled`` recorded."""
+        (``input/invocations/<id>/tool_snapshot.json``, never rewritten: an invocation
+        driven again by an external agent keeps the one it has), its request built (the
+        system prompt with its catalogs, then ``first_message``) and ``context_assembled``
+        recorded."""
         core = self.core
         mode: Mode = "child" if kind == "subagent" else "root"
         if invocation is None:
@@ -319,7 +320,9 @@ class AgentLoop:
         snapshot = build_snapshot(self.registry, profile, invocation.id, mode=mode,
                                   chat=core.is_chat, external=external)
         snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
-        write_new_json(core.dir / snapshot_path, snapshot.to_json())
+        driven_externally = bool(getattr(self.provider, "drives_externally", False))
+        if not (driven_externally and (core.dir / snapshot_path).exists()):
+            write_new_json(core.dir / snapshot_path, snapshot.to_json())
         if announce_binding:
             binding = self.provider.describe()
             core.emit(AgentModelBindingResolved, ModelBindingResolved(
@@ -332,7 +335,7 @@ class AgentLoop:
         params = {"model": self.provider.model_id,
                   **(described if isinstance(described, dict) else {}),
                   **(profile.model.params if profile.model is not None else {})}
-        if kind == "root":
+        if kind == "root" and not driven_externally:
             write_json(core.dir / "input" / "prompt_snapshot.json",
                        prompt_snapshot(system, self.task, params))
         ops = tuple(op for op, tool in (("delegate", "agent.delegate"),
@@ -566,6 +569,14 @@ class AgentLoop:
                         f"through {completion_tool_name(frame.snapshot, frame.mode)}")
 
     # -- tools --------------------------------------------------------------------------------
+
+    def play_calls(self, frame: Frame, calls: list[ToolInvocation]) -> None:
+        """One round's tools step: ``calls`` in order through the host's dispatch, each
+        result appended to the transcript as its own ``tool`` message, the round's automatic
+        commit, then ``agent_loop_finished`` (a completion tool was accepted) or the next
+        round. The model step calls it with a response's calls; an external agent (the MCP
+        server) with one call per round."""
+        self._tools_step(frame, calls)
 
     def _tools_step(self, frame: Frame, calls: list[ToolInvocation]) -> None:
         core, invocation = self.core, frame.invocation
