@@ -57,6 +57,7 @@ COMMANDS: dict[str, Command] = {
     "replay": Command("tavernlab.cli.replay",
                       "replay a .tavernrun bundle and compare every outcome"),
     "notebook": Command("tavernlab.cli.replay", "notebooks made from runs"),
+    "mcp": Command("tavernlab.cli.mcp", "serve a run's tools to MCP clients"),
 }
 
 #: Modules that add sub-commands, in the order their commands appear in ``tavernlab --help``.
