@@ -187,6 +187,9 @@ class ExternalAgent:
                                   provider_metadata={"modelAlias": alias})
             before = len(frame.request.messages)
             try:
+                if self.run._core.record.status != "calling_model":
+                    # as after a model step: the external agent is the model that answered
+                    self.run._core.set_status("calling_model")
                 loop.play_calls(frame, [call])
             except BaseException as exc:
                 self._end(exc)
