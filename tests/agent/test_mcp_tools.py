@@ -348,3 +348,22 @@ def test_the_timeline_marks_mcp_calls_as_their_own_kind(tool_id: str, kind: str)
     from tavernlab.notebook.widgets.timeline_state import kind_of_tool
 
     assert kind_of_tool(tool_id) == kind
+
+
+def test_the_notice_names_only_the_readers_the_snapshot_has(lab: Lab) -> None:
+    turns = [turn(None, call("call_mcp", "mcp__s__issue_create", {"title": "t"})),
+             turn(None, call("call_fail", "mcp__s__fail", {"text": "x"})),
+             turn(None, finish())]
+    allow = ["workspace.read_file", "workspace.finish"]
+    with contextlib.ExitStack() as stack:
+        model = scripted(turns, stack)
+        outcome = lab.run_agent("Go.", model=model.provider, profile=mcp_profile(
+            {"s": stdio("issues")}, allow=allow, externalResultInlineCharLimit=1000),
+            presentation="background")
+        content = model.sent[1].tool_texts[0]
+        assert "Use workspace_read_file with this path" in content
+        assert "workspace_search_files" not in content
+        failed = by_call(outcome.run, "tool_call_failed", "call_fail")[0]
+        assert failed["message"] == ("External tool returned an error; full result: "
+                                     f"tool-results/inv_root/round-002-call_"
+                                     f"{_hash('call_fail')}.json")

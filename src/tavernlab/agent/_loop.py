@@ -591,7 +591,8 @@ class AgentLoop:
                 snapshot_id=frame.snapshot.id, full_id=binding.tool_id, alias=binding.alias,
                 round=frame.round, is_last=index + 1 == len(calls), gate=frame.gate,
                 commit=self._explicit_commit(frame), finish=self._finisher(frame),
-                control=self.delegation, owns_status=frame.owns_run_status)
+                control=self.delegation, owns_status=frame.owns_run_status,
+                readers=self._readers(frame))
             try:
                 result = dispatch.call_tool(core, self.registry, invocation, binding.native,
                                             call.arguments, call.call_id, loop=loop_call)
@@ -640,6 +641,14 @@ class AgentLoop:
             if notice is not None:
                 frame.request.messages.append(ModelMessage.of_text("user", notice))
         self._next_round(frame, None)
+
+    @staticmethod
+    def _readers(frame: Frame) -> tuple[str | None, str | None]:
+        """The read and search aliases an externalized result's notice may name."""
+        snapshot = frame.snapshot
+        read, search = (snapshot.alias(native) if snapshot.has(native) else None
+                        for native in ("workspace.read_file", "workspace.search_files"))
+        return read, search
 
     def _returned(self, frame: Frame, result: ToolResult) -> None:
         """A delegated task's ``task.return``: its result is recorded for the parent and its
