@@ -180,6 +180,14 @@ def test_agent_runtime_stops_after_unknown_mcp_call_outcome(lab: Lab) -> None:
         assert not (run.workspace_dir / "output/main.md").exists() or \
             run.read("output/main.md") != "never"
         assert len(model.sent) == 1
+        blocked = stored(run, "run.json")["blockedReason"]
+        assert blocked.startswith("Tool call_boom (mcp/crashy/boom) has no confirmed result: "
+                                  "mcp.call_outcome_unknown: ")
+        from tavernlab.errors import RunStateError
+
+        with pytest.raises(RunStateError, match="cannot be resumed: Tool call_boom"):
+            run.resume()
+        assert lab.open_run(run.id).status == "failed"
     assert children() == []
 
 

@@ -606,6 +606,11 @@ class AgentLoop:
             except LoopCancelled:
                 raise
             except Exception as exc:
+                # the call started and has no confirmed result: the run cannot be resumed
+                extra = core.record.__pydantic_extra__  # run.json's extra ``blockedReason``
+                if extra is not None:
+                    extra["blockedReason"] = (f"Tool {call.call_id} ({binding.tool_id}) has "
+                                              f"no confirmed result: {exc}")
                 core.emit(ToolCallFailed, ToolCallOutcome(
                     round=frame.round, invocation_id=invocation.id, call_id=call.call_id,
                     tool_id=binding.tool_id, snapshot_id=frame.snapshot.id,
