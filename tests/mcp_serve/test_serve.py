@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -300,4 +301,27 @@ def test_over_streamable_http_on_127_0_0_1(tmp_path: Path, http_port: int) -> No
     lab, run = only_run(tmp_path / "lab")
     with lab:
         assert (run.status, run.read("output/main.md")) == ("completed", "over http")
+    assert children() == []
+
+
+def test_a_call_the_client_cancels_is_cancelled_in_the_run(tmp_path: Path) -> None:
+    from tavernlab.cancel import CancelToken
+    from tavernlab.mcp_client import McpCallCancelled
+
+    with served(tmp_path / "lab", "--presentation", "background") as client:
+        token = CancelToken()
+        timer = threading.Timer(2.0, token.cancel)
+        timer.start()
+        with pytest.raises(McpCallCancelled):
+            client.call_tool("workspace_shell", {"command": "sleep 60; echo late"},
+                             timeout=120, cancel=token)
+        answer = text_of(client.call_tool("workspace_write_file", {
+            "path": "output/main.md", "content": "after"}))
+        assert answer[1] is False  # the run goes on
+    lab, run = only_run(tmp_path / "lab")
+    with lab:
+        failed = [e.payload for e in run.events() if e.type == "tool_call_failed"]
+        assert [getattr(p, "error_code", None) for p in failed] == [
+            "workspace.shell_cancelled"]
+        assert run.read("output/main.md") == "after"
     assert children() == []
