@@ -5,7 +5,8 @@ HTTP on 127.0.0.1:PORT (path ``/mcp``). The variants:
 
 * ``issues``: ``issue_create(title)`` returns a 60 000-character text (line ``k`` of the text
   is ``k`` repeated, so any slice can be checked), ``echo(text)`` returns its argument and
-  ``fail(text)`` returns an error result.
+  ``fail(text)`` returns an error result, ``env(name)`` an
+  environment variable's value.
 * ``crash``: ``boom()`` ends the process while the call is running; ``after()`` is never
   reached.
 * ``hang``: ``hang()`` never answers (it sleeps until cancelled; a ``notifications/cancelled``
@@ -58,6 +59,11 @@ def build(variant: str) -> MCPServer:
         @server.tool(description="Echo the text back.", structured_output=False)
         def echo(text: str) -> str:
             return f"echo: {text}"
+
+        @server.tool(description="The value of an environment variable.",
+                     structured_output=False)
+        def env(name: str) -> str:
+            return os.environ.get(name, "<unset>")
 
         @server.tool(description="Always fails.", structured_output=False)
         def fail(text: str) -> str:

@@ -307,13 +307,14 @@ def test_a_denied_mcp_tool_is_not_shown(lab: Lab) -> None:
         profile["tools"]["deny"] = ["mcp/s/fail"]
         lab.run_agent("Go.", model=model.provider, profile=profile, presentation="background")
         assert [t for t in model.sent[0].tools if t.startswith("mcp__")] == [
-            "mcp__s__issue_create", "mcp__s__echo"]
+            "mcp__s__issue_create", "mcp__s__echo", "mcp__s__env"]
 
 
 def test_tool_definitions_list_the_servers_tools_and_stop_them(lab: Lab) -> None:
     shown = lab.tool_definitions(mcp_profile({"s": stdio("issues")}))
     names = [t["function"]["name"] for t in shown]
-    assert names[-3:] == ["mcp__s__issue_create", "mcp__s__echo", "mcp__s__fail"]
+    assert names[-4:] == ["mcp__s__issue_create", "mcp__s__echo", "mcp__s__env",
+                          "mcp__s__fail"]
     assert children() == []
 
 
@@ -375,3 +376,35 @@ def test_the_notice_names_only_the_readers_the_snapshot_has(lab: Lab) -> None:
         assert failed["message"] == ("External tool returned an error; full result: "
                                      f"tool-results/inv_root/round-002-call_"
                                      f"{_hash('call_fail')}.json")
+
+
+def test_a_credential_reaches_the_server_from_the_environment_and_is_never_written(
+        lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-test-" + "9" * 24
+    monkeypatch.setenv("TAVERNLAB_TEST_MCP_TOKEN", secret)
+    turns = [turn(None, call("c1", "mcp__s__env", {"name": "TAVERNLAB_TEST_MCP_TOKEN"}),
+                  call("c2", "mcp__s__env", {"name": "PLAIN"})),
+             turn(None, finish())]
+    server = stdio("issues", env={"PLAIN": "plain value"},
+                   envFrom=["TAVERNLAB_TEST_MCP_TOKEN"])
+    with contextlib.ExitStack() as stack:
+        model = scripted(turns, stack)
+        outcome = lab.run_agent("Go.", model=model.provider,
+                                profile=mcp_profile({"s": server}), presentation="background")
+        assert model.sent[1].tool_texts == [secret, "plain value"]
+        profile = stored(outcome.run, "input/resolved_profile.json")
+        assert profile["mcp"]["servers"]["s"]["envFrom"] == ["TAVERNLAB_TEST_MCP_TOKEN"]
+        # the result itself holds the value (the server returned it); nothing else does
+        leaks = [p for p in outcome.run.dir.rglob("*") if p.is_file()
+                 and secret in p.read_text(errors="replace")
+                 and "tool-results" not in p.parts and "model-responses" not in p.parts
+                 and p.name != "events.jsonl"]
+        assert leaks == []
+    monkeypatch.delenv("TAVERNLAB_TEST_MCP_TOKEN")
+    with contextlib.ExitStack() as stack:
+        model = scripted([turn(None, finish())], stack)
+        missing = lab.run_agent("Go.", model=model.provider,
+                                profile=mcp_profile({"s": server}), presentation="background")
+        assert missing.failure is not None
+        assert missing.failure["message"] == ("MCP server `s` needs the environment variable "
+                                              "TAVERNLAB_TEST_MCP_TOKEN, which is not set")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -174,8 +175,13 @@ class McpTools:
             target = settings.url
         else:
             assert settings.command is not None
-            target = StdioServer(settings.command, tuple(settings.args), dict(settings.env),
-                                 settings.cwd)
+            env = dict(settings.env)
+            missing = [name for name in settings.env_from if name not in os.environ]
+            if missing:
+                raise LoopError("mcp.server_unavailable", f"MCP server `{name}` needs the "
+                                f"environment variable {missing[0]}, which is not set")
+            env.update((key, os.environ[key]) for key in settings.env_from)
+            target = StdioServer(settings.command, tuple(settings.args), env, settings.cwd)
         try:
             connection = McpConnection(target)
         except McpConnectError as exc:

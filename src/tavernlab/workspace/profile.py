@@ -173,13 +173,17 @@ class McpServerSettings(Model):
     """``mcp.servers.<name>``: an MCP server the loop connects to at the start of each
     invocation. Either a command started over stdio (``command``, ``args``, extra ``env``,
     ``cwd``) or a streamable-HTTP ``url`` on this machine (127.0.0.0/8, ::1, localhost;
-    any other host is refused). ``toolDescriptions`` (by the server's tool name) replace
+    any other host is refused). ``env`` is stored with the run's Profile, so a credential
+    goes in ``envFrom`` instead: the names of variables of tavernlab's own environment the
+    server gets (their values are never written; a stdio server otherwise sees only the
+    ``mcp`` client's default environment). ``toolDescriptions`` (by the server's tool name) replace
     the server's own descriptions; the Profile's ``tools.toolDescriptions`` (by tool id
     ``mcp/<server>/<tool>``) win over both."""
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    env_from: list[str] = Field(default_factory=list)
     cwd: str | None = None
     url: str | None = None
     tool_descriptions: dict[str, ToolDescriptionOverride] = Field(default_factory=dict)
