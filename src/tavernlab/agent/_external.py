@@ -22,12 +22,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tavernlab.agent._api import Presentation
+from tavernlab.agent._api import _resolve as resolve_run_settings
 from tavernlab.agent._loop import CANCELLED_MESSAGE, AgentLoop, Frame, LoopCancelled
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import AgentError, RunStateError
 from tavernlab.host.lab import Lab
 from tavernlab.host.run import Run
-from tavernlab.host.starting import resolve_profile
 from tavernlab.models import (
     DeltaCallback,
     ModelRequest,
@@ -105,16 +106,14 @@ class ExternalAgent:
     @classmethod
     def start(cls, lab: Lab, *, chat_id: str | None = None,
               profile: Profile | dict[str, Any] | None = None,
-              presentation: str | None = None, client: str = "mcp") -> ExternalAgent:
+              presentation: Presentation | None = None, client: str = "mcp"
+              ) -> ExternalAgent:
         """A new Chat run in ``chat_id`` (default ``mcp``) for an external agent, its
-        context assembled and its root invocation started."""
-        resolved = resolve_profile(profile, Profile)
-        chosen = presentation or resolved.run.presentation
-        if chosen not in ("foreground", "background"):
-            raise AgentError("presentation must be `foreground` or `background`",
-                             code="workspace.invalid_data")
-        run = lab.start_loop_run(chat_id or DEFAULT_EXTERNAL_CHAT,
-                                 presentation=chosen,  # type: ignore[arg-type]
+        context assembled and its root invocation started (the Profile is checked as for a
+        model-driven run: directly runnable, and a foreground run needs
+        ``workspace.commit``)."""
+        resolved, chosen, _ = resolve_run_settings(lab, profile, presentation, False)
+        run = lab.start_loop_run(chat_id or DEFAULT_EXTERNAL_CHAT, presentation=chosen,
                                  profile=resolved)
         return cls._drive(lab, run, owns_run=True, client=client)
 
