@@ -325,3 +325,24 @@ def test_a_call_the_client_cancels_is_cancelled_in_the_run(tmp_path: Path) -> No
             "workspace.shell_cancelled"]
         assert run.read("output/main.md") == "after"
     assert children() == []
+
+
+def test_a_served_run_offers_the_mcp_tools_its_profile_names(tmp_path: Path) -> None:
+    server = str(Path(__file__).resolve().parents[1] / "agent" / "mcp_tool_server.py")
+    profile = {"mcp": {"servers": {"s": {"command": sys.executable,
+                                         "args": [server, "issues"]}}}}
+    path = write_profile(tmp_path, profile)
+    with served(tmp_path / "lab", "--profile", str(path), "--presentation",
+                "background") as client:
+        names = [t.name for t in client.list_tools()]
+        assert names[-4:] == ["mcp__s__issue_create", "mcp__s__echo", "mcp__s__env",
+                              "mcp__s__fail"]
+        assert text_of(client.call_tool("mcp__s__echo", {"text": "through"})) == (
+            "echo: through", False)
+        assert text_of(client.call_tool("workspace_finish", {}))[1] is False
+    lab, run = only_run(tmp_path / "lab")
+    with lab:
+        requested = [e.payload for e in run.events() if e.type == "tool_call_requested"]
+        assert [getattr(p, "tool_id", None) for p in requested] == [
+            "mcp/s/echo", "builtin:workspace.finish"]
+    assert children() == []
