@@ -408,3 +408,20 @@ def test_a_credential_reaches_the_server_from_the_environment_and_is_never_writt
         assert missing.failure is not None
         assert missing.failure["message"] == ("MCP server `s` needs the environment variable "
                                               "TAVERNLAB_TEST_MCP_TOKEN, which is not set")
+
+
+def test_a_tool_listed_twice_is_a_duplicate_id_in_the_snapshot(lab: Lab) -> None:
+    from tavernlab.agent import build_snapshot
+    from tavernlab.agent._mcp import ExternalTool
+    from tavernlab.errors import AgentError
+    from tavernlab.workspace.profile import Profile
+    from tavernlab.workspace.tooling import ToolResult, ToolSpec
+
+    spec = ToolSpec(id="mcp/s/t", handler=lambda ctx, args: ToolResult(content=""),
+                    mutating=False, description="t", arguments=())
+    tool = ExternalTool(spec, "s", "t", "mcp__s__t", "t", {"type": "object"})
+    shown = build_snapshot(lab.tools, Profile(), "inv_root", external=[tool])
+    assert shown.bindings[-1].alias == "mcp__s__t"
+    with pytest.raises(AgentError) as raised:
+        build_snapshot(lab.tools, Profile(), "inv_root", external=[tool, tool])
+    assert raised.value.code == "tool.snapshot_duplicate_id"
