@@ -58,7 +58,7 @@ def test_the_table_lists_each_modules_commands_together() -> None:
                                "tavernlab.cli.shell", "tavernlab.cli.skills", "tavernlab.cli.kit",
                                "tavernlab.cli.worktree", "tavernlab.cli.kernel",
                                "tavernlab.cli.replay", "tavernlab.cli.view",
-                               "tavernlab.cli.agent")
+                               "tavernlab.cli.agent", "tavernlab.cli.mcp")
 
 
 def test_help_from_the_table_is_the_help_of_every_module_loaded() -> None:

@@ -173,14 +173,15 @@ def test_help_lists_every_command(nb: Notebook) -> None:
 def test_bad_input_is_one_usage_line(nb: Notebook) -> None:
     cases = {
         "%tavern": "%tavern: give a command (lab, run new, run open, run finish, run cancel, "
-                   "status, skill install, skill list, skill dev, tree, events, timeline); "
-                   "`%tavern?` shows their options",
+                   "status, skill install, skill list, skill dev, tree, events, mcp serve, "
+                   "mcp stop, timeline); `%tavern?` shows their options",
         "%tavern nope": "%tavern: unknown command 'nope' (commands: lab, run new, run open, "
                         "run finish, run cancel, status, skill install, skill list, skill dev, "
-                        "tree, events, timeline; `%tavern?` shows their options)",
+                        "tree, events, mcp serve, mcp stop, timeline; `%tavern?` shows their "
+                        "options)",
         "%tavern run": "%tavern: unknown command 'run' (commands: lab, run new, run open, run "
                        "finish, run cancel, status, skill install, skill list, skill dev, tree, "
-                       "events, timeline; `%tavern?` shows their options)",
+                       "events, mcp serve, mcp stop, timeline; `%tavern?` shows their options)",
         "%tavern run new --bogus": "%tavern run new: unrecognized arguments: --bogus",
         "%tavern run open": "%tavern run open: the following arguments are required: RUN_ID",
         "%tavern events --last 0": "%tavern events: argument --last: must be at least 1, got 0",
@@ -220,3 +221,27 @@ def test_help_ends_with_examples(nb: Notebook) -> None:
     shown = nb.cell("%tavern?").stdout
     examples = shown.split("Examples\n--------\n", 1)[1]
     assert "%tavern run new --chat notes" in examples and "%tavern tree output" in examples
+
+
+def test_mcp_serve_serves_the_current_run_and_mcp_stop_ends_it(nb: Notebook) -> None:
+    from tavernlab.mcp_client import McpConnection
+
+    run = current_session(nb.shell).run
+    served = nb.cell("%tavern mcp serve")
+    assert served.error is None
+    text = served.value.text
+    assert text.startswith(f"serving run {run.id} at http://127.0.0.1:")
+    url = text.split(" at ", 1)[1].split(" ", 1)[0]
+    again = nb.cell("%tavern mcp serve")
+    assert isinstance(again.error, UsageError) and "already serving" in str(again.error)
+    with McpConnection(url) as client:
+        answer = client.call_tool("workspace_write_file", {"path": "output/mcp.md",
+                                                           "content": "from outside"})
+        assert answer.is_error is False
+    assert run.read("output/mcp.md") == "from outside"
+    assert any(e.type == "tool_call_completed" for e in run.events())
+    assert nb.cell("%tavern mcp stop").value.text == f"stopped serving run {run.id}"
+    assert nb.cell("%tavern mcp stop").value.text == "no MCP server is running"
+    assert run.status not in ("completed", "failed", "cancelled")
+    written = nb.cell("%%ws_shell\ncat output/mcp.md")  # the notebook's cells go on
+    assert written.stdout == "from outside"

@@ -31,6 +31,7 @@ from tavernlab.agent._api import (
     start_agent,
     tool_definitions,
 )
+from tavernlab.agent._external import CallAnswer, ExternalAgent, ExternalClient
 from tavernlab.agent._failure import failure_payload
 from tavernlab.agent._loop import CANCELLED_MESSAGE, AgentLoop, LiveDelta
 from tavernlab.agent._prompt import default_system_prompt
@@ -39,6 +40,7 @@ from tavernlab.host.presentation import register_presenter
 
 __all__ = [
     "CANCELLED_MESSAGE", "DEFAULT_CHAT_ID", "AgentHandle", "AgentLoop", "AgentOutcome",
+    "CallAnswer", "ExternalAgent", "ExternalClient",
     "LiveDelta", "ToolSnapshot", "build_snapshot", "default_system_prompt", "failure_payload",
     "run_agent", "start_agent", "tool_definitions",
 ]

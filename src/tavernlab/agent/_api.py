@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernlab.agent._loop import AgentLoop, DeltaObserver
+from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._tools import build_snapshot
 from tavernlab.errors import AgentError, UsageError
 from tavernlab.host.lab import Lab
@@ -228,7 +229,16 @@ def tool_definitions(lab: Lab, profile: Profile | Mapping[str, Any] | None = Non
     """What a model driving a run of ``profile`` in ``lab`` is shown of the tools, in
     ``provider_format``'s wire shape (the root invocation of a Chat run)."""
     resolved = resolve_profile(profile, Profile)
-    snapshot = build_snapshot(lab.tools, resolved, "inv_root", mode="root", chat=True)
+    registry = lab.tools
+    external: list[Any] = []
+    if resolved.mcp.servers:  # the servers are started, listed and stopped again
+        tools = McpTools()
+        try:
+            external = tools.tools_for(resolved)
+        finally:
+            tools.close()
+    snapshot = build_snapshot(registry, resolved, "inv_root", mode="root", chat=True,
+                              external=external)
     from tavernlab.models._tools import tool_definitions as shaped
 
     return shaped(snapshot.model_tools(), provider_format)

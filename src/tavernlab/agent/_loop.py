@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from tavernlab.agent._delegation import AgentTask, Delegation
 from tavernlab.agent._failure import LoopError, failure_payload
+from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._prompt import (
     completion_tool_name,
     default_system_prompt,
@@ -112,7 +113,7 @@ from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import write_json
 from tavernlab.workspace.text import text_metrics
-from tavernlab.workspace.tooling import ToolResult
+from tavernlab.workspace.tooling import ToolResult, ToolSpec
 from tavernlab.workspace.tracking import is_text_file
 
 CANCELLED_MESSAGE = "Generation cancelled by user"
@@ -206,6 +207,10 @@ class AgentLoop:
         self.run = run
         self.core = core
         self.registry = registry
+        #: The lab's tools; ``registry`` adds the MCP tools the run's invocations listed.
+        self.base_registry = registry
+        self.mcp = McpTools()
+        self._external: dict[str, ToolSpec] = {}
         self.provider = provider
         self.task = task
         self.stream = stream
@@ -293,9 +298,10 @@ class AgentLoop:
                   first_message: str, invocation: Invocation | None = None,
                   announce_binding: bool = False) -> Frame:
         """An invocation ready to run: announced, its tool snapshot written
-        (``input/invocations/<id>/tool_snapshot.json``, never rewritten), its request built
-        (the system prompt with its catalogs, then ``first_message``) and
-        ``context_assembled`` recorded."""
+        (``input/invocations/<id>/tool_snapshot.json``, never rewritten: an invocation
+        driven again by an external agent keeps the one it has), its request built (the
+        system prompt with its catalogs, then ``first_message``) and ``context_assembled``
+        recorded."""
         core = self.core
         mode: Mode = "child" if kind == "subagent" else "root"
         if invocation is None:
@@ -310,10 +316,16 @@ class AgentLoop:
             invocation_id=invocation.id, agent_id=invocation.agent_id,
             parent_invocation_id=parent_id, profile_id=profile.id, kind=kind,
             status="created", exit_policy=exit_policy))
+        external = self.mcp.tools_for(profile) if profile.mcp.servers else []
+        if external:
+            self._external.update((tool.spec.id, tool.spec) for tool in external)
+            self.registry = ToolRegistry([*self.base_registry, *self._external.values()])
         snapshot = build_snapshot(self.registry, profile, invocation.id, mode=mode,
-                                  chat=core.is_chat)
+                                  chat=core.is_chat, external=external)
         snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
-        write_new_json(core.dir / snapshot_path, snapshot.to_json())
+        driven_externally = bool(getattr(self.provider, "drives_externally", False))
+        if not (driven_externally and (core.dir / snapshot_path).exists()):
+            write_new_json(core.dir / snapshot_path, snapshot.to_json())
         if announce_binding:
             binding = self.provider.describe()
             core.emit(AgentModelBindingResolved, ModelBindingResolved(
@@ -326,7 +338,7 @@ class AgentLoop:
         params = {"model": self.provider.model_id,
                   **(described if isinstance(described, dict) else {}),
                   **(profile.model.params if profile.model is not None else {})}
-        if kind == "root":
+        if kind == "root" and not driven_externally:
             write_json(core.dir / "input" / "prompt_snapshot.json",
                        prompt_snapshot(system, self.task, params))
         ops = tuple(op for op, tool in (("delegate", "agent.delegate"),
@@ -564,6 +576,14 @@ class AgentLoop:
 
     # -- tools --------------------------------------------------------------------------------
 
+    def play_calls(self, frame: Frame, calls: list[ToolInvocation]) -> None:
+        """One round's tools step: ``calls`` in order through the host's dispatch, each
+        result appended to the transcript as its own ``tool`` message, the round's automatic
+        commit, then ``agent_loop_finished`` (a completion tool was accepted) or the next
+        round. The model step calls it with a response's calls; an external agent (the MCP
+        server) with one call per round."""
+        self._tools_step(frame, calls)
+
     def _tools_step(self, frame: Frame, calls: list[ToolInvocation]) -> None:
         core, invocation = self.core, frame.invocation
         candidate: Candidate | None = None
@@ -578,7 +598,7 @@ class AgentLoop:
                 round=frame.round, is_last=index + 1 == len(calls), gate=frame.gate,
                 commit=self._explicit_commit(frame), finish=self._finisher(frame),
                 control=self.delegation, owns_status=frame.owns_run_status,
-                cancel=self.token)
+                cancel=self.token, readers=self._readers(frame))
             try:
                 result = dispatch.call_tool(core, self.registry, invocation, binding.native,
                                             call.arguments, call.call_id, loop=loop_call)
@@ -592,13 +612,21 @@ class AgentLoop:
                     raise LoopError("agent.tool_not_started", f"tool call `{call.call_id}` "
                                     f"was already recorded in round {frame.round}",
                                     kind="internal") from exc
+                # the call started and has no confirmed result: the run cannot be resumed
+                extra = core.record.__pydantic_extra__  # run.json's extra ``blockedReason``
+                if extra is not None:
+                    extra["blockedReason"] = (f"Tool {call.call_id} ({binding.tool_id}) has "
+                                              f"no confirmed result: {exc}")
                 if getattr(exc, "recorded", False):  # the host recorded the failed call
                     raise
                 core.emit(ToolCallFailed, ToolCallOutcome(
                     round=frame.round, invocation_id=invocation.id, call_id=call.call_id,
                     tool_id=binding.tool_id, snapshot_id=frame.snapshot.id,
-                    name=binding.native, is_error=True, error_code=None,
-                    message=f"{type(exc).__name__}: {exc}", elapsed_ms=0), level="error",
+                    name=binding.native, is_error=True,
+                    error_code=exc.code if isinstance(exc, LoopError) else None,
+                    message=(str(exc) if isinstance(exc, LoopError)
+                             else f"{type(exc).__name__}: {exc}"), elapsed_ms=0),
+                    level="error",
                     scope=EventScope(invocation_id=invocation.id))
                 raise
             candidate = self._candidate(frame, binding.native, loop_call, result, candidate)
@@ -626,6 +654,14 @@ class AgentLoop:
             if notice is not None:
                 frame.request.messages.append(ModelMessage.of_text("user", notice))
         self._next_round(frame, None)
+
+    @staticmethod
+    def _readers(frame: Frame) -> tuple[str | None, str | None]:
+        """The read and search aliases an externalized result's notice may name."""
+        snapshot = frame.snapshot
+        read, search = (snapshot.alias(native) if snapshot.has(native) else None
+                        for native in ("workspace.read_file", "workspace.search_files"))
+        return read, search
 
     def _returned(self, frame: Frame, result: ToolResult) -> None:
         """A delegated task's ``task.return``: its result is recorded for the parent and its
@@ -756,6 +792,7 @@ class AgentLoop:
         for session in [f"{core.id}:{f.invocation.id}" for f in self.frames]:
             with contextlib.suppress(Exception):  # a failing close does not stop the end
                 self.provider.close_session(session)
+        self.mcp.close()  # every MCP server the run started ends with it
         close = getattr(self.provider, "close", None)
         if self.owns_provider and callable(close):
             with contextlib.suppress(Exception):

@@ -16,10 +16,11 @@ maxCallsPerInvocation}``) and never rewritten.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tavernlab.agent._mcp import ExternalTool, unique_alias
 from tavernlab.errors import AgentError
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.models import ModelTool
@@ -135,8 +136,11 @@ class ToolSnapshot:
 
 
 def build_snapshot(registry: ToolRegistry, profile: Profile, invocation_id: str, *,
-                   mode: Mode = "root", chat: bool = True) -> ToolSnapshot:
-    """The tool snapshot of an invocation with ``profile``."""
+                   mode: Mode = "root", chat: bool = True,
+                   external: Sequence[ExternalTool] = ()) -> ToolSnapshot:
+    """The tool snapshot of an invocation with ``profile``: its builtins, then the
+    ``external`` (MCP) tools under their unique aliases (a child's ``task.return`` stays
+    last)."""
     natives: list[str] = []
     for name in profile.tools.allow:
         native = name.removeprefix(BUILTIN_PREFIX)
@@ -171,6 +175,19 @@ def build_snapshot(registry: ToolRegistry, profile: Profile, invocation_id: str,
         caps = profile.tools.max_calls_per_tool
         bindings.append(Binding(spec, BUILTIN_PREFIX + native, alias_of(native), description,
                                 schema, caps.get(BUILTIN_PREFIX + native, caps.get(native))))
+    if external:
+        last = bindings.pop() if bindings and bindings[-1].native == "task.return" else None
+        taken = {binding.alias for binding in bindings}
+        if last is not None:
+            taken.add(last.alias)
+        caps = profile.tools.max_calls_per_tool
+        for tool in external:
+            alias = unique_alias(tool.base_alias, taken)
+            taken.add(alias)
+            bindings.append(Binding(tool.spec, tool.spec.id, alias, tool.description,
+                                    copy.deepcopy(tool.schema), caps.get(tool.spec.id)))
+        if last is not None:
+            bindings.append(last)
     _check_unique(bindings)
     return ToolSnapshot(invocation_id, tuple(bindings), profile.tools.max_calls_per_run)
 

@@ -60,6 +60,7 @@ COMMANDS: dict[str, Command] = {
     "view": Command("tavernlab.cli.view",
                     "a run as one self-contained HTML page (no kernel needed)"),
     "agent": Command("tavernlab.cli.agent", "let a model drive a run through the workspace tools"),
+    "mcp": Command("tavernlab.cli.mcp", "serve a run's tools to MCP clients"),
 }
 
 #: Modules that add sub-commands, in the order their commands appear in ``tavernlab --help``.

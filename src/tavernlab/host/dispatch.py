@@ -73,7 +73,7 @@ from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.restore import call_number
-from tavernlab.host.results import store_result
+from tavernlab.host.results import results_path, store_result
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.ids import tool_record_name
@@ -140,6 +140,9 @@ class LoopCall:
     control: Any = None
     owns_status: bool = True
     cancel: CancelToken | None = None
+    #: The aliases an externalized result's notice names for reading and searching it
+    #: (``None``: that tool is not advertised, and the notice leaves its line out).
+    readers: tuple[str | None, str | None] = ("workspace_read_file", "workspace_search_files")
     deferred: list[tuple[type[Any], Any]] = field(default_factory=list)
 
 #: Deepest nesting of tool arguments (serde_json's default recursion limit).
@@ -387,11 +390,16 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         try:
             stored = store_result(core, invocation, record_name, result,
                                   round_number=ctx.round,
-                                  level=None if loop is None else "debug")
+                                  level=None if loop is None else "debug",
+                                  readers=None if loop is None else loop.readers)
         except (WorkspaceError, OSError) as exc:  # no space, no descriptor, a conflict
             _host_fault(core, ctx, started, scope, exc)
             raise
-    _record_outcome(core, ctx, result, started, scope)
+    message = None
+    if loop is not None and result.is_error and not loop.full_id.startswith("builtin:"):
+        message = ("External tool returned an error; full result: "
+                   f"{results_path(core, invocation, record_name)}")
+    _record_outcome(core, ctx, stored, started, scope, message)  # externalized refs
     if loop is not None:
         for kind, payload in loop.deferred:
             core.emit(kind, payload, scope=scope)
@@ -500,14 +508,14 @@ def _execute(core: RunCore, registry: ToolRegistry, ctx: CallContext, arguments:
 
 
 def _record_outcome(core: RunCore, ctx: CallContext, result: ToolResult, started: float,
-                    scope: EventScope) -> None:
+                    scope: EventScope, message: str | None = None) -> None:
     outcome = ToolCallOutcome(
         round=ctx.round, invocation_id=ctx.invocation.id, call_id=ctx.call_id,
         tool_id=ctx.tool_id if ctx.loop is None else ctx.loop.full_id,
         snapshot_id=None if ctx.loop is None else ctx.loop.snapshot_id,
         name=ctx.tool_id.replace(".", "_") if ctx.loop is None else ctx.tool_id,
         is_error=result.is_error, error_code=result.error_code,
-        message=result.content if result.is_error else None,
+        message=(message or result.content) if result.is_error else None,
         elapsed_ms=int((core.clock.monotonic() - started) * 1000),
         resource_refs=result.resource_refs)
     core.emit(ToolCallFailed if result.is_error else ToolCallCompleted, outcome, scope=scope)

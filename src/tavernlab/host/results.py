@@ -38,22 +38,29 @@ def results_key(core: RunCore, invocation: Invocation) -> str:
     return core.id if core.record.target.kind == "session" else invocation.id
 
 
+def results_path(core: RunCore, invocation: Invocation, record_name: str) -> str:
+    """``tool-results/<key>/<record>.json``, a call's stored result."""
+    return f"tool-results/{results_key(core, invocation)}/{record_name}.json"
+
+
 def store_result(core: RunCore, invocation: Invocation, record_name: str, result: ToolResult,
-                 *, round_number: int | None = None, level: Level | None = None
-                 ) -> ToolResult:
+                 *, round_number: int | None = None, level: Level | None = None,
+                 readers: tuple[str | None, str | None] | None = None) -> ToolResult:
     """Write ``result`` (and, when it is long and external, its readable view); returns the
     result the model sees. ``round_number`` is the call's round (default: the run's);
-    ``level`` that of ``tool_result_stored`` (the agent loop's is upstream's ``debug``)."""
+    ``level`` that of ``tool_result_stored`` (the agent loop's is upstream's ``debug``);
+    ``readers`` the read and search aliases the externalized notice names (``None`` for
+    one the caller cannot use; default: both workspace tools)."""
     round_number = core.counters.round if round_number is None else round_number
     key = results_key(core, invocation)
-    json_path = WorkspacePath(f"tool-results/{key}/{record_name}.json")
+    json_path = WorkspacePath(results_path(core, invocation, record_name))
     model_result = result
     limit = invocation.profile.tools.external_result_inline_char_limit
     external = not result.tool_id or not result.tool_id.startswith(("workspace.", "builtin:"))
     if external and len(result.content) > limit:
         view_path = WorkspacePath(f"tool-results/{key}/{record_name}.txt")
         model_result = _externalize(core, invocation, result, view_path, json_path, limit,
-                                    round_number)
+                                    round_number, readers)
     core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.must_not_exist())
     core.emit(ToolResultStored, StoredResult(
         invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
@@ -63,7 +70,8 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
 
 def _externalize(core: RunCore, invocation: Invocation, result: ToolResult,
                  view_path: WorkspacePath, json_path: WorkspacePath, limit: int,
-                 round_number: int) -> ToolResult:
+                 round_number: int, readers: tuple[str | None, str | None] | None
+                 ) -> ToolResult:
     content = result.content
     view = "\n".join(content[i:i + VIEW_LINE_CHARS]
                      for i in range(0, len(content), VIEW_LINE_CHARS))
@@ -72,7 +80,9 @@ def _externalize(core: RunCore, invocation: Invocation, result: ToolResult,
         invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=view_path.text, audit_path=json_path.text))
     return ToolResult(
-        content=externalized_notice(content, view_path.text),
+        content=(externalized_notice(content, view_path.text) if readers is None else
+                 externalized_notice(content, view_path.text, read_alias=readers[0],
+                                     search_alias=readers[1])),
         structured={"externalized": True, "path": view_path.text, "auditPath": json_path.text,
                     "charCount": len(content), "charLimit": limit},
         is_error=result.is_error, error_code=result.error_code,

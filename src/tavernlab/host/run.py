@@ -233,10 +233,15 @@ class Run:
 
     def resume(self) -> None:
         """Continue a finished Chat run (for example to revise its output): a new round
-        starts, and the next finish revises the state this run published."""
+        starts, and the next finish revises the state this run published. A run whose
+        agent loop ended on a tool call with no confirmed result (``blockedReason`` in
+        ``run.json``) is refused."""
         core = self._core
         if not core.record.is_terminal:
             raise RunStateError(f"run `{self.id}` is still {self.status}")
+        blocked = getattr(core.record, "blockedReason", None)
+        if blocked:  # a tool call of the loop that started and has no confirmed result
+            raise RunStateError(f"run `{self.id}` cannot be resumed: {blocked}")
         core.tracker.reset()
         core.counters.round_cancelled = False
         core.counters.round += 1

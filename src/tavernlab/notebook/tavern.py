@@ -9,6 +9,7 @@ same table (``%tavern timeline``) with
 from __future__ import annotations
 
 import argparse
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -191,6 +192,43 @@ def _events_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-journal", action="store_true", help="events.jsonl only")
 
 
+#: The MCP server each notebook session runs in the background (``%tavern mcp serve``).
+_MCP_SERVERS: weakref.WeakKeyDictionary[NotebookSession, Any] = weakref.WeakKeyDictionary()
+
+
+def _mcp_serve(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """Serve the current run's model-facing tools over streamable HTTP on 127.0.0.1, in the
+    background: an MCP client's calls show in the live tree and timeline like a model's."""
+    running = _MCP_SERVERS.get(session)
+    if running is not None and running.running:
+        raise UsageError(f"%tavern mcp serve: already serving run {running.agent.run.id} at "
+                         f"{running.url} (`%tavern mcp stop` first)")
+    if args.http is not None and not 0 < args.http < 65536:
+        raise UsageError("%tavern mcp serve: --http takes a port between 1 and 65535")
+    from tavernlab.agent import ExternalAgent
+    from tavernlab.mcp_server import HttpServer
+
+    run = session.run
+    agent = ExternalAgent.attach(session.lab, run)
+    try:
+        server = HttpServer(agent, args.http or 0).start()
+    except BaseException:
+        agent.close()
+        raise
+    _MCP_SERVERS[session] = server
+    return notice(f"serving run {run.id} at {server.url} (MCP client config: "
+                  f'{{"mcpServers": {{"tavernlab": {{"url": "{server.url}"}}}}}})')
+
+
+def _mcp_stop(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """Stop the background MCP server; the run stays as it is."""
+    server = _MCP_SERVERS.pop(session, None)
+    if server is None:
+        return notice("no MCP server is running")
+    server.stop()
+    return notice(f"stopped serving run {server.agent.run.id}")
+
+
 BUILTIN_COMMANDS = (
     Subcommand("lab", "show the current lab, or switch to the lab at PATH", _lab,
                _lab_arguments),
@@ -212,6 +250,11 @@ BUILTIN_COMMANDS = (
                _tree_arguments),
     Subcommand("events", "the current run's events and journal records", _events,
                _events_arguments),
+    Subcommand("mcp serve", "serve the current run's tools to MCP clients over HTTP on "
+               "127.0.0.1, in the background", _mcp_serve,
+               lambda p: p.add_argument("--http", type=int, default=None, metavar="PORT",
+                                        help="the port (default: a free one)")),
+    Subcommand("mcp stop", "stop serving the current run over MCP", _mcp_stop),
 )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from tavernlab.events import Model
 from tavernlab.workspace.ids import check_dir_name
@@ -145,6 +145,73 @@ class DelegationSettings(Model):
     max_handoff_depth: int = Field(default=8, ge=1)
 
 
+#: The hosts an MCP server's URL may name: servers on this machine only.
+LOCAL_MCP_HOSTS = frozenset({"localhost", "::1"})
+
+
+def _local_mcp_url(url: str) -> str:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"MCP server url `{url}` must be an http:// or https:// URL")
+    host = parts.hostname
+    local = host in LOCAL_MCP_HOSTS
+    if not local:
+        try:
+            local = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            local = False
+    if not local:
+        raise ValueError(f"MCP server url `{url}` is not on this machine (use 127.0.0.1, ::1 "
+                         "or localhost)")
+    return url
+
+
+class McpServerSettings(Model):
+    """``mcp.servers.<name>``: an MCP server the loop connects to at the start of each
+    invocation. Either a command started over stdio (``command``, ``args``, extra ``env``,
+    ``cwd``) or a streamable-HTTP ``url`` on this machine (127.0.0.0/8, ::1, localhost;
+    any other host is refused). ``env`` is stored with the run's Profile, so a credential
+    goes in ``envFrom`` instead: the names of variables of tavernlab's own environment the
+    server gets (their values are never written; a stdio server otherwise sees only the
+    ``mcp`` client's default environment). ``toolDescriptions`` (by the server's tool name) replace
+    the server's own descriptions; the Profile's ``tools.toolDescriptions`` (by tool id
+    ``mcp/<server>/<tool>``) win over both."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    env_from: list[str] = Field(default_factory=list)
+    cwd: str | None = None
+    url: str | None = None
+    tool_descriptions: dict[str, ToolDescriptionOverride] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_local(cls, value: str | None) -> str | None:
+        return None if value is None else _local_mcp_url(value)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of `command` (stdio) or `url` "
+                             "(streamable HTTP)")
+        return self
+
+
+class McpSettings(Model):
+    """``mcp``: the MCP servers whose tools join every invocation's tool snapshot (after
+    the builtins, in server then tool order, minus ``tools.deny``), and how long one call
+    may take before its outcome counts as unknown (``callTimeoutMs``, default 120 000; the
+    run then fails with ``mcp.call_outcome_unknown``)."""
+
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    call_timeout_ms: int = Field(default=120_000, ge=1)
+    connect_timeout_ms: int = Field(default=30_000, ge=1)
+
+
 class Instructions(Model):
     """``instructions.*``: ``agentSystemPrompt`` replaces the default agent system prompt."""
 
@@ -163,6 +230,7 @@ class Profile(Model):
     instructions: Instructions = Field(default_factory=Instructions)
     description: str = ""
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("id")
     @classmethod
@@ -173,7 +241,9 @@ class Profile(Model):
         """The Profile as a run stores it (``input/resolved_profile.json``, a sub-agent's
         journal record): every field, ``null`` budgets included, since ``null`` means
         unlimited and must survive being read back (dropping it restored the defaults)."""
-        return self.model_dump(mode="json", by_alias=True)
+        # A Profile without MCP servers stores exactly what it stored before they existed.
+        exclude = None if self.mcp.servers else {"mcp"}
+        return self.model_dump(mode="json", by_alias=True, exclude=exclude)
 
     def policy(self) -> Policy:
         """The effective root policy (adds ``tool-results`` and ``skills``, read-only)."""

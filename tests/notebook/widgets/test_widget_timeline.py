@@ -62,7 +62,8 @@ def test_after_a_scripted_run_rounds_group_the_bars(greet_run: Run, opened: Open
     window = timeline.window
     assert (window["total"], window["offset"], window["tail"]) == (10, 0, True)
     assert window["counts"] == {
-        "kinds": {"model": 0, "tool": 3, "shell": 1, "js": 1, "commit": 2, "finish": 1},
+        "kinds": {"model": 0, "tool": 3, "shell": 1, "js": 1, "commit": 2, "finish": 1,
+                  "mcp": 0},
         "statuses": {"ok": 7, "error": 1, "cancelled": 0, "running": 0}}
     first_round = window["rows"][0]
     assert (first_round["ended"], first_round["auto_committed"]) == (True, "output/greeting.md")

@@ -49,9 +49,9 @@ from tavernlab.events import (
 )
 from tavernlab.host.feed import order_key
 
-Kind = Literal["model", "tool", "shell", "js", "commit", "finish"]
+Kind = Literal["model", "tool", "shell", "js", "commit", "finish", "mcp"]
 Status = Literal["ok", "error", "cancelled", "running"]
-KINDS: tuple[Kind, ...] = ("model", "tool", "shell", "js", "commit", "finish")
+KINDS: tuple[Kind, ...] = ("model", "tool", "shell", "js", "commit", "finish", "mcp")
 STATUSES: tuple[Status, ...] = ("ok", "error", "cancelled", "running")
 
 #: The record types the timeline reads.
@@ -101,8 +101,12 @@ def model_label(facts: dict[str, Any]) -> str:
 
 
 def kind_of_tool(tool_id: str) -> Kind:
-    """``workspace.shell`` -> shell, ``workspace.finish`` -> finish, anything else -> tool."""
-    tool_id = tool_id.removeprefix("builtin:")  # the agent loop names built-ins so
+    """``workspace.shell`` -> shell, ``workspace.finish`` -> finish (also by their full ids
+    ``builtin:…``), an MCP server's tool (``mcp/<server>/<tool>``) -> mcp, anything else ->
+    tool."""
+    if tool_id.startswith("mcp/"):
+        return "mcp"
+    tool_id = tool_id.removeprefix("builtin:")
     if tool_id == "workspace.shell":
         return "shell"
     return "finish" if tool_id == "workspace.finish" else "tool"

@@ -15,7 +15,7 @@ const MORE_LINES = 200;
 const ROW = 26;
 const MARGIN = 30;
 const MAX_ROWS = 12;
-const KINDS = ["model", "tool", "shell", "js", "commit", "finish"];
+const KINDS = ["model", "tool", "shell", "js", "commit", "finish", "mcp"];
 const STATUSES = ["ok", "error", "cancelled", "running"];
 const ICONS = {
   directory: '<svg viewBox="0 0 16 16" width="15" height="15" aria-hidden="true"><path d="M1.5 3.5h4.3l1.4 1.5h7.3v8.5h-13z" fill="currentColor"/></svg>',
