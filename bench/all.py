@@ -9,8 +9,15 @@ tmpfs (``/dev/shm``) and of the real disk (the system temporary directory, or
 ``TAVERNLAB_BENCH_DISK``); the footer says which file system that is. Each script's full
 output is kept in a log directory (printed at the end).
 
-Usage: ``.venv/bin/python bench/all.py [--full] [--only NAME,...]``; about 5 minutes on 2
-shared cores with ``--quick`` (the default).
+The load average is read before and after each row (by its script, around the row's
+samples; a row whose script does not read it gets the readings around the whole script):
+above 1.5, or moving by more than 1, the row says **noisy** instead of met / not met
+(:func:`timing.noisy`). ``--wait-quiet`` first waits, before each script, until the load is
+at most 1.5 (at most ``--quiet-limit`` seconds each time; past that the script runs anyway
+and its rows say whether they were noisy).
+
+Usage: ``.venv/bin/python bench/all.py [--full] [--only NAME,...] [--wait-quiet
+[--quiet-limit S]]``; about 5 minutes on 2 shared cores with ``--quick`` (the default).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import DISK_NOTE, Row, print_table, rows_in
+from timing import DISK_NOTE, Row, load_average, print_table, rows_in, wait_quiet
 
 HERE = Path(__file__).resolve().parent
 
@@ -66,13 +73,18 @@ def run_script(name: str, extra: list[str], quick: bool, logs: Path) -> tuple[li
     if quick:
         command.append("--quick")
     start = time.perf_counter()
+    before = load_average()
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    after = load_average()
     elapsed = time.perf_counter() - start
     (logs / f"{name}.log").write_text(
         f"$ {' '.join(command)}\n{done.stdout}\n--- stderr ---\n{done.stderr}", encoding="utf-8")
     rows = rows_in(done.stdout)
+    for item in rows:
+        if item.load is None:
+            item.load = (before, after)
     status = "ok" if done.returncode == 0 and rows else f"FAILED (exit {done.returncode})"
-    return rows, f"{name}.py {status} in {elapsed:.0f} s"
+    return rows, f"{name}.py {status} in {elapsed:.0f} s (load {before:.2f} -> {after:.2f})"
 
 
 def ordered(rows: list[Row]) -> list[Row]:
@@ -91,6 +103,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="each script's default settings")
     parser.add_argument("--only", default="", help="comma-separated script names")
+    parser.add_argument("--wait-quiet", action="store_true",
+                        help="before each script, wait for a load average <= 1.5")
+    parser.add_argument("--quiet-limit", type=float, default=300.0,
+                        help="seconds --wait-quiet waits at most each time (default 300)")
     options = parser.parse_args()
     chosen = [n for n in options.only.split(",") if n] or list(SCRIPTS)
     logs = Path(tempfile.mkdtemp(prefix="tavernlab-bench-all-"))
@@ -98,6 +114,11 @@ def main() -> None:
     rows: list[Row] = []
     statuses = []
     for name in chosen:
+        if options.wait_quiet:
+            quiet, waited = wait_quiet(options.quiet_limit)
+            print(f"waited {waited:.0f} s for a quiet machine before {name}.py"
+                  + ("" if quiet else f" (still busy: load {load_average():.2f})"),
+                  file=sys.stderr, flush=True)
         found, status = run_script(name, SCRIPTS[name], not options.full, logs)
         print(status, file=sys.stderr, flush=True)
         rows += ordered(found)
@@ -111,10 +132,11 @@ def main() -> None:
           f"and on the disk ({disk}, {file_system(disk)})")
     print()
     print_table(rows)
-    paths = [r for r in rows if not r.floor]
-    floors = [r for r in rows if r.floor]
-    print(f"{sum(r.met for r in paths)} of {len(paths)} rows met; "
-          f"{sum(not r.met for r in floors)} of {len(floors)} floors above their target; "
+    paths = [r for r in rows if not r.floor and not r.noisy]
+    floors = [r for r in rows if r.floor and not r.noisy]
+    print(f"{sum(r.met for r in paths)} of {len(paths)} quiet rows met; "
+          f"{sum(not r.met for r in floors)} of {len(floors)} quiet floors above their target; "
+          f"{sum(r.noisy for r in rows)} of {len(rows)} rows noisy (too busy to tell); "
           f"{'; '.join(statuses)}; {time.perf_counter() - started:.0f} s in all")
     print(f"(*) {DISK_NOTE}")
     print(f"each script's full output: {logs}")

@@ -8,17 +8,24 @@ record the host keeps. The raw baseline: reading the same file's bytes
 The 64 KiB and 1 MiB reads are previews (over the 80,000-character budget the file is shown
 in part), as a model sees them.
 
+Two rows per size: a **re-read** (the same unchanged file again: the tool's per-process cache
+of text measures already knows it) and a **first read** (nothing cached: each sample reads a
+file whose content no read has seen, written untimed before the round; the baseline reads
+it raw the same way).
+
 Usage: ``.venv/bin/python bench/read_file.py [--rounds N] [--quick] [--json]``.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from timing import Row, bench_run, compare, fresh_dir, rounds_main, row
 
-from tavernlab.host import Lab
+from tavernlab.host import Lab, Run
 
 SIZES = {"1 KiB": (1024, 10.0), "64 KiB": (64 * 1024, 5.0), "1 MiB": (1024 * 1024, 5.0)}
 WORDS = ["the", "lantern", "reads", "agent", "workspace", "notes", "42", "tool", "calls"]
@@ -41,6 +48,24 @@ def mixed_text(size: int, seed: int = 7) -> str:
         length += encoded
 
 
+def raw_read(host: Path) -> None:
+    """The baseline: the file's bytes."""
+    with open(host, "rb") as handle:
+        handle.read()
+
+
+def first_reads(run: Run, size: int, count: int) -> Iterator[str]:
+    """``count`` workspace paths of ``size``-byte files, each of a content no read has seen
+    (a different first line), written now, untimed."""
+    text = mixed_text(size - 16)
+    paths = []
+    for index in range(count):
+        path = f"scratch/first-{size}-{index}.md"
+        (Path(run.workspace_dir) / path).write_text(f"{index:015d}\n{text}", encoding="utf-8")
+        paths.append(path)
+    return iter(paths)
+
+
 def rows(rounds: int = 7) -> list[Row]:
     """Every row of this script (on tmpfs: the figures are CPU-bound)."""
     out = []
@@ -56,14 +81,24 @@ def rows(rounds: int = 7) -> list[Row]:
                 result = run.call_tool("workspace.read_file", args)
                 assert not result.is_error, result.content
 
-            def raw(host: Path = host) -> None:
-                with open(host, "rb") as handle:
-                    handle.read()
-
             per_round = 15 if size < 1 << 20 else 3
-            result = compare(tool, raw, rounds=rounds, per_round=per_round)
-            out.append(row(f"read_file {label}", result, "raw read", limit,
-                           f"<= {limit:g}x", "tmpfs"))
+            result = compare(tool, partial(raw_read, host), rounds=rounds, per_round=per_round)
+            out.append(row(f"read_file {label}, re-read", result, "raw read", limit,
+                           f"<= {limit:g}x", "tmpfs; the file's measures already cached"))
+            # warmup (3) and every round's samples, for the tool and for the baseline
+            count = 3 + rounds * per_round
+            ours, theirs = first_reads(run, size, count), first_reads(run, size + 8, count)
+
+            def first(paths: Iterator[str] = ours) -> None:
+                result = run.call_tool("workspace.read_file", {"path": next(paths)})
+                assert not result.is_error, result.content
+
+            def first_raw(paths: Iterator[str] = theirs) -> None:
+                raw_read(Path(run.workspace_dir) / next(paths))
+
+            result = compare(first, first_raw, rounds=rounds, per_round=per_round)
+            out.append(row(f"read_file {label}, first read", result, "raw read", limit,
+                           f"<= {limit:g}x", "tmpfs; nothing cached: a content never read"))
     return out
 
 

@@ -3,9 +3,9 @@ test).
 
 1. ``run.shell('echo hi')``, the full tool call (arguments file, events, stored result, the
    adapter's policy view, Python filesystem bridge, builtins and caps), against a bare
-   ``bashkit.Bash().execute_sync("echo hi")`` (a fresh interpreter, as the shell makes one per
-   call). Target: <= 2x. The adapter alone (``execute_shell``) and a reused bare interpreter
-   are printed beside it.
+   ``bashkit.Bash().execute_sync("echo hi")`` (a fresh interpreter: what a call must look like
+   to the command; the shell keeps its interpreters and resets them instead). Target: <= 2x.
+   The adapter alone (``execute_shell``) and a reused bare interpreter are printed beside it.
 2. A 5-command pipeline (``find | sort | head | xargs grep -l | wc -l``) over a workspace of
    1,000 and of 10,000 files, as a full ``run.shell`` call, against ``bash -c`` running the
    same pipeline on the same tree (a real process, real files). Target: <= 3x. Measured on a

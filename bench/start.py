@@ -13,8 +13,8 @@ baseline (median of the per-sample ratios, with their spread) and the targets. B
 cached in a temporary ``PYTHONPYCACHEPREFIX`` (warmed first), as for an installed package.
 
 A figure taken on a busy machine says little: the load average (1 minute) is read before and
-after the samples, and each row is marked ``NOISY`` when either reading is above 1.5 or the
-two differ by more than 1.
+after the samples, and each row is marked noisy when either reading is above 1.5 or the two
+differ by more than 1 (:func:`timing.noisy`, shared by every benchmark).
 
 Usage: ``.venv/bin/python bench/start.py [--samples N] [--quick] [--json]``.
 """
@@ -29,7 +29,7 @@ import tempfile
 from collections import defaultdict
 
 from imports import environment, sample
-from timing import Row, emit, ms, table_options
+from timing import LOAD_LIMIT, LOAD_MOVE, Row, emit, ms, noisy, table_options
 
 KINDS = {
     "pass": "pass",
@@ -39,15 +39,7 @@ KINDS = {
 #: The rows: kind, path, target (ms).
 TARGETS = (("import", "import tavernlab (fresh process)", 60.0),
            ("help", "tavernlab --help (fresh process)", 150.0))
-#: A load average above this, or moving by more than :data:`LOAD_MOVE`, makes a row noisy.
-LOAD_LIMIT = 1.5
-LOAD_MOVE = 1.0
-
-
-def noisy(before: float, after: float) -> bool:
-    """Whether the machine was too busy to tell, from the load averages read before and after
-    the samples: either above :data:`LOAD_LIMIT`, or moved by more than :data:`LOAD_MOVE`."""
-    return max(before, after) > LOAD_LIMIT or abs(after - before) > LOAD_MOVE
+__all__ = ["LOAD_LIMIT", "LOAD_MOVE", "measure", "noisy"]
 
 
 def measure(samples: int) -> list[Row]:
@@ -66,9 +58,6 @@ def measure(samples: int) -> list[Row]:
                 walls[kind].append(wall)
                 cpus[kind].append(cpu)
         after = os.getloadavg()[0]
-    load = f"load {before:.2f} -> {after:.2f}"
-    if noisy(before, after):
-        load = f"NOISY ({load}; quiet is <= {LOAD_LIMIT}, moving <= {LOAD_MOVE})"
     rows = []
     base = statistics.median(walls["pass"])
     for kind, path, limit in TARGETS:
@@ -78,8 +67,7 @@ def measure(samples: int) -> list[Row]:
                f"{statistics.median(cpus['pass']):.0f} ms")
         rows.append(Row(path, ms(figure), f"python -c pass {ms(base)}",
                         statistics.median(ratios), (min(ratios), max(ratios)),
-                        f"<= {ms(limit)}", figure <= limit,
-                        f"{load}; {cpu}"))
+                        f"<= {ms(limit)}", figure <= limit, cpu, load=(before, after)))
     return rows
 
 

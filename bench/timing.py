@@ -11,6 +11,11 @@
   prints the rows either way and :func:`rows_in` reads them back from a script's output.
 * :func:`fresh_dirs` gives a fresh directory on tmpfs (``/dev/shm``) and one on the real disk,
   for the file-heavy rows.
+* The load of the machine: every comparison reads the load average (1 minute) before and
+  after its samples and its row carries both; a row measured while it was above
+  :data:`LOAD_LIMIT`, or moved by more than :data:`LOAD_MOVE`, is **noisy** (too busy to
+  tell) rather than met or not met (:func:`noisy`). :func:`wait_quiet` waits, bounded, for a
+  quiet machine.
 """
 
 from __future__ import annotations
@@ -39,15 +44,54 @@ DISK_NOTE = ("disk: on this ext4, creating files right after a mass delete can c
              "directory")
 
 
+#: A load average above this, or moving by more than :data:`LOAD_MOVE`, makes a row noisy.
+LOAD_LIMIT = 1.5
+LOAD_MOVE = 1.0
+
+
+def load_average() -> float:
+    """The 1-minute load average."""
+    return os.getloadavg()[0]
+
+
+def noisy(before: float, after: float) -> bool:
+    """Whether the machine was too busy to tell, from the load averages read before and after
+    the samples: either above :data:`LOAD_LIMIT`, or moved by more than :data:`LOAD_MOVE`."""
+    return max(before, after) > LOAD_LIMIT or abs(after - before) > LOAD_MOVE
+
+
+def load_note(before: float, after: float) -> str:
+    """``load 0.42 -> 0.57`` (``NOISY (...)`` when :func:`noisy`)."""
+    text = f"load {before:.2f} -> {after:.2f}"
+    if noisy(before, after):
+        text = f"NOISY ({text}; quiet is <= {LOAD_LIMIT}, moving <= {LOAD_MOVE})"
+    return text
+
+
+def wait_quiet(limit_s: float, poll_s: float = 5.0) -> tuple[bool, float]:
+    """Wait until the load average is at most :data:`LOAD_LIMIT`, for ``limit_s`` seconds at
+    most; returns whether the machine is quiet and the seconds waited."""
+    start = time.monotonic()
+    while load_average() > LOAD_LIMIT:
+        waited = time.monotonic() - start
+        if waited >= limit_s:
+            return False, waited
+        time.sleep(min(poll_s, limit_s - waited))
+    return True, time.monotonic() - start
+
+
 @dataclass
 class Comparison:
-    """Medians (in the unit of the timer) of a path and its baseline, and their ratio."""
+    """Medians (in the unit of the timer) of a path and its baseline, their ratio, and the
+    load average before and after the samples."""
 
     figure: float
     baseline: float
     ratio: float
     low: float
     high: float
+    load_before: float | None = None
+    load_after: float | None = None
 
 
 def _samples(action: Callable[[], object], count: int) -> list[float]:
@@ -62,6 +106,7 @@ def _samples(action: Callable[[], object], count: int) -> list[float]:
 def compare(subject: Callable[[], object], baseline: Callable[[], object], *, rounds: int = 7,
             per_round: int = 20, warmup: int = 3) -> Comparison:
     """Interleaved medians (milliseconds) of ``subject`` and ``baseline``."""
+    before = load_average()
     for _ in range(warmup):
         baseline()
         subject()
@@ -75,7 +120,8 @@ def compare(subject: Callable[[], object], baseline: Callable[[], object], *, ro
         ours += mine
         ratios.append(statistics.median(mine) / statistics.median(base))
     return Comparison(statistics.median(ours) * 1000, statistics.median(theirs) * 1000,
-                      statistics.median(ratios), min(ratios), max(ratios))
+                      statistics.median(ratios), min(ratios), max(ratios), before,
+                      load_average())
 
 
 def compare_once(subject: Callable[[], object], baseline: Callable[[], object], *,
@@ -90,6 +136,7 @@ def compare_prepared(prepare: Callable[[], T], subject: Callable[[T], object],
     """Like :func:`compare_once`, for a path that needs an untimed preparation per sample
     (``subject(prepare())``, only ``subject`` timed)."""
     ours, theirs, ratios = [], [], []
+    before = load_average()
     for _ in range(rounds):
         start = time.perf_counter()
         baseline()
@@ -102,7 +149,8 @@ def compare_prepared(prepare: Callable[[], T], subject: Callable[[T], object],
         theirs.append(base)
         ratios.append(mine / base)
     return Comparison(statistics.median(ours) * 1000, statistics.median(theirs) * 1000,
-                      statistics.median(ratios), min(ratios), max(ratios))
+                      statistics.median(ratios), min(ratios), max(ratios), before,
+                      load_average())
 
 
 @dataclass
@@ -120,14 +168,29 @@ class Row:
     #: A floor (``bench/floor.py``): not a path of the issue's table but the least its row
     #: can cost, so it is under or above the row's target rather than met.
     floor: bool = False
+    #: The load average before and after the row's samples (``None``: not read).
+    load: tuple[float, float] | None = None
+
+    @property
+    def noisy(self) -> bool:
+        """Measured on a machine too busy to tell (:func:`noisy`)."""
+        return self.load is not None and noisy(*self.load)
+
+    def status(self) -> str:
+        """``met`` / ``NOT met`` (a floor: ``floor under`` / ``floor ABOVE``), or ``noisy``
+        (with what it would have said) when the machine was busy."""
+        said = ("floor under" if self.met else "floor ABOVE") if self.floor else (
+            "met" if self.met else "NOT met")
+        return f"noisy (would be {said})" if self.noisy else said
 
     def cells(self) -> list[str]:
         """The printed cells."""
         low, high = self.spread
-        status = ("floor under" if self.met else "floor ABOVE") if self.floor else (
-            "met" if self.met else "NOT met")
+        note = self.note
+        if self.load is not None:
+            note = f"{load_note(*self.load)}; {note}" if note else load_note(*self.load)
         return [self.path, self.figure, self.baseline,
-                f"{self.ratio:.2f}x ({low:.2f}-{high:.2f})", self.target, status, self.note]
+                f"{self.ratio:.2f}x ({low:.2f}-{high:.2f})", self.target, self.status(), note]
 
 
 def ms(value: float) -> str:
@@ -138,8 +201,10 @@ def ms(value: float) -> str:
 def row(path: str, result: Comparison, baseline_name: str, limit: float, target: str,
         note: str = "", *, floor: bool = False) -> Row:
     """A row whose target is ``ratio <= limit`` (a floor's: see :attr:`Row.floor`)."""
+    load = None if result.load_before is None or result.load_after is None else (
+        result.load_before, result.load_after)
     return Row(path, ms(result.figure), f"{baseline_name} {ms(result.baseline)}", result.ratio,
-               (result.low, result.high), target, result.ratio <= limit, note, floor)
+               (result.low, result.high), target, result.ratio <= limit, note, floor, load)
 
 
 def print_table(rows: list[Row]) -> None:
@@ -156,14 +221,15 @@ def print_table(rows: list[Row]) -> None:
 
 
 def absolute_row(path: str, figure: float, baseline_name: str, baseline: float, limit: float,
-                 note: str = "", *, unit: str = "ms", at_least: bool = False) -> Row:
+                 note: str = "", *, unit: str = "ms", at_least: bool = False,
+                 load: tuple[float, float] | None = None) -> Row:
     """A row whose target is absolute: ``figure <= limit`` (``>= limit`` with ``at_least``),
     the ratio to the baseline given for reference."""
     ratio = figure / baseline
     shown = ms if unit == "ms" else (lambda v: f"{v:,.0f} {unit}")
     return Row(path, shown(figure), f"{baseline_name} {shown(baseline)}", ratio, (ratio, ratio),
                f"{'>=' if at_least else '<='} {shown(limit)}",
-               figure >= limit if at_least else figure <= limit, note)
+               figure >= limit if at_least else figure <= limit, note, load=load)
 
 
 def table_options(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +266,8 @@ def rows_in(output: str) -> list[Row]:
         if line.startswith(ROWS_PREFIX):
             for item in json.loads(line.removeprefix(ROWS_PREFIX)):
                 item["spread"] = tuple(item["spread"])
+                if item.get("load") is not None:
+                    item["load"] = tuple(item["load"])
                 rows.append(Row(**item))
     return rows
 

@@ -57,7 +57,7 @@ def test_the_table_lists_each_modules_commands_together() -> None:
     assert COMMAND_MODULES == ("tavernlab.cli.demo", "tavernlab.cli.workspace",
                                "tavernlab.cli.shell", "tavernlab.cli.skills", "tavernlab.cli.kit",
                                "tavernlab.cli.worktree", "tavernlab.cli.kernel",
-                               "tavernlab.cli.replay")
+                               "tavernlab.cli.replay", "tavernlab.cli.view")
 
 
 def test_help_from_the_table_is_the_help_of_every_module_loaded() -> None:

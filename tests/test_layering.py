@@ -5,7 +5,7 @@ inside functions, under ``TYPE_CHECKING``, and ``importlib.import_module`` / ``_
 with a literal name. An import from a lower floor to a higher one fails, and so does a cycle
 between two packages (on any floor).
 
-    floor 5  surface   cli/ notebook/ replay/ demo/ testing/ views.py (and the package face)
+    floor 5  surface   cli/ notebook/ replay/ view/ demo/ testing/ views.py (and the package face)
     floor 4  host      host/ agent/
     floor 3  engines   skills/ shell/ js/ models/
     floor 2  storage   workspace/ worktree/
@@ -30,6 +30,7 @@ FLOORS: dict[str, int] = {
     "skills": 3, "shell": 3, "js": 3, "models": 3,
     "host": 4, "agent": 4,
     "cli": 5, "notebook": 5, "replay": 5, "demo": 5, "testing": 5, "views": 5,
+    "view": 5,
     "__init__": 5, "_compat": 5,
 }
 

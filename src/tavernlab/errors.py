@@ -61,7 +61,9 @@ their module when they live beside their engine)::
     │   ├── WorktreeNotRemovableError   worktree.not_removable
     │   ├── ForgeUnavailableError       worktree.forge_unavailable
     │   ├── PortAllocationError         worktree.port_unavailable
-    │   └── ServiceError                worktree.service_not_declared
+    │   ├── ServiceError                worktree.service_not_declared
+    │   ├── DaemonUnreachableError      worktree.daemon_unreachable
+    │   └── DaemonToolError             worktree.daemon_tool_failed
     ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
     │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result

@@ -117,13 +117,16 @@ def test_run_show_tree_and_timeline(notebook: NotebookPage, lab_root: Path,
     assert "slow" in notebook.wait_cell(4)
     page.wait_for_function(
         "() => document.querySelectorAll('.tl-bar-row[data-status=\"running\"]').length === 0")
-    assert page.locator(".tl-bar-row").count() == 6
+    # each cell is a round: the rounds of cells 1 and 3 end with their auto-commit
+    bars = page.locator(".tl-bar-row")
+    assert [bars.nth(i).get_attribute("data-kind") for i in range(bars.count())] == [
+        "js", "tool", "shell", "tool", "commit", "shell", "commit", "shell"]
 
     # filters: hide the shell calls
     page.locator('.tl-chip[data-filter="kinds:shell"]').click()
     page.wait_for_function(
         "() => document.querySelectorAll('.tl-bar-row[data-kind=\"shell\"]').length === 0")
-    assert page.locator(".tl-bar-row").count() == 3
+    assert page.locator(".tl-bar-row").count() == 5
     notebook.shot("06-filtered")
 
 

@@ -47,7 +47,8 @@ def test_a_notebook_runs_in_the_tavernlab_kernel(jupyter_path: Path, tmp_path: P
     assert status[0].output_type == "execute_result"
     assert status[0].data["text/plain"].startswith(f"lab: {tmp_path / '.tavernlab'}\nRun run_")
     assert "<table" in status[0].data["text/html"]
-    assert "main.md" in tree[0].data["text/plain"] and "main.md" in tree[0].data["text/html"]
+    assert tree[0].data["text/plain"].startswith("<FileTree run_")  # the widget view
+    assert "main.md" in tree[1].data["text/plain"] and "main.md" in tree[1].data["text/html"]
     error = failing[-1]
     assert (error.output_type, error.ename, error.evalue) == (
         "error", "JSError", "exit status 1: Error: boom 1")

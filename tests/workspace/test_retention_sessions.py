@@ -96,7 +96,9 @@ def test_sessions_layout_runs_and_history(lab: Lab) -> None:
     run = lab.start_run(session=session.id)
     assert run.workspace_dir == session.workspace_dir
     assert run.dir == session.dir / "runs" / run.id
-    listing = run.call_tool("workspace.list_files", {"depth": 1})
+    # (its own id: the run's counter would hand it `call_1`, which the write below takes, and
+    # a call id may not repeat in a round)
+    listing = run.call_tool("workspace.list_files", {"depth": 1}, call_id="listing")
     assert listing.content == "skills/\ntmp/\ntool-results/\nwork/"
     run.call_tool("workspace.write_file", {"path": "work/n.md", "content": "kept"},
                   call_id="call_1")

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tavernlab.cli.worktree_agent import USAGE, CliUsageError, make_approve, parse_args
-from tavernlab.worktree.daemon import DaemonAgentHost, DaemonUnreachableError
+from tavernlab.worktree.daemon import DaemonAgentHost
+from tavernlab.worktree.errors import DaemonUnreachableError
 
 from .conftest import Repo
 

@@ -57,6 +57,8 @@ COMMANDS: dict[str, Command] = {
     "replay": Command("tavernlab.cli.replay",
                       "replay a .tavernrun bundle and compare every outcome"),
     "notebook": Command("tavernlab.cli.replay", "notebooks made from runs"),
+    "view": Command("tavernlab.cli.view",
+                    "a run as one self-contained HTML page (no kernel needed)"),
 }
 
 #: Modules that add sub-commands, in the order their commands appear in ``tavernlab --help``.

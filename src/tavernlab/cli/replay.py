@@ -1,7 +1,8 @@
 """``tavernlab run export``, ``tavernlab replay`` and ``tavernlab notebook from-run``.
 
-* ``tavernlab run export RUN_ID -o FILE [--lab DIR]`` writes the run as a ``.tavernrun``
-  bundle and prints its path.
+* ``tavernlab run export RUN_ID -o FILE [--lab DIR] [--with-view]`` writes the run as a
+  ``.tavernrun`` bundle and prints its path; ``--with-view`` adds the run's self-contained
+  page (``view.html``, see ``tavernlab view``) so that anyone can open it without tavernlab.
 * ``tavernlab replay FILE [--skill NAME=PATH]... [--lab DIR] [--json]`` replays a bundle in a
   fresh lab (a temporary one unless ``--lab`` names a new or empty directory, which is kept)
   and exits 0 when every outcome is identical, 1 when not, printing the headline and the
@@ -14,12 +15,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
 from tavernlab.cli.common import add_lab_argument, open_lab
 from tavernlab.errors import UsageError
-from tavernlab.replay import replay
+from tavernlab.replay import read_bundle, replay
 from tavernlab.replay.errors import OutputExists
 from tavernlab.replay.walkthrough import write_notebook
 
@@ -34,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.add_argument("run_id", metavar="RUN_ID")
     export.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="the bundle to write (replaced atomically)")
+    export.add_argument("--with-view", action="store_true",
+                        help="add the run's page (view.html) for anyone without tavernlab")
     add_lab_argument(export)
     export.set_defaults(func=_export)
 
@@ -65,7 +69,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _export(args: argparse.Namespace) -> int:
     with open_lab(args) as lab:
-        print(lab.open_run(args.run_id).export(args.output))
+        path = lab.open_run(args.run_id).export(args.output)
+        if args.with_view:
+            from tavernlab.view import page_for  # loads the widget modules: only when asked
+
+            bundle = read_bundle(path)
+            page = page_for(args.run_id, lab=lab)
+            dataclasses.replace(bundle, page=page.encode("utf-8")).write(path)
+        print(path)
     return 0
 
 

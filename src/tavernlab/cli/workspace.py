@@ -85,11 +85,12 @@ def _runs(args: argparse.Namespace) -> int:
         return 0
     if not records:
         print("no runs")
+    shown = lab.shown_statuses(records)  # a run a dead process left shows as interrupted
     for record in records:
         target = record.target
         where = (f"chat {target.stable_chat_id}" if target.kind == "chat"
                  else f"session {target.session_id}")
-        print(f"{record.id}  {record.status:<14} {record.presentation:<10} {where}  "
+        print(f"{record.id}  {shown[record.id]:<14} {record.presentation:<10} {where}  "
               f"{record.created_at:%Y-%m-%d %H:%M:%S}")
     return 0
 

@@ -68,7 +68,7 @@ from tavernlab.events import (
     WorkspaceFileWritten,
     WorkspacePatchApplied,
 )
-from tavernlab.host import commits
+from tavernlab.host import commits, rounds
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
@@ -283,7 +283,7 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
     :mod:`tavernlab.host.feed`), or earlier while it runs: when a streaming tool first hands
     output to ``on_output`` and every half second (so a long call is seen while it runs)."""
     core.require_active()
-    core.prepare_round()
+    rounds.begin_work(core)
     with core.feed.batch():
         stored, interrupted = _call(core, registry, invocation, tool_id, arguments, call_id,
                                     on_output, loop)

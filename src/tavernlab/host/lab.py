@@ -51,6 +51,7 @@ from tavernlab.events import TERMINAL_EVENT_TYPES, Event
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import RunFeed
 from tavernlab.host.index import RunIndex
+from tavernlab.host.liveness import LIVE_DIR, LiveRuns
 from tavernlab.host.presentation import present
 from tavernlab.host.registry import ToolProvider, ToolRegistry
 from tavernlab.host.reservations import LabIdReservations
@@ -128,6 +129,8 @@ class Lab:
         self._sessions: SessionStore | None = None
         self._skills: SkillRepository | None = None
         self._runs: weakref.WeakSet[RunCore] = weakref.WeakSet()
+        #: The runs this lab holds open (see :mod:`tavernlab.host.liveness`).
+        self.live = LiveRuns(self.root / LIVE_DIR)
         self._factory = RunFactory(index=self.index, skills=self._installed_skills,
                                    clock=self.clock, ids=self.ids,
                                    on_end=self._auto_prune)
@@ -155,6 +158,7 @@ class Lab:
             core.inflight.wait_idle(CLOSE_GRACE_S)
             if core.loop_done is not None:
                 core.loop_done.wait(CLOSE_GRACE_S)
+        self.live.close()
         self.services.close()
 
     def __enter__(self) -> Lab:
@@ -370,11 +374,19 @@ class Lab:
 
     def _handle(self, core: RunCore) -> Run:
         self._runs.add(core)
+        self.live.hold(core.id)
         return Run(core, self.tools, self.services)
 
     def runs(self) -> list[RunRecord]:
         """Every indexed run, newest first."""
         return sorted(self.index.records(), key=lambda r: r.created_at, reverse=True)
+
+    def shown_statuses(self, records: Sequence[RunRecord] | None = None) -> dict[str, str]:
+        """The status to show per run id: the record's, or ``interrupted`` for a run a dead
+        process left unfinished (no living process holds it; see
+        :mod:`tavernlab.host.liveness`)."""
+        return {r.id: self.live.shown_status(r)
+                for r in (self.runs() if records is None else records)}
 
 
 def _finite(value: object, *, allow_zero: bool) -> bool:

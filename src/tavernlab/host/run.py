@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.errors import InvalidData, RunStateError, ToolError
 from tavernlab.events import Event, Reason, RunCancelRequested
-from tavernlab.host import commits, dispatch
+from tavernlab.host import commits, dispatch, rounds
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import Subscription
 from tavernlab.host.invocation import Invocation
@@ -313,7 +313,7 @@ class Run:
         if eval_name is not None:
             _check_text(eval_name, "eval_name")
         core.require_active()
-        core.prepare_round()
+        rounds.begin_work(core)
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         with core.feed.batch():
             return run_js_job(core, self._services.js_pool, args, cwd, data, command,

@@ -72,8 +72,8 @@ RENDERERS: dict[type, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
     SkillIndexEntry: (lambda e: views.skill_entries_text([e]),
                       lambda e: views.skill_entries_html([e])),
     SkillInstallReport: (views.install_report_text, views.install_report_html),
-    Lab: (lambda lab: views.lab_text(str(lab.root), lab.runs()),
-          lambda lab: views.lab_html(str(lab.root), lab.runs())),
+    Lab: (lambda lab: views.lab_text(str(lab.root), lab.runs(), lab.shown_statuses()),
+          lambda lab: views.lab_html(str(lab.root), lab.runs(), lab.shown_statuses())),
 }
 
 

@@ -71,7 +71,8 @@ def _resolved(manager: Any, kind: str, name: str) -> Any:
 
 def unload_ipython_extension(ip: Any) -> None:
     """Undo :func:`load_ipython_extension`: plugins, magics (IPython's ``%%js`` comes
-    back), settings, formatters; close the lab the notebook opened."""
+    back), settings, formatters; close the lab the notebook opened, and say what became of
+    the current run and how to reopen it."""
     state = _loaded.pop(id(ip), None)
     if state is None:
         return
@@ -87,7 +88,10 @@ def unload_ipython_extension(ip: Any) -> None:
         ip.configurables.remove(state.magics)
     state.undo_formatters()
     state.undo_completion()
+    farewell = state.magics.session.farewell()
     state.magics.session.close()
+    if farewell:
+        print(farewell)
 
 
 def loaded_magics(ip: Any) -> TavernMagics | None:

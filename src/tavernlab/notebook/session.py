@@ -14,11 +14,14 @@ do not share a chat. When the kernel does not know its notebook (a terminal, nbc
 :meth:`NotebookSession.use_lab` / :meth:`use_run` from Python with a lab of your own, for
 example one with a fixed clock).
 
-Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round. The session
-remembers, per run, the cell and round of its last use; when a *later* cell uses the run while
-it is still in that round, :meth:`NotebookSession.enter_cell` ends the round first
-(``run.next_round()``). So an interrupted cell (its round is cancelled) never leaves the next
-cell answering ``tool.round_cancelled``, and two magics in one cell share a round.
+Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round, whether it
+uses a magic or calls the run from Python (``run.call_tool``, ``run.shell``, ``run.js``, on
+any run of the process). The session remembers, per run, the cell and round of its last use;
+when a *later* cell uses the run while it is still in that round, the round ends first: a
+magic calls :meth:`NotebookSession.enter_cell`, and the session is the host's round watcher
+(:func:`tavernlab.host.rounds.watch_rounds`) for the work itself. So an interrupted cell (its
+round is cancelled) never leaves the next cell answering ``tool.round_cancelled``, and two
+calls in one cell share a round.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import UsageError
 from tavernlab.host import Lab, Run
 from tavernlab.host.lab import DATA_DIR
+from tavernlab.host.rounds import watch_rounds
 from tavernlab.worktree.proxy import ProxyServer
 
 #: The shared chat: of every notebook whose path is unknown, or all of them on request.
@@ -108,6 +112,7 @@ class NotebookSession:
         self._uses: dict[str, _Use] = {}
         self.worktree: WorktreeRef | None = None
         self.proxy: ProxyServer | None = None
+        self._unwatch = watch_rounds(self._begins_round)
 
     # -- the lab --------------------------------------------------------------------------------
 
@@ -194,10 +199,43 @@ class NotebookSession:
 
     @property
     def run(self) -> Run:
-        """The current run, started in :attr:`default_chat` on first use."""
+        """The current run, started in :attr:`default_chat` on first use. If an earlier
+        kernel (or an earlier load of the extension) left a run of that chat unfinished, the
+        first use says which one and how to continue it (see :meth:`left_behind`)."""
         if self._run is None:
+            note = self.left_behind()
             self._run = self.lab.start_run(chat_id=self.default_chat)
+            if note:
+                print(f"{note} This notebook now uses the new run {self._run.id}.")
         return self._run
+
+    def left_behind(self) -> str | None:
+        """A note on the newest run of :attr:`default_chat` that no living process holds
+        and that never ended (a kernel restarted or killed, the extension reloaded), or
+        ``None``."""
+        chat = self.default_chat
+        for record in self.lab.runs():
+            target = record.target
+            if target.kind != "chat" or target.stable_chat_id != chat:
+                continue
+            if self.lab.live.shown_status(record) == "interrupted":
+                return (f"tavernlab: run {record.id} was left unfinished by an earlier kernel "
+                        f"(interrupted while {record.status}); `%tavern run open {record.id}` "
+                        "continues it.")
+            return None
+        return None
+
+    def farewell(self) -> str | None:
+        """What becomes of the current run when the extension unloads (``%reload_ext``,
+        ``%unload_ext``), or ``None`` without a current run."""
+        run = self._run
+        if run is None:
+            return None
+        where = f"stays in the lab {self.lab_path}"
+        if run.record.is_terminal:
+            return f"tavernlab: run {run.id} ended ({run.status}) and {where}."
+        return (f"tavernlab: run {run.id} ({run.status}, round {run.round}) {where}, "
+                f"unfinished; `%tavern run open {run.id}` makes it current again.")
 
     def use_run(self, run: Run) -> Run:
         """Make ``run`` the current run."""
@@ -225,13 +263,19 @@ class NotebookSession:
     def enter_cell(self, run: Run) -> None:
         """Note that the running cell uses ``run``; with ``round_per_cell``, end the round a
         previous cell left open first (see the module docstring)."""
-        if not self.settings.round_per_cell:
-            return
-        cell, last = self.cell, self._uses.get(run.id)
-        if (last is not None and last.cell != cell and last.round == run.round
-                and not run.record.is_terminal):
+        if self._begins_round(run.id, run.round, terminal=run.record.is_terminal):
             run.next_round()
-        self._uses[run.id] = _Use(cell, run.round)
+
+    def _begins_round(self, run_id: str, round_number: int, *, terminal: bool = False) -> bool:
+        """Whether the running cell's use of the run ``run_id``, now in ``round_number``,
+        begins a new round (noting the use either way)."""
+        if not self.settings.round_per_cell:
+            return False
+        cell, last = self.cell, self._uses.get(run_id)
+        begins = (last is not None and last.cell != cell and last.round == round_number
+                  and not terminal)
+        self._uses[run_id] = _Use(cell, round_number + 1 if begins else round_number)
+        return begins
 
     # -- worktrees ------------------------------------------------------------------------------
 
@@ -257,5 +301,7 @@ class NotebookSession:
         return self.proxy
 
     def close(self) -> None:
-        """Close the proxy and the lab this session opened (unloading the extension)."""
+        """Close the proxy and the lab this session opened (unloading the extension), and
+        stop watching rounds."""
+        self._unwatch()
         self.forget_lab()

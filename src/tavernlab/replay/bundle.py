@@ -9,13 +9,15 @@ Reading reuses the skill archive rules (:func:`tavernlab.skills.archive.read_arc
 control characters in names, symlink entries, escaping or absolute paths, encryption, the
 compression ratio and sizes that disagree with the central directory are refused, and nothing
 is extracted to disk. Then every member is verified: only ``manifest.json``,
-``manifest.sha256`` and ``blobs/<sha256>`` may exist, the manifest must match its digest, its
-format version must be one this tavernlab reads, each blob must hash to its name, every
-digest the manifest names must be present, and every path it names must be a normalized
-relative path. The ids the actions name have the shapes the host gives them (a call id and
-an agent id match ``[A-Za-z0-9_.:-]{1,256}``, an invocation id and a job id
-``[A-Za-z0-9_-]{1,128}``), and so do the bound skills' names and hashes: a bundle is shared,
-and these values are copied into reports and generated notebooks. A failure names the member.
+``manifest.sha256``, ``blobs/<sha256>`` and the optional ``view.html`` may exist (the run's
+page for anyone without tavernlab, see :mod:`tavernlab.view`; a replay never reads it), the
+manifest must match its digest, its format version must be one this tavernlab reads, each
+blob must hash to its name, every digest the manifest names must be present, and every path
+it names must be a normalized relative path. The ids the actions name have the shapes the
+host gives them (a call id and an agent id match ``[A-Za-z0-9_.:-]{1,256}``, an invocation id
+and a job id ``[A-Za-z0-9_-]{1,128}``), and so do the bound skills' names and hashes: a bundle
+is shared, and these values are copied into reports and generated notebooks. A failure names
+the member.
 
 Writing is deterministic (the same run gives the same bytes: entries sorted, fixed times) and
 atomic (a temporary file in the target directory, renamed into place).
@@ -54,6 +56,8 @@ MAX_BUNDLE_BYTES = 256 * 1024 * 1024
 MANIFEST = "manifest.json"
 MANIFEST_DIGEST = "manifest.sha256"
 BLOBS = "blobs/"
+#: The optional member holding the run's self-contained page.
+VIEW_PAGE = "view.html"
 
 
 def sha256_of(data: bytes) -> str:
@@ -82,6 +86,8 @@ class Bundle:
     manifest: BundleManifest
     blobs: Mapping[str, bytes]
     path: Path | None = None
+    #: The bundle's ``view.html`` (the run's page), if it carries one.
+    page: bytes | None = None
 
     def blob(self, digest: str) -> bytes:
         """The bytes stored under ``digest``."""
@@ -115,6 +121,8 @@ class Bundle:
         members = {MANIFEST: text, MANIFEST_DIGEST: (sha256_of(text) + "\n").encode("ascii")}
         for digest in sorted(self.manifest.digests()):
             members[BLOBS + digest] = self.blobs[digest]
+        if self.page is not None:
+            members[VIEW_PAGE] = self.page
         return members
 
     def write(self, path: str | Path) -> Path:
@@ -151,7 +159,7 @@ def read_bundle(path: str | Path) -> Bundle:
                                 f"{places[0]})")
     _check_paths(manifest)
     _check_ids(manifest)
-    return Bundle(manifest, blobs, source.resolve())
+    return Bundle(manifest, blobs, source.resolve(), members.get(VIEW_PAGE))
 
 
 def _manifest(label: str, members: Mapping[str, bytes]) -> BundleManifest:
@@ -186,7 +194,7 @@ def _manifest(label: str, members: Mapping[str, bytes]) -> BundleManifest:
 def _blobs(members: Mapping[str, bytes]) -> dict[str, bytes]:
     blobs: dict[str, bytes] = {}
     for name, data in members.items():
-        if name in (MANIFEST, MANIFEST_DIGEST):
+        if name in (MANIFEST, MANIFEST_DIGEST, VIEW_PAGE):
             continue
         digest = name.removeprefix(BLOBS)
         if not name.startswith(BLOBS) or len(digest) != 64 or digest.strip("0123456789abcdef"):

@@ -47,6 +47,14 @@ from tavernlab.workspace.context import FrozenContext
 JS_COMMANDS = ("js", "node", "deno")
 _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)([smhd]?)$")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+#: The custom builtins that are coroutines (bashkit awaits them).
+ASYNC_BUILTINS = ("sleep",)
+
+
+def builtin_names(fixed_time: bool) -> tuple[str, ...]:
+    """The names :meth:`ShellCommands.builtins` maps: the ``js`` commands, ``sleep``,
+    ``touch`` and, under a deterministic clock (``fixed_time``), ``date``."""
+    return (*JS_COMMANDS, "sleep", "touch", *(("date",) if fixed_time else ()))
 
 
 def parse_sleep_seconds(operands: list[str]) -> float:
@@ -85,6 +93,15 @@ class ShellCommands:
         #: An unexpected exception escaped a command (the tool call aborts with it).
         self.internal_fault: BaseException | None = None
         self._js_lock = threading.Lock()
+        self._table: Mapping[str, Callable[[Any], Any]] | None = None
+
+    def builtin(self, name: str) -> Callable[[Any], Any]:
+        """The builtin ``name`` of :meth:`builtins` (the mapping is made on first use, so a
+        call that runs none of them never makes it)."""
+        table = self._table
+        if table is None:
+            table = self._table = self.builtins()
+        return table[name]
 
     def builtins(self) -> Mapping[str, Callable[[Any], Any]]:
         """The ``custom_builtins`` mapping for ``bashkit.Bash``."""

@@ -2,7 +2,9 @@
 
 :class:`ShellEngine` is the seam (docs/shell.md): ``run(command, workdir, deadline,
 cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams, truncation).
-:class:`BashkitEngine` is the real one. Per call it builds a **fresh** ``bashkit.Bash``:
+:class:`BashkitEngine` is the real one. Each call gets an interpreter in the state of a
+**fresh** ``bashkit.Bash``: a kept one (:class:`KeptInterpreters`; never two threads at once)
+that ``reset()`` returned to exactly a new one's state after its previous call, or a new one:
 
 * the whole virtual filesystem is one :class:`~tavernlab.shell.bridge.WorkspaceBridge` mounted
   at ``/`` (bashkit's own ``/dev``, ``/home``, ``/tmp``... are shadowed; ``/dev/null`` keeps
@@ -10,12 +12,17 @@ cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams,
   top-level entries and, in a session workspace, ``/tmp`` is the session's ``tmp/`` root;
 * environment ``HOME=/``, ``PWD=<workdir>``, nothing from the host. The embedded Python subset
   needs ``BASHKIT_ALLOW_INPROCESS_PYTHON=1`` at construction; a one-line prelude unsets it
-  again (and bashkit's default ``OLDPWD``) before the command runs;
+  again (and bashkit's default ``OLDPWD``), seeds ``$RANDOM`` under a fixed clock and enters
+  the workdir before the command runs;
 * ``ExecutionProfile.Interactive``: no command-count or loop-iteration caps, so the deadline
-  (bashkit's ``timeout_seconds`` = the time left) is what stops endless loops and fork bombs;
+  is what stops endless loops and fork bombs: at the deadline the :class:`Watchdog` calls
+  ``Bash.cancel()`` (the interpreter's own ``timeout_seconds`` is fixed when it is built, so a
+  kept one has none) and the call reports a timeout;
 * the caps of 128 KiB per stream are enforced here from the streamed output, so what was
   printed before a timeout, a cancellation or a failure is kept;
-* custom builtins: ``js``/``node``/``deno`` (the QuickJS sandbox), and two replacements of
+* custom builtins (forwarding to the call's own :class:`~tavernlab.shell.commands.ShellCommands`,
+  so they see its bridge, deadline and cancel token): ``js``/``node``/``deno`` (the QuickJS
+  sandbox), under a fixed clock ``date``, and two replacements of
   bashkit builtins that do not fit the bridge - ``sleep`` (bashkit's sleep ignores
   cancellation; ours waits on the cancel token and the deadline) and ``touch`` (bashkit's
   touch needs settable file times, which the workspace does not have);
@@ -27,18 +34,22 @@ cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams,
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import os
+import shlex
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import bashkit
 
 from tavernlab.cancel import CancelToken
 from tavernlab.js.budget import InputBudget
 from tavernlab.shell.bridge import WorkspaceBridge
-from tavernlab.shell.commands import ShellCommands
+from tavernlab.shell.commands import ASYNC_BUILTINS, ShellCommands, builtin_names
 from tavernlab.shell.limits import MAX_STREAM_BYTES
 from tavernlab.shell.resources import (
     DEFAULT_HELPER,
@@ -154,8 +165,265 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
     return result
 
 
+class _Alarm:
+    """One armed deadline of the :class:`Watchdog`."""
+
+    __slots__ = ("action", "lock", "when")
+
+    def __init__(self, when: float, action: Callable[[], None]) -> None:
+        self.when = when
+        self.action: Callable[[], None] | None = action
+        self.lock = threading.Lock()
+
+    def disarm(self) -> None:
+        """Once this returns, the action is not running and never will."""
+        with self.lock:
+            self.action = None
+
+    def fire(self) -> None:
+        """Run the action unless it was disarmed."""
+        with self.lock:
+            if self.action is not None:
+                action, self.action = self.action, None
+                action()
+
+
+class Watchdog:
+    """One thread that runs an action at a ``time.monotonic()`` instant unless it was
+    disarmed first: the deadline of a call on a kept interpreter (whose own timeout is fixed
+    when it is built). Created on first use and again in a forked child.
+
+    Arming costs a heap push; the thread is woken only when the new alarm is the earliest,
+    and disarmed alarms are dropped when the thread next looks at the heap, so a stream of
+    calls that finish in time wakes it about once per deadline span."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, _Alarm]] = []
+        self._order = itertools.count()
+        self._pid = -1
+
+    def arm(self, when: float, action: Callable[[], None]) -> _Alarm:
+        """Run ``action`` (on the watchdog's thread) at ``when`` unless disarmed first."""
+        alarm = _Alarm(when, action)
+        with self._cond:
+            if self._pid != os.getpid():
+                self._heap = []
+                self._pid = os.getpid()
+                threading.Thread(target=self._serve, name="tavernlab-shell-deadline",
+                                 daemon=True).start()
+            if len(self._heap) > 256:
+                self._heap = [item for item in self._heap if item[2].action is not None]
+                heapq.heapify(self._heap)
+            earliest = not self._heap or when < self._heap[0][0]
+            heapq.heappush(self._heap, (when, next(self._order), alarm))
+            if earliest:
+                self._cond.notify()
+        return alarm
+
+    def _serve(self) -> None:
+        pid = os.getpid()
+        while True:
+            with self._cond:
+                if self._pid != pid:
+                    return
+                heap = self._heap
+                while heap and heap[0][2].action is None:
+                    heapq.heappop(heap)
+                if not heap:
+                    self._cond.wait()
+                    continue
+                wait = heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                alarm = heapq.heappop(heap)[2]
+            alarm.fire()
+
+
+_WATCHDOG = Watchdog()
+
+
+class _Stop:
+    """Stops one call's interpreter (``Bash.cancel()``) while the call is attached; a no-op
+    before and after, so a late cancel callback or deadline never reaches the interpreter's
+    next call."""
+
+    __slots__ = ("_bash", "_lock")
+
+    def __init__(self) -> None:
+        self._bash: bashkit.Bash | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, bash: bashkit.Bash) -> None:
+        """From now on, stop ``bash``."""
+        with self._lock:
+            self._bash = bash
+
+    def detach(self) -> None:
+        """From now on, do nothing (waits for a stop in progress)."""
+        with self._lock:
+            self._bash = None
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self._bash is not None:
+                self._bash.cancel()
+
+
+class _Slot:
+    """What a kept interpreter's builtins forward to: the current call's commands."""
+
+    __slots__ = ("commands",)
+
+    def __init__(self) -> None:
+        self.commands: ShellCommands | None = None
+
+    def get(self, name: str) -> ShellCommands:
+        """The current call's commands (an interpreter between calls runs nothing)."""
+        commands = self.commands
+        if commands is None:
+            raise RuntimeError(f"{name}: no shell call is running")
+        return commands
+
+
+def _forwarding_builtins(slot: _Slot, fixed_time: bool) -> dict[str, Callable[[Any], Any]]:
+    """The custom builtins of a kept interpreter: each runs the current call's own."""
+
+    def forward(name: str) -> Callable[[Any], Any]:
+        if name in ASYNC_BUILTINS:
+            async def run_async(ctx: Any) -> bashkit.BuiltinResult:
+                result: bashkit.BuiltinResult = await slot.get(name).builtin(name)(ctx)
+                return result
+            return run_async
+
+        def run(ctx: Any) -> bashkit.BuiltinResult:
+            result: bashkit.BuiltinResult = slot.get(name).builtin(name)(ctx)
+            return result
+        return run
+
+    return {name: forward(name) for name in builtin_names(fixed_time)}
+
+
+class KeptInterpreter:
+    """One ``bashkit.Bash`` kept across calls: built once with the workspace's settings
+    (``HOME=/``, the embedded Python allowed, the interactive profile, no timeout of its own,
+    builtins that forward to the call's :class:`~tavernlab.shell.commands.ShellCommands`, one
+    exported filesystem mounted at ``/`` that is pointed at each call's bridge) and
+    ``reset()`` between calls, which restores exactly the state of a new one (variables,
+    functions, aliases, options, traps, cwd, umask, the directory stack, exported
+    environment) while keeping that configuration."""
+
+    def __init__(self, fixed_time: bool, cwd: str = "/") -> None:
+        self.fixed_time = fixed_time
+        #: Where a reset puts the interpreter (a kept one: ``/``; each call's prelude enters
+        #: its workdir).
+        self.cwd = cwd
+        self.slot = _Slot()
+        self.exported = ExportedFilesystem(None)
+        self.bash = bashkit.Bash(
+            cwd=cwd,
+            env={"HOME": "/", _PYTHON_PERMISSION: "1"},
+            python=True,
+            profile=bashkit.ExecutionProfile.Interactive,
+            custom_builtins=_forwarding_builtins(self.slot, fixed_time),
+        )
+        self.bash.mount("/", self.exported.bashkit_fs)
+
+    def attach(self, bridge: WorkspaceBridge, commands: ShellCommands) -> None:
+        """Serve one call: its filesystem and its builtins."""
+        self.exported.retarget(bridge)
+        self.slot.commands = commands
+
+    def detach(self) -> None:
+        """Let go of the call's objects (nothing of a call outlives it)."""
+        self.exported.retarget(None)
+        self.slot.commands = None
+
+    def reset(self) -> None:
+        """Back to the state of a new interpreter, ready for the next call."""
+        self.bash.clear_cancel()
+        self.bash.reset()
+
+    def close(self) -> None:
+        """Drop the exported filesystem's Python side (the interpreter is not reused)."""
+        self.detach()
+        self.exported.close()
+
+
+class KeptInterpreters:
+    """Idle :class:`KeptInterpreter` s, by kind (with or without the fixed-clock ``date``).
+
+    A call takes one (or builds one when none is idle), so no interpreter ever serves two
+    threads at once; a call that ended normally hands it back reset, up to ``limit`` idle
+    ones per kind. A forked child never uses its parent's interpreters (their runtime threads
+    do not exist there): it keeps them referenced, unused, and builds its own."""
+
+    def __init__(self, limit: int = 4) -> None:
+        self.limit = limit
+        self._idle: dict[bool, list[KeptInterpreter]] = {False: [], True: []}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._inherited: list[KeptInterpreter] = []
+        #: How many interpreters :meth:`take` built (the rest were kept ones).
+        self.built = 0
+
+    def _check_fork(self) -> None:
+        if self._pid != os.getpid():
+            for idle in self._idle.values():
+                self._inherited += idle
+                idle.clear()
+            self._pid = os.getpid()
+
+    def take(self, fixed_time: bool) -> KeptInterpreter:
+        """An idle interpreter of that kind, or a new one."""
+        with self._lock:
+            self._check_fork()
+            idle = self._idle[fixed_time]
+            if idle:
+                return idle.pop()
+            self.built += 1
+        return KeptInterpreter(fixed_time)
+
+    def give(self, interpreter: KeptInterpreter) -> None:
+        """Reset ``interpreter`` and keep it for a later call (or close it when enough are
+        idle, or when the reset failed: then the error propagates)."""
+        try:
+            interpreter.reset()
+        except BaseException:
+            interpreter.close()
+            raise
+        with self._lock:
+            self._check_fork()
+            idle = self._idle[interpreter.fixed_time]
+            if len(idle) < self.limit:
+                idle.append(interpreter)
+                return
+        interpreter.close()
+
+    def idle(self) -> int:
+        """How many interpreters are idle (both kinds)."""
+        with self._lock:
+            return sum(len(idle) for idle in self._idle.values())
+
+
+#: The process-wide interpreters every shell call takes from.
+KEPT = KeptInterpreters()
+
+
+def prelude(workdir: str, seed: int | None) -> str:
+    """What runs before the command in its own ``execute``: drop the embedded Python's
+    permission variable and bashkit's default ``OLDPWD``, seed ``$RANDOM`` (under a fixed
+    clock), enter ``workdir``. Its exit status is the ``cd``'s."""
+    text = _PRELUDE if seed is None else f"{_PRELUDE}; RANDOM={seed % 32768}"
+    if workdir != "/":
+        text += f"; cd -- {shlex.quote(workdir)} && unset OLDPWD"
+    return text
+
+
 class BashkitEngine:
-    """A fresh bashkit interpreter per call over one call's scoped view."""
+    """A bashkit interpreter reset to a new one's state for each call, over one call's
+    scoped view."""
 
     def __init__(self, scope: ScopedWorkspaceFs, context: FrozenContext | None,
                  resources: ShellResources) -> None:
@@ -176,14 +444,14 @@ class BashkitEngine:
             if listener is not None:
                 listener(stdout, stderr)
 
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if deadline - time.monotonic() <= 0:
             return EngineRun(ShellOutcome.TIMED_OUT, None, "", "", False)
-        holder: list[bashkit.Bash] = []
+        stop = _Stop()
+        deadline_hit: list[bool] = []
 
-        def stop() -> None:
-            for bash in holder:
-                bash.cancel()
+        def on_deadline() -> None:
+            deadline_hit.append(True)
+            stop()
 
         budget = InputBudget()
         clock = options.clock
@@ -191,38 +459,51 @@ class BashkitEngine:
                                  file_time=None if clock is None else clock.now().timestamp())
         commands = ShellCommands(bridge, self.context, deadline, cancel, stop,
                                  pool=self.resources.pool, clock=clock, seed=options.seed)
-        exported = ExportedFilesystem(bridge)
+        kept_ones = self.resources.interpreters
+        if kept_ones is None:
+            kept_ones = KEPT
+        interpreter = kept_ones.take(clock is not None)
+        kept = False
         # One hold of the workspace lock for the whole call (taken at its first file
         # operation, see WorkspaceFs.lease), so a pipeline over many files takes it once.
         with self.scope.fs.lease():
             try:
-                bash = bashkit.Bash(
-                    cwd=workdir,
-                    env={"HOME": "/", _PYTHON_PERMISSION: "1"},
-                    python=True,
-                    profile=bashkit.ExecutionProfile.Interactive,
-                    timeout_seconds=remaining,
-                    custom_builtins=commands.builtins(),
-                )
-                bash.mount("/", exported.bashkit_fs)
-                bash.execute_sync(_PRELUDE if clock is None
-                                  else f"{_PRELUDE}; RANDOM={options.seed % 32768}")
-                holder.append(bash)
+                interpreter.attach(bridge, commands)
+                start = prelude(workdir, None if clock is None else options.seed)
+                if interpreter.bash.execute_sync(start).exit_code != 0:
+                    # the workdir went away since it was checked: a new interpreter started
+                    # there, as if it were still a directory (never the root instead)
+                    interpreter.close()
+                    interpreter = KeptInterpreter(clock is not None, cwd=workdir)
+                    interpreter.attach(bridge, commands)
+                    interpreter.bash.execute_sync(prelude("/", None if clock is None
+                                                          else options.seed))
+                bash = interpreter.bash
+                stop.attach(bash)
+                alarm = _WATCHDOG.arm(deadline, on_deadline)
                 unregister = cancel.on_cancel(stop)
                 try:
                     result = execute_interruptibly(bash, command, feed, cancel,
                                                    self.resources.helper)
+                    kept = True
                 finally:
                     unregister()
-                    holder.clear()
+                    alarm.disarm()
+                    stop.detach()
                     del bash
             finally:
-                exported.close()
+                interpreter.detach()
+                kept = kept and interpreter.cwd == "/"
+                if not kept:  # also when the call raised (an interrupt, a failure)
+                    interpreter.close()
+        if kept:
+            kept_ones.give(interpreter)
         fault = bridge.internal_fault or commands.internal_fault
         if fault is not None:
             raise fault
         return classify(result, capture, cancelled=cancel.cancelled,
-                        timed_out=commands.timed_out or time.monotonic() >= deadline)
+                        timed_out=(commands.timed_out or bool(deadline_hit)
+                                   or time.monotonic() >= deadline))
 
 
 def classify(result: bashkit.ExecResult, capture: StreamCapture, *, cancelled: bool,

@@ -16,6 +16,7 @@ from tavernlab.clock import Clock
 
 if TYPE_CHECKING:
     from tavernlab.js.pool import WorkerPool
+    from tavernlab.shell.engine import KeptInterpreters
 
 
 class HelperCall:
@@ -122,9 +123,11 @@ class ShellOptions:
 @dataclass(frozen=True, slots=True)
 class ShellResources:
     """The long-lived things a shell call uses: the worker pool of its ``js`` builtins
-    (``None``: the process-wide pool) and the helper thread for main-thread callers."""
+    (``None``: the process-wide pool), the helper thread for main-thread callers and the
+    kept interpreters calls take from (``None``: the process-wide ones)."""
 
     pool: WorkerPool | None = None
     helper: MainThreadHelper = DEFAULT_HELPER
+    interpreters: KeptInterpreters | None = None
 
 

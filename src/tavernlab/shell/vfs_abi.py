@@ -143,7 +143,7 @@ class _Export:
 
     __slots__ = ("filesystem", "handle", "refs")
 
-    def __init__(self, filesystem: VirtualFilesystem, handle: _Handle) -> None:
+    def __init__(self, filesystem: VirtualFilesystem | None, handle: _Handle) -> None:
         self.filesystem = filesystem
         self.handle = handle
         self.refs = 1  # the Python side's own reference, dropped by ExportedFilesystem.close
@@ -188,17 +188,18 @@ def _metadata(stat: VfsStat) -> _Metadata:
 def _invoke(instance: int | None, err: Any, operation: Callable[[VirtualFilesystem], None]) -> int:
     """Run ``operation`` on the instance's filesystem and translate its outcome to a status."""
     export = _EXPORTS.get(instance or 0)
+    filesystem = None if export is None else export.filesystem
     try:
-        if export is None:
+        if filesystem is None:
             raise VfsError(VfsErrorKind.OTHER, "filesystem is closed")
-        operation(export.filesystem)
+        operation(filesystem)
         return _STATUS_OK
     except VfsError as error:
         kind, message = error.kind, error.message
     except BaseException as error:  # nothing may unwind into bashkit
-        if export is not None:
+        if filesystem is not None:
             with contextlib.suppress(BaseException):
-                export.filesystem.fault(error)
+                filesystem.fault(error)
         kind, message = VfsErrorKind.OTHER, f"internal storage fault: {error}"
     if err:
         err[0].kind = int(kind)
@@ -335,10 +336,12 @@ class ExportedFilesystem:
 
     Mount :attr:`bashkit_fs` into an interpreter; call :meth:`close` when the interpreter is
     gone (bashkit holds its own reference through ``retain``/``release``, so the registry
-    entry lives exactly as long as either side needs it).
+    entry lives exactly as long as either side needs it). :meth:`retarget` points the same
+    export at another filesystem (or at none: every operation then fails with ``filesystem
+    is closed``), so a kept interpreter serves each call's filesystem without a new mount.
     """
 
-    def __init__(self, filesystem: VirtualFilesystem) -> None:
+    def __init__(self, filesystem: VirtualFilesystem | None) -> None:
         instance = next(_IDS)
         handle = _Handle(ABI_VERSION, 0, instance, _RETAIN, _RELEASE, ctypes.pointer(_VTABLE))
         with _EXPORTS_LOCK:
@@ -346,6 +349,13 @@ class ExportedFilesystem:
         self._instance = instance
         capsule = _pythonapi.PyCapsule_New(ctypes.addressof(handle), CAPSULE_NAME, None)
         self.bashkit_fs: bashkit.FileSystem = bashkit.FileSystem.from_capsule(capsule)
+
+    def retarget(self, filesystem: VirtualFilesystem | None) -> None:
+        """Serve ``filesystem`` from now on (``None``: none). An operation already running
+        finishes on the filesystem it started with."""
+        export = _EXPORTS.get(self._instance)
+        if export is not None:
+            export.filesystem = filesystem
 
     def close(self) -> None:
         """Drop the Python side's reference (idempotent)."""

@@ -7,7 +7,7 @@ module does no reading of its own); events and run records are drawn as they are
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,8 @@ from tavernlab.workspace.records import RunRecord
 #: Runs shown open in a lab's view; older ones fold behind a ``<details>`` (never dropped).
 RECENT_RUNS = 10
 
-_TONES = {"completed": "ok", "partial_success": "warn", "cancelled": "warn", "failed": "error"}
+_TONES = {"completed": "ok", "partial_success": "warn", "cancelled": "warn", "failed": "error",
+          "interrupted": "warn"}
 
 
 @dataclass(frozen=True)
@@ -146,19 +147,25 @@ def _target(record: RunRecord) -> str:
             else f"session {target.session_id}")
 
 
-def lab_text(root: str, runs: Sequence[RunRecord]) -> str:
-    """``Lab /path (3 runs)`` then one line per run, newest first."""
+def lab_text(root: str, runs: Sequence[RunRecord],
+             statuses: Mapping[str, str] | None = None) -> str:
+    """``Lab /path (3 runs)`` then one line per run, newest first. ``statuses`` is the
+    status to show per run id where it is not the record's (``interrupted``)."""
+    shown = statuses or {}
     lines = [f"Lab {root} ({len(runs)} run{'s' if len(runs) != 1 else ''})"]
-    lines += [f"  {r.id}  {r.status:<14} {r.presentation:<10} {_target(r)}  "
+    lines += [f"  {r.id}  {shown.get(r.id, r.status):<14} {r.presentation:<10} {_target(r)}  "
               f"{r.created_at:%Y-%m-%d %H:%M:%S}" for r in runs]
     return "\n".join(lines)
 
 
-def lab_html(root: str, runs: Sequence[RunRecord]) -> str:
+def lab_html(root: str, runs: Sequence[RunRecord],
+             statuses: Mapping[str, str] | None = None) -> str:
     """The lab's path and a table of its runs: the :data:`RECENT_RUNS` newest open, the
-    older ones folded below."""
+    older ones folded below (``statuses`` as for :func:`lab_text`)."""
+    shown = statuses or {}
+
     def rows(records: Sequence[RunRecord]) -> list[list[str]]:
-        return [[code(r.id), _status_badge(r.status), escape(r.presentation),
+        return [[code(r.id), _status_badge(shown.get(r.id, r.status)), escape(r.presentation),
                  escape(_target(r)), escape(f"{r.created_at:%Y-%m-%d %H:%M:%S}")]
                 for r in records]
 

@@ -25,8 +25,8 @@ import json
 import os
 from typing import Any
 
-from tavernlab.errors import WorktreeError
 from tavernlab.mcp_client import McpConnectError, McpConnection
+from tavernlab.worktree.errors import DaemonToolError, DaemonUnreachableError
 
 DEFAULT_MCP_URL = "http://127.0.0.1:18790/mcp"
 #: ``session_monitor``'s largest accepted long-poll window.
@@ -34,18 +34,6 @@ MAX_POLL_MS = 49_000
 #: ``agent_start`` on a cold daemon can take long; its answer is awaited this many seconds.
 START_TIMEOUT_S = 180.0
 CURSOR_TOOL = "session_events_cursor"
-
-
-class DaemonUnreachableError(WorktreeError):
-    """The agentproto daemon's MCP endpoint could not be reached."""
-
-    code = "worktree.daemon_unreachable"
-
-
-class DaemonToolError(WorktreeError):
-    """A daemon tool answered an error (or nothing)."""
-
-    code = "worktree.daemon_tool_failed"
 
 
 def resolve_mcp_url(url: str | None = None) -> str:

@@ -19,6 +19,8 @@ __all__ = [
     "BaseRefNotFoundError",
     "CloneError",
     "ConfigError",
+    "DaemonToolError",
+    "DaemonUnreachableError",
     "ForgeUnavailableError",
     "GitError",
     "GlobPatternError",
@@ -203,3 +205,15 @@ def envelope_code(error: BaseException) -> str:
         if kind in _ENVELOPE_CODES:
             return _ENVELOPE_CODES[kind]
     return "internal"
+
+
+class DaemonUnreachableError(WorktreeError):
+    """The agentproto daemon's MCP endpoint could not be reached (``worktree-agent``)."""
+
+    code = "worktree.daemon_unreachable"
+
+
+class DaemonToolError(WorktreeError):
+    """A tool of the agentproto daemon answered an error, nothing, or text that is not JSON."""
+
+    code = "worktree.daemon_tool_failed"

@@ -4,8 +4,10 @@
 applies them (the subscription callback runs on the producing thread and must not touch the
 widget). :class:`LiveWidget` is the anywidget base of the file tree and the timeline: closing
 it unsubscribes and stops its updates, :meth:`LiveWidget.settle` waits for pending updates,
-and its mimebundle carries ``text/plain`` and ``text/html`` snapshots beside the widget view,
-so a saved notebook reads well where no kernel runs.
+and its mimebundle carries ``text/plain`` and ``text/html`` snapshots beside the widget view.
+Displayed in IPython, it writes the widget view and then its static view, a second output
+kept current as the widget changes (see :mod:`~.fallback`), so a saved notebook reads well
+where no kernel runs.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 import anywidget
+import traitlets
 
 from tavernlab.events import Event
 from tavernlab.host import Run
+from tavernlab.notebook.widgets.fallback import StaticView, show_with_static_view
 from tavernlab.notebook.widgets.sync import StateSync, route_replies_to_frontend
 
 #: ``snapshot() -> (text, html)``: a widget's current state as plain text and as
@@ -75,19 +79,35 @@ class LiveWidget(anywidget.AnyWidget):
     _inbox: RunInbox
     _snapshot: Snapshot
 
+    #: The ids of the static views this widget's view stands for (the browser hides them
+    #: while the view shows).
+    _hides = traitlets.List(traitlets.Unicode()).tag(sync=True)
+
     def _listen(self, run: Run, wanted: frozenset[str], *names: str) -> None:
         """Subscribe to ``run``: a record of a ``wanted`` type touches ``names``."""
         self._sync = None
         self._record_names = names
+        self._on_applied: list[Callable[[], None]] = []
+        self._statics: list[StaticView] = []
         self._inbox = RunInbox(run, wanted, lambda: self._sync_touch(*names))
 
     def _start(self, compute: Callable[[frozenset[str]], dict[str, Any]],
                snapshot: Snapshot) -> None:
         """Begin applying state on the pump thread (see :mod:`~.sync`)."""
         self._snapshot = snapshot
-        self._sync = StateSync(self, compute)
+        self._sync = StateSync(self, compute, on_applied=self._applied)
         route_replies_to_frontend(self)
         self._sync.touch(*self._record_names)
+
+    def _applied(self) -> None:
+        for listener in list(self._on_applied):
+            listener()
+
+    def follow_changes(self, static: StaticView) -> None:
+        """Keep ``static`` current with this widget and let the view hide it."""
+        self._on_applied.append(static.touch)
+        self._statics.append(static)
+        self.set_trait("_hides", [*self._hides, static.id])
 
     def _sync_touch(self, *names: str) -> None:
         """Touch ``names`` once updates have begun (before that, the initial state covers
@@ -110,6 +130,9 @@ class LiveWidget(anywidget.AnyWidget):
         inbox = getattr(self, "_inbox", None)
         if inbox is not None:
             inbox.close()
+        self._on_applied = []
+        for static in getattr(self, "_statics", ()):
+            static.close()
         sync = getattr(self, "_sync", None)
         if sync is not None:
             sync.close()
@@ -122,6 +145,16 @@ class LiveWidget(anywidget.AnyWidget):
     def __str__(self) -> str:
         """The text snapshot (what ``print(widget)`` and ``display`` outside IPython show)."""
         return self.snapshot()[0]
+
+    def _ipython_display_(self) -> None:
+        """Display the widget view, then its static view (kept current)."""
+        view = super()._repr_mimebundle_()
+        if view is None:
+            return
+        static = StaticView(self.snapshot, self.settle)
+        self.follow_changes(static)
+        show_with_static_view(view, f"<{type(self).__name__} {getattr(self, 'run_id', '')}>",
+                              static)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -18,6 +18,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.notebook.commands import Subcommand, natural
 from tavernlab.notebook.progress import set_progress_factory
 from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.widgets.fallback import refresh_static_views
 from tavernlab.notebook.widgets.file_tree import FileTree
 from tavernlab.notebook.widgets.provision import ProvisionProgress, progress_for
 from tavernlab.notebook.widgets.timeline import Timeline
@@ -80,14 +81,20 @@ TIMELINE = Subcommand("timeline", "the current run's rounds and calls, live (a w
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """Upgrade ``%tavern tree``, add ``%tavern timeline``, show provisioning as a widget."""
+    """Upgrade ``%tavern tree``, add ``%tavern timeline``, show provisioning as a widget,
+    and bring the static views of the displayed widgets up to date at the end of each cell."""
     from tavernlab.notebook import register_tavern_command
 
     register_tavern_command(TREE, replace=True, ip=ip)
     register_tavern_command(TIMELINE, replace=True, ip=ip)
     set_progress_factory(WidgetProgress)
+    if refresh_static_views not in ip.events.callbacks["post_run_cell"]:
+        ip.events.register("post_run_cell", refresh_static_views)
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """Put the text progress back (the ``%tavern`` commands go with the magics)."""
+    """Put the text progress back (the ``%tavern`` commands go with the magics) and stop
+    refreshing static views at the end of cells."""
     set_progress_factory(None)
+    if refresh_static_views in ip.events.callbacks["post_run_cell"]:
+        ip.events.unregister("post_run_cell", refresh_static_views)

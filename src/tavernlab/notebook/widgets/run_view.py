@@ -8,6 +8,7 @@ import ipywidgets  # type: ignore[import-untyped]
 from IPython.display import display
 
 from tavernlab.host import Run
+from tavernlab.notebook.widgets.fallback import StaticView, show_with_static_view
 from tavernlab.notebook.widgets.file_tree import FileTree
 from tavernlab.notebook.widgets.timeline import Timeline
 
@@ -31,16 +32,36 @@ class RunView(ipywidgets.HBox):  # type: ignore[misc]
         self.timeline.close()
         super().close()
 
+    def snapshot(self) -> tuple[str, str]:
+        """Both snapshots: the texts one after the other, the HTML side by side."""
+        tree_html, timeline_html = self.tree.snapshot()[1], self.timeline.snapshot()[1]
+        html = ('<table style="width:100%;border:none"><tr>'
+                f'<td style="vertical-align:top;width:44%;text-align:left">{tree_html}</td>'
+                f'<td style="vertical-align:top;text-align:left">{timeline_html}</td></tr>'
+                '</table>')
+        return str(self), html
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Wait until both widgets show every record received so far."""
+        return self.tree.settle(timeout) and self.timeline.settle(timeout)
+
+    def _ipython_display_(self) -> None:
+        """Display the view, then the static view of both (kept current)."""
+        view = super()._repr_mimebundle_()
+        if view is None:
+            return
+        static = StaticView(self.snapshot, self.settle)
+        self.tree.follow_changes(static)
+        self.timeline.follow_changes(static)
+        show_with_static_view(view, repr(self), static)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        tree_html, timeline_html = self.tree.snapshot()[1], self.timeline.snapshot()[1]
-        html = ('<table style="width:100%;border:none"><tr>'
-                f'<td style="vertical-align:top;width:44%">{tree_html}</td>'
-                f'<td style="vertical-align:top">{timeline_html}</td></tr></table>')
-        return {**data, "text/plain": str(self), "text/html": html}, metadata
+        text, html = self.snapshot()
+        return {**data, "text/plain": text, "text/html": html}, metadata
 
     def __str__(self) -> str:
         """Both text snapshots (what ``run.show()`` prints outside IPython)."""

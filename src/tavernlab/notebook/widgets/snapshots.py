@@ -22,7 +22,8 @@ STATUS_COLOURS = {"ok": "#2e7d32", "error": "#c62828", "cancelled": "#9e6a00",
                   "running": "#1565c0"}
 ACCESS_COLOURS = {"writable": "#2e7d32", "read_only": "#546e7a", "hidden": "#8d6e63"}
 ACCESS_LABELS = {"writable": "writable", "read_only": "read-only", "hidden": "hidden"}
-_FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px"
+_FONT = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;"
+         "text-align:left")
 _MONO = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace"
 
 
@@ -163,14 +164,15 @@ def timeline_html(title: str, rows: Iterable[Bar | Round]) -> str:
         if isinstance(row, Round):
             spans[row.number] = row.span
             parts.append(f'<tr><td colspan="5" style="padding:6px 4px 2px;font-weight:600;'
-                         f'border-bottom:1px solid #ddd">{escape(_round_title(row, len(row.bars)))}'
-                         f'</td></tr>')
+                         f'text-align:left;border-bottom:1px solid #ddd">'
+                         f'{escape(_round_title(row, len(row.bars)))}</td></tr>')
             continue
         left, width = _geometry(row, spans[row.round])
         colour = STATUS_COLOURS[row.status]
         parts.append(
-            f'<tr><td style="padding:2px 4px;color:#555">{escape(row.kind)}</td>'
-            f'<td style="padding:2px 4px;{_MONO};font-size:12px;white-space:nowrap">'
+            f'<tr><td style="padding:2px 4px;color:#555;text-align:left">{escape(row.kind)}</td>'
+            f'<td style="padding:2px 4px;{_MONO};font-size:12px;white-space:nowrap;'
+            f'text-align:left">'
             f'{escape(row.label)}</td>'
             f'<td style="padding:2px 4px;width:40%"><div style="position:relative;height:10px;'
             f'background:#f1f1f1;border-radius:3px"><div style="position:absolute;'
@@ -178,7 +180,8 @@ def timeline_html(title: str, rows: Iterable[Bar | Round]) -> str:
             f'background:{colour};border-radius:3px"></div></div></td>'
             f'<td style="padding:2px 4px;text-align:right;white-space:nowrap">'
             f'{escape(format_duration(row.elapsed_ms))}</td>'
-            f'<td style="padding:2px 4px;color:{colour}">{escape(row.status)}</td></tr>')
+            f'<td style="padding:2px 4px;color:{colour};text-align:left">{escape(row.status)}'
+            f'</td></tr>')
     parts.append("</table>")
     if len(listed) > SNAPSHOT_LIMIT:
         note = _left_out(len(listed), SNAPSHOT_LIMIT, "rows")

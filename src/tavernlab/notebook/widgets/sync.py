@@ -33,7 +33,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from tavernlab.clock import SYSTEM_CLOCK, Clock
 
@@ -56,17 +56,24 @@ def route_replies_to_frontend(widget: Any) -> None:
         route_replies_to_frontend(child)
 
 
+class Flushable(Protocol):
+    """What the pump serves: something with pending work to do on the pump thread."""
+
+    def flush(self) -> None:
+        """Do the pending work."""
+
+
 class Pump:
     """The thread that applies pending widget state, in due order, for every widget."""
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
         self.clock = clock
-        self._due: list[tuple[float, int, StateSync]] = []
+        self._due: list[tuple[float, int, Flushable]] = []
         self._order = itertools.count()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def schedule(self, sync: StateSync, delay: float) -> None:
+    def schedule(self, sync: Flushable, delay: float) -> None:
         """Flush ``sync`` ``delay`` seconds from now."""
         with self._wake:
             heapq.heappush(self._due, (self.clock.monotonic() + delay, next(self._order), sync))
@@ -86,7 +93,9 @@ class Pump:
             sync.flush()
 
 
-_PUMP = Pump()
+#: The process-wide pump.
+PUMP = Pump()
+_PUMP = PUMP
 
 
 class StateSync:
@@ -94,13 +103,15 @@ class StateSync:
 
     ``compute(names)`` returns the new values of the touched names (it may add others);
     it runs on the pump thread only, so it may read the widget's model under the model's own
-    lock and take its time. After :meth:`close` nothing is computed or written again.
+    lock and take its time. ``on_applied()`` is called after each write of new values. After
+    :meth:`close` nothing is computed or written again.
     """
 
     def __init__(self, widget: Any, compute: Compute, *, interval: float = INTERVAL_S,
-                 pump: Pump = _PUMP) -> None:
+                 pump: Pump = _PUMP, on_applied: Callable[[], None] | None = None) -> None:
         self.widget = widget
         self.compute = compute
+        self.on_applied = on_applied
         self.interval = interval
         self.pump = pump
         self._pending: set[str] = set()
@@ -152,6 +163,8 @@ class StateSync:
             for name, value in values.items():
                 setattr(self.widget, name, value)
             route_replies_to_frontend(self.widget)
+        if values and self.on_applied is not None:
+            self.on_applied()
 
     def settle(self, timeout: float = 10.0) -> bool:
         """Wait until nothing is pending or being applied; ``False`` if ``timeout`` passed."""

@@ -277,6 +277,15 @@ class TimelineView {
     this.onWindow();
     this.drawDetail();
     requestAnimationFrame(() => { this.onWindow(); this.requestView(); });
+    // The view may be drawn while it is not laid out (a hidden tab, an output not attached
+    // yet, a notebook being restored): it then measures 0 px. Draw again once it has a size.
+    this.resized = new ResizeObserver(() => {
+      if (!this.scroller.clientHeight) return;
+      if (this.follow && this.win().tail) this.scroller.scrollTop = this.scroller.scrollHeight;
+      this.drawRows();
+      this.requestView();
+    });
+    this.resized.observe(this.scroller);
   }
 
   listen() {
@@ -307,6 +316,7 @@ class TimelineView {
 
   dispose() {
     if (this.ticking !== null) clearInterval(this.ticking);
+    this.resized.disconnect();
     this.scroller.removeEventListener("scroll", this.onScroll);
     for (const [event, handler] of Object.entries(this.handlers)) this.model.off(event, handler);
   }
@@ -387,10 +397,13 @@ class TimelineView {
 
   drawRows() {
     const w = this.win();
+    const shown = Math.min(MAX_ROWS, Math.max(w.total, 3));
     this.spacer.style.height = `${Math.max(w.total, 1) * ROW}px`;
-    this.scroller.style.height = `${Math.min(MAX_ROWS, Math.max(w.total, 3)) * ROW + 2}px`;
+    this.scroller.style.height = `${shown * ROW + 2}px`;
+    // The rows in view come from the height set just above, not from a measure: a view not
+    // laid out yet measures 0 px and would draw only the first few rows.
     const first = Math.floor(this.scroller.scrollTop / ROW) - 5;
-    const last = first + Math.ceil(this.scroller.clientHeight / ROW) + 10;
+    const last = first + shown + 10;
     const out = [];
     w.rows.forEach((row, i) => {
       const index = w.offset + i;
@@ -461,9 +474,62 @@ class TimelineView {
 
 const VIEWS = { tree: TreeView, timeline: TimelineView };
 
+// A displayed widget is followed by its static view (another output, marked
+// `.tl-static-<id>`), for renderers without widgets. While a live view of the widget shows,
+// one style rule per static view hides that output; the rule goes with the last view.
+const STATIC_VIEWS = new Map(); // id -> { style, views }
+
+function hideStatic(id) {
+  let entry = STATIC_VIEWS.get(id);
+  if (!entry) {
+    const style = document.createElement("style");
+    style.textContent = `.jp-OutputArea-child:has(.tl-static-${id}), .tl-static-${id} { display: none !important; }`;
+    document.head.append(style);
+    entry = { style, views: 0 };
+    STATIC_VIEWS.set(id, entry);
+  }
+  entry.views += 1;
+}
+
+function showStatic(id) {
+  const entry = STATIC_VIEWS.get(id);
+  if (!entry) return;
+  entry.views -= 1;
+  if (entry.views <= 0) {
+    entry.style.remove();
+    STATIC_VIEWS.delete(id);
+  }
+}
+
 function render({ model, el }) {
-  const view = new VIEWS[model.get("_view")](model, el);
-  return () => view.dispose();
+  // A view restored from a saved notebook has no kernel behind it: what it would send (a
+  // scroll position, a selection) has nowhere to go, and it shows what it was saved with.
+  const viewModel = {
+    get: (name) => model.get(name),
+    set: (name, value) => model.set(name, value),
+    on: (event, handler) => model.on(event, handler),
+    off: (event, handler) => model.off(event, handler),
+    save_changes: () => {
+      try { model.save_changes(); } catch (error) {
+        if (!String(error).includes("no comm channel")) throw error;
+      }
+    },
+  };
+  const view = new VIEWS[model.get("_view")](viewModel, el);
+  let hidden = [];
+  const follow = () => {
+    const ids = (model.get("_hides") || []).filter((id) => /^[A-Za-z0-9_-]+$/.test(id));
+    for (const id of ids) if (!hidden.includes(id)) hideStatic(id);
+    for (const id of hidden) if (!ids.includes(id)) showStatic(id);
+    hidden = ids;
+  };
+  follow();
+  model.on("change:_hides", follow);
+  return () => {
+    model.off("change:_hides", follow);
+    for (const id of hidden) showStatic(id);
+    view.dispose();
+  };
 }
 
 export default { render };

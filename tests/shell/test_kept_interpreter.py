@@ -1,0 +1,211 @@
+"""A kept interpreter, reset between calls, is indistinguishable from a new one.
+
+Each probe runs twice: on a brand-new interpreter (a cache that keeps none) and on a kept
+interpreter right after a call that dirtied exactly the state the probe reads. Both must
+print the same thing, and the kept cache must have built a single interpreter.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from tavernlab.cancel import CancelToken
+from tavernlab.clock import FixedClock
+from tavernlab.shell import ShellOutcome, ShellResult, execute_shell
+from tavernlab.shell.engine import KeptInterpreters
+from tavernlab.shell.resources import ShellOptions, ShellResources
+
+from .conftest import Workspace
+
+
+def call(ws: Workspace, cache: KeptInterpreters, command: str, workdir: str = "/", *,
+         deadline_s: float = 30.0, token: CancelToken | None = None,
+         options: ShellOptions | None = None) -> ShellResult:
+    """One shell call over ``ws`` taking its interpreter from ``cache``."""
+    return execute_shell(ws.scope, None, command, workdir, deadline_s=deadline_s, token=token,
+                         resources=ShellResources(interpreters=cache), options=options)
+
+
+def new_and_kept(ws: Workspace, dirty: str, probe: str, workdir: str = "/",
+                 options: ShellOptions | None = None) -> tuple[ShellResult, ShellResult]:
+    """``probe`` on a new interpreter, and on a kept one after ``dirty`` ran on it."""
+    fresh = call(ws, KeptInterpreters(limit=0), probe, workdir, options=options)
+    kept = KeptInterpreters(limit=1)
+    call(ws, kept, dirty, options=options)
+    again = call(ws, kept, probe, workdir, options=options)
+    assert kept.built == 1, "the second call did not reuse the first call's interpreter"
+    return fresh, again
+
+
+def same(fresh: ShellResult, kept: ShellResult) -> str:
+    """The probe's output, after checking both runs printed exactly the same."""
+    assert (kept.outcome, kept.exit_code, kept.stdout, kept.stderr) == (
+        fresh.outcome, fresh.exit_code, fresh.stdout, fresh.stderr)
+    assert fresh.outcome is ShellOutcome.COMPLETED
+    return fresh.stdout
+
+
+@pytest.fixture
+def cache() -> KeptInterpreters:
+    """A cache of one kept interpreter."""
+    return KeptInterpreters(limit=1)
+
+
+def test_variables_arrays_readonly_and_exports_do_not_survive(ws: Workspace) -> None:
+    out = same(*new_and_kept(
+        ws, "v=1; declare -A m=([a]=1); readonly RO=1; export XX=2 HOME=/scratch",
+        "declare -p | grep -v '^declare -- _='; echo --; env | sort; echo v=${v-unset}"))
+    assert "v=unset" in out
+    assert "XX" not in out and "RO" not in out
+    assert "HOME=/\n" in out and "BASHKIT_ALLOW_INPROCESS_PYTHON" not in out
+
+
+def test_functions_and_aliases_do_not_survive(ws: Workspace) -> None:
+    out = same(*new_and_kept(
+        ws, "f(){ echo f; }; g(){ :; }; alias ll='ls -l'; shopt -s expand_aliases",
+        "declare -f; alias; shopt -p expand_aliases; type -t f || echo no-f"))
+    assert out == "shopt -u expand_aliases\nno-f\n"
+
+
+def test_options_do_not_survive(ws: Workspace) -> None:
+    out = same(*new_and_kept(
+        ws, "set -e -u -f -o pipefail; shopt -s nullglob extglob dotglob globstar; true",
+        "echo \"flags=$-\"; set -o; shopt -p; false | true; echo \"pipe=$?\"; "
+        "echo \"${unset_variable-ok}\""))
+    assert "pipe=0" in out and "errexit        \toff" in out and "pipefail       \toff" in out
+    assert "shopt -u nullglob" in out and "shopt -u globstar" in out
+
+
+def test_traps_do_not_survive(ws: Workspace) -> None:
+    fresh, kept = new_and_kept(ws, "trap 'echo bye' EXIT; trap 'echo oops' ERR INT; true",
+                               "trap -p; false; echo after")
+    assert same(fresh, kept) == "after\n"
+
+
+def test_cwd_oldpwd_dir_stack_and_umask_do_not_survive(ws: Workspace) -> None:
+    (ws.dir / "scratch" / "deep").mkdir()
+    probe = "pwd; echo \"PWD=$PWD OLDPWD=${OLDPWD-unset}\"; dirs -v; umask"
+    dirty = "pushd /scratch; pushd /output; cd /scratch/deep; cd /output; umask 077"
+    assert same(*new_and_kept(ws, dirty, probe)) == (
+        "/\nPWD=/ OLDPWD=/\n 0  /\n0022\n")
+    assert same(*new_and_kept(ws, dirty, probe, "/scratch/deep")) == (
+        "/scratch/deep\nPWD=/scratch/deep OLDPWD=/scratch/deep\n 0  /scratch/deep\n0022\n")
+
+
+def test_a_workdir_with_quotes_and_spaces_is_entered_exactly(ws: Workspace) -> None:
+    (ws.dir / "scratch" / "it's a $dir; rm -rf x").mkdir()
+    out = same(*new_and_kept(ws, "cd /output", "pwd", "/scratch/it's a $dir; rm -rf x"))
+    assert out == "/scratch/it's a $dir; rm -rf x\n"
+
+
+def test_exit_status_starts_at_zero(ws: Workspace) -> None:
+    assert same(*new_and_kept(ws, "false", "echo \"rc=$?\"")) == "rc=0\n"
+
+
+def test_random_is_seeded_alike_under_a_fixed_clock(ws: Workspace) -> None:
+    options = ShellOptions(clock=FixedClock(), seed=41)
+    out = same(*new_and_kept(ws, "RANDOM=5; echo $RANDOM $RANDOM",
+                             "echo $RANDOM $RANDOM $RANDOM; date +%s", options=options))
+    assert len(out.split()) == 4
+
+
+def test_a_kept_interpreter_serves_each_call_its_own_workspace_and_builtins(
+        tmp_path: Path, cache: KeptInterpreters) -> None:
+    first, second = Workspace(tmp_path / "a"), Workspace(tmp_path / "b")
+    assert call(first, cache, "touch /scratch/one; echo a > /scratch/a.txt").exit_code == 0
+    result = call(second, cache, "touch /scratch/two; ls /scratch; cat /scratch/a.txt")
+    assert cache.built == 1
+    assert result.stdout == "two\n"
+    assert result.exit_code == 1
+    assert first.tree("scratch") == ["scratch/a.txt", "scratch/one"]
+    assert second.tree("scratch") == ["scratch/two"]
+
+
+def test_the_next_call_still_times_out_is_cancelled_and_capped(
+        ws: Workspace, cache: KeptInterpreters) -> None:
+    # a timed-out call, then a normal one, then a shorter deadline: each on the same one
+    timed = call(ws, cache, "echo started; while :; do :; done", deadline_s=0.4)
+    assert timed.content == "Command timed out.\nstarted"
+    assert call(ws, cache, "echo alive").content == "Exit code: 0\nalive"
+    assert call(ws, cache, "sleep 30; echo late", deadline_s=0.3).content == "Command timed out."
+    assert call(ws, cache, "python3 -c 'while True: pass'",
+                deadline_s=0.3).outcome is ShellOutcome.TIMED_OUT
+    # a cancelled call leaves no cancellation behind; a later one is cancelled again
+    token = CancelToken()
+    threading.Timer(0.2, token.cancel).start()
+    assert call(ws, cache, "while :; do :; done",
+                token=token).outcome is ShellOutcome.CANCELLED
+    assert call(ws, cache, "echo fine").content == "Exit code: 0\nfine"
+    token = CancelToken()
+    threading.Timer(0.2, token.cancel).start()
+    assert call(ws, cache, "sleep 30", token=token).outcome is ShellOutcome.CANCELLED
+    # the caps count each call's output alone
+    big = "for i in $(seq 1 2000); do printf '%099d\\n' $i; done"
+    assert call(ws, cache, big).output_truncated
+    small = call(ws, cache, "for i in $(seq 1 1000); do printf '%099d\\n' $i; done")
+    assert not small.output_truncated and len(small.stdout) == 100_000
+    assert call(ws, cache, big).output_truncated
+    assert cache.built == 1
+
+
+def test_calls_on_several_threads_never_share_an_interpreter(ws: Workspace) -> None:
+    cache = KeptInterpreters(limit=4)
+    barrier = threading.Barrier(3)
+    outputs: list[str] = []
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        for i in range(5):
+            result = call(ws, cache, f"x={n}{i}; sleep 0.01; echo $x")
+            outputs.append(result.stdout)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outputs) == sorted(f"{n}{i}\n" for n in range(3) for i in range(5))
+    assert 1 <= cache.built <= 3
+    assert cache.idle() == cache.built
+
+
+def test_a_workdir_gone_since_its_check_is_still_where_the_command_runs(
+        ws: Workspace, cache: KeptInterpreters) -> None:
+    # the engine alone (the workdir check is the adapter's): never the root instead
+    from tavernlab.shell.engine import BashkitEngine
+
+    engine = BashkitEngine(ws.scope, None, ShellResources(interpreters=cache))
+    run = engine.run("pwd; ls", "/scratch/gone", 1e18, CancelToken(), ShellOptions())
+    assert run.stdout == "/scratch/gone\n"
+    assert run.exit_code != 0
+    assert call(ws, cache, "pwd").stdout == "/\n"
+
+
+def test_an_interrupted_call_drops_its_interpreter_and_the_next_call_runs(
+        ws: Workspace, cache: KeptInterpreters) -> None:
+    import gc
+    import os
+    import signal
+    import time
+
+    from tavernlab.shell import vfs_abi
+
+    assert call(ws, cache, "echo warm").exit_code == 0
+    exports = len(vfs_abi._EXPORTS)
+
+    def interrupt_once_running() -> None:
+        while not ws.exists("scratch/before.txt"):
+            time.sleep(0.002)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_running).start()
+    with pytest.raises(KeyboardInterrupt):
+        call(ws, cache, "echo x > /scratch/before.txt; sleep 60")
+    gc.collect()
+    # the interrupted interpreter is gone, export and all; the next call builds another
+    assert cache.idle() == 0 and len(vfs_abi._EXPORTS) == exports - 1
+    assert call(ws, cache, "echo next").stdout == "next\n"
+    assert cache.built == 2 and cache.idle() == 1
