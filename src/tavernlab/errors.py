@@ -16,6 +16,7 @@ their module when they live beside their engine)::
     │   ├── WriteConflict               workspace.write_conflict
     │   ├── FileIo                      workspace.file_io
     │   ├── Cancelled                   workspace.cancelled
+    │   ├── LockTimeout                 workspace.lock_timeout (a lock held too long elsewhere)
     │   └── InputBudgetExceeded         shell.input_budget_exceeded   (js/budget.py)
     ├── ToolError                       <tool code>      a recoverable model tool result
     ├── AgentError                      agent.*          the host: runs, macros, persist states
@@ -69,7 +70,8 @@ their module when they live beside their engine)::
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
     ├── ModelError                      model.*          a model call (models/_errors.py)
     │   ├── ModelCallError              <code>           classified for the retry policy
-    │   └── ModelCancelled              agent.cancelled  the run was cancelled mid-call
+    │   ├── ModelCancelled              agent.cancelled  the run was cancelled mid-call
+    │   └── ModelSpecError              model.*          a model name that names no provider
     ├── ReplayError                     replay.*         record and replay (replay/errors.py)
     │   ├── RunNotExportable            replay.run_not_exportable
     │   ├── BundleTooLarge              replay.bundle_too_large
@@ -217,6 +219,19 @@ class FileIo(WorkspaceError):
         self.operation = operation
         self.path = path
         self.errno = source.errno if isinstance(source, OSError) else None
+
+
+class LockTimeout(WorkspaceError):
+    """A lock another process or thread kept for longer than the lock wait limit
+    (:mod:`tavernlab.locks`): nothing was done."""
+
+    code = "workspace.lock_timeout"
+
+    def __init__(self, path: object, waited_s: float) -> None:
+        super().__init__(f"gave up waiting for the lock `{path}` after {waited_s:g} s: another "
+                         "process holds it (a stopped or hung tavernlab process, or a very "
+                         "long call)")
+        self.path = str(path)
 
 
 class InvalidWorkspacePath(InvalidData):

@@ -4,6 +4,13 @@ Every lock in tavernlab (the workspace reader/writer lock, the event log's appen
 persist, chat, session and retention locks) is an ``flock`` on a file. Each acquisition opens
 its own descriptor, so two threads of one process exclude each other exactly as two
 processes do; closing the descriptor releases the lock, even if the holder dies.
+
+No wait is unbounded: a lock that another process (or thread) keeps for longer than
+:data:`LOCK_WAIT_S` seconds (120 s, four times the longest tool call's deadline; the
+environment variable ``TAVERNLAB_LOCK_WAIT_S`` changes it) makes the waiter give up with
+:class:`~tavernlab.errors.LockTimeout` (``workspace.lock_timeout``) instead of hanging behind
+a stopped or hung process. An uncontended lock costs one non-blocking ``flock``; a contended
+one is retried with short, growing pauses (at most 50 ms).
 """
 
 from __future__ import annotations
@@ -12,8 +19,48 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from tavernlab.errors import LockTimeout
+
+#: How long a lock is waited for before :class:`~tavernlab.errors.LockTimeout` (seconds).
+LOCK_WAIT_S = 120.0
+LOCK_WAIT_ENV = "TAVERNLAB_LOCK_WAIT_S"
+_MAX_PAUSE_S = 0.05
+
+
+def acquire(fd: int, *, shared: bool, path: Path) -> None:
+    """Take the ``flock`` of ``fd`` (shared or exclusive), waiting at most the lock wait
+    limit (see the module notes)."""
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    limit = _wait_limit()
+    deadline = time.monotonic() + limit
+    pause = 0.0005
+    while True:
+        time.sleep(pause)
+        pause = min(pause * 2, _MAX_PAUSE_S)
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise LockTimeout(path, limit) from None
+
+
+def _wait_limit() -> float:
+    raw = os.environ.get(LOCK_WAIT_ENV)
+    try:
+        value = float(raw) if raw else LOCK_WAIT_S
+    except ValueError:
+        return LOCK_WAIT_S
+    return value if value > 0 and value == value and value != float("inf") else LOCK_WAIT_S
 
 
 @contextlib.contextmanager
@@ -27,7 +74,7 @@ def locked_open(path: Path, flags: int = os.O_RDWR | os.O_CREAT, *,
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        acquire(fd, shared=shared, path=path)
         yield fd
     finally:
         os.close(fd)  # releases the flock
@@ -43,7 +90,7 @@ def shared_lock_if_present(path: Path) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        acquire(fd, shared=True, path=path)
         yield
     finally:
         os.close(fd)
@@ -137,7 +184,7 @@ class LeasableLock(ReadWriteLock):
         elif not shared and not self._lease_exclusive:
             if self._on_release is not None:
                 self._on_release()
-            fcntl.flock(self._lease_fd, fcntl.LOCK_EX)
+            acquire(self._lease_fd, shared=False, path=self.path)
             self._lease_exclusive = True
 
     @contextlib.contextmanager
@@ -167,7 +214,7 @@ def _lock_fd(path: Path, *, shared: bool) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        acquire(fd, shared=shared, path=path)
     except BaseException:
         os.close(fd)
         raise

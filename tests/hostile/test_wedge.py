@@ -383,3 +383,49 @@ def test_a_file_swapped_for_a_fifo_after_it_was_looked_at_is_refused(tmp_path: P
                 bounded(lambda: fs.digest(path))
     with pytest.raises(NotRegularFile), fifo(tmp_path / "plain-pipe"):
         bounded(lambda: read_regular(tmp_path / "plain-pipe"))
+
+
+# --- a lock another process keeps --------------------------------------------------------
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()  # until the test lets go (or the pipe closes)
+"""
+
+
+def test_a_lock_a_stopped_process_keeps_is_waited_for_a_bounded_time(
+        lab: Lab, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tavernlab.errors import LockTimeout
+    from tavernlab.locks import LOCK_WAIT_ENV
+    from tavernlab.workspace.fs import LOCK_FILE_NAME
+
+    monkeypatch.setenv(LOCK_WAIT_ENV, "0.5")
+    lock = run.workspace_dir / LOCK_FILE_NAME
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(LockTimeout) as caught:
+            bounded(lambda: run.call_tool("workspace.write_file",
+                                          {"path": "output/a.md", "content": "a"}))
+        assert caught.value.code == "workspace.lock_timeout"
+        assert str(caught.value) == (
+            f"gave up waiting for the lock `{lock}` after 0.5 s: another process holds it "
+            "(a stopped or hung tavernlab process, or a very long call)")
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(30)
+        if holder.stdout is not None:
+            holder.stdout.close()
+    # nothing waits any more: the call that could not record itself failed its run (a host
+    # fault, recorded), the run reads, and the next run of the lab works
+    assert run.status == "failed"
+    assert [e.type for e in run.events()][-1] == "run_failed"
+    later = lab.start_run(chat_id="after")
+    assert not later.call_tool("workspace.write_file",
+                               {"path": "output/b.md", "content": "b"}).is_error
+    assert later.read("output/b.md") == "b"
