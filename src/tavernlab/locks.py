@@ -10,7 +10,8 @@ No wait is unbounded: a lock that another process (or thread) keeps for longer t
 environment variable ``TAVERNLAB_LOCK_WAIT_S`` changes it) makes the waiter give up with
 :class:`~tavernlab.errors.LockTimeout` (``workspace.lock_timeout``) instead of hanging behind
 a stopped or hung process. An uncontended lock costs one non-blocking ``flock``; a contended
-one is retried with short, growing pauses (at most 50 ms).
+one is waited for in the kernel's queue, on a helper thread the caller stops waiting for at
+the limit.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import contextlib
 import fcntl
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,12 +28,17 @@ from tavernlab.errors import LockTimeout
 #: How long a lock is waited for before :class:`~tavernlab.errors.LockTimeout` (seconds).
 LOCK_WAIT_S = 120.0
 LOCK_WAIT_ENV = "TAVERNLAB_LOCK_WAIT_S"
-_MAX_PAUSE_S = 0.05
 
 
 def acquire(fd: int, *, shared: bool, path: Path) -> None:
     """Take the ``flock`` of ``fd`` (shared or exclusive), waiting at most the lock wait
-    limit (see the module notes)."""
+    limit (see the module notes).
+
+    An uncontended lock is one non-blocking ``flock``. A contended one is waited for by a
+    helper thread blocked in ``flock`` on a duplicate of ``fd`` (the same open file, so the
+    lock it gets is ``fd``'s; the kernel queues it like any waiter); past the limit the caller
+    gives up, and should the helper get the lock later, it lets it go at once.
+    """
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         fcntl.flock(fd, mode | fcntl.LOCK_NB)
@@ -41,17 +46,38 @@ def acquire(fd: int, *, shared: bool, path: Path) -> None:
     except BlockingIOError:
         pass
     limit = _wait_limit()
-    deadline = time.monotonic() + limit
-    pause = 0.0005
-    while True:
-        time.sleep(pause)
-        pause = min(pause * 2, _MAX_PAUSE_S)
+    if not _Waiter(os.dup(fd), mode).wait(limit):
+        raise LockTimeout(path, limit)
+
+
+class _Waiter:
+    """One contended ``flock``, waited for on a helper thread (see :func:`acquire`)."""
+
+    def __init__(self, dup: int, mode: int) -> None:
+        self._dup = dup
+        self._mode = mode
+        self._done = threading.Event()
+        self._error: OSError | None = None
+        threading.Thread(target=self._run, name="tavernlab-lock-wait", daemon=True).start()
+
+    def _run(self) -> None:
         try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockTimeout(path, limit) from None
+            fcntl.flock(self._dup, self._mode)
+        except OSError as exc:
+            self._error = exc
+        self._done.set()
+        # Got in time: the caller's own descriptor keeps the lock. Given up on: the caller's
+        # descriptor is closed (or about to be), so closing this last one lets the lock go.
+        os.close(self._dup)
+
+    def wait(self, limit: float) -> bool:
+        """Whether the lock was got within ``limit`` seconds (an error of ``flock`` is
+        raised)."""
+        if not self._done.wait(limit):
+            return False
+        if self._error is not None:
+            raise self._error
+        return True
 
 
 def _wait_limit() -> float:

@@ -353,19 +353,10 @@ def test_the_cli_continues_live_with_a_scripted_file(
                            "message 5 (tool result of c2)")
     assert out[-1].startswith("live run run_") and out[-1].endswith(
         ": completed after 3 rounds (live from round 3 of inv_root)")
-    assert main(["replay", str(recording.bundle), "--live", "scripted:/no/such.json"]) == 2
-    err = capsys.readouterr().err.splitlines()
-    assert err[-1].startswith("tavernlab: error: --live scripted:/no/such.json: not a "
-                              "readable JSON file: ")
-
-
-@pytest.mark.skipif(hasattr(tavernlab.models, "from_spec"),
-                    reason="model names are read by tavernlab.models.from_spec")
-def test_without_model_names_the_cli_takes_only_scripted_files(
-        recording: Recording, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["replay", str(recording.bundle), "--live", "gpt-9"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "tavernlab: error: --live takes scripted:FILE.json here, not `gpt-9`")
+    assert main(["replay", str(recording.bundle), "--live", "scripted:/no/such.json"]) == 1
+    assert capsys.readouterr().err == (
+        "error: model.invalid_spec: scripted model file `/no/such.json` cannot be read: "
+        "No such file or directory\n")
 
 
 def test_a_live_model_needs_a_model_driven_run(tmp_path: Path) -> None:

@@ -9,9 +9,8 @@
   printing the headline and the first divergence with its diff, and a model-driven run's
   model turns (``--json``: the whole report). ``--live MODEL`` continues a model-driven
   run from its divergence with that model as a new run (the lab is kept and named):
-  ``MODEL`` is a model name as ``tavernlab.models.from_spec`` reads it where that exists,
-  else ``scripted:FILE.json`` (a JSON list of responses in the shape
-  :class:`tavernlab.models.Scripted` takes).
+  ``MODEL`` is a model name as ``tavernlab.models.from_spec`` reads it (``openai:…``,
+  ``scripted:FILE.json`` …).
 * ``tavernlab notebook from-run FILE -o NOTEBOOK [--force]`` writes a notebook that replays
   the run step by step with the magics; an existing NOTEBOOK is replaced only with
   ``--force``.
@@ -100,27 +99,11 @@ def _skills(pairs: list[str]) -> dict[str, str]:
 
 
 def live_model(spec: str) -> ModelProvider:
-    """The provider ``spec`` names: through ``tavernlab.models.from_spec`` when this
-    tavernlab has it, else only ``scripted:FILE.json``."""
-    import tavernlab.models as models
+    """The provider the model name ``spec`` names (``tavernlab.models.from_spec``: a bad
+    name, an unreadable scripted file or a missing credential is one error line)."""
+    from tavernlab.models import from_spec
 
-    from_spec = getattr(models, "from_spec", None)
-    if from_spec is not None:
-        provider: ModelProvider = from_spec(spec)
-        return provider
-    prefix, _, name = spec.partition(":")
-    if prefix != "scripted" or not name:
-        raise UsageError(f"--live takes scripted:FILE.json here, not `{spec}`")
-    try:
-        responses = json.loads(Path(name).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--live {spec}: not a readable JSON file: {exc}") from None
-    if not isinstance(responses, list):
-        raise UsageError(f"--live {spec}: the file must hold a JSON list of responses")
-    try:
-        return models.Scripted(responses)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"--live {spec}: {exc}") from None
+    return from_spec(spec)
 
 
 def _replay(args: argparse.Namespace) -> int:
