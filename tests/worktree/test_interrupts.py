@@ -301,7 +301,13 @@ for point in points:
             unregister = super().on_cancel(callback)
             if deps:
                 deliver("registered")
-            return unregister
+
+            def unsubscribe():  # the run is over: its child exited or was stopped
+                unregister()
+                if deps:
+                    deliver("finished")
+
+            return unsubscribe
 
     def spawned(argv, *args, **kwargs):
         child = spawn(argv, *args, **kwargs)
@@ -323,7 +329,7 @@ for point in points:
         on_progress=lambda event: deliver(event["kind"] + ":" + event.get("phase", "")),
         on_output=lambda line: deliver("output"))
     tool_input = {"repoRoot": repo, "slug": f"p{len(results)}",
-                  "depsCmd": "echo up; exec sleep 60." + marker}
+                  "depsCmd": f"echo up; exec sleep {0 if at == 'finished' else 60}.{marker}"}
     try:
         run_with_provision_context(context, lambda: call_tool("worktree.provision", tool_input))
         results[point] = "finished"
@@ -335,8 +341,9 @@ print(json.dumps(results), flush=True)
 """
 
 #: Where a hook delivers it: the slot granted, the deps phase announced, right after the
-#: spawn (before the group is known), after the cancel registration, as the output streams.
-INSTANTS = ["started:deps", "phase:deps", "spawned", "registered", "output"]
+#: spawn (before the group is known), after the cancel registration, as the output streams,
+#: and as the run ends after its (then short) command exited.
+INSTANTS = ["started:deps", "phase:deps", "spawned", "registered", "output", "finished"]
 
 
 def marked_processes(marker: str) -> list[int]:

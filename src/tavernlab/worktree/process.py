@@ -301,7 +301,8 @@ class _SigintRoute:
 def _routed_sigint() -> Iterator[_SigintRoute]:
     """Route SIGINT to a :class:`_SigintRoute` for the block (main thread only, and only over
     a Python-level handler: an ignored SIGINT stays ignored). Elsewhere the route never sees
-    a signal and a ``KeyboardInterrupt`` reaches the caller's cleanup directly."""
+    a signal and a ``KeyboardInterrupt`` reaches the caller's cleanup directly. A SIGINT
+    that was held back and not raised yet is raised on leaving the block, so none is lost."""
     route = _SigintRoute()
     previous: object = None
     if threading.current_thread() is threading.main_thread():
@@ -315,6 +316,8 @@ def _routed_sigint() -> Iterator[_SigintRoute]:
     finally:
         if routed:
             signals.signal(signals.SIGINT, previous)  # type: ignore[arg-type]
+    if route.arrived:  # (the block ended without an exception: nothing raised it)
+        raise KeyboardInterrupt
 
 
 def _spawn(argv: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None,
@@ -375,6 +378,8 @@ def run_argv(
             if interrupted and signal is not None:
                 signal.cancel("interrupted")
             _reap_after_interrupt(output, group)
+            if route.arrived and not interrupted:
+                raise KeyboardInterrupt from exc
             raise
         if unsubscribe is not None:
             unsubscribe()
