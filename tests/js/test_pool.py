@@ -10,6 +10,7 @@ import pytest
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import SandboxError, TavernlabError
+from tavernlab.host import Lab
 from tavernlab.js import errors as js_errors
 from tavernlab.js.command import CommandResult, run_js_command
 from tavernlab.js.errors import PoolClosedError
@@ -59,6 +60,19 @@ def test_a_closed_default_pool_is_replaced_on_next_use(scope: ScopedWorkspaceFs)
     assert second is not first and not second.closed
     result = run_js_command(["-e", "console.log(2)"], scope=scope, context=frozen())
     assert result.stdout == "2\n"
+
+
+def test_a_lab_on_the_shared_services_follows_a_replaced_default_pool(lab: Lab) -> None:
+    run = lab.start_run(chat_id="alice")
+    assert run.js(["-e", "console.log(1)"]).stdout == "1\n"  # the shared services' first use
+    first = default_pool()
+    assert lab.services.js_pool is first
+    first.close()  # closed by someone else (another test, a user, the exit hook)
+    assert run.js(["-e", "console.log(2)"]).stdout == "2\n"
+    assert lab.services.js_pool is default_pool() is not first
+    assert not default_pool().closed
+    lab.close()  # a lab on the shared services leaves the shared pool running
+    assert not default_pool().closed
 
 
 def test_a_pool_needs_a_worker() -> None:

@@ -25,9 +25,11 @@ from tavernlab.worktree import (
 )
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.hooks import run_setup
+from tavernlab.worktree.process import pid_alive
 
 from .conftest import Repo
 from .test_processes import gone, read_pid
+from .test_scheduler_git import wait_until
 
 
 def python(code: str, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
@@ -244,3 +246,138 @@ def test_ctrl_c_inside_git_worktree_add(repo: Repo, tmp_path: Path) -> None:
     gone(int(pidfile.read_text()))
     assert not (repo.path.parent / "_worktrees" / "in-git").exists()
     assert repo.branches("wt/in-git") == ""
+
+
+
+#: One provision per delivery point (``how@at``, ``+cleanup``: a second SIGINT inside the
+#: cleanup of the first); the deps command's child must never survive, whichever instant the
+#: SIGINT or the cancel lands. The idle thread stands for a kernel's own threads: with one,
+#: the system may hand SIGINT to any thread while Python still raises in the main one.
+EVERY_INSTANT = """
+import json, os, signal, sys, threading
+from tavernlab.cancel import CancelToken
+from tavernlab.worktree import (ProvisionCancelledError, ProvisionContext, call_tool,
+                                run_with_provision_context)
+from tavernlab.worktree import process
+
+repo, points, marker = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+threading.Thread(target=threading.Event().wait, daemon=True).start()
+spawn, group_cancel = process._spawn, process.ProcessGroup.cancel
+results = {}
+
+
+def interrupt():
+    # SIGINT as a kernel interrupt sends it, returning once the signal has arrived (in
+    # whichever thread): Python runs the handler in the main thread at its next instruction.
+    if threading.current_thread() is not threading.main_thread():  # an output line's reader
+        os.kill(os.getpid(), signal.SIGINT)
+        return
+    arrived, wake = os.pipe()
+    os.set_blocking(wake, False)
+    previous = signal.set_wakeup_fd(wake)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.read(arrived, 1)
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(arrived)
+        os.close(wake)
+
+for point in points:
+    how, _, rest = point.partition("@")
+    at, _, second = rest.partition("+")
+    token, pending, deps = None, [at, second], []
+
+    def deliver(where):
+        if where in pending:  # each instant once
+            pending.remove(where)
+            if how == "interrupt" or where == second:
+                interrupt()
+            else:
+                token.cancel()
+
+    class Token(CancelToken):
+        def on_cancel(self, callback):
+            unregister = super().on_cancel(callback)
+            if deps:
+                deliver("registered")
+
+            def unsubscribe():  # the run is over: its child exited or was stopped
+                unregister()
+                if deps:
+                    deliver("finished")
+
+            return unsubscribe
+
+    def spawned(argv, *args, **kwargs):
+        child = spawn(argv, *args, **kwargs)
+        deps[:] = [marker in " ".join(argv)]  # the deps command, not a git call
+        if deps[0]:
+            deliver("spawned")
+        else:
+            deps.clear()
+        return child
+
+    def cancelling(self, *args, **kwargs):
+        deliver("cleanup")
+        return group_cancel(self, *args, **kwargs)
+
+    process._spawn, process.ProcessGroup.cancel = spawned, cancelling
+    token = Token()
+    context = ProvisionContext(
+        signal=token,
+        on_progress=lambda event: deliver(event["kind"] + ":" + event.get("phase", "")),
+        on_output=lambda line: deliver("output"))
+    tool_input = {"repoRoot": repo, "slug": f"p{len(results)}",
+                  "depsCmd": f"echo up; exec sleep {0 if at == 'finished' else 60}.{marker}"}
+    try:
+        run_with_provision_context(context, lambda: call_tool("worktree.provision", tool_input))
+        results[point] = "finished"
+    except ProvisionCancelledError as exc:
+        results[point] = {"code": exc.code, "interrupted": exc.interrupted}
+    finally:
+        process._spawn, process.ProcessGroup.cancel = spawn, group_cancel
+print(json.dumps(results), flush=True)
+"""
+
+#: Where a hook delivers it: the slot granted, the deps phase announced, right after the
+#: spawn (before the group is known), after the cancel registration, as the output streams,
+#: and as the run ends after its (then short) command exited.
+INSTANTS = ["started:deps", "phase:deps", "spawned", "registered", "output", "finished"]
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose command line carries ``marker`` (read from the process table,
+    not from pids anyone reported)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline and pid_alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+def test_no_child_of_a_cancelled_provision_survives_whatever_the_instant(
+        repo: Repo, tmp_path: Path) -> None:
+    marker = f"{os.getpid() % 100000:05d}7"  # sleep 60.<marker>: ours alone
+    points = ([f"interrupt@{at}" for at in INSTANTS]
+              + ["interrupt@spawned+cleanup", "interrupt@output+cleanup"]
+              + [f"cancel@{at}" for at in INSTANTS])
+    child = python(EVERY_INSTANT, repo.root, ",".join(points), marker)
+    try:
+        code, out, err = finish(child)
+        assert code == 0, err
+        assert json.loads(out) == {
+            point: {"code": "worktree.provision_cancelled",
+                    "interrupted": point.startswith("interrupt")}
+            for point in points}
+        wait_until(lambda: not marked_processes(marker), "every deps child gone")
+        assert not list((repo.path.parent / "_worktrees").glob("p*"))  # each removed
+        assert repo.branches("wt/*") == ""
+    finally:
+        for pid in marked_processes(marker):
+            os.kill(pid, signal.SIGKILL)

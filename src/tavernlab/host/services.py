@@ -14,6 +14,8 @@ live until the process exits (the worktree services' exit hook stops them then).
 
 Each resource is made on first use, from a factory (so that a process whose first tool call
 writes a file loads neither the worker pool nor the worktree runtime, nor their engines).
+Shared services keep no resource of their own: each use asks the process-wide factory, which
+makes its default again after someone closed it.
 """
 
 from __future__ import annotations
@@ -65,6 +67,23 @@ class _OnFirstUse(Generic[R]):
             value.close()
 
 
+class _AskEachTime(Generic[R]):
+    """A process-wide resource, asked of ``factory`` at every use and never kept: the
+    process-wide default may be closed by anyone (a test, a user, the exit hook) and is made
+    again by its own factory on next use, so a kept reference would hand every later job the
+    closed one. Closing this is a no-op: shared services are not the lab's to stop."""
+
+    def __init__(self, factory: Callable[[], R]) -> None:
+        self._factory = factory
+
+    def get(self) -> R:
+        """The factory's current resource."""
+        return self._factory()
+
+    def close(self) -> None:
+        """Nothing to stop: the resource belongs to the process, not to these services."""
+
+
 def _shared_pool() -> WorkerPool:
     from tavernlab.js.pool import default_pool
 
@@ -103,9 +122,19 @@ class LabServices:
     def __init__(self, js_pool: Callable[[], WorkerPool],
                  shell_helper: Callable[[], MainThreadHelper],
                  worktree: Callable[[], WorktreeRuntime], *, owned: bool) -> None:
-        self._js_pool = _OnFirstUse(js_pool)
-        self._shell_helper = _OnFirstUse(shell_helper)
-        self._worktree = _OnFirstUse(worktree)
+        # Owned resources are made once and closed with the services; shared ones are asked
+        # of their process-wide factory at each use (it replaces a default someone closed).
+        self._js_pool: _OnFirstUse[WorkerPool] | _AskEachTime[WorkerPool]
+        self._shell_helper: _OnFirstUse[MainThreadHelper] | _AskEachTime[MainThreadHelper]
+        self._worktree: _OnFirstUse[WorktreeRuntime] | _AskEachTime[WorktreeRuntime]
+        if owned:
+            self._js_pool = _OnFirstUse(js_pool)
+            self._shell_helper = _OnFirstUse(shell_helper)
+            self._worktree = _OnFirstUse(worktree)
+        else:
+            self._js_pool = _AskEachTime(js_pool)
+            self._shell_helper = _AskEachTime(shell_helper)
+            self._worktree = _AskEachTime(worktree)
         self.owned = owned
 
     @property
@@ -125,7 +154,9 @@ class LabServices:
 
     @classmethod
     def shared(cls) -> LabServices:
-        """The process-wide services (the default of every lab)."""
+        """The process-wide services (the default of every lab): each use asks for the
+        process-wide resource of the moment, so a default pool that someone closed is
+        replaced here too."""
         with cls._shared_lock:
             if cls._shared is None:
                 cls._shared = cls(_shared_pool, lambda: DEFAULT_HELPER, _shared_runtime,

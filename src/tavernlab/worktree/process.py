@@ -6,10 +6,12 @@ when the spawn fails or the cancel signal is already set before the spawn.
 
 Every child leads its own process group (:class:`ProcessGroup`). Upstream does this only
 when a cancel signal is given; tavernlab always does (tavernlab choice), so that a
-``KeyboardInterrupt`` in the waiting thread can kill the whole group: it cancels the signal
-(or, without one, the group directly), waits for the child within the grace period and
-re-raises. Cancelling sends SIGTERM to the group, then SIGKILL after 5 s; that timer stays
-armed when the leader exits first, so stubborn grandchildren die too.
+``KeyboardInterrupt`` in the waiting thread can kill the whole group: it cancels the group
+and the signal, waits for the child within the grace period and re-raises. Cancelling sends
+SIGTERM to the group, then SIGKILL after 5 s; that timer stays armed when the leader exits
+first, so stubborn grandchildren die too. In the main thread a run takes SIGINT over for its
+duration, so an interrupt that lands between the spawn and the group's registration, or
+during the cleanup, is held back instead of leaving a child nobody kills.
 
 With ``on_line`` a runner also hands each output line to the caller as it is produced
 (``on_line(stream, line)``, from a reader thread, without its newline); the result still
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import FrameType
 from typing import IO, Literal
 
 from tavernlab.cancel import CancelToken
@@ -254,19 +257,67 @@ def _cancel_group(group: ProcessGroup) -> None:
     group.cancel()
 
 
+class _SigintRoute:
+    """What a SIGINT does while :func:`run_argv` owns a child in the main thread.
+
+    Python runs signal handlers in the main thread whichever thread the system handed the
+    signal to, so blocking SIGINT there would not hold it back in a process with other
+    threads (a Jupyter kernel always has some). Instead the run replaces the handler: a SIGINT
+    is recorded and sends SIGTERM to the child's group as soon as there is one, and raises
+    ``KeyboardInterrupt`` only where the run waits for the child (:meth:`interruptible`), at
+    most once. Everywhere else (the spawn, the group's registration, the cleanup) it is held
+    back, and the run raises it itself once its child is gone.
+    """
+
+    def __init__(self) -> None:
+        self.arrived = False
+        self.group: ProcessGroup | None = None
+        self._raise = False
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        """The SIGINT handler (main thread)."""
+        self.arrived = True
+        if self.group is not None:
+            self.group.send(signals.SIGTERM)
+        if self._raise:
+            self._raise = False
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Let a SIGINT end the wait inside the block (one that came earlier does so at
+        once); leaving the block, by any path, holds SIGINT back again."""
+        try:
+            self._raise = True
+            if self.arrived and self._raise:
+                self._raise = False
+                raise KeyboardInterrupt
+            yield
+        finally:
+            self._raise = False
+
+
 @contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Hold SIGINT back while a child is spawned and registered (main thread only: that is
-    where Python raises KeyboardInterrupt); a SIGINT that arrives meanwhile is delivered on
-    leaving the block, inside the caller's handler."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signals.pthread_sigmask(signals.SIG_BLOCK, {signals.SIGINT})
+def _routed_sigint() -> Iterator[_SigintRoute]:
+    """Route SIGINT to a :class:`_SigintRoute` for the block (main thread only, and only over
+    a Python-level handler: an ignored SIGINT stays ignored). Elsewhere the route never sees
+    a signal and a ``KeyboardInterrupt`` reaches the caller's cleanup directly. A SIGINT
+    that was held back and not raised yet is raised on leaving the block, so none is lost."""
+    route = _SigintRoute()
+    previous: object = None
+    if threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(ValueError):  # ValueError: not the main interpreter
+            previous = signals.getsignal(signals.SIGINT)
+            if callable(previous):
+                signals.signal(signals.SIGINT, route.handle)
+    routed = callable(previous)
     try:
-        yield
+        yield route
     finally:
-        signals.pthread_sigmask(signals.SIG_SETMASK, previous)
+        if routed:
+            signals.signal(signals.SIGINT, previous)  # type: ignore[arg-type]
+    if route.arrived:  # (the block ended without an exception: nothing raised it)
+        raise KeyboardInterrupt
 
 
 def _spawn(argv: Sequence[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None,
@@ -294,30 +345,42 @@ def run_argv(
     Raises :class:`ProvisionCancelledError` if ``signal`` is already set (nothing is spawned)
     and :class:`SpawnError` if the program or directory cannot be used. ``stdin`` is fed to
     the child (otherwise it reads ``/dev/null``); ``on_line`` streams its output lines.
+
+    A ``KeyboardInterrupt`` (a SIGINT to the main thread, wherever it lands in the run) kills
+    the child's whole group, cancels ``signal``, waits for the group within the grace period
+    and is raised once that is done; a SIGINT before the spawn spawns nothing. Any other
+    exception that leaves the run while the child may still be running kills its group too.
     """
-    if signal is not None and signal.cancelled:
-        raise ProvisionCancelledError()
-    group: ProcessGroup | None = None
-    output: _Output | None = None
-    unsubscribe: Callable[[], None] | None = None
-    try:
-        with _sigint_deferred():  # an interrupt must find the group it has to kill
-            child = _spawn(argv, cwd, env, stdin)
-            group = ProcessGroup(child.pid)
-            if signal is not None:
+    with _routed_sigint() as route:
+        if signal is not None and signal.cancelled:
+            raise ProvisionCancelledError()
+        if route.arrived:
+            raise KeyboardInterrupt
+        child = _spawn(argv, cwd, env, stdin)
+        group = route.group = ProcessGroup(child.pid)
+        unsubscribe: Callable[[], None] | None = None
+        output: _Output | None = None
+        try:
+            if signal is not None:  # (an already cancelled signal cancels the group now)
                 unsubscribe = signal.on_cancel(partial(_cancel_group, group))
-        output = _Output(child, stdin, on_line)
-        output.start()
-        out, err = output.collect()
-    except KeyboardInterrupt:
-        if group is not None:
-            if signal is not None:
+            with route.interruptible():
+                output = _Output(child, stdin, on_line)
+                output.start()
+                out, err = output.collect()
+            if route.arrived:  # it came as the wait ended: the run was still interrupted
+                raise KeyboardInterrupt
+        except BaseException as exc:
+            # SIGINT is held back from here on (see _SigintRoute): the cleanup always runs.
+            if unsubscribe is not None:
+                unsubscribe()
+            group.cancel()
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            if interrupted and signal is not None:
                 signal.cancel("interrupted")
-            else:
-                group.cancel()
             _reap_after_interrupt(output, group)
-        raise
-    finally:
+            if route.arrived and not interrupted:
+                raise KeyboardInterrupt from exc
+            raise
         if unsubscribe is not None:
             unsubscribe()
     code = child.returncode
