@@ -122,3 +122,30 @@ def test_call_tool_outside_a_run_keeps_its_shape(tmp_path: Path) -> None:
                                             "base": "main"})
     assert made["branch"] == "wt/direct"
     assert call_tool("worktree.run-gate", {"cwd": made["cwd"], "cmd": "exit 0"})["passed"]
+
+
+def test_cancelling_the_run_cancels_a_provision_it_is_running(lab: Lab, tmp_path: Path
+                                                              ) -> None:
+    import threading
+
+    repo = make_repo(tmp_path)
+    started = tmp_path / "deps-started"
+    run = lab.start_run(chat_id="alice")
+    results = []
+    worker = threading.Thread(target=lambda: results.append(run.call_tool(
+        "worktree.provision", {"repoRoot": repo.root, "slug": "slow", "base": "main",
+                               "depsCmd": f"touch {started}; sleep 60"})))
+    worker.start()
+    for _ in range(600):
+        if started.exists():
+            break
+        worker.join(0.1)
+    assert started.exists()
+    assert run.cancel() == 1
+    worker.join(60)
+    assert not worker.is_alive()
+    [result] = results
+    assert (result.is_error, result.error_code, result.content) == (
+        True, "cancelled", "worktree provisioning cancelled")
+    assert not (tmp_path / "_worktrees" / "slow").exists()
+    assert "wt/slow" not in repo.branches("wt/*")

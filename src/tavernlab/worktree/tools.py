@@ -40,6 +40,11 @@ from tavernlab.workspace.tooling import (
     object_schema,
 )
 from tavernlab.worktree.cleanup import cleanup_worktree
+from tavernlab.worktree.context import (
+    ProvisionContext,
+    current_provision_context,
+    run_with_provision_context,
+)
 from tavernlab.worktree.errors import envelope_code
 from tavernlab.worktree.provision import ProvisionRequest, provision_worktree
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
@@ -99,7 +104,10 @@ class WorktreeHandler:
     :meth:`run` is the tool outside a run (typed errors raised unchanged); calling the handler
     is the host's form (``handler(context, arguments)`` → :class:`ToolResult`, the output as
     compact JSON content and as ``structured``), where a typed error becomes a
-    :class:`ToolError` with its envelope code so the model is told, not the run failed.
+    :class:`ToolError` with its envelope code so the model is told, not the run failed. In a
+    run, a provision without an ambient provisioning context of its caller's gets one whose
+    cancel signal is the call's token, so cancelling the call (``run.cancel()``) cancels the
+    provision and removes its worktree.
     """
 
     def __init__(self, input_model: type[ToolInput], body: Body,
@@ -114,8 +122,13 @@ class WorktreeHandler:
         return self.body(data, runtime or self.runtime())
 
     def __call__(self, context: ToolContext, arguments: Arguments) -> ToolResult:
+        raw = dict(arguments.raw)
         try:
-            output = self.run(dict(arguments.raw))
+            if current_provision_context() is None:
+                output = run_with_provision_context(ProvisionContext(signal=context.token),
+                                                    lambda: self.run(raw))
+            else:
+                output = self.run(raw)
         except ToolError:
             raise
         except TavernlabError as exc:
