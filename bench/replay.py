@@ -106,7 +106,7 @@ def sizes_table(work: Path, sizes: list[int], repeats: int) -> None:
             rows["dc"].append(cpu)
             bundle, wall, _ = measured(lambda r=run, b=root: r.export(b / "run.tavernrun"))
             rows["e"].append(wall)
-            report, wall, cpu = measured(lambda b=bundle: tavernlab.replay(b))
+            report, wall, cpu = measured(lambda b=bundle: tavernlab.replay.replay(b))
             assert report.identical, str(report)
             rows["rw"].append(wall)
             rows["rc"].append(cpu)

@@ -32,7 +32,7 @@ FLOORS: dict[str, int] = {
     "host": 4, "agent": 4,
     "cli": 5, "notebook": 5, "replay": 5, "demo": 5, "testing": 5, "views": 5, "mcp_server": 5,
     "view": 5,
-    "__init__": 5, "_compat": 5,
+    "__init__": 5,
 }
 
 

@@ -3,7 +3,7 @@
 The public API is small: :class:`Lab` (runs, chats, sessions, skills, retention),
 :class:`Run` (tool calls, shell, ``js``, ``export``), :class:`ToolResult`, the error root
 :class:`TavernlabError`, the :mod:`tavernlab.worktree` package, and record and replay:
-``tavernlab.replay(bundle)`` (the :mod:`tavernlab.replay` package is callable),
+the :mod:`tavernlab.replay` package (``tavernlab.replay.replay(bundle)``),
 :func:`replay_many` and :class:`ReplayReport`. Names are imported lazily so that
 ``import tavernlab`` stays cheap (the sandbox's worker processes import this package).
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tavernlab import _compat
 from tavernlab.host.presentation import register_provider
 
 if TYPE_CHECKING:
@@ -48,8 +47,6 @@ _HOMES = {
     "replay_many": "tavernlab.replay",
 }
 _SUBPACKAGES = frozenset({"replay", "worktree"})
-
-_compat.install()
 
 
 def _load_replay() -> None:

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -111,32 +110,33 @@ def test_closing_a_lab_on_shared_services_keeps_them(tmp_path: Path) -> None:
         ["-e", "console.log('still here')"]).stdout == "still here\n"
 
 
-@pytest.mark.parametrize(("old", "name", "new"), [
-    ("tavernlab.lab", "Lab", "tavernlab.host.lab"),
-    ("tavernlab.workspace.runs", "Run", "tavernlab.host.run"),
-])
-def test_old_import_paths_warn_and_still_work(old: str, name: str, new: str) -> None:
+@pytest.mark.parametrize("old", ["tavernlab.lab", "tavernlab.workspace.runs"])
+def test_old_import_paths_are_gone(old: str) -> None:
     import importlib
 
-    module = importlib.import_module(old)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value = getattr(module, name)
-    assert value is getattr(importlib.import_module(new), name)
-    assert [w.category for w in caught] == [DeprecationWarning]
-    assert f"{old}.{name} moved to {new}.{name}" in str(caught[0].message)
-    with pytest.raises(AttributeError):
-        module.Nope  # noqa: B018
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
 
 
-def test_from_old_path_import_works_under_warnings_as_errors(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c",
-                           "from tavernlab.lab import Lab"], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 1 and "DeprecationWarning" in done.stderr
-    done = subprocess.run([sys.executable, "-c", "from tavernlab.lab import Lab; print(Lab)"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "tavernlab.host.lab.Lab" in done.stdout
+def test_replay_is_a_plain_package_with_a_replay_function() -> None:
+    import types
+
+    from tavernlab.replay import replay
+
+    assert type(tavernlab.replay) is types.ModuleType
+    assert tavernlab.replay.replay is replay
+    assert not callable(tavernlab.replay)
+
+
+def test_the_upward_seam_accepts_only_its_listed_names() -> None:
+    from tavernlab.host import presentation
+
+    assert presentation.UPWARD == ("run.show", "run.export", "agent.run", "agent.start",
+                                   "agent.tool_definitions")
+    with pytest.raises(ValueError, match=r"'run\.print' is not an upward name of the host"):
+        presentation.register_presenter("run.print", print)
+    with pytest.raises(ValueError, match=r"'run\.print' is not an upward name"):
+        presentation.present("run.print")
 
 
 def test_version_flag() -> None:

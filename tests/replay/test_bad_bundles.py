@@ -78,12 +78,12 @@ def refused(path: Path, kind: type[TavernlabError] = BundleInvalid) -> str:
     with pytest.raises(kind) as info:
         read_bundle(path)
     with pytest.raises(kind):
-        tavernlab.replay(path)
+        tavernlab.replay.replay(path)
     return info.value.message
 
 
 def test_the_good_bundle_replays(bundle: Path) -> None:
-    assert tavernlab.replay(bundle).identical
+    assert tavernlab.replay.replay(bundle).identical
 
 
 def test_a_changed_byte_names_the_member(bundle: Path, tmp_path: Path) -> None:
@@ -206,11 +206,11 @@ def test_a_missing_blob_is_named(bundle: Path, tmp_path: Path) -> None:
 
 def test_replay_writes_only_inside_its_lab(bundle: Path, tmp_path: Path) -> None:
     before = sorted(p.name for p in tmp_path.iterdir())
-    report = tavernlab.replay(bundle, lab=tmp_path / "replayed")
+    report = tavernlab.replay.replay(bundle, lab=tmp_path / "replayed")
     assert report.identical and report.lab == str(tmp_path / "replayed")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "replayed"])
     with pytest.raises(TavernlabError) as info:
-        tavernlab.replay(bundle, lab=tmp_path / "replayed")
+        tavernlab.replay.replay(bundle, lab=tmp_path / "replayed")
     assert info.value.message == (f"the replay lab {tmp_path / 'replayed'} must be a new or "
                                   "empty directory")
 
@@ -220,7 +220,7 @@ def test_an_action_the_replay_cannot_play_is_a_divergence(bundle: Path, tmp_path
         m["actions"][0]["invocationId"] = "inv_nobody"  # type: ignore[index]
 
     target = rewrite(bundle, tmp_path / "a.tavernrun", edit_manifest(stranger), reseal=True)
-    report = tavernlab.replay(target)
+    report = tavernlab.replay.replay(target)
     first = report.first
     assert first is not None
     assert (first.index, first.kind, first.subject, first.actual) == (
@@ -271,7 +271,7 @@ def test_a_manifest_field_of_the_wrong_type_or_size_is_one_line(
     target = rewrite(bundle, tmp_path / "hostile.tavernrun", edit_manifest(
         set_field(field, value)), reseal=True)
     with pytest.raises(BundleInvalid) as info:
-        tavernlab.replay(target)
+        tavernlab.replay.replay(target)
     assert info.value.message.startswith(message)
     assert "\n" not in info.value.message
     status, err = cli_replay(target, capsys)
@@ -319,7 +319,7 @@ def test_a_recorded_log_that_is_not_events_is_a_divergence(
         found[f"blobs/{hashlib.sha256(data).hexdigest()}"] = data
 
     target = rewrite(bundle, tmp_path / "log.tavernrun", replace, reseal=True)
-    report = tavernlab.replay(target)
+    report = tavernlab.replay.replay(target)
     errors = [d for d in report.divergences if d.kind == "error"]
     assert [(d.subject, d.action) for d in errors] == [
         ("replay.bundle_invalid", "after the last action")]

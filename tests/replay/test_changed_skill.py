@@ -26,7 +26,7 @@ def higher(tmp_path: Path) -> Path:
 
 def test_a_changed_script_diverges_at_the_action_that_ran_it(recorded: Recorded,
                                                              higher: Path) -> None:
-    report = tavernlab.replay(recorded.bundle, skills={"dice": higher})
+    report = tavernlab.replay.replay(recorded.bundle, skills={"dice": higher})
     new_hash = installed_hash({k: v.encode() for k, v in
                                {**SKILL, "scripts/roll.js": HIGHER}.items()})
     assert report.skills == [SkillVersions(
@@ -58,7 +58,7 @@ def test_a_changed_script_diverges_at_the_action_that_ran_it(recorded: Recorded,
 
 
 def test_the_same_version_from_a_path_is_identical(recorded: Recorded) -> None:
-    report = tavernlab.replay(recorded.bundle, skills={"dice": recorded.package})
+    report = tavernlab.replay.replay(recorded.bundle, skills={"dice": recorded.package})
     assert report.identical
     assert not report.skills[0].changed and report.skills[0].source == str(recorded.package)
 
@@ -76,10 +76,10 @@ def test_the_cli_exits_1_and_prints_the_first_divergence(
 
 def test_a_replacement_must_be_the_bound_skill(recorded: Recorded, tmp_path: Path) -> None:
     with pytest.raises(ReplaySetupError) as info:
-        tavernlab.replay(recorded.bundle, skills={"die": recorded.package})
+        tavernlab.replay.replay(recorded.bundle, skills={"die": recorded.package})
     assert info.value.message == "the run bound no skill named `die` (bound: dice)"
     other = write_package(tmp_path / "other", {"SKILL.md": "---\nname: other\n"
                                                            "description: x\n---\nx\n"})
     with pytest.raises(ReplaySetupError) as info:
-        tavernlab.replay(recorded.bundle, skills={"dice": other})
+        tavernlab.replay.replay(recorded.bundle, skills={"dice": other})
     assert info.value.message == f"{other} holds no valid skill named `dice`"

@@ -147,7 +147,7 @@ def test_the_bundle_holds_the_loop_records_and_what_drives_the_loop(
 def test_a_scripted_run_replays_byte_identical_in_another_lab(recording: Recording,
                                                               tmp_path: Path) -> None:
     other = tmp_path / "other-lab"
-    report = tavernlab.replay(recording.bundle, lab=other)
+    report = tavernlab.replay.replay(recording.bundle, lab=other)
     assert report.identical, str(report)
     assert report.lab == str(other.resolve())
     same_lab_files(recording.root, other)
@@ -165,7 +165,7 @@ def test_a_scripted_run_replays_byte_identical_in_another_lab(recording: Recordi
 
 
 def test_a_temporary_replay_lab_is_removed(recording: Recording) -> None:
-    report = tavernlab.replay(recording.bundle)
+    report = tavernlab.replay.replay(recording.bundle)
     assert report.identical and report.lab is None
 
 
@@ -197,7 +197,7 @@ def test_the_openai_client_run_replays_with_no_server(tmp_path: Path, stream: bo
     assert agent is not None and agent.stream is stream
     assert agent.model["chatCompletionSource"] != "scripted"
     other = tmp_path / "openai-replayed"
-    report = tavernlab.replay(recording.bundle, lab=other)
+    report = tavernlab.replay.replay(recording.bundle, lab=other)
     assert report.identical, str(report)
     same_lab_files(recording.root, other)
     assert [t.served for t in report.model_turns] == [True, True, True]
@@ -215,12 +215,12 @@ def test_retried_attempts_failures_and_rejected_commits_replay_identically(
     assert agent is not None and agent.commit_answers == ["not yet"]
     assert [(f.round, f.attempt, f.retryable, f.kind) for f in agent.failed_attempts] == [
         (1, 1, True, "transient"), (4, 1, False, "internal")]
-    assert tavernlab.replay(retried.bundle).identical
+    assert tavernlab.replay.replay(retried.bundle).identical
     fatal = Recording(tmp_path, [turns()[0], failure(status=401, message="no key")],
                       name="fatal", profile=quick)
     assert fatal.outcome.failure is not None
     assert fatal.outcome.failure["code"] == "agent.unauthorized"
-    report = tavernlab.replay(fatal.bundle)
+    report = tavernlab.replay.replay(fatal.bundle)
     assert report.identical, str(report)
 
 
@@ -232,7 +232,7 @@ def test_a_changed_description_diverges_at_round_1s_model_request(
     warmer = changed(tmp_path, "warmer", **{"SKILL.md": SKILL_MD.replace(
         "Greets people.", "Greets everyone warmly.")})
     lab = tmp_path / "warmer-lab"
-    report = tavernlab.replay(recording.bundle, lab=lab, skills={"greet": warmer})
+    report = tavernlab.replay.replay(recording.bundle, lab=lab, skills={"greet": warmer})
     diverged = report.model_divergence
     assert diverged is not None and report.first is diverged
     assert (diverged.kind, diverged.invocation, diverged.round, diverged.call,
@@ -273,7 +273,7 @@ def test_a_changed_description_diverges_at_round_1s_model_request(
 def test_a_changed_script_output_diverges_at_the_round_that_sees_its_result(
         recording: Recording, tmp_path: Path) -> None:
     bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
-    report = tavernlab.replay(recording.bundle, skills={"greet": bye})
+    report = tavernlab.replay.replay(recording.bundle, skills={"greet": bye})
     diverged = report.model_divergence
     assert diverged is not None and report.first is diverged
     assert (diverged.invocation, diverged.round, diverged.call, diverged.subject) == (
@@ -291,7 +291,7 @@ def test_a_changed_script_output_diverges_at_the_round_that_sees_its_result(
 
 
 def test_the_same_skill_from_a_path_is_identical(recording: Recording) -> None:
-    report = tavernlab.replay(recording.bundle, skills={"greet": recording.package})
+    report = tavernlab.replay.replay(recording.bundle, skills={"greet": recording.package})
     assert report.identical and report.model_divergence is None
 
 
@@ -302,7 +302,7 @@ def test_a_live_model_continues_from_the_divergence_as_a_new_run(
         recording: Recording, tmp_path: Path) -> None:
     bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
     live = Scripted(live_turns())
-    report = tavernlab.replay(recording.bundle, skills={"greet": bye}, live=live)
+    report = tavernlab.replay.replay(recording.bundle, skills={"greet": bye}, live=live)
     continuation = report.live
     assert continuation is not None and report.lab is not None
     assert continuation.run_id != recording.run_id
@@ -329,7 +329,7 @@ def test_the_openai_client_continues_live_from_the_divergence(
     bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
     with contextlib.ExitStack() as stack:
         provider, sent = provider_for("openai", live_turns("live bye"), stack)
-        report = tavernlab.replay(recording.bundle, lab=tmp_path / "live-lab",
+        report = tavernlab.replay.replay(recording.bundle, lab=tmp_path / "live-lab",
                                   skills={"greet": bye}, live=provider)
         bodies = sent()
     assert report.live is not None and report.live.status == "completed"
@@ -365,7 +365,7 @@ def test_a_live_model_needs_a_model_driven_run(tmp_path: Path) -> None:
     run.finish()
     bundle = run.export(tmp_path / "hand.tavernrun")
     with pytest.raises(ReplaySetupError) as info:
-        tavernlab.replay(bundle, live=Scripted(live_turns()))
+        tavernlab.replay.replay(bundle, live=Scripted(live_turns()))
     assert info.value.message == ("a live model can only continue a run the agent loop "
                                   "drove; this bundle's run was played by hand")
 
@@ -408,7 +408,7 @@ def test_a_version_1_bundle_still_replays(tmp_path: Path) -> None:
 
     old = rewrite(bundle, tmp_path / "old.tavernrun", version_1)
     assert read_bundle(old).manifest.format_version == 1
-    report = tavernlab.replay(old)
+    report = tavernlab.replay.replay(old)
     assert report.identical and report.model_turns == []
 
 
@@ -463,7 +463,7 @@ def test_missing_or_tampered_model_responses_are_one_clear_line(
         change: Callable[[Members, dict[str, Any]], None], message: str) -> None:
     bad = rewrite(recording.bundle, tmp_path / "bad.tavernrun", change)
     with pytest.raises(BundleInvalid) as info:
-        tavernlab.replay(bad, lab=tmp_path / "never")
+        tavernlab.replay.replay(bad, lab=tmp_path / "never")
     assert message in info.value.message
     assert not (tmp_path / "never").exists()
     assert main(["replay", str(bad), "--lab", str(tmp_path / "never")]) == 1
@@ -483,7 +483,7 @@ def test_temporary_labs_are_cleaned_up(recording: Recording, tmp_path: Path,
 
     monkeypatch.setattr(tempfile, "tempdir", None)
     bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
-    report = tavernlab.replay(recording.bundle, skills={"greet": bye})
+    report = tavernlab.replay.replay(recording.bundle, skills={"greet": bye})
     assert report.model_divergence is not None and report.lab is None
     assert list(_entries(tmp_path / "tmp")) == []
 
@@ -516,7 +516,7 @@ def test_a_delegated_task_replays_identically(tmp_path: Path) -> None:
     assert agent is not None and list(agent.agents) == ["scene-critic"]
     assert [r.invocation_id == "inv_root" for r in agent.responses] == [True, False, True]
     other = tmp_path / "delegated-replayed"
-    report = tavernlab.replay(recording.bundle, lab=other)
+    report = tavernlab.replay.replay(recording.bundle, lab=other)
     assert report.identical, str(report)
     same_lab_files(recording.root, other)
     assert [t.invocation == "inv_root" for t in report.model_turns] == [True, False, True]
@@ -534,7 +534,7 @@ def test_a_handoff_replays_identically(tmp_path: Path) -> None:
     recording = Recording(tmp_path, responses, name="handoff", profile=handing_off,
                           agents={"finisher": FINISHER})
     assert recording.outcome.status == "completed"
-    report = tavernlab.replay(recording.bundle)
+    report = tavernlab.replay.replay(recording.bundle)
     assert report.identical, str(report)
 
 
@@ -559,7 +559,7 @@ def test_a_recording_that_does_not_replay_identically_says_so_before_its_request
 
     edited = rewrite(recording.bundle, tmp_path / "edited.tavernrun", edit_main)
     bye = changed(tmp_path, "bye", **{"scripts/hi.js": "console.log('bye');\n"})
-    report = tavernlab.replay(edited, skills={"greet": bye})
+    report = tavernlab.replay.replay(edited, skills={"greet": bye})
     note = report.divergences[0]
     assert (note.index, note.kind, note.subject) == (-1, "setup", "recorded model requests")
     assert note.actual is not None and note.actual.startswith(
@@ -593,7 +593,7 @@ def test_a_run_cancelled_during_a_model_call_replays_identically(tmp_path: Path)
     assert agent is not None and agent.cancelled_attempt is not None
     assert (agent.cancelled_attempt.round, agent.cancelled_attempt.attempt) == (2, 1)
     other = tmp_path / "cancelled-replayed"
-    report = tavernlab.replay(bundle, lab=other)
+    report = tavernlab.replay.replay(bundle, lab=other)
     assert report.identical, str(report)
     same_lab_files(tmp_path / "cancelled", other)
     assert [t.round for t in report.model_turns] == [1]

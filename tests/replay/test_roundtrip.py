@@ -108,7 +108,7 @@ def test_run_export_works_without_importing_replay(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\na.tavernrun\nTrue\n", "")
-    assert tavernlab.replay(tmp_path / "a.tavernrun").identical
+    assert tavernlab.replay.replay(tmp_path / "a.tavernrun").identical
 
 
 def test_a_reopened_and_resumed_run_replays(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def test_a_reopened_and_resumed_run_replays(tmp_path: Path) -> None:
     kinds = [a.kind for a in read_bundle(bundle).manifest.actions]
     assert kinds == ["tool_call", "tool_call", "tool_call", "resume", "tool_call", "reopen",
                      "js_job", "tool_call", "tool_call", "tool_call"]
-    report = tavernlab.replay(bundle)
+    report = tavernlab.replay.replay(bundle)
     assert report.identical, str(report)
 
 

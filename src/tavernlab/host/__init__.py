@@ -15,11 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tavernlab.host.lab import Lab
-    from tavernlab.host.registry import DEFAULT_TOOLS, ToolProvider, ToolRegistry
+    from tavernlab.host.registry import (
+        DEFAULT_TOOLS,
+        ToolProvider,
+        ToolRegistry,
+        worktree_tools,
+    )
     from tavernlab.host.run import Run
     from tavernlab.host.services import LabServices
 
-__all__ = ["DEFAULT_TOOLS", "Lab", "LabServices", "Run", "ToolProvider", "ToolRegistry"]
+__all__ = ["DEFAULT_TOOLS", "Lab", "LabServices", "Run", "ToolProvider", "ToolRegistry",
+           "worktree_tools"]
 
 _HOMES = {
     "DEFAULT_TOOLS": "tavernlab.host.registry",
@@ -28,6 +34,7 @@ _HOMES = {
     "Run": "tavernlab.host.run",
     "ToolProvider": "tavernlab.host.registry",
     "ToolRegistry": "tavernlab.host.registry",
+    "worktree_tools": "tavernlab.host.registry",
 }
 
 

@@ -8,6 +8,9 @@ lab's :class:`~tavernlab.host.services.LabServices` and returns specs; a lab bui
 ``Lab(path, tools=[...])`` accepts providers and specs alike. :data:`DEFAULT_TOOLS` is the set
 upstream V5 offers: the workspace tools, the shell, the legacy skill tools (offered only
 in the compatibility mode) and the Agent control tools (which act only in the agent loop).
+:func:`worktree_tools` (the seven git worktree tools, on the lab's worktree runtime) is not in
+the default set: a lab offers it when given it, ``Lab(path, tools=[*DEFAULT_TOOLS,
+worktree_tools])``, and a run's calls to it are then recorded like any other tool call.
 """
 
 from __future__ import annotations
@@ -50,6 +53,15 @@ def agent_control_tools(services: LabServices) -> Iterable[ToolSpec]:
     from tavernlab.host.agent_tools import AGENT_TOOLS
 
     return AGENT_TOOLS
+
+
+def worktree_tools(services: LabServices) -> Iterable[ToolSpec]:
+    """``worktree.provision``, ``worktree.run-gate``, ``worktree.cleanup``,
+    ``worktree.run-script``, ``worktree.start-service``, ``worktree.stop-service`` and
+    ``worktree.list-services`` on the lab's worktree runtime (not in :data:`DEFAULT_TOOLS`)."""
+    from tavernlab.worktree.tools import worktree_tool_specs
+
+    return worktree_tool_specs(lambda: services.worktree)
 
 
 #: The tools of a lab built without ``tools=``.

@@ -2,14 +2,14 @@
 
 ``%tavern`` (the current lab and run, skills, tree, events), ``%%js``/``%js`` (the sandbox),
 ``%ws_shell``/``%%ws_shell`` (one ``workspace.shell`` call) and ``%worktree`` (agentproto
-worktrees); settings on :class:`TavernMagics`. Plugins (the widgets) extend it through:
+worktrees); settings on :class:`TavernMagics`. The widgets and other notebook code extend it
+through:
 
-* :func:`register_tavern_command` / :func:`register_worktree_command` - add or replace a
+* :func:`register_tavern_command` - add or replace a ``%tavern``
   subcommand (``Subcommand(name, help, handler, arguments)``);
 * :func:`set_progress_factory` - what ``%worktree new`` shows while provisioning;
 * :func:`current_session` - the loaded extension's :class:`NotebookSession` (current lab, run,
   worktree);
-* :data:`tavernlab.notebook.extension.PLUGINS` - modules loaded with the extension;
 * :class:`CellRouter` - route output from a helper thread to the cell that started the work.
 """
 
@@ -51,12 +51,6 @@ def register_tavern_command(command: Subcommand, *, replace: bool = False,
     _magics(ip).tavern_commands.register(command, replace=replace)
 
 
-def register_worktree_command(command: Subcommand, *, replace: bool = False,
-                              ip: Any = None) -> None:
-    """Add a ``%worktree`` subcommand (``replace=True`` swaps an existing one)."""
-    _magics(ip).worktree_commands.register(command, replace=replace)
-
-
 __all__ = [
     "CellRouter",
     "JSError",
@@ -69,7 +63,6 @@ __all__ = [
     "current_session",
     "load_ipython_extension",
     "register_tavern_command",
-    "register_worktree_command",
     "set_progress_factory",
     "unload_ipython_extension",
 ]

@@ -447,20 +447,17 @@ class AgentMagics(Magics):
 _registered: dict[int, AgentMagics] = {}
 
 
-def load_ipython_extension(ip: Any) -> None:
-    """Register ``%%agent`` and ``%agent_models`` (loaded with the extension, as a plugin:
-    they use the extension's session, so its current lab)."""
-    from tavernlab.notebook.extension import loaded_magics
-
-    tavern = loaded_magics(ip)
-    if tavern is None or id(ip) in _registered:
+def load_agent_magics(ip: Any, session: NotebookSession) -> None:
+    """Register ``%%agent`` and ``%agent_models`` with ``ip`` (the extension does it when it
+    loads): they use the extension's ``session``, so its current lab."""
+    if id(ip) in _registered:
         return
-    magics = AgentMagics(ip, tavern.session)
+    magics = AgentMagics(ip, session)
     ip.register_magics(magics)
     _registered[id(ip)] = magics
 
 
-def unload_ipython_extension(ip: Any) -> None:
+def unload_agent_magics(ip: Any) -> None:
     """Remove ``%%agent`` and ``%agent_models`` and their settings."""
     magics = _registered.pop(id(ip), None)
     if magics is None:

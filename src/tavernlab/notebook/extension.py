@@ -7,16 +7,17 @@ settings ``%config`` then finds), registers ``%tavern``, ``%%js``/``%js``, ``%ws
 rich display of tavernlab's objects. ``%%js``
 replaces IPython's own ``%%js`` (its alias of the browser-side ``%%javascript``); the magic it
 replaced is kept and put back by :func:`unload_ipython_extension`, which also removes the
-formatters, closes the lab the notebook opened and unloads the :data:`PLUGINS`.
+formatters, closes the lab the notebook opened and takes the widgets and the agent magics
+out again.
 
-Plugins are modules of the notebook layer loaded with the extension, each with its own
-``load_ipython_extension(ip)`` / ``unload_ipython_extension(ip)`` (the widgets package adds
-itself here to register ``run.show`` and upgrade ``%tavern tree`` and ``%worktree new``).
+Loading also installs the widgets (:func:`tavernlab.notebook.widgets.plugin.load_widgets`:
+``run.show``, the live ``%tavern tree`` and ``%tavern timeline``, the provisioning widget of
+``%worktree new``) and the agent magics ``%%agent`` / ``%agent_models``
+(:func:`tavernlab.notebook.agent_cell.load_agent_magics`), both called by name here.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,9 +25,6 @@ from typing import Any
 from tavernlab.notebook.completion import install_completion
 from tavernlab.notebook.display import register_formatters
 from tavernlab.notebook.magics import TavernMagics
-
-#: Notebook-layer modules loaded and unloaded with the extension, in order.
-PLUGINS: tuple[str, ...] = ("tavernlab.notebook.widgets.plugin", "tavernlab.notebook.agent_cell")
 
 _MAGIC_NAMES = (("line", "tavern"), ("line", "js"), ("cell", "js"), ("line", "ws_shell"),
                 ("cell", "ws_shell"), ("line", "worktree"))
@@ -57,8 +55,11 @@ def load_ipython_extension(ip: Any) -> None:
     state = _Loaded(magics, replaced, register_formatters(ip),
                     install_completion(ip, magics))
     _loaded[id(ip)] = state
-    for name in PLUGINS:
-        importlib.import_module(name).load_ipython_extension(ip)
+    from tavernlab.notebook.agent_cell import load_agent_magics
+    from tavernlab.notebook.widgets.plugin import load_widgets
+
+    load_widgets(ip)
+    load_agent_magics(ip, magics.session)
 
 
 def _resolved(manager: Any, kind: str, name: str) -> Any:
@@ -70,14 +71,17 @@ def _resolved(manager: Any, kind: str, name: str) -> Any:
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """Undo :func:`load_ipython_extension`: plugins, magics (IPython's ``%%js`` comes
-    back), settings, formatters; close the lab the notebook opened, and say what became of
-    the current run and how to reopen it."""
+    """Undo :func:`load_ipython_extension`: the agent magics, the widgets, the magics
+    (IPython's ``%%js`` comes back), settings, formatters; close the lab the notebook opened,
+    and say what became of the current run and how to reopen it."""
     state = _loaded.pop(id(ip), None)
     if state is None:
         return
-    for name in reversed(PLUGINS):
-        importlib.import_module(name).unload_ipython_extension(ip)
+    from tavernlab.notebook.agent_cell import unload_agent_magics
+    from tavernlab.notebook.widgets.plugin import unload_widgets
+
+    unload_agent_magics(ip)
+    unload_widgets(ip)
     table = ip.magics_manager.magics
     for kind, name in _MAGIC_NAMES:
         table[kind].pop(name, None)
@@ -96,7 +100,7 @@ def unload_ipython_extension(ip: Any) -> None:
 
 def loaded_magics(ip: Any) -> TavernMagics | None:
     """The :class:`TavernMagics` loaded into ``ip`` (``None`` when the extension is not
-    loaded): the entry point for plugins (its ``session``, ``tavern_commands``,
-    ``worktree_commands``)."""
+    loaded): its ``session``, ``tavern_commands``,
+    ``worktree_commands``."""
     state = _loaded.get(id(ip))
     return None if state is None else state.magics

@@ -4,29 +4,23 @@ against another version of a skill, replay a corpus at once.
 * ``run.export(path)`` / :func:`export_run` writes one ``.tavernrun`` bundle
   (:mod:`~tavernlab.replay.manifest` describes the format, :mod:`~tavernlab.replay.export`
   what is refused).
-* ``tavernlab.replay(bundle, lab=None, skills=None, live=None)`` plays the bundle's actions
-  (or, for a run the agent loop drove, runs the loop again with the recorded model
-  responses) in a fresh lab with the recorded clock and ids and returns a
-  :class:`ReplayReport`
+* :func:`replay` (``tavernlab.replay.replay(bundle, lab=None, skills=None, live=None)``)
+  plays the bundle's actions (or, for a run the agent loop drove, runs the loop again with
+  the recorded model responses) in a fresh lab with the recorded clock and ids and returns
+  a :class:`ReplayReport`
   (:mod:`~tavernlab.replay.compare` says what is compared). ``skills={"name": path}`` plays
   the same actions against another version of a bound skill; the report names both hashes.
 * :func:`replay_many` replays many bundles on any :class:`concurrent.futures.Executor`.
 * :class:`ReplaySession` splits a replay into prepare / play (one action at a time) /
   verify, which is what a notebook generated from a run uses.
 
-This package is callable: ``tavernlab.replay(bundle)`` is :func:`replay` (the package and the
-function share one name; the module's class makes the call work). Type checkers see a
-module there, so typed code spells it ``from tavernlab.replay import replay``.
 Importing it registers :func:`export_run` as the ``run.export`` presenter of the host
 (:mod:`tavernlab.host.presentation`).
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
-from typing import Any
 
 from tavernlab.host.presentation import register_presenter
 from tavernlab.models import ModelProvider
@@ -73,12 +67,4 @@ def replay(bundle: Bundle | str | Path, lab: str | Path | None = None,
     return replay_bundle(bundle, lab, skills, live)
 
 
-class _CallableModule(types.ModuleType):
-    """The class of this package's module object: calling it calls :func:`replay`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> ReplayReport:
-        return replay(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 register_presenter("run.export", export_run)

@@ -1,5 +1,5 @@
-"""The widgets as a plugin of the ``tavernlab`` extension (listed in
-:data:`tavernlab.notebook.extension.PLUGINS`).
+"""The widgets' part of the ``tavernlab`` extension (which calls :func:`load_widgets` and
+:func:`unload_widgets`).
 
 Loading it upgrades ``%tavern tree`` to the live :class:`FileTree`, adds ``%tavern timeline``
 (the live :class:`Timeline`) and makes ``%worktree new`` show a :class:`ProvisionProgress`
@@ -80,7 +80,7 @@ TIMELINE = Subcommand("timeline", "the current run's rounds and calls, live (a w
                       "select a bar for its arguments, result and files)", _timeline)
 
 
-def load_ipython_extension(ip: Any) -> None:
+def load_widgets(ip: Any) -> None:
     """Upgrade ``%tavern tree``, add ``%tavern timeline``, show provisioning as a widget,
     and bring the static views of the displayed widgets up to date at the end of each cell."""
     from tavernlab.notebook import register_tavern_command
@@ -92,7 +92,7 @@ def load_ipython_extension(ip: Any) -> None:
         ip.events.register("post_run_cell", refresh_static_views)
 
 
-def unload_ipython_extension(ip: Any) -> None:
+def unload_widgets(ip: Any) -> None:
     """Put the text progress back (the ``%tavern`` commands go with the magics) and stop
     refreshing static views at the end of cells."""
     set_progress_factory(None)
