@@ -4,7 +4,10 @@ The repository defaults to the git repository around the notebook (the kernel's 
 directory); every tool runs against the current lab's worktree runtime
 (``lab.services.worktree``). ``new`` provisions with live progress (:mod:`.progress`) and
 makes the new worktree the *current worktree*, the default of ``gate``, ``run``, ``start``,
-``stop`` and ``services`` (``--worktree PATH|SLUG`` names another). Services started here
+``stop`` and ``services`` (``--worktree PATH|SLUG`` names another). ``agent`` runs the
+``worktree-agent`` workflow (the flags of ``worktree-agent run``, with ``--repo`` defaulting to
+the notebook's repository): provision with the same progress, the coding step on the agentproto
+daemon, the gate's output streamed, the approval asked in the notebook. Services started here
 live in the kernel until ``stop``, ``rm`` or the kernel's exit, behind this notebook's proxy
 (``proxy`` starts or shows it; ``start`` starts it on a free port when needed).
 
@@ -21,7 +24,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from IPython.core.error import UsageError
+from IPython.core.error import StdinNotImplementedError, UsageError
 
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
@@ -32,13 +35,17 @@ from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.progress import start_progress
 from tavernlab.notebook.session import NotebookSession, WorktreeRef
+from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input, make_approve
+from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
 from tavernlab.worktree.context import ProvisionContext, run_with_provision_context
-from tavernlab.worktree.errors import ProvisionCancelledError
+from tavernlab.worktree.daemon import DaemonAgentHost, resolve_mcp_url
+from tavernlab.worktree.errors import DaemonUnreachableError, ProvisionCancelledError
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF, git, git_run, resolves_to_commit
 from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
 from tavernlab.worktree.tools import call_tool
+from tavernlab.worktree.workflow import run_worktree_agent
 
 SUMMARY = """%worktree COMMAND [OPTIONS]: git worktrees for agents (like `tavernlab worktree`).
 
@@ -48,6 +55,7 @@ worktree the current one, which the other commands use unless given --worktree."
 #: The ``Examples`` block of ``%worktree?``: one magic call a line.
 EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
 %worktree gate npm test
+%worktree agent --slug fix-it --task "make the tests pass" --gate "npm test"
 %worktree start web
 %worktree ls
 %worktree rm fix-login --delete-branch
@@ -121,8 +129,16 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
             tool_input[key] = value
     if args.no_setup:
         tool_input["runSetup"] = False
+    result = _provision(session, repo, tool_input)
+    return WorktreeResult(f"worktree {args.slug}", result)
+
+
+def _provision(session: NotebookSession, repo: str, tool_input: dict[str, Any]) -> Any:
+    """``worktree.provision`` with the progress display (an interrupt cancels it); the new
+    worktree becomes the current one."""
+    slug = tool_input["slug"]
     token = CancelToken()
-    progress = start_progress(args.slug, token)
+    progress = start_progress(slug, token)
     watch = Stopwatch()
     context = ProvisionContext(caller_key="notebook", signal=token, on_progress=progress.update,
                                 on_output=progress.output)
@@ -141,7 +157,7 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
         raise
     progress.close("ok")
     session.worktree = WorktreeRef(repo, result["cwd"], result["branch"])
-    return WorktreeResult(f"worktree {args.slug}", result)
+    return result
 
 
 def _new_arguments(parser: argparse.ArgumentParser) -> None:
@@ -156,6 +172,65 @@ def _new_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--branch", help="branch name (default wt/SLUG)")
     parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
     parser.add_argument("--no-setup", action="store_true", help="skip config files and hooks")
+
+
+def _kernel_ask(prompt: str) -> str:
+    """Ask with ``input()``; a kernel whose front end takes no input cannot ask."""
+    try:
+        return input(prompt)
+    except (StdinNotImplementedError, EOFError, OSError):
+        raise CannotAsk from None
+
+
+def _connect_daemon() -> DaemonAgentHost:
+    """The daemon host, or a one-line :class:`DaemonUnreachableError` naming the URL and
+    ``AGENTPROTO_MCP_URL``. It is raised outside the connection's ``except`` so that no
+    exception group from the MCP client rides along as its context (IPython cannot render
+    such a chain as one line)."""
+    try:
+        return DaemonAgentHost.connect()
+    except DaemonUnreachableError:
+        pass
+    raise DaemonUnreachableError(
+        f"%worktree agent: could not reach the agentproto daemon's MCP endpoint at "
+        f"{resolve_mcp_url()} (start it with `agentproto daemon start`, or set "
+        "AGENTPROTO_MCP_URL to a running one); nothing was provisioned")
+
+
+def _agent(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """The ``worktree-agent`` workflow: provision (with the progress display), the coding
+    step on the agentproto daemon, the gate (its output streamed), the approval (``--yes``,
+    else asked with ``input()`` when the kernel takes input, else refused: the worktree
+    stays), then cleanup. The new worktree is the current one until the cleanup removes it."""
+    try:
+        parsed = build_input(vars(args), default_repo=".")
+    except CliUsageError as exc:
+        raise UsageError(f"%worktree agent: {exc.reason}") from None
+    repo = main_repo_root(parsed.input["repoRoot"])
+    inputs = {**parsed.input, "repoRoot": repo,
+              "base": _base(session, repo, parsed.input.get("base"))}
+    host = _connect_daemon()
+    out = CellOutput(session.shell)
+    approve = make_approve(parsed.yes, tty=lambda: True, ask=_kernel_ask,
+                           unattended="this kernel takes no input")
+    with host:
+        result = run_worktree_agent(
+            inputs, host, approve, session.lab.services.worktree,
+            provision=lambda tool_input: _provision(session, repo, tool_input),
+            on_gate_line=lambda stream, line: out.js_chunk(stream, line + "\n"))
+    out.finish()
+    current = session.worktree
+    if result["cleanup"].get("removed") and current is not None \
+            and real(current.path) == real(result["cwd"]):
+        session.worktree = None
+    return WorktreeResult(f"worktree-agent {inputs['slug']}", result)
+
+
+def _agent_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = add_agent_arguments(parser)
+    completes_with(actions["--repo"], local_paths)
+    for flag in ("--slug", "--task", "--gate", "--deps-cmd", "--write-file"):
+        completes_with(actions[flag], no_values)
 
 
 def _ls(session: NotebookSession, args: argparse.Namespace) -> Any:
@@ -278,6 +353,8 @@ COMMANDS = (
     Subcommand("ls", "list the repository's worktrees", _ls,
                lambda p: p.add_argument("--repo")),
     Subcommand("gate", "run a check command in a worktree", _gate, _gate_arguments),
+    Subcommand("agent", "provision, run a coding agent on the agentproto daemon, gate, "
+               "approve and clean up", _agent, _agent_arguments),
     Subcommand("run", "run a committed script once", _run,
                lambda p: _with_worktree(p, script=True)),
     Subcommand("start", "start a service behind the notebook's proxy", _start,
