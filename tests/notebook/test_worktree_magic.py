@@ -166,7 +166,7 @@ def test_bad_input(nb: Notebook, repo: Repo) -> None:
         "%worktree": "%worktree: give a command (new, ls, gate, agent, run, start, stop, services, "
                      "rm, gc, proxy); `%worktree?` shows their options",
         "%worktree new": "%worktree new: the following arguments are required: SLUG",
-        "%worktree rm": "%worktree rm: the following arguments are required: SLUG",
+        "%worktree rm": "%worktree rm: the following arguments are required: PATH|SLUG",
         "%worktree gate": "%worktree gate: give the check command (%worktree gate CMD)",
         "%worktree proxy --port x": "%worktree proxy: argument --port: invalid int value: 'x'",
     }

@@ -31,6 +31,16 @@ from tavernlab.cli.common import print_json
 from tavernlab.clock import SYSTEM_CLOCK
 from tavernlab.errors import TavernlabError, ToolError, UsageError
 from tavernlab.views import describe_event
+from tavernlab.worktree.commands import (
+    add_rm_arguments,
+    add_script_arguments,
+    add_target_arguments,
+    list_services,
+    remove,
+    run_script,
+    stop_service,
+    target_of,
+)
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
 from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import Forge, UnreachableForge, forge_for_repo
@@ -162,30 +172,20 @@ def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
           file=sys.stderr)
 
 
-def _service_target(args: argparse.Namespace) -> dict[str, Any]:
-    worktree = os.path.abspath(args.worktree)
-    repo = main_repo_root(worktree)
-    branch = args.branch
-    if branch is None:
-        record = find_worktree(repo, worktree)
-        if record is None:
-            raise ToolError("not_found", f"not a worktree of {repo}: {worktree}")
-        branch = record.get("branch") or ""
-    return {"repoRoot": repo, "worktreePath": worktree, "branch": branch, "base": args.base}
-
-
 def _run(args: argparse.Namespace) -> int:
-    result = call_tool("worktree.run-script", {**_service_target(args), "script": args.script})
+    result = run_script(target_of(args), args)
     _print_run(args, result)
     return 0 if result["passed"] else 1
 
 
 def _start(args: argparse.Namespace) -> int:
-    target = _service_target(args)
+    target = target_of(args)
     runtime = WorktreeRuntime()
     proxy = runtime.start_proxy(port=args.proxy_port)
     try:
-        statuses = [call_tool("worktree.start-service", {**target, "script": name,
+        where = {"repoRoot": target.repo, "worktreePath": target.path,
+                 "branch": target.branch, "base": args.base}
+        statuses = [call_tool("worktree.start-service", {**where, "script": name,
                                                          "proxyPort": proxy.port}, runtime)
                     for name in args.scripts]
         _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
@@ -205,16 +205,14 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    result = call_tool("worktree.stop-service", {"worktreePath": os.path.abspath(args.worktree),
-                                                 "script": args.script})
+    result = stop_service(target_of(args), args)
     _emit(args, result, "stopped" if result["stopped"] else
           "not stopped (no running service in this process)")
     return 0
 
 
 def _services(args: argparse.Namespace) -> int:
-    target = _service_target(args)
-    result = call_tool("worktree.list-services", {**target, "proxyPort": args.proxy_port})
+    result = list_services(target_of(args), args, args.proxy_port)
     _emit(args, result, "\n".join(
         f"{s['name']}: {s['status']} port {s['port']} {s['url']}" for s in result["services"])
         or "no services declared")
@@ -222,14 +220,7 @@ def _services(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    path = os.path.abspath(args.path)
-    repo = _repo(args)
-    record = _record_for(repo, path)
-    result = call_tool("worktree.cleanup", {
-        "repoRoot": repo, "cwd": record["path"], "branch": record.get("branch"),
-        "deleteBranch": args.delete_branch, "base": args.base,
-        "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
-        "discardModified": args.discard_modified})
+    record, result = remove(args)
     _emit(args, result, f"removed {record['path']}")
     return 0
 
@@ -315,38 +306,24 @@ def _register_new(command: Command) -> None:
 
 
 def _register_services(command: Command) -> None:
-    for name, handler, text in (("run", _run, "run a committed script once"),
-                                ("services", _services, "list declared services")):
-        sub = command(name, handler, text)
-        if name == "run":
-            sub.add_argument("script")
-        sub.add_argument("--worktree", default=".", help="worktree (default: current dir)")
-        sub.add_argument("--branch", help="branch (default: the worktree's)")
-        sub.add_argument("--base", default=DEFAULT_REF)
-        if name == "services":
-            sub.add_argument("--proxy-port", type=int, default=None)
+    here = "the current directory"
+    run = command("run", _run, "run a committed script once")
+    add_script_arguments(run, default_help=here)
+    services = command("services", _services, "list declared services")
+    add_target_arguments(services, default_help=here)
+    services.add_argument("--proxy-port", type=int, default=None)
     start = command("start", _start,
                     "serve services behind the proxy in the foreground until Ctrl-C")
     start.add_argument("scripts", nargs="+", metavar="script")
-    start.add_argument("--worktree", default=".")
-    start.add_argument("--branch")
-    start.add_argument("--base", default=DEFAULT_REF)
+    add_target_arguments(start, default_help=here)
     start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
     start.add_argument("--seconds", type=float, help="stop after this many seconds")
     stop = command("stop", _stop, "stop a service started by this process")
-    stop.add_argument("script")
-    stop.add_argument("--worktree", default=".")
+    add_script_arguments(stop, default_help=here)
 
 
 def _register_removal(command: Command) -> None:
-    rm = command("rm", _rm, "stop services, run teardown and remove a worktree")
-    rm.add_argument("path")
-    rm.add_argument("--repo", default=".")
-    rm.add_argument("--base", default=DEFAULT_REF)
-    rm.add_argument("--delete-branch", action="store_true")
-    rm.add_argument("--no-teardown", action="store_true")
-    rm.add_argument("--discard-untracked", action="store_true")
-    rm.add_argument("--discard-modified", action="store_true")
+    add_rm_arguments(command("rm", _rm, "stop services, run teardown and remove a worktree"))
     archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
     archive.add_argument("path")
     archive.add_argument("--base", default=DEFAULT_REF)

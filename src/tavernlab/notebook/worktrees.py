@@ -27,7 +27,6 @@ from typing import Any
 from IPython.core.error import StdinNotImplementedError, UsageError
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import ToolError
 from tavernlab.notebook.commands import CommandTable, Subcommand
 from tavernlab.notebook.completion import completes_with, local_paths, no_values
 from tavernlab.notebook.display import WorktreeResult
@@ -37,6 +36,18 @@ from tavernlab.notebook.progress import start_progress
 from tavernlab.notebook.session import NotebookSession, WorktreeRef
 from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input, make_approve
 from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
+from tavernlab.worktree.commands import (
+    Target,
+    add_rm_arguments,
+    add_script_arguments,
+    add_target_arguments,
+    find_linked,
+    list_services,
+    remove,
+    run_script,
+    stop_service,
+    target_of,
+)
 from tavernlab.worktree.context import ProvisionContext, run_with_provision_context
 from tavernlab.worktree.daemon import DaemonAgentHost, resolve_mcp_url
 from tavernlab.worktree.errors import DaemonUnreachableError, ProvisionCancelledError
@@ -97,27 +108,16 @@ def _repo(args: argparse.Namespace) -> str:
 def find_worktree_ref(repo: str, ref: str) -> WorktreeRecord:
     """The linked worktree named by ``ref``: its path, or its slug (the folder name, or the
     branch ``wt/<slug>``)."""
-    for record in list_worktrees(repo)[1:]:  # after the main checkout
-        path = record["path"]
-        if real(path) == real(os.path.abspath(ref)) or os.path.basename(path) == ref \
-                or record.get("branch") in (ref, f"wt/{ref}"):
-            return record
-    raise ToolError("not_found", f"not a linked worktree of {repo}: {ref}")
+    return find_linked(repo, ref)
 
 
-def _target(session: NotebookSession, args: argparse.Namespace) -> WorktreeRef:
-    if args.worktree is None:
-        return session.current_worktree()
-    repo = main_repo_root(os.path.abspath(args.worktree)) if os.path.isdir(args.worktree) \
-        else _repo(args)
-    record = find_worktree_ref(repo, args.worktree)
-    return WorktreeRef(repo, record["path"], record.get("branch") or "")
+def _target(session: NotebookSession, args: argparse.Namespace) -> Target:
+    return target_of(args, current=lambda: Target(*_current(session)))
 
 
-def _service_input(session: NotebookSession, args: argparse.Namespace) -> dict[str, Any]:
-    target = _target(session, args)
-    return {"repoRoot": target.repo, "worktreePath": target.path, "branch": target.branch,
-            "base": args.base}
+def _current(session: NotebookSession) -> tuple[str, str, str]:
+    ref = session.current_worktree()
+    return ref.repo, ref.path, ref.branch
 
 
 def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
@@ -254,40 +254,32 @@ def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _run(session: NotebookSession, args: argparse.Namespace) -> Any:
-    tool_input = {**_service_input(session, args), "script": args.script}
-    result = call_tool("worktree.run-script", tool_input, session.lab.services.worktree)
+    result = run_script(_target(session, args), args, session.lab.services.worktree)
     return WorktreeResult(f"script {args.script}", result)
 
 
 def _start(session: NotebookSession, args: argparse.Namespace) -> Any:
-    tool_input = {**_service_input(session, args), "script": args.script,
+    target = _target(session, args)
+    tool_input = {"repoRoot": target.repo, "worktreePath": target.path,
+                  "branch": target.branch, "base": args.base, "script": args.script,
                   "proxyPort": session.proxy_port(start=True)}
     result = call_tool("worktree.start-service", tool_input, session.lab.services.worktree)
     return WorktreeResult(f"service {args.script}", result)
 
 
 def _stop(session: NotebookSession, args: argparse.Namespace) -> Any:
-    target = _target(session, args)
-    result = call_tool("worktree.stop-service", {"worktreePath": target.path,
-                                                 "script": args.script},
-                       session.lab.services.worktree)
+    result = stop_service(_target(session, args), args, session.lab.services.worktree)
     return WorktreeResult(f"stop {args.script}", result)
 
 
 def _services(session: NotebookSession, args: argparse.Namespace) -> Any:
-    tool_input = {**_service_input(session, args), "proxyPort": session.proxy_port(start=False)}
-    result = call_tool("worktree.list-services", tool_input, session.lab.services.worktree)
+    result = list_services(_target(session, args), args, session.proxy_port(start=False),
+                           session.lab.services.worktree)
     return WorktreeResult("services", result)
 
 
 def _rm(session: NotebookSession, args: argparse.Namespace) -> Any:
-    repo = _repo(args)
-    record = find_worktree_ref(repo, args.slug)
-    result = call_tool("worktree.cleanup", {
-        "repoRoot": repo, "cwd": record["path"], "branch": record.get("branch"),
-        "deleteBranch": args.delete_branch, "base": args.base,
-        "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
-        "discardModified": args.discard_modified}, session.lab.services.worktree)
+    record, result = remove(args, session.lab.services.worktree)
     if session.worktree is not None and real(session.worktree.path) == real(record["path"]):
         session.worktree = None
     return WorktreeResult(f"removed {record['path']}", result)
@@ -317,12 +309,7 @@ def _proxy(session: NotebookSession, args: argparse.Namespace) -> Any:
                                     "hosts": session.lab.services.worktree.table.hosts()})
 
 
-def _with_worktree(parser: argparse.ArgumentParser, *, script: bool) -> None:
-    if script:
-        parser.add_argument("script", metavar="SCRIPT", help="a script of agentproto.json")
-    parser.add_argument("--worktree", metavar="PATH|SLUG", help="default: the current worktree")
-    parser.add_argument("--repo", help="repository of a --worktree SLUG")
-    parser.add_argument("--base", default=BASE)
+_CURRENT = "the current worktree"
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -330,16 +317,6 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", help="repository of a --worktree SLUG")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
                         help="the check command (one quoted string, or words)")
-
-
-def _rm_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("slug", metavar="SLUG", help="the worktree's slug or path")
-    parser.add_argument("--repo")
-    parser.add_argument("--base", default=BASE)
-    parser.add_argument("--delete-branch", action="store_true")
-    parser.add_argument("--discard-untracked", action="store_true")
-    parser.add_argument("--discard-modified", action="store_true")
-    parser.add_argument("--no-teardown", action="store_true")
 
 
 def _gc_arguments(parser: argparse.ArgumentParser) -> None:
@@ -356,14 +333,15 @@ COMMANDS = (
     Subcommand("agent", "provision, run a coding agent on the agentproto daemon, gate, "
                "approve and clean up", _agent, _agent_arguments),
     Subcommand("run", "run a committed script once", _run,
-               lambda p: _with_worktree(p, script=True)),
+               lambda p: add_script_arguments(p, default_help=_CURRENT)),
     Subcommand("start", "start a service behind the notebook's proxy", _start,
-               lambda p: _with_worktree(p, script=True)),
+               lambda p: add_script_arguments(p, default_help=_CURRENT)),
     Subcommand("stop", "stop a service started in this kernel", _stop,
-               lambda p: _with_worktree(p, script=True)),
+               lambda p: add_script_arguments(p, default_help=_CURRENT)),
     Subcommand("services", "list a worktree's declared services", _services,
-               lambda p: _with_worktree(p, script=False)),
-    Subcommand("rm", "stop services, run teardown and remove a worktree", _rm, _rm_arguments),
+               lambda p: add_target_arguments(p, default_help=_CURRENT)),
+    Subcommand("rm", "stop services, run teardown and remove a worktree", _rm,
+               add_rm_arguments),
     Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, _gc_arguments),
     Subcommand("proxy", "start (or show) the notebook's *.localhost proxy", _proxy,
                lambda p: p.add_argument("--port", type=int, default=None,
