@@ -43,7 +43,7 @@ def test_options_not_python_builtins(nb: Notebook) -> None:
     assert complete(nb, "%%js --c") == ["--command", "--cwd"]
     assert complete(nb, "%js --c") == ["--command", "--cwd"]
     assert complete(nb, "%ws_shell --w") == ["--workdir"]
-    assert complete(nb, "%worktree new --d") == ["--deps-cmd"]
+    assert complete(nb, "%worktree new --de") == ["--deps-cmd"]
     assert complete(nb, "%%js --command ") == ["js", "node", "deno"]  # choices in order
     # the older entry point sees the same
     with warnings.catch_warnings():

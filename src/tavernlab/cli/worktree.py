@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import sys
 import time
@@ -29,17 +28,21 @@ from typing import Any
 
 from tavernlab.cli.common import print_json
 from tavernlab.clock import SYSTEM_CLOCK
-from tavernlab.errors import TavernlabError, ToolError, UsageError
+from tavernlab.errors import TavernlabError, ToolError
 from tavernlab.views import describe_event
 from tavernlab.worktree.commands import (
+    add_new_arguments,
     add_rm_arguments,
     add_script_arguments,
     add_target_arguments,
     list_services,
+    new_input,
+    new_repo,
     remove,
     run_script,
     stop_service,
     target_of,
+    write_file_spec,
 )
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
 from tavernlab.worktree.errors import ProvisionCancelledError
@@ -87,39 +90,8 @@ def _record_for(repo_root: str, path: str) -> dict[str, Any]:
     return dict(record)
 
 
-def write_file_spec(raw: str) -> dict[str, Any]:
-    """``--write-file`` JSON ``{path, content, mode?}``; a bad value is a usage error with
-    upstream's ``worktree-agent`` wording."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"--write-file value is not valid JSON: {raw}") from exc
-    ok = (isinstance(value, dict) and isinstance(value.get("path"), str)
-          and isinstance(value.get("content"), str)
-          and value.get("mode", "create") in ("create", "append")
-          and set(value) <= {"path", "content", "mode"})
-    if not ok:
-        raise UsageError('--write-file requires {"path": string, "content": string, '
-                         f'"mode"?: "create"|"append"}}: {raw}')
-    return dict(value)
-
-
 def _new_input(args: argparse.Namespace) -> dict[str, Any]:
-    repo = _repo(args)
-    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": args.base}
-    for key, value in (("branch", args.branch), ("dir", args.dir and os.path.abspath(args.dir)),
-                       ("depsCmd", args.deps_cmd), ("copyGlobs", args.copy_glob),
-                       ("cloneGlobs", args.clone_glob), ("linkPaths", args.link),
-                       ("setupLogPath", args.setup_log and os.path.abspath(args.setup_log))):
-        if value is not None:
-            tool_input[key] = value
-    if args.write_file is not None:
-        tool_input["writeFiles"] = [write_file_spec(raw) for raw in args.write_file]
-    if args.no_setup:
-        tool_input["runSetup"] = False
-    if args.retry_setup:
-        tool_input["retrySetupOnFailure"] = True
-    return tool_input
+    return new_input(args, repo=new_repo(args), base=args.base or DEFAULT_REF)
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -283,21 +255,8 @@ Command = Callable[[str, Handler, str], argparse.ArgumentParser]
 
 
 def _register_new(command: Command) -> None:
-    new = command("new", _new, "provision a worktree (progress on stderr; Ctrl-C cancels)")
-    new.add_argument("slug", help="lowercase kebab-case name, e.g. fix-login")
-    new.add_argument("--repo", default=".", help="repository (default: current directory)")
-    new.add_argument("--base", default=DEFAULT_REF, help="ref to branch from")
-    new.add_argument("--branch", help="branch name (default wt/<slug>)")
-    new.add_argument("--dir", help="worktree directory (default <repo>/../_worktrees/<slug>)")
-    new.add_argument("--deps-cmd", help="install command run in the worktree")
-    new.add_argument("--copy-glob", action="append", help="file glob to copy (repeatable)")
-    new.add_argument("--clone-glob", action="append", help="entry glob to clone (repeatable)")
-    new.add_argument("--link", action="append", help="path to symlink (repeatable)")
-    new.add_argument("--write-file", action="append", metavar="JSON",
-                     help='{"path", "content", "mode"?} to write (repeatable)')
-    new.add_argument("--no-setup", action="store_true", help="skip both config files and hooks")
-    new.add_argument("--setup-log", help="append full hook output to this file")
-    new.add_argument("--retry-setup", action="store_true", help="retry a failing setup once")
+    add_new_arguments(command("new", _new,
+                              "provision a worktree (progress on stderr; Ctrl-C cancels)"))
     ls = command("ls", _ls, "list the repository's worktrees")
     ls.add_argument("--repo", default=".")
     gate = command("gate", _gate, "run a check command in a worktree")

@@ -38,11 +38,14 @@ from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input,
 from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
 from tavernlab.worktree.commands import (
     Target,
+    add_new_arguments,
     add_rm_arguments,
     add_script_arguments,
     add_target_arguments,
     find_linked,
     list_services,
+    new_input,
+    new_repo,
     remove,
     run_script,
     stop_service,
@@ -121,15 +124,9 @@ def _current(session: NotebookSession) -> tuple[str, str, str]:
 
 
 def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
-    repo = _repo(args)
-    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug,
-                                  "base": _base(session, repo, args.base)}
-    for key, value in (("branch", args.branch), ("depsCmd", args.deps_cmd)):
-        if value is not None:
-            tool_input[key] = value
-    if args.no_setup:
-        tool_input["runSetup"] = False
-    result = _provision(session, repo, tool_input)
+    repo = new_repo(args)
+    result = _provision(session, repo, new_input(args, repo=repo,
+                                                 base=_base(session, repo, args.base)))
     return WorktreeResult(f"worktree {args.slug}", result)
 
 
@@ -161,17 +158,11 @@ def _provision(session: NotebookSession, repo: str, tool_input: dict[str, Any]) 
 
 
 def _new_arguments(parser: argparse.ArgumentParser) -> None:
-    completes_with(parser.add_argument("slug", metavar="SLUG",
-                                       help="lowercase kebab-case name, e.g. fix-login"),
-                   no_values)
-    completes_with(parser.add_argument(
-        "--repo", help="repository (default: the one around the notebook)"), local_paths)
-    parser.add_argument("--base", default=None,
-                        help=f"ref to branch from (default {BASE}; without it, the current "
-                             "branch, which the cell says)")
-    parser.add_argument("--branch", help="branch name (default wt/SLUG)")
-    parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
-    parser.add_argument("--no-setup", action="store_true", help="skip config files and hooks")
+    add_new_arguments(parser)
+    actions = {a.dest: a for a in parser._actions}
+    completes_with(actions["slug"], no_values)  # a new slug is the user's to choose
+    for dest in ("repo", "dir", "setup_log"):
+        completes_with(actions[dest], local_paths)
 
 
 def _kernel_ask(prompt: str) -> str:

@@ -11,9 +11,12 @@ rule for naming a worktree:
   current directory, the notebook its current worktree. ``--branch`` overrides the branch.
 * ``run``, ``services`` and ``stop`` take that rule; ``rm PATH|SLUG`` names the linked
   worktree to remove the same way.
+* ``new SLUG`` has one flag set (:func:`add_new_arguments`) and one input builder
+  (:func:`new_input`); without ``--base`` each surface picks the base (the command line
+  ``origin/main``, the notebook the same or, without it, the current branch, saying so).
 
-The other commands (``new``, ``ls``, ``gate``, ``start``, ``archive``, ``gc``, ``proxy``) are
-still declared by each surface.
+The other commands (``ls``, ``gate``, ``start``, ``archive``, ``gc``, ``proxy``) are still
+declared by each surface.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tavernlab.errors import ToolError
+from tavernlab.errors import ToolError, UsageError
+from tavernlab.worktree.agent_args import CliUsageError, write_file
 from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.listing import (
     WorktreeRecord,
@@ -157,3 +161,56 @@ def remove(args: argparse.Namespace, runtime: WorktreeRuntime | None = None
         "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
         "discardModified": args.discard_modified}, runtime)
     return record, result
+
+
+def add_new_arguments(parser: argparse.ArgumentParser) -> None:
+    """``new SLUG`` and its flags (``--base`` is ``None`` when not given)."""
+    parser.add_argument("slug", metavar="SLUG", help="lowercase kebab-case name, e.g. fix-login")
+    parser.add_argument("--repo", help="repository (default: the current directory's)")
+    parser.add_argument("--base", default=None,
+                        help=f"ref to branch from (default {DEFAULT_REF})")
+    parser.add_argument("--branch", help="branch name (default wt/SLUG)")
+    parser.add_argument("--dir", help="worktree directory (default <repo>/../_worktrees/SLUG)")
+    parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
+    parser.add_argument("--copy-glob", action="append", help="file glob to copy (repeatable)")
+    parser.add_argument("--clone-glob", action="append",
+                        help="entry glob to clone (repeatable)")
+    parser.add_argument("--link", action="append", help="path to symlink (repeatable)")
+    parser.add_argument("--write-file", action="append", metavar="JSON",
+                        help='{"path", "content", "mode"?} to write (repeatable)')
+    parser.add_argument("--no-setup", action="store_true",
+                        help="skip both config files and hooks")
+    parser.add_argument("--setup-log", help="append full hook output to this file")
+    parser.add_argument("--retry-setup", action="store_true", help="retry a failing setup once")
+
+
+def new_repo(args: argparse.Namespace) -> str:
+    """The repository of ``new`` (``--repo``, else the current directory's)."""
+    return main_repo_root(os.path.abspath(args.repo or "."))
+
+
+def write_file_spec(raw: str) -> dict[str, Any]:
+    """A ``--write-file`` JSON ``{path, content, mode?}``; a bad value is a
+    :class:`~tavernlab.errors.UsageError` with upstream's ``worktree-agent`` wording."""
+    try:
+        return write_file(raw)
+    except CliUsageError as exc:
+        raise UsageError(exc.reason) from None
+
+
+def new_input(args: argparse.Namespace, *, repo: str, base: str) -> dict[str, Any]:
+    """``worktree.provision``'s input from the arguments of :func:`add_new_arguments`."""
+    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": base}
+    for key, value in (("branch", args.branch), ("dir", args.dir and os.path.abspath(args.dir)),
+                       ("depsCmd", args.deps_cmd), ("copyGlobs", args.copy_glob),
+                       ("cloneGlobs", args.clone_glob), ("linkPaths", args.link),
+                       ("setupLogPath", args.setup_log and os.path.abspath(args.setup_log))):
+        if value is not None:
+            tool_input[key] = value
+    if args.write_file is not None:
+        tool_input["writeFiles"] = [write_file_spec(raw) for raw in args.write_file]
+    if args.no_setup:
+        tool_input["runSetup"] = False
+    if args.retry_setup:
+        tool_input["retrySetupOnFailure"] = True
+    return tool_input
