@@ -31,10 +31,12 @@ from tavernlab.clock import SYSTEM_CLOCK
 from tavernlab.errors import TavernlabError, ToolError
 from tavernlab.views import describe_event
 from tavernlab.worktree.commands import (
+    add_gc_arguments,
     add_new_arguments,
     add_rm_arguments,
     add_script_arguments,
     add_target_arguments,
+    gc_options,
     list_services,
     new_input,
     new_repo,
@@ -47,7 +49,7 @@ from tavernlab.worktree.commands import (
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
 from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import Forge, UnreachableForge, forge_for_repo
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.listing import find_worktree, list_worktrees, main_repo_root, real
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
@@ -80,7 +82,7 @@ def _guard(handler: Handler) -> Handler:
 
 
 def _repo(args: argparse.Namespace) -> str:
-    return main_repo_root(os.path.abspath(args.repo))
+    return main_repo_root(os.path.abspath(args.repo or "."))
 
 
 def _record_for(repo_root: str, path: str) -> dict[str, Any]:
@@ -231,11 +233,7 @@ def _gc_forge(repo: str) -> Forge:
 
 def _gc(args: argparse.Namespace) -> int:
     repo = _repo(args)
-    options = GcOptions(forge=_gc_forge(repo),
-                        protected_paths=[os.path.abspath(p) for p in args.protect or []],
-                        include_detached=args.include_detached,
-                        worktrees_root=args.worktrees_root and os.path.abspath(args.worktrees_root),
-                        salvage_dirty=args.salvage_dirty, salvage_root=args.salvage_root)
+    options = gc_options(args, _gc_forge(repo))
     plan = plan_gc(repo, options)
     if not args.apply:
         lines = []
@@ -288,14 +286,7 @@ def _register_removal(command: Command) -> None:
     archive.add_argument("--base", default=DEFAULT_REF)
     archive.add_argument("--keep-branch", action="store_true")
     archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
-    gc = command("gc", _gc, "plan (or --apply) garbage collection of worktrees")
-    gc.add_argument("--repo", default=".")
-    gc.add_argument("--apply", action="store_true")
-    gc.add_argument("--salvage-dirty", action="store_true")
-    gc.add_argument("--include-detached", action="store_true")
-    gc.add_argument("--worktrees-root")
-    gc.add_argument("--protect", action="append", help="a live session's cwd (repeatable)")
-    gc.add_argument("--salvage-root")
+    add_gc_arguments(command("gc", _gc, "plan (or --apply) garbage collection of worktrees"))
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -38,11 +38,13 @@ from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input,
 from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
 from tavernlab.worktree.commands import (
     Target,
+    add_gc_arguments,
     add_new_arguments,
     add_rm_arguments,
     add_script_arguments,
     add_target_arguments,
     find_linked,
+    gc_options,
     list_services,
     new_input,
     new_repo,
@@ -55,7 +57,7 @@ from tavernlab.worktree.context import ProvisionContext, run_with_provision_cont
 from tavernlab.worktree.daemon import DaemonAgentHost, resolve_mcp_url
 from tavernlab.worktree.errors import DaemonUnreachableError, ProvisionCancelledError
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF, git, git_run, resolves_to_commit
 from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
 from tavernlab.worktree.tools import call_tool
@@ -283,9 +285,9 @@ def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
     the same plan every time); the recent-write window stays on the system clock, since it
     is measured against the files' real modification times."""
     repo = _repo(args)
-    options = GcOptions(forge=forge_for_repo(repo) or UnreachableForge(),
-                        services=session.lab.services.worktree.services,
-                        clock=session.lab.clock)
+    options = gc_options(args, forge_for_repo(repo) or UnreachableForge(),
+                         services=session.lab.services.worktree.services,
+                         clock=session.lab.clock)
     plan = plan_gc(repo, options)
     if not args.apply:
         return WorktreeResult(f"gc plan for {repo}", plan)
@@ -310,11 +312,6 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the check command (one quoted string, or words)")
 
 
-def _gc_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo")
-    parser.add_argument("--apply", action="store_true", help="act on the plan")
-
-
 COMMANDS = (
     Subcommand("new", "provision a worktree (live progress; interrupt cancels)", _new,
                _new_arguments),
@@ -333,7 +330,7 @@ COMMANDS = (
                lambda p: add_target_arguments(p, default_help=_CURRENT)),
     Subcommand("rm", "stop services, run teardown and remove a worktree", _rm,
                add_rm_arguments),
-    Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, _gc_arguments),
+    Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, add_gc_arguments),
     Subcommand("proxy", "start (or show) the notebook's *.localhost proxy", _proxy,
                lambda p: p.add_argument("--port", type=int, default=None,
                                         help="0 or absent: a free port")),

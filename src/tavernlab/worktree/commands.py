@@ -15,8 +15,12 @@ rule for naming a worktree:
   (:func:`new_input`); without ``--base`` each surface picks the base (the command line
   ``origin/main``, the notebook the same or, without it, the current branch, saying so).
 
-The other commands (``ls``, ``gate``, ``start``, ``archive``, ``gc``, ``proxy``) are still
-declared by each surface.
+* ``gc`` has one flag set (:func:`add_gc_arguments`) and one options builder
+  (:func:`gc_options`); each surface gives the forge (and the notebook its lab's clock and
+  service registry).
+
+The other commands (``ls``, ``gate``, ``start``, ``archive``, ``proxy``) are still declared
+by each surface.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from typing import Any
 
 from tavernlab.errors import ToolError, UsageError
 from tavernlab.worktree.agent_args import CliUsageError, write_file
+from tavernlab.worktree.forge import Forge
+from tavernlab.worktree.gc import GcOptions
 from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.listing import (
     WorktreeRecord,
@@ -214,3 +220,25 @@ def new_input(args: argparse.Namespace, *, repo: str, base: str) -> dict[str, An
     if args.retry_setup:
         tool_input["retrySetupOnFailure"] = True
     return tool_input
+
+
+def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gc`` and its flags."""
+    parser.add_argument("--repo", help="repository (default: the current directory's)")
+    parser.add_argument("--apply", action="store_true", help="act on the plan")
+    parser.add_argument("--salvage-dirty", action="store_true",
+                        help="salvage, then reclaim, worktrees with uncommitted work")
+    parser.add_argument("--include-detached", action="store_true")
+    parser.add_argument("--worktrees-root")
+    parser.add_argument("--protect", action="append", help="a live session's cwd (repeatable)")
+    parser.add_argument("--salvage-root")
+
+
+def gc_options(args: argparse.Namespace, forge: Forge, **extra: Any) -> GcOptions:
+    """:class:`GcOptions` from the arguments of :func:`add_gc_arguments`, with ``forge`` and
+    the surface's ``extra`` options (a clock, a service registry)."""
+    return GcOptions(forge=forge,
+                     protected_paths=[os.path.abspath(p) for p in args.protect or []],
+                     include_detached=args.include_detached,
+                     worktrees_root=args.worktrees_root and os.path.abspath(args.worktrees_root),
+                     salvage_dirty=args.salvage_dirty, salvage_root=args.salvage_root, **extra)
