@@ -10,6 +10,10 @@ Ctrl-C follows the rule of :mod:`tavernlab.cli`: ``new`` takes the cancellation 
 slot is released, the running install's process group killed, the half-made worktree and
 branch removed) and then exits 130 with ``cancelled``, without a traceback.
 
+``new``, ``run``, ``services``, ``stop``, ``rm`` and ``gc`` take the flags and the
+``--worktree PATH|SLUG`` rule that ``%worktree`` takes too (:mod:`tavernlab.worktree.commands`
+defines them once); this module prints what their handlers return.
+
 Services live in the process that started them (one supervisor per process, as upstream's
 CLI has its own): ``start`` therefore serves in the foreground behind the proxy until
 Ctrl-C (or ``--seconds``) and stops them, process groups and all, when it ends; ``stop`` in a
