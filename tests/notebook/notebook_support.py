@@ -71,12 +71,14 @@ class Kernel:
         #: IOPub messages that belonged to no cell being executed (late output).
         self.others: list[dict[str, Any]] = []
 
-    def execute(self, code: str, *, on_message: Any = None, timeout: float = 120
+    def execute(self, code: str, *, on_message: Any = None, timeout: float = 120,
+                allow_stdin: bool | None = None
                 ) -> tuple[dict[str, Any], list[tuple[float, dict[str, Any]]]]:
         """Run ``code``; returns the execute reply and this cell's IOPub messages (each with
         its arrival time on the monotonic clock) up to the kernel going idle.
-        ``on_message(msg)`` sees each of them as it arrives."""
-        msg_id = self.client.execute(code)
+        ``on_message(msg)`` sees each of them as it arrives; ``allow_stdin`` false runs the
+        cell as a front end that takes no input would."""
+        msg_id = self.client.execute(code, allow_stdin=allow_stdin)
         messages: list[tuple[float, dict[str, Any]]] = []
         deadline = time.monotonic() + timeout
         while True:

@@ -43,7 +43,7 @@ def test_options_not_python_builtins(nb: Notebook) -> None:
     assert complete(nb, "%%js --c") == ["--command", "--cwd"]
     assert complete(nb, "%js --c") == ["--command", "--cwd"]
     assert complete(nb, "%ws_shell --w") == ["--workdir"]
-    assert complete(nb, "%worktree new --d") == ["--deps-cmd"]
+    assert complete(nb, "%worktree new --de") == ["--deps-cmd"]
     assert complete(nb, "%%js --command ") == ["js", "node", "deno"]  # choices in order
     # the older entry point sees the same
     with warnings.catch_warnings():
@@ -52,6 +52,17 @@ def test_options_not_python_builtins(nb: Notebook) -> None:
     assert legacy == ("--", ["--depth", "--help",
                                                                   "--hidden", *[
         o for o in offered if o not in ("--depth", "--help", "--hidden")]])
+
+
+def test_worktree_agent_flags_complete(nb: Notebook, tmp_path: Path) -> None:
+    assert complete(nb, "%worktree a") == ["agent"]
+    assert complete(nb, "%worktree agent --co") == ["--copy-glob"]
+    assert complete(nb, "%worktree agent --n") == ["--no-cleanup"]
+    assert "--slug" not in complete(nb, "%worktree agent --slug x --")  # given already
+    assert "--link" in complete(nb, "%worktree agent --link a --")  # repeatable
+    assert complete(nb, "%worktree agent --slug fi") == ["fi"]  # the new slug is the user's
+    (tmp_path / "apps").mkdir()
+    assert complete(nb, f"%worktree agent --repo {tmp_path}/ap") == [f"{tmp_path}/apps/"]
 
 
 def test_values_event_types_scopes_and_variables(nb: Notebook) -> None:

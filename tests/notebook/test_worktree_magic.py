@@ -163,10 +163,10 @@ def test_the_progress_display_is_a_seam(nb: Notebook, repo: Repo) -> None:
 
 def test_bad_input(nb: Notebook, repo: Repo) -> None:
     cases = {
-        "%worktree": "%worktree: give a command (new, ls, gate, run, start, stop, services, rm, "
-                     "gc, proxy); `%worktree?` shows their options",
+        "%worktree": "%worktree: give a command (new, ls, gate, agent, run, start, stop, services, "
+                     "rm, gc, proxy); `%worktree?` shows their options",
         "%worktree new": "%worktree new: the following arguments are required: SLUG",
-        "%worktree rm": "%worktree rm: the following arguments are required: SLUG",
+        "%worktree rm": "%worktree rm: the following arguments are required: PATH|SLUG",
         "%worktree gate": "%worktree gate: give the check command (%worktree gate CMD)",
         "%worktree proxy --port x": "%worktree proxy: argument --port: invalid int value: 'x'",
     }
@@ -256,3 +256,15 @@ def test_new_in_a_repository_without_origin_branches_from_the_current_branch(
     again = nb.cell("%worktree new from-main --no-setup --base main")
     assert again.error is None and "no origin/main" not in again.stdout
     assert not (Path(again.value["cwd"]) / "trunk.txt").exists()
+
+
+def test_new_takes_the_command_lines_flags(nb: Notebook, repo: Repo, tmp_path: Path) -> None:
+    made = nb.cell(f"%worktree new flags --no-setup --dir {tmp_path / 'elsewhere'} "
+                   """--write-file '{"path": "notes.txt", "content": "hi\\n"}'""")
+    assert made.error is None, made.stdout
+    assert made.value.data == {"cwd": str(tmp_path / "elsewhere"), "branch": "wt/flags"}
+    assert (tmp_path / "elsewhere" / "notes.txt").read_text() == "hi\n"
+    bad = nb.cell("%worktree new bad --write-file '{nope'")
+    assert bad.stdout == "usage: --write-file value is not valid JSON: {nope\n"
+    by_slug = nb.cell(f"%worktree services --worktree flags --repo {repo.path}").value
+    assert [(s["name"], s["status"]) for s in by_slug["services"]] == [("web", "exited")]

@@ -10,6 +10,10 @@ Ctrl-C follows the rule of :mod:`tavernlab.cli`: ``new`` takes the cancellation 
 slot is released, the running install's process group killed, the half-made worktree and
 branch removed) and then exits 130 with ``cancelled``, without a traceback.
 
+``new``, ``run``, ``services``, ``stop``, ``rm`` and ``gc`` take the flags and the
+``--worktree PATH|SLUG`` rule that ``%worktree`` takes too (:mod:`tavernlab.worktree.commands`
+defines them once); this module prints what their handlers return.
+
 Services live in the process that started them (one supervisor per process, as upstream's
 CLI has its own): ``start`` therefore serves in the foreground behind the proxy until
 Ctrl-C (or ``--seconds``) and stops them, process groups and all, when it ends; ``stop`` in a
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import sys
 import time
@@ -29,12 +32,28 @@ from typing import Any
 
 from tavernlab.cli.common import print_json
 from tavernlab.clock import SYSTEM_CLOCK
-from tavernlab.errors import TavernlabError, ToolError, UsageError
+from tavernlab.errors import TavernlabError, ToolError
 from tavernlab.views import describe_event
+from tavernlab.worktree.commands import (
+    add_gc_arguments,
+    add_new_arguments,
+    add_rm_arguments,
+    add_script_arguments,
+    add_target_arguments,
+    gc_options,
+    list_services,
+    new_input,
+    new_repo,
+    remove,
+    run_script,
+    stop_service,
+    target_of,
+    write_file_spec,
+)
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
 from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import Forge, UnreachableForge, forge_for_repo
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.listing import find_worktree, list_worktrees, main_repo_root, real
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
@@ -67,7 +86,7 @@ def _guard(handler: Handler) -> Handler:
 
 
 def _repo(args: argparse.Namespace) -> str:
-    return main_repo_root(os.path.abspath(args.repo))
+    return main_repo_root(os.path.abspath(args.repo or "."))
 
 
 def _record_for(repo_root: str, path: str) -> dict[str, Any]:
@@ -77,39 +96,8 @@ def _record_for(repo_root: str, path: str) -> dict[str, Any]:
     return dict(record)
 
 
-def write_file_spec(raw: str) -> dict[str, Any]:
-    """``--write-file`` JSON ``{path, content, mode?}``; a bad value is a usage error with
-    upstream's ``worktree-agent`` wording."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"--write-file value is not valid JSON: {raw}") from exc
-    ok = (isinstance(value, dict) and isinstance(value.get("path"), str)
-          and isinstance(value.get("content"), str)
-          and value.get("mode", "create") in ("create", "append")
-          and set(value) <= {"path", "content", "mode"})
-    if not ok:
-        raise UsageError('--write-file requires {"path": string, "content": string, '
-                         f'"mode"?: "create"|"append"}}: {raw}')
-    return dict(value)
-
-
 def _new_input(args: argparse.Namespace) -> dict[str, Any]:
-    repo = _repo(args)
-    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug, "base": args.base}
-    for key, value in (("branch", args.branch), ("dir", args.dir and os.path.abspath(args.dir)),
-                       ("depsCmd", args.deps_cmd), ("copyGlobs", args.copy_glob),
-                       ("cloneGlobs", args.clone_glob), ("linkPaths", args.link),
-                       ("setupLogPath", args.setup_log and os.path.abspath(args.setup_log))):
-        if value is not None:
-            tool_input[key] = value
-    if args.write_file is not None:
-        tool_input["writeFiles"] = [write_file_spec(raw) for raw in args.write_file]
-    if args.no_setup:
-        tool_input["runSetup"] = False
-    if args.retry_setup:
-        tool_input["retrySetupOnFailure"] = True
-    return tool_input
+    return new_input(args, repo=new_repo(args), base=args.base or DEFAULT_REF)
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -162,30 +150,20 @@ def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
           file=sys.stderr)
 
 
-def _service_target(args: argparse.Namespace) -> dict[str, Any]:
-    worktree = os.path.abspath(args.worktree)
-    repo = main_repo_root(worktree)
-    branch = args.branch
-    if branch is None:
-        record = find_worktree(repo, worktree)
-        if record is None:
-            raise ToolError("not_found", f"not a worktree of {repo}: {worktree}")
-        branch = record.get("branch") or ""
-    return {"repoRoot": repo, "worktreePath": worktree, "branch": branch, "base": args.base}
-
-
 def _run(args: argparse.Namespace) -> int:
-    result = call_tool("worktree.run-script", {**_service_target(args), "script": args.script})
+    result = run_script(target_of(args), args)
     _print_run(args, result)
     return 0 if result["passed"] else 1
 
 
 def _start(args: argparse.Namespace) -> int:
-    target = _service_target(args)
+    target = target_of(args)
     runtime = WorktreeRuntime()
     proxy = runtime.start_proxy(port=args.proxy_port)
     try:
-        statuses = [call_tool("worktree.start-service", {**target, "script": name,
+        where = {"repoRoot": target.repo, "worktreePath": target.path,
+                 "branch": target.branch, "base": args.base}
+        statuses = [call_tool("worktree.start-service", {**where, "script": name,
                                                          "proxyPort": proxy.port}, runtime)
                     for name in args.scripts]
         _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
@@ -205,16 +183,14 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    result = call_tool("worktree.stop-service", {"worktreePath": os.path.abspath(args.worktree),
-                                                 "script": args.script})
+    result = stop_service(target_of(args), args)
     _emit(args, result, "stopped" if result["stopped"] else
           "not stopped (no running service in this process)")
     return 0
 
 
 def _services(args: argparse.Namespace) -> int:
-    target = _service_target(args)
-    result = call_tool("worktree.list-services", {**target, "proxyPort": args.proxy_port})
+    result = list_services(target_of(args), args, args.proxy_port)
     _emit(args, result, "\n".join(
         f"{s['name']}: {s['status']} port {s['port']} {s['url']}" for s in result["services"])
         or "no services declared")
@@ -222,14 +198,7 @@ def _services(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    path = os.path.abspath(args.path)
-    repo = _repo(args)
-    record = _record_for(repo, path)
-    result = call_tool("worktree.cleanup", {
-        "repoRoot": repo, "cwd": record["path"], "branch": record.get("branch"),
-        "deleteBranch": args.delete_branch, "base": args.base,
-        "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
-        "discardModified": args.discard_modified})
+    record, result = remove(args)
     _emit(args, result, f"removed {record['path']}")
     return 0
 
@@ -268,11 +237,7 @@ def _gc_forge(repo: str) -> Forge:
 
 def _gc(args: argparse.Namespace) -> int:
     repo = _repo(args)
-    options = GcOptions(forge=_gc_forge(repo),
-                        protected_paths=[os.path.abspath(p) for p in args.protect or []],
-                        include_detached=args.include_detached,
-                        worktrees_root=args.worktrees_root and os.path.abspath(args.worktrees_root),
-                        salvage_dirty=args.salvage_dirty, salvage_root=args.salvage_root)
+    options = gc_options(args, _gc_forge(repo))
     plan = plan_gc(repo, options)
     if not args.apply:
         lines = []
@@ -292,21 +257,8 @@ Command = Callable[[str, Handler, str], argparse.ArgumentParser]
 
 
 def _register_new(command: Command) -> None:
-    new = command("new", _new, "provision a worktree (progress on stderr; Ctrl-C cancels)")
-    new.add_argument("slug", help="lowercase kebab-case name, e.g. fix-login")
-    new.add_argument("--repo", default=".", help="repository (default: current directory)")
-    new.add_argument("--base", default=DEFAULT_REF, help="ref to branch from")
-    new.add_argument("--branch", help="branch name (default wt/<slug>)")
-    new.add_argument("--dir", help="worktree directory (default <repo>/../_worktrees/<slug>)")
-    new.add_argument("--deps-cmd", help="install command run in the worktree")
-    new.add_argument("--copy-glob", action="append", help="file glob to copy (repeatable)")
-    new.add_argument("--clone-glob", action="append", help="entry glob to clone (repeatable)")
-    new.add_argument("--link", action="append", help="path to symlink (repeatable)")
-    new.add_argument("--write-file", action="append", metavar="JSON",
-                     help='{"path", "content", "mode"?} to write (repeatable)')
-    new.add_argument("--no-setup", action="store_true", help="skip both config files and hooks")
-    new.add_argument("--setup-log", help="append full hook output to this file")
-    new.add_argument("--retry-setup", action="store_true", help="retry a failing setup once")
+    add_new_arguments(command("new", _new,
+                              "provision a worktree (progress on stderr; Ctrl-C cancels)"))
     ls = command("ls", _ls, "list the repository's worktrees")
     ls.add_argument("--repo", default=".")
     gate = command("gate", _gate, "run a check command in a worktree")
@@ -315,51 +267,30 @@ def _register_new(command: Command) -> None:
 
 
 def _register_services(command: Command) -> None:
-    for name, handler, text in (("run", _run, "run a committed script once"),
-                                ("services", _services, "list declared services")):
-        sub = command(name, handler, text)
-        if name == "run":
-            sub.add_argument("script")
-        sub.add_argument("--worktree", default=".", help="worktree (default: current dir)")
-        sub.add_argument("--branch", help="branch (default: the worktree's)")
-        sub.add_argument("--base", default=DEFAULT_REF)
-        if name == "services":
-            sub.add_argument("--proxy-port", type=int, default=None)
+    here = "the current directory"
+    run = command("run", _run, "run a committed script once")
+    add_script_arguments(run, default_help=here)
+    services = command("services", _services, "list declared services")
+    add_target_arguments(services, default_help=here)
+    services.add_argument("--proxy-port", type=int, default=None)
     start = command("start", _start,
                     "serve services behind the proxy in the foreground until Ctrl-C")
     start.add_argument("scripts", nargs="+", metavar="script")
-    start.add_argument("--worktree", default=".")
-    start.add_argument("--branch")
-    start.add_argument("--base", default=DEFAULT_REF)
+    add_target_arguments(start, default_help=here)
     start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
     start.add_argument("--seconds", type=float, help="stop after this many seconds")
     stop = command("stop", _stop, "stop a service started by this process")
-    stop.add_argument("script")
-    stop.add_argument("--worktree", default=".")
+    add_script_arguments(stop, default_help=here)
 
 
 def _register_removal(command: Command) -> None:
-    rm = command("rm", _rm, "stop services, run teardown and remove a worktree")
-    rm.add_argument("path")
-    rm.add_argument("--repo", default=".")
-    rm.add_argument("--base", default=DEFAULT_REF)
-    rm.add_argument("--delete-branch", action="store_true")
-    rm.add_argument("--no-teardown", action="store_true")
-    rm.add_argument("--discard-untracked", action="store_true")
-    rm.add_argument("--discard-modified", action="store_true")
+    add_rm_arguments(command("rm", _rm, "stop services, run teardown and remove a worktree"))
     archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
     archive.add_argument("path")
     archive.add_argument("--base", default=DEFAULT_REF)
     archive.add_argument("--keep-branch", action="store_true")
     archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
-    gc = command("gc", _gc, "plan (or --apply) garbage collection of worktrees")
-    gc.add_argument("--repo", default=".")
-    gc.add_argument("--apply", action="store_true")
-    gc.add_argument("--salvage-dirty", action="store_true")
-    gc.add_argument("--include-detached", action="store_true")
-    gc.add_argument("--worktrees-root")
-    gc.add_argument("--protect", action="append", help="a live session's cwd (repeatable)")
-    gc.add_argument("--salvage-root")
+    add_gc_arguments(command("gc", _gc, "plan (or --apply) garbage collection of worktrees"))
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

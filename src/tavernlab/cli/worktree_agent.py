@@ -10,7 +10,8 @@ Usage errors print one message (with the usage) on stderr and exit 1. Approval: 
 approves without asking (and says so on stderr); without a terminal (``/dev/tty`` cannot be
 opened) nothing is approved and the worktree stays; otherwise the question is asked on
 ``/dev/tty`` (not on stdin/stdout, which may carry the workflow's own output) and ``y`` or
-``yes`` (any case) approves.
+``yes`` (any case) approves. The flags and these rules are
+:mod:`tavernlab.worktree.agent_args`, which the notebook's ``%worktree agent`` shares.
 """
 
 from __future__ import annotations
@@ -20,117 +21,12 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-USAGE = """usage: worktree-agent run --repo <abs repo root> --slug <id> --task "<prompt>" --gate "<check cmd>"
-  [--base <ref>] [--adapter <slug>] [--deps-cmd "<cmd>"] [--copy-glob <glob>]...
-  [--link <path>]... [--write-file <json>]... [--no-cleanup] [--yes]
+from tavernlab.worktree.agent_args import USAGE, CliUsageError, ParsedCli, parse_args
+from tavernlab.worktree.agent_args import make_approve as _make_approve
 
-  --repo        Absolute (or cwd-relative) path to the git repository root.
-  --slug        Worktree/branch identifier, e.g. 'fix-flaky-test'.
-  --task        The prompt sent to the coding agent.
-  --gate        Command run inside the worktree to check the agent's work.
-  --base        Ref to cut the worktree branch from. Default 'origin/main'.
-  --adapter     Agent adapter slug. Default 'claude-code'.
-  --deps-cmd    Command to install deps inside the worktree.
-  --copy-glob   Gitignored glob to copy into the worktree (repeatable).
-  --link        Path to symlink into the worktree instead of copying (repeatable).
-  --write-file  JSON {"path", "content", "mode"?} of a file to write into the worktree
-                (repeatable; mode "create" or "append").
-  --no-cleanup  Keep the worktree's branch after cleanup (still removes the worktree dir).
-  --yes         Auto-approve the cleanup step instead of prompting.
-"""  # noqa: E501
-
-_VALUE_FLAGS = {"--repo": "repoRoot", "--slug": "slug", "--task": "task", "--gate": "gateCmd",
-                "--base": "base", "--adapter": "adapter", "--deps-cmd": "depsCmd"}
-_REQUIRED = (("--repo", "repoRoot"), ("--slug", "slug"), ("--task", "task"),
-             ("--gate", "gateCmd"))
-_WRITE_FILE_SHAPE = ('--write-file requires {"path": string, "content": string, '
-                     '"mode"?: "create"|"append"}: ')
-
-
-class CliUsageError(Exception):
-    """A malformed ``worktree-agent`` command line; the message includes the usage."""
-
-
-@dataclass(frozen=True)
-class ParsedCli:
-    """The workflow input and the CLI-only ``--yes``."""
-
-    input: dict[str, Any]
-    yes: bool
-
-
-def parse_args(argv: Sequence[str]) -> ParsedCli:
-    """``worktree-agent run <flags>`` → the workflow input (optional keys only when given;
-    ``deleteBranch`` always) and ``yes``."""
-    if not argv or argv[0] != "run":
-        raise CliUsageError(f"unknown command '{argv[0]}'\n\n{USAGE}" if argv and argv[0]
-                            else USAGE)
-    rest = list(argv[1:])
-    values: dict[str, str] = {}
-    copy_globs: list[str] = []
-    links: list[str] = []
-    write_files: list[dict[str, Any]] = []
-    delete_branch, yes = True, False
-
-    def value_of(flag: str, index: int) -> str:
-        if index >= len(rest):
-            raise CliUsageError(f"flag '{flag}' requires a value\n\n{USAGE}")
-        return rest[index]
-
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        if arg in _VALUE_FLAGS:
-            i += 1
-            values[_VALUE_FLAGS[arg]] = value_of(arg, i)
-        elif arg == "--copy-glob":
-            i += 1
-            copy_globs.append(value_of(arg, i))
-        elif arg == "--link":
-            i += 1
-            links.append(value_of(arg, i))
-        elif arg == "--write-file":
-            i += 1
-            write_files.append(_write_file(value_of(arg, i)))
-        elif arg == "--no-cleanup":
-            delete_branch = False
-        elif arg == "--yes":
-            yes = True
-        else:
-            raise CliUsageError(f"unrecognized flag '{arg}'\n\n{USAGE}")
-        i += 1
-    missing = [flag for flag, key in _REQUIRED if not values.get(key)]
-    if missing:
-        raise CliUsageError(f"missing required flag(s): {', '.join(missing)}\n\n{USAGE}")
-    inputs: dict[str, Any] = {
-        "repoRoot": os.path.abspath(values["repoRoot"]), "slug": values["slug"],
-        "task": values["task"], "gateCmd": values["gateCmd"], "deleteBranch": delete_branch}
-    for key in ("base", "adapter", "depsCmd"):
-        if key in values:
-            inputs[key] = values[key]
-    if copy_globs:
-        inputs["copyGlobs"] = copy_globs
-    if links:
-        inputs["linkPaths"] = links
-    if write_files:
-        inputs["writeFiles"] = write_files
-    return ParsedCli(inputs, yes)
-
-
-def _write_file(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise CliUsageError(f"--write-file value is not valid JSON: {raw}") from None
-    if not (isinstance(value, dict) and isinstance(value.get("path"), str)
-            and isinstance(value.get("content"), str)
-            and value.get("mode", "create") in ("create", "append")
-            and set(value) <= {"path", "content", "mode"}):
-        raise CliUsageError(_WRITE_FILE_SHAPE + raw)
-    return value
+__all__ = ["USAGE", "CliUsageError", "ParsedCli", "ask_tty", "has_tty", "main", "make_approve",
+           "parse_args"]
 
 
 def has_tty() -> bool:
@@ -153,19 +49,8 @@ def ask_tty(prompt: str) -> str:
 
 def make_approve(yes: bool, *, tty: Callable[[], bool] = has_tty,
                  ask: Callable[[str], str] = ask_tty) -> Callable[[str], bool]:
-    """The workflow's approval step (see the module doc)."""
-    def approve(prompt: str) -> bool:
-        if yes:
-            sys.stderr.write(f"{prompt} — auto-approved (--yes)\n")
-            return True
-        if not tty():
-            sys.stderr.write(
-                f"{prompt} — no TTY attached, not approving (worktree left in place)\n")
-            return False
-        answer = ask(f"{prompt} [y/N] ")
-        return answer.strip().lower() in ("y", "yes")
-
-    return approve
+    """The workflow's approval step on a terminal (see the module doc)."""
+    return _make_approve(yes, tty=tty, ask=ask)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

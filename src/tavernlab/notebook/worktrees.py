@@ -4,7 +4,10 @@ The repository defaults to the git repository around the notebook (the kernel's 
 directory); every tool runs against the current lab's worktree runtime
 (``lab.services.worktree``). ``new`` provisions with live progress (:mod:`.progress`) and
 makes the new worktree the *current worktree*, the default of ``gate``, ``run``, ``start``,
-``stop`` and ``services`` (``--worktree PATH|SLUG`` names another). Services started here
+``stop`` and ``services`` (``--worktree PATH|SLUG`` names another). ``agent`` runs the
+``worktree-agent`` workflow (the flags of ``worktree-agent run``, with ``--repo`` defaulting to
+the notebook's repository): provision with the same progress, the coding step on the agentproto
+daemon, the gate's output streamed, the approval asked in the notebook. Services started here
 live in the kernel until ``stop``, ``rm`` or the kernel's exit, behind this notebook's proxy
 (``proxy`` starts or shows it; ``start`` starts it on a free port when needed).
 
@@ -21,10 +24,9 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from IPython.core.error import UsageError
+from IPython.core.error import StdinNotImplementedError, UsageError
 
 from tavernlab.cancel import CancelToken
-from tavernlab.errors import ToolError
 from tavernlab.notebook.commands import CommandTable, Subcommand
 from tavernlab.notebook.completion import completes_with, local_paths, no_values
 from tavernlab.notebook.display import WorktreeResult
@@ -32,13 +34,34 @@ from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.progress import start_progress
 from tavernlab.notebook.session import NotebookSession, WorktreeRef
+from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input, make_approve
+from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
+from tavernlab.worktree.commands import (
+    Target,
+    add_gc_arguments,
+    add_new_arguments,
+    add_rm_arguments,
+    add_script_arguments,
+    add_target_arguments,
+    find_linked,
+    gc_options,
+    list_services,
+    new_input,
+    new_repo,
+    remove,
+    run_script,
+    stop_service,
+    target_of,
+)
 from tavernlab.worktree.context import ProvisionContext, run_with_provision_context
-from tavernlab.worktree.errors import ProvisionCancelledError
+from tavernlab.worktree.daemon import DaemonAgentHost, resolve_mcp_url
+from tavernlab.worktree.errors import DaemonUnreachableError, ProvisionCancelledError
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
+from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF, git, git_run, resolves_to_commit
 from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
 from tavernlab.worktree.tools import call_tool
+from tavernlab.worktree.workflow import run_worktree_agent
 
 SUMMARY = """%worktree COMMAND [OPTIONS]: git worktrees for agents (like `tavernlab worktree`).
 
@@ -48,6 +71,7 @@ worktree the current one, which the other commands use unless given --worktree."
 #: The ``Examples`` block of ``%worktree?``: one magic call a line.
 EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
 %worktree gate npm test
+%worktree agent --slug fix-it --task "make the tests pass" --gate "npm test"
 %worktree start web
 %worktree ls
 %worktree rm fix-login --delete-branch
@@ -89,40 +113,31 @@ def _repo(args: argparse.Namespace) -> str:
 def find_worktree_ref(repo: str, ref: str) -> WorktreeRecord:
     """The linked worktree named by ``ref``: its path, or its slug (the folder name, or the
     branch ``wt/<slug>``)."""
-    for record in list_worktrees(repo)[1:]:  # after the main checkout
-        path = record["path"]
-        if real(path) == real(os.path.abspath(ref)) or os.path.basename(path) == ref \
-                or record.get("branch") in (ref, f"wt/{ref}"):
-            return record
-    raise ToolError("not_found", f"not a linked worktree of {repo}: {ref}")
+    return find_linked(repo, ref)
 
 
-def _target(session: NotebookSession, args: argparse.Namespace) -> WorktreeRef:
-    if args.worktree is None:
-        return session.current_worktree()
-    repo = main_repo_root(os.path.abspath(args.worktree)) if os.path.isdir(args.worktree) \
-        else _repo(args)
-    record = find_worktree_ref(repo, args.worktree)
-    return WorktreeRef(repo, record["path"], record.get("branch") or "")
+def _target(session: NotebookSession, args: argparse.Namespace) -> Target:
+    return target_of(args, current=lambda: Target(*_current(session)))
 
 
-def _service_input(session: NotebookSession, args: argparse.Namespace) -> dict[str, Any]:
-    target = _target(session, args)
-    return {"repoRoot": target.repo, "worktreePath": target.path, "branch": target.branch,
-            "base": args.base}
+def _current(session: NotebookSession) -> tuple[str, str, str]:
+    ref = session.current_worktree()
+    return ref.repo, ref.path, ref.branch
 
 
 def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
-    repo = _repo(args)
-    tool_input: dict[str, Any] = {"repoRoot": repo, "slug": args.slug,
-                                  "base": _base(session, repo, args.base)}
-    for key, value in (("branch", args.branch), ("depsCmd", args.deps_cmd)):
-        if value is not None:
-            tool_input[key] = value
-    if args.no_setup:
-        tool_input["runSetup"] = False
+    repo = new_repo(args)
+    result = _provision(session, repo, new_input(args, repo=repo,
+                                                 base=_base(session, repo, args.base)))
+    return WorktreeResult(f"worktree {args.slug}", result)
+
+
+def _provision(session: NotebookSession, repo: str, tool_input: dict[str, Any]) -> Any:
+    """``worktree.provision`` with the progress display (an interrupt cancels it); the new
+    worktree becomes the current one."""
+    slug = tool_input["slug"]
     token = CancelToken()
-    progress = start_progress(args.slug, token)
+    progress = start_progress(slug, token)
     watch = Stopwatch()
     context = ProvisionContext(caller_key="notebook", signal=token, on_progress=progress.update,
                                 on_output=progress.output)
@@ -141,21 +156,74 @@ def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
         raise
     progress.close("ok")
     session.worktree = WorktreeRef(repo, result["cwd"], result["branch"])
-    return WorktreeResult(f"worktree {args.slug}", result)
+    return result
 
 
 def _new_arguments(parser: argparse.ArgumentParser) -> None:
-    completes_with(parser.add_argument("slug", metavar="SLUG",
-                                       help="lowercase kebab-case name, e.g. fix-login"),
-                   no_values)
-    completes_with(parser.add_argument(
-        "--repo", help="repository (default: the one around the notebook)"), local_paths)
-    parser.add_argument("--base", default=None,
-                        help=f"ref to branch from (default {BASE}; without it, the current "
-                             "branch, which the cell says)")
-    parser.add_argument("--branch", help="branch name (default wt/SLUG)")
-    parser.add_argument("--deps-cmd", metavar="CMD", help="install command run in the worktree")
-    parser.add_argument("--no-setup", action="store_true", help="skip config files and hooks")
+    add_new_arguments(parser)
+    actions = {a.dest: a for a in parser._actions}
+    completes_with(actions["slug"], no_values)  # a new slug is the user's to choose
+    for dest in ("repo", "dir", "setup_log"):
+        completes_with(actions[dest], local_paths)
+
+
+def _kernel_ask(prompt: str) -> str:
+    """Ask with ``input()``; a kernel whose front end takes no input cannot ask."""
+    try:
+        return input(prompt)
+    except (StdinNotImplementedError, EOFError, OSError):
+        raise CannotAsk from None
+
+
+def _connect_daemon() -> DaemonAgentHost:
+    """The daemon host, or a one-line :class:`DaemonUnreachableError` naming the URL and
+    ``AGENTPROTO_MCP_URL``. It is raised outside the connection's ``except`` so that no
+    exception group from the MCP client rides along as its context (IPython cannot render
+    such a chain as one line)."""
+    try:
+        return DaemonAgentHost.connect()
+    except DaemonUnreachableError:
+        pass
+    raise DaemonUnreachableError(
+        f"%worktree agent: could not reach the agentproto daemon's MCP endpoint at "
+        f"{resolve_mcp_url()} (start it with `agentproto daemon start`, or set "
+        "AGENTPROTO_MCP_URL to a running one); nothing was provisioned")
+
+
+def _agent(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """The ``worktree-agent`` workflow: provision (with the progress display), the coding
+    step on the agentproto daemon, the gate (its output streamed), the approval (``--yes``,
+    else asked with ``input()`` when the kernel takes input, else refused: the worktree
+    stays), then cleanup. The new worktree is the current one until the cleanup removes it."""
+    try:
+        parsed = build_input(vars(args), default_repo=".")
+    except CliUsageError as exc:
+        raise UsageError(f"%worktree agent: {exc.reason}") from None
+    repo = main_repo_root(parsed.input["repoRoot"])
+    inputs = {**parsed.input, "repoRoot": repo,
+              "base": _base(session, repo, parsed.input.get("base"))}
+    host = _connect_daemon()
+    out = CellOutput(session.shell)
+    approve = make_approve(parsed.yes, tty=lambda: True, ask=_kernel_ask,
+                           unattended="this kernel takes no input")
+    with host:
+        result = run_worktree_agent(
+            inputs, host, approve, session.lab.services.worktree,
+            provision=lambda tool_input: _provision(session, repo, tool_input),
+            on_gate_line=lambda stream, line: out.js_chunk(stream, line + "\n"))
+    out.finish()
+    current = session.worktree
+    if result["cleanup"].get("removed") and current is not None \
+            and real(current.path) == real(result["cwd"]):
+        session.worktree = None
+    return WorktreeResult(f"worktree-agent {inputs['slug']}", result)
+
+
+def _agent_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = add_agent_arguments(parser)
+    completes_with(actions["--repo"], local_paths)
+    for flag in ("--slug", "--task", "--gate", "--deps-cmd", "--write-file"):
+        completes_with(actions[flag], no_values)
 
 
 def _ls(session: NotebookSession, args: argparse.Namespace) -> Any:
@@ -179,40 +247,32 @@ def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
 
 
 def _run(session: NotebookSession, args: argparse.Namespace) -> Any:
-    tool_input = {**_service_input(session, args), "script": args.script}
-    result = call_tool("worktree.run-script", tool_input, session.lab.services.worktree)
+    result = run_script(_target(session, args), args, session.lab.services.worktree)
     return WorktreeResult(f"script {args.script}", result)
 
 
 def _start(session: NotebookSession, args: argparse.Namespace) -> Any:
-    tool_input = {**_service_input(session, args), "script": args.script,
+    target = _target(session, args)
+    tool_input = {"repoRoot": target.repo, "worktreePath": target.path,
+                  "branch": target.branch, "base": args.base, "script": args.script,
                   "proxyPort": session.proxy_port(start=True)}
     result = call_tool("worktree.start-service", tool_input, session.lab.services.worktree)
     return WorktreeResult(f"service {args.script}", result)
 
 
 def _stop(session: NotebookSession, args: argparse.Namespace) -> Any:
-    target = _target(session, args)
-    result = call_tool("worktree.stop-service", {"worktreePath": target.path,
-                                                 "script": args.script},
-                       session.lab.services.worktree)
+    result = stop_service(_target(session, args), args, session.lab.services.worktree)
     return WorktreeResult(f"stop {args.script}", result)
 
 
 def _services(session: NotebookSession, args: argparse.Namespace) -> Any:
-    tool_input = {**_service_input(session, args), "proxyPort": session.proxy_port(start=False)}
-    result = call_tool("worktree.list-services", tool_input, session.lab.services.worktree)
+    result = list_services(_target(session, args), args, session.proxy_port(start=False),
+                           session.lab.services.worktree)
     return WorktreeResult("services", result)
 
 
 def _rm(session: NotebookSession, args: argparse.Namespace) -> Any:
-    repo = _repo(args)
-    record = find_worktree_ref(repo, args.slug)
-    result = call_tool("worktree.cleanup", {
-        "repoRoot": repo, "cwd": record["path"], "branch": record.get("branch"),
-        "deleteBranch": args.delete_branch, "base": args.base,
-        "runTeardown": not args.no_teardown, "discardUntracked": args.discard_untracked,
-        "discardModified": args.discard_modified}, session.lab.services.worktree)
+    record, result = remove(args, session.lab.services.worktree)
     if session.worktree is not None and real(session.worktree.path) == real(record["path"]):
         session.worktree = None
     return WorktreeResult(f"removed {record['path']}", result)
@@ -225,9 +285,9 @@ def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
     the same plan every time); the recent-write window stays on the system clock, since it
     is measured against the files' real modification times."""
     repo = _repo(args)
-    options = GcOptions(forge=forge_for_repo(repo) or UnreachableForge(),
-                        services=session.lab.services.worktree.services,
-                        clock=session.lab.clock)
+    options = gc_options(args, forge_for_repo(repo) or UnreachableForge(),
+                         services=session.lab.services.worktree.services,
+                         clock=session.lab.clock)
     plan = plan_gc(repo, options)
     if not args.apply:
         return WorktreeResult(f"gc plan for {repo}", plan)
@@ -242,12 +302,7 @@ def _proxy(session: NotebookSession, args: argparse.Namespace) -> Any:
                                     "hosts": session.lab.services.worktree.table.hosts()})
 
 
-def _with_worktree(parser: argparse.ArgumentParser, *, script: bool) -> None:
-    if script:
-        parser.add_argument("script", metavar="SCRIPT", help="a script of agentproto.json")
-    parser.add_argument("--worktree", metavar="PATH|SLUG", help="default: the current worktree")
-    parser.add_argument("--repo", help="repository of a --worktree SLUG")
-    parser.add_argument("--base", default=BASE)
+_CURRENT = "the current worktree"
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -257,37 +312,25 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the check command (one quoted string, or words)")
 
 
-def _rm_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("slug", metavar="SLUG", help="the worktree's slug or path")
-    parser.add_argument("--repo")
-    parser.add_argument("--base", default=BASE)
-    parser.add_argument("--delete-branch", action="store_true")
-    parser.add_argument("--discard-untracked", action="store_true")
-    parser.add_argument("--discard-modified", action="store_true")
-    parser.add_argument("--no-teardown", action="store_true")
-
-
-def _gc_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo")
-    parser.add_argument("--apply", action="store_true", help="act on the plan")
-
-
 COMMANDS = (
     Subcommand("new", "provision a worktree (live progress; interrupt cancels)", _new,
                _new_arguments),
     Subcommand("ls", "list the repository's worktrees", _ls,
                lambda p: p.add_argument("--repo")),
     Subcommand("gate", "run a check command in a worktree", _gate, _gate_arguments),
+    Subcommand("agent", "provision, run a coding agent on the agentproto daemon, gate, "
+               "approve and clean up", _agent, _agent_arguments),
     Subcommand("run", "run a committed script once", _run,
-               lambda p: _with_worktree(p, script=True)),
+               lambda p: add_script_arguments(p, default_help=_CURRENT)),
     Subcommand("start", "start a service behind the notebook's proxy", _start,
-               lambda p: _with_worktree(p, script=True)),
+               lambda p: add_script_arguments(p, default_help=_CURRENT)),
     Subcommand("stop", "stop a service started in this kernel", _stop,
-               lambda p: _with_worktree(p, script=True)),
+               lambda p: add_script_arguments(p, default_help=_CURRENT)),
     Subcommand("services", "list a worktree's declared services", _services,
-               lambda p: _with_worktree(p, script=False)),
-    Subcommand("rm", "stop services, run teardown and remove a worktree", _rm, _rm_arguments),
-    Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, _gc_arguments),
+               lambda p: add_target_arguments(p, default_help=_CURRENT)),
+    Subcommand("rm", "stop services, run teardown and remove a worktree", _rm,
+               add_rm_arguments),
+    Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, add_gc_arguments),
     Subcommand("proxy", "start (or show) the notebook's *.localhost proxy", _proxy,
                lambda p: p.add_argument("--port", type=int, default=None,
                                         help="0 or absent: a free port")),

@@ -10,16 +10,17 @@ from tavernlab.errors import ToolError
 from tavernlab.worktree.config import load_committed_config
 from tavernlab.worktree.environment import HookContext, hook_environment
 from tavernlab.worktree.git import DEFAULT_REF
-from tavernlab.worktree.process import run_shell
+from tavernlab.worktree.process import LineObserver, run_shell
 
 
-def run_gate(cwd: str, cmd: str) -> dict[str, Any]:
+def run_gate(cwd: str, cmd: str, on_line: LineObserver | None = None) -> dict[str, Any]:
     """Run a caller-supplied check in ``cwd``: ``{passed, exitCode, stdout, stderr}``.
 
     The command sees only the inherited environment, has no timeout of its own and never
-    raises on a non-zero exit (``passed`` is ``exitCode == 0``).
+    raises on a non-zero exit (``passed`` is ``exitCode == 0``). ``on_line(stream, line)``,
+    when given, sees each output line as it is printed (the result still holds all of it).
     """
-    result = run_shell(cmd, cwd=cwd)
+    result = run_shell(cmd, cwd=cwd, on_line=on_line)
     return {"passed": result.exit_code == 0, **result.to_json()}
 
 

@@ -20,7 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tavernlab.worktree.process import LineObserver
 from tavernlab.worktree.runtime import WorktreeRuntime
+from tavernlab.worktree.scripts import run_gate
+from tavernlab.worktree.tool_inputs import GateInput, validate_input
 from tavernlab.worktree.tools import call_tool
 
 APPROVAL_PROMPT = "Gate passed. Approve worktree cleanup?"
@@ -62,18 +65,30 @@ class CallableAgentHost:
 
 def run_worktree_agent(inputs: dict[str, Any], host: AgentHost,
                        approve: Callable[[str], bool],
-                       runtime: WorktreeRuntime | None = None) -> dict[str, Any]:
-    """Run the workflow; returns ``{cwd, branch, gate, cleanup}``."""
+                       runtime: WorktreeRuntime | None = None, *,
+                       provision: Callable[[dict[str, Any]], Any] | None = None,
+                       on_gate_line: LineObserver | None = None) -> dict[str, Any]:
+    """Run the workflow; returns ``{cwd, branch, gate, cleanup}``.
+
+    ``provision(tool_input)``, when given, runs the ``worktree.provision`` step instead of a
+    plain tool call (a notebook wraps it in its progress display); ``on_gate_line(stream,
+    line)`` sees the gate's output lines as they are printed."""
     provision_input = {key: inputs[key] for key in
                        ("repoRoot", "slug", "base", "depsCmd", "copyGlobs", "linkPaths",
                         "writeFiles") if inputs.get(key) is not None}
-    out = call_tool("worktree.provision", provision_input, runtime)
+    out = (provision(provision_input) if provision is not None
+           else call_tool("worktree.provision", provision_input, runtime))
     cwd, branch = out["cwd"], out["branch"]
     handle = host.spawn(inputs.get("adapter") or "claude-code",
                         {"cwd": cwd, "workspaceSlug": inputs.get("workspaceSlug"),
                          "stepId": "code"})
     host.send_and_wait(handle, inputs["task"])
-    gate = call_tool("worktree.run-gate", {"cwd": cwd, "cmd": inputs["gateCmd"]}, runtime)
+    gate_input = {"cwd": cwd, "cmd": inputs["gateCmd"]}
+    if on_gate_line is None:
+        gate = call_tool("worktree.run-gate", gate_input, runtime)
+    else:  # the same tool, validated the same way, with its lines streamed
+        checked = validate_input(GateInput, gate_input)
+        gate = run_gate(checked.cwd, checked.cmd, on_line=on_gate_line)
     if not gate["passed"]:
         cleanup: dict[str, Any] = {"removed": False, "reason": "gate_failed"}
     elif approve(APPROVAL_PROMPT):
