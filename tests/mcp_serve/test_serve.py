@@ -48,7 +48,13 @@ def text_of(result: Any) -> tuple[str, bool]:
 
 
 def children() -> list[int]:
-    return live_descendants(os.getpid())
+    """Live descendants of this test process other than those the session owns (the
+    process-wide JavaScript pool's workers, which an earlier test of this worker may have
+    started)."""
+    from conftest import _session_owned
+
+    owned = _session_owned()
+    return [pid for pid in live_descendants(os.getpid()) if pid not in owned]
 
 
 def write_profile(tmp_path: Path, profile: dict[str, Any]) -> Path:
