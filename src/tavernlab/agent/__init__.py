@@ -27,6 +27,7 @@ from tavernlab.agent._api import (
     DEFAULT_CHAT_ID,
     AgentHandle,
     AgentOutcome,
+    profile_from,
     run_agent,
     start_agent,
     tool_definitions,
@@ -42,6 +43,7 @@ __all__ = [
     "CANCELLED_MESSAGE", "DEFAULT_CHAT_ID", "AgentHandle", "AgentLoop", "AgentOutcome",
     "CallAnswer", "ExternalAgent", "ExternalClient",
     "LiveDelta", "ToolSnapshot", "build_snapshot", "default_system_prompt", "failure_payload",
+    "profile_from",
     "run_agent", "start_agent", "tool_definitions",
 ]
 

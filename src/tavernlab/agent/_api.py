@@ -9,9 +9,11 @@ run's records.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from tavernlab.agent._loop import AgentLoop, DeltaObserver
@@ -242,3 +244,23 @@ def tool_definitions(lab: Lab, profile: Profile | Mapping[str, Any] | None = Non
     from tavernlab.models._tools import tool_definitions as shaped
 
     return shaped(snapshot.model_tools(), provider_format)
+
+
+def profile_from(path: str | None, rounds: int | None, *, label: str = "") -> Profile | None:
+    """The Profile a command line or a magic line names: the JSON file ``path`` (upstream's
+    camelCase shape), with ``rounds`` as its round budget; ``None`` when neither is given
+    (the default writer). A bad file or a round count below 1 is a ``UsageError`` whose
+    message starts with ``label``."""
+    profile: Profile | None = None
+    if path is not None:
+        try:
+            data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{label}--profile {path}: {exc}") from None
+        profile = Profile.model_validate(data)
+    if rounds is not None:
+        if rounds < 1:
+            raise UsageError(f"{label}--rounds must be at least 1")
+        profile = profile or Profile()
+        profile.tools.max_rounds = rounds
+    return profile

@@ -20,7 +20,6 @@ missing key is one line ``error: <code>: <message>`` and exit 1.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 from pathlib import Path
@@ -34,7 +33,6 @@ from tavernlab.host import Lab
 from tavernlab.host.feed import order_key
 from tavernlab.models import ModelResponse, from_spec, model_prefixes
 from tavernlab.views import agent as views
-from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import read_json
 
 
@@ -82,22 +80,6 @@ def _models(args: argparse.Namespace) -> int:
     else:
         print(views.model_prefixes_text(model_prefixes()))
     return 0
-
-
-def _profile(args: argparse.Namespace) -> Profile | None:
-    profile: Profile | None = None
-    if args.profile is not None:
-        try:
-            data = json.loads(Path(args.profile).expanduser().read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--profile {args.profile}: {exc}") from None
-        profile = Profile.model_validate(data)
-    if args.rounds is not None:
-        if args.rounds < 1:
-            raise UsageError("--rounds must be at least 1")
-        profile = profile or Profile()
-        profile.tools.max_rounds = args.rounds
-    return profile
 
 
 class TerminalView:
@@ -220,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.task.strip():
         raise UsageError("the task is empty")
     model = from_spec(args.model, base_url=args.base_url)
-    profile = _profile(args)
+    profile = agent.profile_from(args.profile, args.rounds)
     with Lab(lab_path(args)) as lab:
         view = None if args.json else TerminalView(sys.stdout)
         handle = cast(agent.AgentHandle, lab.start_agent(

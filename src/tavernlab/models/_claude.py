@@ -38,8 +38,8 @@ from tavernlab.models._errors import (
 )
 from tavernlab.models._http import (
     BodyReader,
-    ClientPool,
     SdkErrors,
+    SdkProvider,
     exchange,
     json_event,
     parse_json_body,
@@ -277,7 +277,7 @@ class _Assembly:
         return body
 
 
-class ClaudeMessages:
+class ClaudeMessages(SdkProvider):
     """A Claude model behind the Messages API, called with the official ``anthropic`` client
     (its own retries off).
 
@@ -294,41 +294,10 @@ class ClaudeMessages:
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str | None = "ANTHROPIC_API_KEY",
                  params: Mapping[str, Any] | None = None) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError("ClaudeMessages needs a model name")
-        self._model = model
-        self._base_url = base_url
-        self._api_key_env = api_key_env
-        self._params = dict(params or {})
-        self._pool = ClientPool()
-
-    @property
-    def model_id(self) -> str:
-        """The configured model name."""
-        return self._model
-
-    def describe(self) -> dict[str, Any]:
-        """``{provider, model, baseUrl?, apiKeyEnv?, params?}`` (the variable's name, never
-        the key)."""
-        out: dict[str, Any] = {"provider": self.provider_format, "model": self._model}
-        if self._base_url is not None:
-            out["baseUrl"] = self._base_url
-        if self._api_key_env is not None:
-            out["apiKeyEnv"] = self._api_key_env
-        if self._params:
-            out["params"] = dict(self._params)
-        return out
+        super().__init__(model, base_url=base_url, api_key_env=api_key_env, params=params)
 
     def close_session(self, session_id: str) -> None:
         """Nothing is kept per session (the transcript carries the native blocks)."""
-
-    def close(self) -> None:
-        """Close the idle HTTP connections."""
-        self._pool.close()
-
-    def __repr__(self) -> str:
-        return f"ClaudeMessages({self._model!r}, base_url={self._base_url!r}, " \
-               f"api_key_env={self._api_key_env!r})"
 
     def generate(self, request: ModelRequest, *, stream: bool,
                  on_delta: DeltaCallback | None, cancel: CancelToken,

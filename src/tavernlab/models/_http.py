@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -450,3 +450,47 @@ def _classified(error: Exception, cancel: CancelToken, *, provider: str, endpoin
                            status_class=errors.status, timeout_class=errors.timeout,
                            connection_class=errors.connection)
     return scrub_key(mapped, key) if isinstance(mapped, ModelCallError) else mapped
+
+
+class SdkProvider:
+    """What the two SDK-backed providers share: the configured model, endpoint, credential
+    variable and parameters, how they are described (the variable's name, never the key), and
+    the pool of HTTP connections they reuse. Subclasses set ``provider_format`` and
+    implement ``generate``."""
+
+    provider_format = ""
+
+    def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
+                 params: Mapping[str, Any] | None) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"{type(self).__name__} needs a model name")
+        self._model = model
+        self._base_url = base_url
+        self._api_key_env = api_key_env
+        self._params = dict(params or {})
+        self._pool = ClientPool()
+
+    @property
+    def model_id(self) -> str:
+        """The configured model name."""
+        return self._model
+
+    def describe(self) -> dict[str, Any]:
+        """``{provider, model, baseUrl?, apiKeyEnv?, params?}`` (the variable's name, never
+        the key)."""
+        out: dict[str, Any] = {"provider": self.provider_format, "model": self._model}
+        if self._base_url is not None:
+            out["baseUrl"] = self._base_url
+        if self._api_key_env is not None:
+            out["apiKeyEnv"] = self._api_key_env
+        if self._params:
+            out["params"] = dict(self._params)
+        return out
+
+    def close(self) -> None:
+        """Close the idle HTTP connections."""
+        self._pool.close()
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self._model!r}, base_url={self._base_url!r}, "
+                f"api_key_env={self._api_key_env!r})")

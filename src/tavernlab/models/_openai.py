@@ -30,8 +30,8 @@ from tavernlab.models._decode import decode_openai_message
 from tavernlab.models._errors import ModelCancelled, invalid_response
 from tavernlab.models._http import (
     BodyReader,
-    ClientPool,
     SdkErrors,
+    SdkProvider,
     exchange,
     json_event,
     parse_json_body,
@@ -247,7 +247,7 @@ def _ordered_call(call: dict[str, Any]) -> dict[str, Any]:
     return {**first, **{k: v for k, v in call.items() if k not in first}}
 
 
-class OpenAICompatible:
+class OpenAICompatible(SdkProvider):
     """A model behind a Chat Completions endpoint, called with the official ``openai``
     client (its own retries off: the loop's retry policy is the only one).
 
@@ -263,18 +263,7 @@ class OpenAICompatible:
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str | None = "OPENAI_API_KEY",
                  params: Mapping[str, Any] | None = None) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError("OpenAICompatible needs a model name")
-        self._model = model
-        self._base_url = base_url
-        self._api_key_env = api_key_env
-        self._params = dict(params or {})
-        self._pool = ClientPool()
-
-    @property
-    def model_id(self) -> str:
-        """The configured model name."""
-        return self._model
+        super().__init__(model, base_url=base_url, api_key_env=api_key_env, params=params)
 
     @property
     def source(self) -> str:
@@ -285,28 +274,8 @@ class OpenAICompatible:
             return "openrouter"
         return "openai" if "api.openai.com" in url else "custom"
 
-    def describe(self) -> dict[str, Any]:
-        """``{provider, model, baseUrl?, apiKeyEnv?, params?}`` (the variable's name, never
-        the key)."""
-        out: dict[str, Any] = {"provider": self.provider_format, "model": self._model}
-        if self._base_url is not None:
-            out["baseUrl"] = self._base_url
-        if self._api_key_env is not None:
-            out["apiKeyEnv"] = self._api_key_env
-        if self._params:
-            out["params"] = dict(self._params)
-        return out
-
     def close_session(self, session_id: str) -> None:
         """Nothing is kept per session (Chat Completions is stateless)."""
-
-    def close(self) -> None:
-        """Close the idle HTTP connections."""
-        self._pool.close()
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatible({self._model!r}, base_url={self._base_url!r}, " \
-               f"api_key_env={self._api_key_env!r})"
 
     def generate(self, request: ModelRequest, *, stream: bool,
                  on_delta: DeltaCallback | None, cancel: CancelToken,

@@ -26,7 +26,6 @@ whether each credential's variable is set; ``%agent_models use SPEC`` sets the m
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import threading
 import time
@@ -49,7 +48,6 @@ from tavernlab.notebook.output import CellRouter
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.views import agent as views
 from tavernlab.views.markup import escape
-from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import read_json
 
 #: The shortest time between two in-place updates of a streamed reasoning display.
@@ -310,22 +308,6 @@ class AgentMagics(Magics):
             self.default_base_url or None)
         return from_spec(spec, base_url=base_url)
 
-    @staticmethod
-    def _profile(args: argparse.Namespace) -> Profile | None:
-        profile: Profile | None = None
-        if args.profile is not None:
-            try:
-                data = json.loads(Path(args.profile).expanduser().read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"%%agent: --profile {args.profile}: {exc}") from None
-            profile = Profile.model_validate(data)
-        if args.rounds is not None:
-            if args.rounds < 1:
-                raise UsageError("%%agent: --rounds must be at least 1")
-            profile = profile or Profile()
-            profile.tools.max_rounds = args.rounds
-        return profile
-
     @_magic_arguments()
     @_argument("--model", metavar="SPEC", default=None,
                help="the model, PREFIX:MODEL (openai:gpt-4o-mini, ollama:qwen3, "
@@ -380,7 +362,7 @@ class AgentMagics(Magics):
         run_var = _identifier("%%agent", "--run", args.run)
         out_var = _identifier("%%agent", "--out", args.out)
         model = self._model(args)
-        profile = self._profile(args)
+        profile = agent.profile_from(args.profile, args.rounds, label="%%agent: ")
         lab = self.session.lab
         view = AgentCellView(self.shell)
         handle = cast(agent.AgentHandle, lab.start_agent(
