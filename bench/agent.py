@@ -2,8 +2,10 @@
 (not a test).
 
 The model is the local HTTP server of the tests (``tests/model_servers.py``: the OpenAI Chat
-Completions wire format, JSON and SSE, on 127.0.0.1 in this process), serving the same turns
-to both sides. Rows, each measured in rounds that interleave the baseline with the path:
+Completions wire format, JSON and SSE, on 127.0.0.1), in a process of its own, serving the
+same turns to both sides; it stamps each chunk it sends with ``time.monotonic()`` (one clock
+for every process of the machine), right after the chunk's write returns. Rows, each
+measured in rounds that interleave the baseline with the path:
 
 * **agent round, one tool call** (streamed, and not streamed): ``Lab.run_agent`` over
   ``OpenAICompatible(base_url=<server>)`` for a run of ``--agent-rounds`` rounds of one tool
@@ -12,7 +14,8 @@ to both sides. Rows, each measured in rounds that interleave the baseline with t
   the very request bodies the loop sent (captured from a warm-up run; same turns, same
   stream setting, a streamed answer read to its end) and, after each answer, the same tool
   call made directly (``run.call_tool``). Target: at most 1.5x. The note splits the baseline
-  into its requests and its tool calls.
+  into its requests and its tool calls, and gives both sides' CPU time (this process's, the
+  server not included: steadier than wall time on a loaded machine).
 * **first streamed text -> on_delta**: for each round, the time from the server sending the
   first chunk that carries text (its ``sent_at``, ``time.monotonic()``) to ``on_delta`` (the
   callback a cell's display hangs on) receiving that text; the baseline is the bare client
@@ -38,6 +41,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +57,7 @@ from timing import Row, absolute_row, emit, fresh_dir, load_average, ms, table_o
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the tests' local model server
 
+import tests.model_servers as model_servers  # noqa: E402
 from tests.model_servers import ModelServer, openai_chunks  # noqa: E402
 
 from tavernlab import Lab  # noqa: E402
@@ -109,11 +114,83 @@ def first_text_chunk(turn: dict[str, Any]) -> int:
     raise ValueError("the turn streams no text")
 
 
+class ServerProcess:
+    """The local model server in a process of its own (``agent.py --serve-model``), so that
+    its threads never share this process's interpreter lock with the client being timed;
+    driven over its stdin and stdout, one JSON line each way. It stamps each chunk's
+    ``sent_at`` with ``time.monotonic()``, the machine's one monotonic clock, which this
+    process reads too."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--serve-model"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.base_url = str(self._ask({"op": "url"}))
+
+    def _ask(self, command: dict[str, Any]) -> Any:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(command) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the model server process ended (exit {self._process.wait()})")
+        return json.loads(line)["answer"]
+
+    def serve(self, served: list[dict[str, Any]]) -> int:
+        """Queue ``served``; returns the index of the request that gets the first."""
+        return int(self._ask({"op": "serve", "turns": served}))
+
+    def requests(self, first: int) -> list[dict[str, Any]]:
+        """The bodies of the requests from index ``first`` on."""
+        return list(self._ask({"op": "requests", "first": first}))
+
+    def sent_at(self, first: int) -> list[list[float]]:
+        """Each request's chunk send times, from index ``first`` on."""
+        return list(self._ask({"op": "sent_at", "first": first}))
+
+    def close(self) -> None:
+        """Stop the server process and wait for it."""
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+def serve_model() -> None:
+    """The ``--serve-model`` process: a :class:`ModelServer` answering :class:`ServerProcess`
+    until its stdin closes. Its sockets send without Nagle's delay, as production servers
+    do (else a JSON answer, headers and body in two writes, waits for the client's delayed
+    ACK: some 40 ms on both sides)."""
+    model_servers._Handler.disable_nagle_algorithm = True
+    with ModelServer("openai", [], model="bench") as server:
+        for line in sys.stdin:
+            command = json.loads(line)
+            op = command["op"]
+            answer: Any
+            if op == "url":
+                answer = server.base_url
+            elif op == "serve":
+                answer = len(server.turns)
+                if answer != len(server.requests):
+                    raise RuntimeError("a turn was left unserved")
+                server.turns.extend(command["turns"])
+            elif op == "requests":
+                answer = server.requests[command["first"]:]
+            else:
+                answer = server.sent_at[command["first"]:]
+            print(json.dumps({"answer": answer}), flush=True)
+
+
 @dataclass
 class Bench:
     """The server, the lab, the loop's provider and the bare client, shared by every row."""
 
-    server: ModelServer
+    server: ServerProcess
     lab: Lab
     provider: OpenAICompatible
     client: openai.OpenAI
@@ -122,10 +199,7 @@ class Bench:
 
     def serve(self, served: list[dict[str, Any]]) -> int:
         """Queue ``served``; returns the index of the request that gets the first."""
-        start = len(self.server.turns)
-        assert start == len(self.server.requests), "a turn was left unserved"
-        self.server.turns.extend(served)
-        return start
+        return self.server.serve(served)
 
     def agent(self, served: list[dict[str, Any]], stream: bool,
               on_delta: Callable[[Any], None] | None = None) -> tuple[float, int]:
@@ -145,7 +219,7 @@ class Bench:
         key = (stream, text)
         if key not in self.bodies:
             _, first = self.agent(served, stream)
-            self.bodies[key] = [dict(b) for b in self.server.requests[first:]]
+            self.bodies[key] = self.server.requests(first)
         return self.bodies[key]
 
     def bare(self, body: dict[str, Any]) -> Any:
@@ -195,9 +269,14 @@ def overhead_row(bench: Bench, stream: bool, samples: int) -> Row:
     tools.clear()
     before = load_average()
     ours, theirs, ratios = [], [], []
+    cpu_ours, cpu_theirs = [], []
     for _ in range(samples):
+        cpu = time.process_time()
         base = baseline()
+        cpu_theirs.append(time.process_time() - cpu)
+        cpu = time.process_time()
         mine, _ = bench.agent(served, stream)
+        cpu_ours.append(time.process_time() - cpu)
         theirs.append(base)
         ours.append(mine)
         ratios.append(mine / base)
@@ -207,7 +286,10 @@ def overhead_row(bench: Bench, stream: bool, samples: int) -> Row:
     base_ms = statistics.median(theirs) / per_round * 1000
     note = (f"{per_round} rounds per run, {samples} runs each; baseline per round: requests "
             f"{ms(statistics.median(requests) / per_round * 1000)} + tool call "
-            f"{ms(statistics.median(tools) / per_round * 1000)} (+ the run's start)")
+            f"{ms(statistics.median(tools) / per_round * 1000)} (+ the run's start); CPU of "
+            f"this process per round "
+            f"{ms(statistics.median(cpu_ours) / per_round * 1000)} vs "
+            f"{ms(statistics.median(cpu_theirs) / per_round * 1000)}")
     ratio = statistics.median(ratios)
     how = "streamed" if stream else "not streamed"
     return Row(f"agent round, 1 tool call ({how})", ms(figure),
@@ -220,8 +302,8 @@ def overhead_row(bench: Bench, stream: bool, samples: int) -> Row:
 
 def sent_first_text(bench: Bench, first: int, served: list[dict[str, Any]]) -> list[float]:
     """When the server sent each request's first text chunk (``time.monotonic()``)."""
-    return [bench.server.sent_at[first + n][first_text_chunk(turn)]
-            for n, turn in enumerate(served)]
+    sent = bench.server.sent_at(first)
+    return [sent[n][first_text_chunk(turn)] for n, turn in enumerate(served)]
 
 
 def loop_first_text(bench: Bench, served: list[dict[str, Any]]) -> list[float]:
@@ -325,11 +407,12 @@ def cell_first_text(bench: Bench, client: Any, served: list[dict[str, Any]]) -> 
             f"--presentation background --stream\n{TASK}")
     received = execute(client, cell)
     sent = sent_first_text(bench, first, served)
+    streamed = [(t, msg["content"]["text"]) for t, msg in received
+                if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout"]
     latencies = []
     for number, at in enumerate(sent, start=1):
         piece = text_of(number)[:8]
-        arrival = next((t for t, msg in received if msg["msg_type"] == "stream"
-                        and t >= at and piece in msg["content"]["text"]), None)
+        arrival = next((t for t, text in streamed if piece in text), None)
         if arrival is None:
             raise RuntimeError(f"round {number}'s text never reached the cell")
         latencies.append((arrival - at) * 1000)
@@ -363,7 +446,8 @@ def measure(samples: int, rounds: int, chunk_ms: float, with_kernel: bool) -> li
     kind = "tmpfs" if os.path.isdir("/dev/shm") else "disk"
     with ExitStack() as stack:
         root = stack.enter_context(fresh_dir(kind))
-        server = stack.enter_context(ModelServer("openai", [], model="bench"))
+        server = ServerProcess()
+        stack.callback(server.close)
         lab = stack.enter_context(Lab(root / "lab"))
         provider = OpenAICompatible("bench", base_url=server.base_url, api_key_env=None)
         stack.callback(provider.close)
@@ -390,8 +474,12 @@ def main() -> None:
                         help="the pause before each chunk of a text turn (default 5 ms)")
     parser.add_argument("--no-kernel", action="store_true",
                         help="leave out the %%agent row (no kernel is started)")
+    parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     table_options(parser)
     options = parser.parse_args()
+    if options.serve_model:
+        serve_model()
+        return
     samples = max(1, min(options.rounds, 5) if options.quick else options.rounds)
     emit(measure(samples, options.agent_rounds, options.chunk_ms, not options.no_kernel),
          options.json)
