@@ -45,6 +45,7 @@ SCRIPTS: dict[str, list[str]] = {
     "js_sandbox": [],
     "imports": [],
     "start": [],
+    "agent": [],
 }
 #: Within a script, rows whose path starts with an earlier prefix come first (the issue's
 #: order: every "finish" row, then every "next run" row).

@@ -6,7 +6,8 @@ directory; nothing is written beside the committed notebook), with ``HOME`` priv
 test (``~/.agentproto`` included), ``TMPDIR`` inside the test's directory (so the test sees that
 the notebook removed its temporary folder) and the kit cache pinned to the user's. Only what must
 vary is normalised before comparing: the notebooks' temporary folders (``tempfile.mkdtemp
-(prefix="tavernlab-NN-")``, shown as ``<tavernlab-NN>``), widget model ids and the phase
+(prefix="tavernlab-NN-")``, shown as ``<tavernlab-NN>``), widget model ids, the ids of the
+widgets' static views (``tl-static-tl<hex>``, random like the model ids) and the phase
 times of the worktree provisioning widget. Times and ids
 come from each notebook's lab (a fixed clock and sequential ids), so they are compared as
 they are; a cell's stdout and stderr are compared as two texts (their interleaving depends on
@@ -50,6 +51,8 @@ _INTENDED = "raises-exception"
 #: exactly these durations are normalised, in that widget's outputs only.
 _PROVISION = re.compile(r"Worktree [a-z0-9-]+: ")
 _DURATION = re.compile(r"\b(?:\d+ ms|\d+\.\d\d s|\d+ min \d+ s)\b")
+#: A widget's static view is marked with a random id (its display id), in its HTML only.
+_STATIC_ID = re.compile(r"\btl-static-tl[0-9a-f]{32}\b")
 
 
 def normalise_text(text: str) -> str:
@@ -69,6 +72,8 @@ def _output(output: dict[str, Any]) -> dict[str, Any]:
         return {"type": kind, "ename": output["ename"], "evalue": _text(output["evalue"])}
     data = output.get("data", {})
     shown: dict[str, Any] = {mime: _text(data[mime]) for mime in _COMPARED[:2] if mime in data}
+    if "text/html" in shown:
+        shown["text/html"] = _STATIC_ID.sub("tl-static-<id>", shown["text/html"])
     if _PROVISION.match(shown.get("text/plain", "")):
         shown = {mime: _DURATION.sub("<duration>", text) for mime, text in shown.items()}
     if _WIDGET_VIEW in data:
@@ -165,6 +170,12 @@ def test_normalising_replaces_only_what_varies() -> None:
         "text/plain": "Worktree add-search: ready in 1.25 s\n  ok   deps   12 ms"}}
     assert _output(progress)["text/plain"] == ("Worktree add-search: ready in <duration>\n"
                                                "  ok   deps   <duration>")
+    static = {"output_type": "display_data", "metadata": {}, "data": {
+        "text/plain": "tl-static-tl" + "0" * 32, "text/html":
+        f'<div class="tl-static tl-static-tl{"3f" * 16}">tl-static-tlshort</div>'}}
+    assert _output(static) == {
+        "type": "display_data", "text/plain": "tl-static-tl" + "0" * 32,
+        "text/html": '<div class="tl-static tl-static-<id>">tl-static-tlshort</div>'}
     timeline = {"output_type": "display_data", "metadata": {}, "data": {
         "text/plain": "Round 1  (3 bars, 29 ms)"}}
     assert _output(timeline)["text/plain"] == "Round 1  (3 bars, 29 ms)"

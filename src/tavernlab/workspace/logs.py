@@ -307,8 +307,10 @@ def append_records(events: EventLog, journal: JournalLog | None, built: Sequence
 
 def _append_records(events: EventLog, journal: JournalLog, built: Sequence[Built],
                     repairing: bool) -> None:
-    """:func:`append_records` (OS errors not yet turned into ``FileIo``)."""
-    with events._lock, locked_open(events.path, _APPEND) as fd:
+    """:func:`append_records` (OS errors not yet turned into ``FileIo``). The file's
+    ``flock`` is taken before the log's in-process lock, the order a reader takes them in
+    (``RunFeed.read`` holds the shared ``flock`` while it reads under the lock)."""
+    with locked_open(events.path, _APPEND) as fd, events._lock:  # a reader's order too
         size, torn = events._cut_torn_tail(fd, os.fstat(fd).st_size)
         events._catch_up(fd, size)
         seq = events.last_seq
@@ -364,7 +366,7 @@ def _repair_note(journal: JournalLog, name: str, offset: int, torn: bytes, ancho
 def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: int) -> None:
     """The journal half of :func:`append_records` (the events' lock is held); ``anchor`` is
     the ``eventSeq`` of a repair note of the journal itself."""
-    with journal._lock, locked_open(journal.path, _APPEND) as fd:
+    with locked_open(journal.path, _APPEND) as fd, journal._lock:
         size, torn = journal._cut_torn_tail(fd, os.fstat(fd).st_size)
         if torn:
             notes = [_repair_note(journal, "journal.jsonl", size, torn, anchor), *notes]
