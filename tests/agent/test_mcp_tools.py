@@ -155,16 +155,18 @@ def test_the_externalized_case_over_streamable_http(lab: Lab, http_server: Any) 
     externalized_case(lab, {"url": http_server("issues")})
 
 
-def test_the_externalized_case_through_the_real_openai_client(lab: Lab) -> None:
-    externalized_case(lab, stdio("issues"), kind="openai")
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_the_externalized_case_through_the_real_clients(lab: Lab, kind: str) -> None:
+    externalized_case(lab, stdio("issues"), kind=kind)
     assert children() == []
 
 
-def test_agent_runtime_stops_after_unknown_mcp_call_outcome(lab: Lab) -> None:
+@pytest.mark.parametrize("kind", ["scripted", "openai", "anthropic"])
+def test_agent_runtime_stops_after_unknown_mcp_call_outcome(lab: Lab, kind: str) -> None:
     turns = [turn(None, call("call_boom", "mcp__crashy__boom"),
                   write("call_after", "output/main.md", "never"))]
     with contextlib.ExitStack() as stack:
-        model = scripted(turns, stack)
+        model = scripted(turns, stack, kind)
         outcome = lab.run_agent("Go.", model=model.provider,
                                 profile=mcp_profile({"crashy": stdio("crash")}),
                                 presentation="background")
