@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from process_tree import PROC, command_line, live_descendants
+from process_tree import PROC, command_line, live_descendants, session_owned
 
 from tavernlab.host import Lab, Run
 from tavernlab.js.kit.cache import CACHE_ENV
@@ -102,24 +102,9 @@ def _become_subreaper() -> None:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _session_owned() -> set[int]:
-    """Processes that legitimately outlive the tests: the JavaScript pool's workers and
-    multiprocessing's resource tracker."""
-    owned: set[int] = set()
-    tracker = sys.modules.get("multiprocessing.resource_tracker")
-    tracker_pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
-    if isinstance(tracker_pid, int):
-        owned.add(tracker_pid)
-    pool = sys.modules.get("tavernlab.js.pool")
-    if pool is not None:
-        with contextlib.suppress(Exception):
-            owned.update(pool.default_pool().worker_pids())
-    return owned
-
-
 def _leftovers(root: int) -> list[int]:
     """Live (non-zombie) descendants of ``root`` that the session does not own."""
-    owned = _session_owned()
+    owned = session_owned()
     return [pid for pid in live_descendants(root) if pid not in owned]
 
 

@@ -4,6 +4,8 @@ notebook test (every process a notebook starts ends with it) both ask it."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -46,3 +48,19 @@ def command_line(pid: int) -> str:
     except OSError:
         return "?"
     return raw.replace(b"\0", b" ").decode(errors="replace").strip() or "?"
+
+
+def session_owned() -> set[int]:
+    """Processes that legitimately outlive a test: the process-wide JavaScript pool's workers
+    (an earlier test of this process may have started them) and multiprocessing's resource
+    tracker."""
+    owned: set[int] = set()
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    tracker_pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    if isinstance(tracker_pid, int):
+        owned.add(tracker_pid)
+    pool = sys.modules.get("tavernlab.js.pool")
+    if pool is not None:
+        with contextlib.suppress(Exception):
+            owned.update(pool.default_pool().worker_pids())
+    return owned

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from process_tree import live_descendants
+from process_tree import live_descendants, session_owned
 from tests.agent.scripts import call, turn
 from tests.agent.wire import Model
 
@@ -51,9 +51,7 @@ def children() -> list[int]:
     """Live descendants of this test process other than those the session owns (the
     process-wide JavaScript pool's workers, which an earlier test of this worker may have
     started)."""
-    from conftest import _session_owned
-
-    owned = _session_owned()
+    owned = session_owned()
     return [pid for pid in live_descendants(os.getpid()) if pid not in owned]
 
 
