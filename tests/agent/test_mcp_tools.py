@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from process_tree import live_descendants
+from process_tree import live_descendants, session_owned
 from tests.agent.mcp_tool_server import ISSUE_CHARS, big_text, issue_text
 from tests.agent.scripts import by_call, call, finish, payloads, stored, turn, write
 from tests.agent.wire import Model
@@ -36,11 +36,25 @@ def mcp_profile(servers: dict[str, Any], **tools: Any) -> dict[str, Any]:
     return {"tools": tools, "mcp": {"servers": servers}}
 
 
-def children() -> list[int]:
-    """The live processes this test process started."""
+_BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _processes_before() -> None:
+    """The descendants this test process already had (a session fixture's server, the
+    process-wide JS pool …): a test checks only for processes it started itself."""
     import os
 
-    return live_descendants(os.getpid())
+    _BEFORE.clear()
+    _BEFORE.update(live_descendants(os.getpid()))
+
+
+def children() -> list[int]:
+    """The live processes this test started and left running."""
+    import os
+
+    owned = session_owned() | _BEFORE
+    return [pid for pid in live_descendants(os.getpid()) if pid not in owned]
 
 
 @pytest.fixture

@@ -47,11 +47,21 @@ def text_of(result: Any) -> tuple[str, bool]:
     return "".join(block.text for block in result.content), bool(result.is_error)
 
 
+_BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _processes_before() -> None:
+    """The descendants this test process already had (a session fixture's JupyterLab, the
+    process-wide JS pool …): a test checks only for processes it started itself."""
+    _BEFORE.clear()
+    _BEFORE.update(live_descendants(os.getpid()))
+
+
 def children() -> list[int]:
-    """Live descendants of this test process other than those the session owns (the
-    process-wide JavaScript pool's workers, which an earlier test of this worker may have
-    started)."""
-    owned = session_owned()
+    """Live descendants this test started and left running (none of those already there,
+    nor the session's own: the process-wide JavaScript pool's workers)."""
+    owned = session_owned() | _BEFORE
     return [pid for pid in live_descendants(os.getpid()) if pid not in owned]
 
 
