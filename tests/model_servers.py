@@ -50,7 +50,7 @@ from tavernlab.models import Scripted
 #: The environment variable :func:`provider_for` puts its dummy key in.
 TEST_KEY_ENV = "TAVERNLAB_TEST_KEY"
 #: The dummy key itself (tests check it never leaks).
-TEST_KEY = "sk-test-5ecr3t-never-written"
+TEST_KEY = "fake-key-5ecr3t-never-written"
 #: The size of an oversize answer's padding (the providers refuse answers past 8 MiB; this
 #: is well past it, so that a client that stops reading leaves the server unable to finish).
 OVERSIZE_BYTES = 24 * 1024 * 1024

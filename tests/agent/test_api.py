@@ -254,7 +254,7 @@ def _no_file_holds(root: Path, secret: str, variable: str) -> None:
 
 def test_an_api_key_in_the_environment_is_never_written_under_the_lab(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-test-0123456789abcdef-never-written"
+    secret = "fake-key-0123456789abcdef-never-written"
     monkeypatch.setenv("TAVERNLAB_TEST_KEY", secret)
     with Lab(tmp_path / "lab") as lab:
         outcome = lab.run_agent("Write.", model=KeyedModel(KEYED_TURNS, "TAVERNLAB_TEST_KEY"))
