@@ -140,7 +140,7 @@ class TerminalView:
                             f"{payload.message} ({then})\n")
             elif kind == "tool_call_requested" and payload.call_id not in self._tools:
                 self._end_segment()
-                arguments = self._arguments(payload.arguments_path)
+                arguments = views.arguments_at(self.run_dir, payload.arguments_path)
                 self._tools[payload.call_id] = (payload.name, arguments)
                 if self.tty:
                     self._write(views.tool_call_line(payload.name, arguments))
@@ -162,15 +162,6 @@ class TerminalView:
                     self._end_segment()
                 self._open = None
                 self._write(line + "\n")
-
-    def _arguments(self, path: str | None) -> Any:
-        if path is None or self.run_dir is None:
-            return None
-        try:
-            stored = read_json(self.run_dir / path)
-        except (OSError, ValueError):
-            return None
-        return views.stored_arguments(stored)
 
     def _response(self, path: str) -> None:
         if self.run_dir is None:

@@ -172,7 +172,7 @@ class AgentCellView:
                     return
                 self._close_reasoning()
                 self._close_text()
-                arguments = self._arguments(payload.arguments_path)
+                arguments = views.arguments_at(self.run_dir, payload.arguments_path)
                 line = views.tool_call_line(payload.name, arguments)
                 self._tools[payload.call_id] = (_show(Bundle(line)), payload.name, arguments)
             else:
@@ -187,15 +187,6 @@ class AgentCellView:
                     name, arguments, status=status, elapsed_ms=payload.elapsed_ms,
                     error_code=payload.error_code,
                     message=payload.message if payload.is_error else None)))
-
-    def _arguments(self, path: str | None) -> Any:
-        if path is None or self.run_dir is None:
-            return None
-        try:
-            stored = read_json(self.run_dir / path)
-        except (OSError, ValueError):
-            return None
-        return views.stored_arguments(stored)
 
     def _show_response(self, path: str) -> None:
         """A response that was not streamed: its reasoning (folded) and text, from the

@@ -14,7 +14,10 @@ import html
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
+
+from tavernlab.workspace.records import read_json
 
 #: Longest argument value shown inline in a tool line before it is shortened with its length.
 TOOL_ARGUMENT_PREVIEW = 48
@@ -103,6 +106,19 @@ def stored_arguments(stored: Any) -> Any:
             "callId", "toolId", "arguments"}:
         return stored["arguments"]
     return stored
+
+
+def arguments_at(run_dir: Path | None, path: str | None) -> Any:
+    """The arguments stored at ``path`` under ``run_dir`` (see :func:`stored_arguments`), or
+    ``None`` when there is no such file yet or it cannot be read (a live view shows the call
+    without them rather than failing)."""
+    if path is None or run_dir is None:
+        return None
+    try:
+        stored = read_json(run_dir / path)
+    except (OSError, ValueError):
+        return None
+    return stored_arguments(stored)
 
 
 def tool_alias(name: str) -> str:
