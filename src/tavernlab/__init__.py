@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from tavernlab.workspace.tooling import ToolResult
 
 __all__ = ["Lab", "ReplayReport", "Run", "TavernlabError", "ToolResult", "WorkspacePath",
-           "replay", "replay_many", "worktree"]
+           "load_ipython_extension", "replay", "replay_many", "unload_ipython_extension",
+           "worktree"]
 __version__ = "0.1.0"
 
 _HOMES = {

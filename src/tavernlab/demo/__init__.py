@@ -20,6 +20,8 @@ from typing import TextIO
 
 from tavernlab.errors import InvalidData
 
+__all__ = ["MARKER", "PLAYED", "SECTIONS", "deliberate_error", "run_demo", "start_fresh"]
+
 #: Section modules, in play order.
 SECTIONS: tuple[str, ...] = (
     "tavernlab.demo.workspace",

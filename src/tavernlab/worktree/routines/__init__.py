@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+__all__ = ["ROUTINES_DIR", "routine_front_matter", "routine_path"]
+
 ROUTINES_DIR = Path(__file__).parent
 
 
