@@ -241,7 +241,7 @@ def tool_definitions(lab: Lab, profile: Profile | Mapping[str, Any] | None = Non
             tools.close()
     snapshot = build_snapshot(registry, resolved, "inv_root", mode="root", chat=True,
                               external=external)
-    from tavernlab.models._tools import tool_definitions as shaped
+    from tavernlab.models import tool_definitions as shaped
 
     return shaped(snapshot.model_tools(), provider_format)
 

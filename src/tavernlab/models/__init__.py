@@ -14,6 +14,8 @@ on first use, so ``import tavernlab.models`` stays light.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tavernlab.models._canonical import (
     ModelMessage,
     ModelRequest,
@@ -29,7 +31,7 @@ from tavernlab.models._canonical import (
     ToolResultPart,
     Usage,
 )
-from tavernlab.models._errors import ModelCallError, ModelCancelled
+from tavernlab.models._errors import ErrorKind, ModelCallError, ModelCancelled
 from tavernlab.models._provider import (
     DEFAULT_TIMEOUT_S,
     Delta,
@@ -48,6 +50,12 @@ from tavernlab.models._specs import (
     from_spec,
     model_prefixes,
 )
+
+if TYPE_CHECKING:
+    from tavernlab.models._claude import ClaudeMessages
+    from tavernlab.models._openai import OpenAICompatible
+    from tavernlab.models._recorded import Recorded, RecordedRequest
+    from tavernlab.models._tools import tool_definitions
 
 #: Names resolved on first access, so that ``import tavernlab.models`` imports no SDK.
 _LAZY = {
@@ -80,6 +88,7 @@ __all__ = [
     "ClaudeMessages",
     "Delta",
     "DeltaCallback",
+    "ErrorKind",
     "ModelCallError",
     "ModelCancelled",
     "ModelMessage",

@@ -53,14 +53,14 @@ from tavernlab.host import Lab, Run
 from tavernlab.models import (
     DEFAULT_TIMEOUT_S,
     DeltaCallback,
+    ErrorKind,
     ModelCallError,
     ModelCancelled,
     ModelProvider,
     ModelRequest,
     ModelResponse,
+    Recorded,
 )
-from tavernlab.models._errors import ErrorKind
-from tavernlab.models._recorded import Recorded
 from tavernlab.replay.actions import action_at
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.compare import _merged, compare, text_diff
