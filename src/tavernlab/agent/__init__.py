@@ -34,7 +34,8 @@ from tavernlab.agent._api import (
 )
 from tavernlab.agent._external import CallAnswer, ExternalAgent, ExternalClient
 from tavernlab.agent._failure import failure_payload
-from tavernlab.agent._loop import CANCELLED_MESSAGE, AgentLoop, LiveDelta
+from tavernlab.agent._frames import CANCELLED_MESSAGE
+from tavernlab.agent._loop import AgentLoop, LiveDelta
 from tavernlab.agent._prompt import default_system_prompt
 from tavernlab.agent._tools import ToolSnapshot, build_snapshot
 from tavernlab.host.presentation import register_presenter

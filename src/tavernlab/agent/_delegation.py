@@ -17,9 +17,9 @@ scripted model serves its answers in the order the run asks for them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from tavernlab.agent._frames import AgentTask, Frame, LoopCancelled, LoopPort
 from tavernlab.errors import ToolError
 from tavernlab.events import (
     AgentAwaitCompleted,
@@ -39,53 +39,10 @@ from tavernlab.events import (
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, compact_json
 
-if TYPE_CHECKING:
-    from tavernlab.agent._loop import AgentLoop, Frame
-
 Operation = Literal["delegate", "handoff"]
 #: How the results of finished delegated tasks are announced to their parent.
 RESULTS_NOTICE = ("Delegated task results are now available. Review them before deciding "
                   "your next action.")
-
-
-@dataclass(slots=True)
-class AgentTask:
-    """A delegated task or a handoff: who asked, who works on it, how it ends."""
-
-    task_id: str
-    kind: Literal["delegate", "handoff"]
-    agent_id: str
-    parent: Frame
-    child: Frame
-    brief: dict[str, Any]
-    status: str = "queued"
-    result_ref: str | None = None
-    summary: str | None = None
-    error: str | None = None
-    reported: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def continuation(self) -> str:
-        """``return_to_parent`` (a delegated task) or ``transfer_control`` (a handoff)."""
-        return "return_to_parent" if self.kind == "delegate" else "transfer_control"
-
-    @property
-    def finished(self) -> bool:
-        """Whether the task has ended."""
-        return self.status in ("completed", "failed", "cancelled")
-
-    def report(self) -> dict[str, Any]:
-        """What ``agent.await`` and the results notice say of the task."""
-        entry: dict[str, Any] = {"taskId": self.task_id, "agentId": self.agent_id,
-                                 "status": self.status}
-        if self.summary is not None:
-            entry["summary"] = self.summary
-        if self.result_ref is not None:
-            entry["resultRef"] = self.result_ref
-        if self.error is not None:
-            entry["error"] = self.error
-        return entry
 
 
 def eligible(caller: Profile, target_id: str, target: Profile, op: Operation) -> bool:
@@ -146,10 +103,13 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else compact_json(value)
 
 
+
+
+
 class Delegation:
     """The loop's delegation service: what the Agent control tools call."""
 
-    def __init__(self, loop: AgentLoop, agents: dict[str, Profile]) -> None:
+    def __init__(self, loop: LoopPort, agents: dict[str, Profile]) -> None:
         self.loop = loop
         self.agents = agents
         self.tasks: list[AgentTask] = []
@@ -267,8 +227,6 @@ class Delegation:
     def run_task(self, task: AgentTask) -> None:
         """Run a delegated task's invocation to its end (its failure is the task's, not the
         run's; cancellation stops the run)."""
-        from tavernlab.agent._loop import LoopCancelled
-
         loop, parent_id = self.loop, task.parent.invocation.id
         child = task.child
         task.status = "running"

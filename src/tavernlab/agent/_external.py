@@ -24,7 +24,8 @@ from typing import Any
 
 from tavernlab.agent._api import Presentation
 from tavernlab.agent._api import _resolve as resolve_run_settings
-from tavernlab.agent._loop import CANCELLED_MESSAGE, AgentLoop, Frame, LoopCancelled
+from tavernlab.agent._frames import CANCELLED_MESSAGE, Frame, LoopCancelled
+from tavernlab.agent._loop import AgentLoop
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import AgentError, RunStateError
 from tavernlab.host.lab import Lab

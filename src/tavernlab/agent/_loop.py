@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tavernlab.agent._delegation import AgentTask, Delegation
+from tavernlab.agent._delegation import Delegation
 from tavernlab.agent._failure import LoopError, failure_payload
+from tavernlab.agent._frames import CANCELLED_MESSAGE, Frame, LoopCancelled
 from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._prompt import (
     completion_tool_name,
@@ -36,7 +37,7 @@ from tavernlab.agent._prompt import (
     prompt_snapshot,
     runtime_catalogs,
 )
-from tavernlab.agent._tools import Mode, ToolSnapshot, build_snapshot
+from tavernlab.agent._tools import Mode, build_snapshot
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError, WorkspaceError
 from tavernlab.events import (
@@ -116,19 +117,10 @@ from tavernlab.workspace.text import text_metrics
 from tavernlab.workspace.tooling import ToolResult, ToolSpec
 from tavernlab.workspace.tracking import is_text_file
 
-CANCELLED_MESSAGE = "Generation cancelled by user"
 #: Where a failing ``on_delta`` observer is reported (it never breaks the run).
 LOG = logging.getLogger("tavernlab.subscribers")
 #: How much of a response's text ``model_completed.narration`` quotes.
 NARRATION_CHARS = 280
-
-
-class LoopCancelled(Exception):
-    """The run was cancelled; ``message`` is what ``run_cancelled`` says."""
-
-    def __init__(self, message: str = CANCELLED_MESSAGE) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,38 +136,6 @@ class LiveDelta:
 
 
 DeltaObserver = Callable[[LiveDelta], None]
-
-
-@dataclass(slots=True)
-class Frame:
-    """One invocation's progress: its snapshot, transcript, rounds, gate and drift count."""
-
-    invocation: Invocation
-    kind: str
-    exit_policy: str
-    mode: Mode
-    profile: Profile
-    snapshot: ToolSnapshot
-    request: ModelRequest
-    gate: ToolGate
-    max_rounds: int | None
-    parent_id: str | None = None
-    round: int = 1
-    drift_attempts: int = 0
-    exit: str | None = None
-    #: The handoff task that started this invocation, and the one it handed the run to.
-    incoming: AgentTask | None = None
-    transfer: AgentTask | None = None
-    #: What a delegated task returned (``task.return``).
-    result_ref: str | None = None
-    summary: str | None = None
-    returned_status: str | None = None
-
-    @property
-    def owns_run_status(self) -> bool:
-        """Root and handoff invocations move the run's status; return-mode children do
-        not."""
-        return self.kind in ("root", "handoff")
 
 
 @dataclass(slots=True)
