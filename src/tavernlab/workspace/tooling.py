@@ -157,6 +157,12 @@ class ToolSpec:
     for some calls (for example ``workspace.commit`` in a Session run). ``compat`` marks a
     tool of the legacy compatibility mode: offered only when the Profile enables
     ``skills.legacyRunScript``, otherwise reported as unknown.
+
+    A builtin (every tool a lab's providers declare) is known to a model as
+    ``builtin:<id>`` under the alias ``<id>`` with dots as underscores. An external tool
+    (``builtin=False``: an MCP server's, listed while a run goes) keeps its own id
+    (``mcp/<server>/<tool>``) and declares its ``alias`` (``mcp__<server>__<tool>``), which a
+    tool snapshot then makes unique among the others.
     """
 
     id: str
@@ -169,6 +175,8 @@ class ToolSpec:
     title: str = ""
     input_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    alias: str | None = None
+    builtin: bool = True
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -179,17 +187,24 @@ class ToolSpec:
             return copied
         return object_schema({name: {} for name in self.arguments}, [])
 
+    @property
+    def full_id(self) -> str:
+        """The id a tool snapshot names: ``builtin:<id>`` for a builtin
+        (``builtin:workspace.read_file``), the id itself for an external tool."""
+        return f"builtin:{self.id}" if self.builtin else self.id
+
     def descriptor(self) -> dict[str, Any]:
         """Upstream's tool descriptor: ``{id, title, description, inputSchema, outputSchema,
-        annotations}`` (``id`` is the builtin's full id, ``builtin:<native name>``)."""
-        return {"id": f"builtin:{self.id}", "title": self.title or self.id,
+        annotations}`` (``id`` is the :attr:`full_id`)."""
+        return {"id": self.full_id, "title": self.title or self.id,
                 "description": self.description, "inputSchema": self.schema,
                 "outputSchema": None, "annotations": dict(self.annotations)}
 
     @property
     def model_name(self) -> str:
-        """The name the model sees: dots replaced by underscores (``workspace_read_file``)."""
-        return self.id.replace(".", "_")
+        """The name the model sees before a snapshot makes it unique: the declared ``alias``,
+        else the id with dots replaced by underscores (``workspace_read_file``)."""
+        return self.alias if self.alias is not None else self.id.replace(".", "_")
 
 
 def object_schema(properties: Mapping[str, Any], required: Iterable[str]) -> dict[str, Any]:
