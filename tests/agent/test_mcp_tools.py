@@ -428,16 +428,48 @@ def test_a_credential_reaches_the_server_from_the_environment_and_is_never_writt
 
 def test_a_tool_listed_twice_is_a_duplicate_id_in_the_snapshot(lab: Lab) -> None:
     from tavernlab.agent import build_snapshot
-    from tavernlab.agent._mcp import ExternalTool
     from tavernlab.errors import AgentError
     from tavernlab.workspace.profile import Profile
     from tavernlab.workspace.tooling import ToolResult, ToolSpec
 
-    spec = ToolSpec(id="mcp/s/t", handler=lambda ctx, args: ToolResult(content=""),
-                    mutating=False, description="t", arguments=())
-    tool = ExternalTool(spec, "s", "t", "mcp__s__t", "t", {"type": "object"})
+    tool = ToolSpec(id="mcp/s/t", handler=lambda ctx, args: ToolResult(content=""),
+                    mutating=False, description="t", arguments=(),
+                    input_schema={"type": "object"}, alias="mcp__s__t", builtin=False)
     shown = build_snapshot(lab.tools, Profile(), "inv_root", external=[tool])
     assert shown.bindings[-1].alias == "mcp__s__t"
     with pytest.raises(AgentError) as raised:
         build_snapshot(lab.tools, Profile(), "inv_root", external=[tool, tool])
     assert raised.value.code == "tool.snapshot_duplicate_id"
+
+
+def test_a_servers_tools_are_declared_as_tool_specs_and_shown_from_them(lab: Lab) -> None:
+    """An MCP tool is declared with the one tool contract (external: its own id, its
+    declared alias); the snapshot shows what the declaration holds."""
+    from tavernlab.agent import build_snapshot
+    from tavernlab.agent._mcp import McpTools
+    from tavernlab.workspace.profile import Profile
+    from tavernlab.workspace.tooling import ToolSpec
+
+    profile = Profile.model_validate(mcp_profile(
+        {"s": stdio("issues", toolDescriptions={"echo": {"description": "Say it again."}})}))
+    tools = McpTools()
+    try:
+        specs = tools.tools_for(profile)
+    finally:
+        tools.close()
+    assert all(isinstance(spec, ToolSpec) and not spec.builtin for spec in specs)
+    assert [(spec.id, spec.full_id, spec.model_name) for spec in specs] == [
+        ("mcp/s/issue_create", "mcp/s/issue_create", "mcp__s__issue_create"),
+        ("mcp/s/echo", "mcp/s/echo", "mcp__s__echo"),
+        ("mcp/s/env", "mcp/s/env", "mcp__s__env"),
+        ("mcp/s/fail", "mcp/s/fail", "mcp__s__fail")]
+    echo = specs[1]
+    assert (echo.description, echo.arguments, echo.schema["properties"]["text"]["type"]) == (
+        "Say it again.", ("text",), "string")
+    snapshot = build_snapshot(lab.tools, profile, "inv_root", external=specs)
+    for spec in specs:
+        binding = snapshot.by_id(spec.full_id)
+        assert binding is not None and binding.spec is spec
+        assert binding.alias == spec.model_name
+        assert binding.descriptor() == spec.descriptor()
+    assert children() == []

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from tavernlab.host import Lab, Run
-from tavernlab.workspace.tools.control import COMMITTED
+from tavernlab.host.run_control import COMMITTED
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]

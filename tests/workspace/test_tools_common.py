@@ -13,12 +13,13 @@ import pytest
 from tavernlab.errors import ToolError
 from tavernlab.host import Lab, Run
 from tavernlab.host.dispatch import CallContext
+from tavernlab.host.run_control import RUN_CONTROL_TOOLS
 from tavernlab.workspace.fs import UNSUPPORTED_NODE
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import Arguments
 from tavernlab.workspace.tools import WORKSPACE_TOOLS
 
-TOOLS = {spec.id: spec for spec in WORKSPACE_TOOLS}
+TOOLS = {spec.id: spec for spec in (*WORKSPACE_TOOLS, *RUN_CONTROL_TOOLS)}
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]

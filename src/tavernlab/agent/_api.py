@@ -26,6 +26,7 @@ from tavernlab.host.starting import resolve_profile
 from tavernlab.models import ModelProvider, Usage
 from tavernlab.workspace.profile import ModelBinding, Profile
 from tavernlab.workspace.records import write_json
+from tavernlab.workspace.tooling import ToolSpec
 
 #: The chat a run starts in when no ``chat_id`` is given.
 DEFAULT_CHAT_ID = "agent"
@@ -232,7 +233,7 @@ def tool_definitions(lab: Lab, profile: Profile | Mapping[str, Any] | None = Non
     ``provider_format``'s wire shape (the root invocation of a Chat run)."""
     resolved = resolve_profile(profile, Profile)
     registry = lab.tools
-    external: list[Any] = []
+    external: list[ToolSpec] = []
     if resolved.mcp.servers:  # the servers are started, listed and stopped again
         tools = McpTools()
         try:

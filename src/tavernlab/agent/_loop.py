@@ -278,7 +278,7 @@ class AgentLoop:
             status="created", exit_policy=exit_policy))
         external = self.mcp.tools_for(profile) if profile.mcp.servers else []
         if external:
-            self._external.update((tool.spec.id, tool.spec) for tool in external)
+            self._external.update((spec.id, spec) for spec in external)
             self.registry = ToolRegistry([*self.base_registry, *self._external.values()])
         snapshot = build_snapshot(self.registry, profile, invocation.id, mode=mode,
                                   chat=core.is_chat, external=external)

@@ -8,13 +8,16 @@ the first time an invocation's Profile names it (through
 tools at the start of every invocation; every connection the run opened is closed when the
 run ends, which for a stdio server ends its process.
 
-Each listed tool becomes a :class:`~tavernlab.workspace.tooling.ToolSpec` whose id is
-``mcp/<server>/<tool>`` and whose model alias is ``mcp__<server>__<tool>`` with both
+Each listed tool is declared as a :class:`~tavernlab.workspace.tooling.ToolSpec`, the same
+contract as a builtin's: an external tool (``builtin=False``) whose id is
+``mcp/<server>/<tool>`` and whose declared alias is ``mcp__<server>__<tool>`` with both
 segments normalized (runs of characters outside ``[A-Za-z0-9-]`` become one ``_``, trimmed),
-the whole cut to 64 bytes and made unique with ``__2``, ``__3`` … (a builtin alias is never
-replaced). The description and input schema are the server's; the server's
-``toolDescriptions`` in the Profile replace them, and ``tools.toolDescriptions[<tool id>]``
-wins over both. Arguments are limited to the names the schema's ``properties`` declare.
+the whole cut to 64 bytes; the tool snapshot makes it unique with ``__2``, ``__3`` … (a
+builtin alias is never replaced). The description and input schema are the server's; the
+server's ``toolDescriptions`` in the Profile replace them, and
+``tools.toolDescriptions[<tool id>]`` wins over both (the declaration holds the result). Its
+annotations are the server's. Arguments are limited to the names the schema's ``properties``
+declare.
 
 A call goes through the loop's one dispatch path like any builtin's (arguments file, events,
 budgets, stored result, externalization of a long result). The server's answer is rendered
@@ -34,7 +37,6 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from tavernlab.agent._failure import LoopError
@@ -89,20 +91,6 @@ def unique_alias(base: str, taken: set[str]) -> str:
 def tool_id_of(server: str, tool: str) -> str:
     """``mcp/<server>/<tool>``."""
     return f"{MCP_PREFIX}{server}/{tool}"
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalTool:
-    """One MCP tool as the snapshot shows it: the spec the dispatcher routes to, the alias
-    before uniqueness, and what the model is shown (description and schema, overrides
-    applied)."""
-
-    spec: ToolSpec
-    server: str
-    name: str
-    base_alias: str
-    description: str
-    schema: dict[str, Any]
 
 
 def _apply_override(description: str, schema: dict[str, Any], override: Any
@@ -198,15 +186,15 @@ class McpTools:
             previous[1].close()
         return connection
 
-    def tools_for(self, profile: Profile) -> list[ExternalTool]:
-        """The tools of every server ``profile`` names, in server then listing order,
-        minus the ones ``tools.deny`` names (by tool id, or ``mcp/<server>`` for all of a
-        server's)."""
+    def tools_for(self, profile: Profile) -> list[ToolSpec]:
+        """The tools of every server ``profile`` names, declared as external tool specs
+        (overrides applied), in server then listing order, minus the ones ``tools.deny``
+        names (by tool id, or ``mcp/<server>`` for all of a server's)."""
         settings = profile.mcp
         connect_s = settings.connect_timeout_ms / 1000.0
         call_s = settings.call_timeout_ms / 1000.0
         denied = set(profile.tools.deny)
-        found: list[ExternalTool] = []
+        found: list[ToolSpec] = []
         for server, server_settings in settings.servers.items():
             if f"{MCP_PREFIX}{server}" in denied:
                 continue
@@ -227,14 +215,12 @@ class McpTools:
                                               profile.tools.tool_descriptions.get(tool_id))
                 properties = schema.get("properties")
                 names = tuple(properties) if isinstance(properties, dict) else ()
-                spec = ToolSpec(id=tool_id, handler=self._handler(connection, server,
-                                                                   tool.name, call_s),
-                                mutating=False, description=description, arguments=names,
-                                title=getattr(tool, "title", None) or tool.name,
-                                input_schema=schema,
-                                annotations=_annotations(tool))
-                found.append(ExternalTool(spec, server, tool.name, mcp_alias(server, tool.name),
-                                          description, schema))
+                found.append(ToolSpec(
+                    id=tool_id, handler=self._handler(connection, server, tool.name, call_s),
+                    mutating=False, description=description, arguments=names,
+                    title=getattr(tool, "title", None) or tool.name, input_schema=schema,
+                    annotations=_annotations(tool), alias=mcp_alias(server, tool.name),
+                    builtin=False))
         return found
 
     @staticmethod

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tavernlab.agent._mcp import ExternalTool, unique_alias
+from tavernlab.agent._mcp import unique_alias
 from tavernlab.errors import AgentError
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.models import ModelTool
@@ -73,10 +73,10 @@ class Binding:
         return self.spec.id
 
     def descriptor(self) -> dict[str, Any]:
-        """Upstream's descriptor as the snapshot stores it."""
-        return {"id": self.tool_id, "title": self.spec.title or self.native,
-                "description": self.description, "inputSchema": self.schema,
-                "outputSchema": None, "annotations": dict(self.spec.annotations)}
+        """Upstream's descriptor as the snapshot stores it: the declaration's, with the
+        description and schema the model is shown."""
+        return {**self.spec.descriptor(), "id": self.tool_id, "description": self.description,
+                "inputSchema": self.schema}
 
     def model_tool(self) -> ModelTool:
         """The canonical tool a provider converts to its wire format."""
@@ -137,10 +137,11 @@ class ToolSnapshot:
 
 def build_snapshot(registry: ToolRegistry, profile: Profile, invocation_id: str, *,
                    mode: Mode = "root", chat: bool = True,
-                   external: Sequence[ExternalTool] = ()) -> ToolSnapshot:
+                   external: Sequence[ToolSpec] = ()) -> ToolSnapshot:
     """The tool snapshot of an invocation with ``profile``: its builtins, then the
-    ``external`` (MCP) tools under their unique aliases (a child's ``task.return`` stays
-    last)."""
+    ``external`` (MCP) tools' declarations under their unique aliases (a child's
+    ``task.return`` stays last). Every binding is derived from its declaration the same way:
+    its full id, alias, description and schema (a builtin's rewritten by the Profile)."""
     natives: list[str] = []
     for name in profile.tools.allow:
         native = name.removeprefix(BUILTIN_PREFIX)
@@ -173,19 +174,19 @@ def build_snapshot(registry: ToolRegistry, profile: Profile, invocation_id: str,
                 if key in schema.get("properties", {}):
                     schema["properties"][key]["description"] = text
         caps = profile.tools.max_calls_per_tool
-        bindings.append(Binding(spec, BUILTIN_PREFIX + native, alias_of(native), description,
-                                schema, caps.get(BUILTIN_PREFIX + native, caps.get(native))))
+        bindings.append(Binding(spec, spec.full_id, spec.model_name, description, schema,
+                                caps.get(spec.full_id, caps.get(native))))
     if external:
         last = bindings.pop() if bindings and bindings[-1].native == "task.return" else None
         taken = {binding.alias for binding in bindings}
         if last is not None:
             taken.add(last.alias)
         caps = profile.tools.max_calls_per_tool
-        for tool in external:
-            alias = unique_alias(tool.base_alias, taken)
+        for spec in external:
+            alias = unique_alias(spec.model_name, taken)
             taken.add(alias)
-            bindings.append(Binding(tool.spec, tool.spec.id, alias, tool.description,
-                                    copy.deepcopy(tool.schema), caps.get(tool.spec.id)))
+            bindings.append(Binding(spec, spec.full_id, alias, spec.description, spec.schema,
+                                    caps.get(spec.full_id)))
         if last is not None:
             bindings.append(last)
     _check_unique(bindings)

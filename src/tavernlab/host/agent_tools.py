@@ -4,7 +4,7 @@ They are declared here like every tool (id, description, schema, annotations, ar
 allow-list), and they act only inside the agent loop: their handlers hand the call to the
 loop's delegation service (the calling context's ``agent_control``). Called by hand, outside a
 loop, they are ``tool.not_available`` (tavernlab's choice, as for ``workspace.commit`` in a
-Session run). ``task.return`` is a workspace tool (:mod:`tavernlab.workspace.tools`).
+Session run). ``task.return`` is run control (:mod:`tavernlab.host.run_control`).
 """
 
 from __future__ import annotations

@@ -151,7 +151,9 @@ MAX_ARGUMENT_DEPTH = 128
 
 @dataclass(slots=True)
 class CallContext:
-    """The :class:`~tavernlab.workspace.tooling.ToolContext` of one call."""
+    """The :class:`~tavernlab.workspace.tooling.ToolContext` of one call, and the
+    :class:`~tavernlab.host.run_control.RunControlContext` the host's run-control tools see
+    (the calling agent's mode, the run's target, the commit, finish and return handshakes)."""
 
     core: RunCore
     invocation: Invocation

@@ -6,8 +6,9 @@ Engines export their tools as plain tuples of :class:`~tavernlab.workspace.tooli
 different tool sets in one kernel both work). A *provider* is a callable that receives the
 lab's :class:`~tavernlab.host.services.LabServices` and returns specs; a lab built with
 ``Lab(path, tools=[...])`` accepts providers and specs alike. :data:`DEFAULT_TOOLS` is the set
-upstream V5 offers: the workspace tools, the shell, the legacy skill tools (offered only
-in the compatibility mode) and the Agent control tools (which act only in the agent loop).
+upstream V5 offers: the workspace tools, the host's run-control tools (commit, finish,
+``task.return``), the shell, the legacy skill tools (offered only in the compatibility mode)
+and the Agent control tools (which act only in the agent loop).
 :func:`worktree_tools` (the seven git worktree tools, on the lab's worktree runtime) is not in
 the default set: a lab offers it when given it, ``Lab(path, tools=[*DEFAULT_TOOLS,
 worktree_tools])``, and a run's calls to it are then recorded like any other tool call.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from tavernlab.host.run_control import RUN_CONTROL_TOOLS
 from tavernlab.host.services import LabServices
 from tavernlab.shell.resources import ShellResources
 from tavernlab.shell.tool import shell_tools as make_shell_tools
@@ -30,8 +32,15 @@ ToolProvider = Callable[[LabServices], Iterable[ToolSpec]]
 
 
 def workspace_tools(services: LabServices) -> Iterable[ToolSpec]:
-    """``workspace.list_files`` … ``workspace.finish`` and ``task.return``."""
+    """``workspace.list_files``, ``workspace.search_files``, ``workspace.read_file``,
+    ``workspace.write_file`` and ``workspace.apply_patch`` (the storage floor's tools)."""
     return WORKSPACE_TOOLS
+
+
+def run_control_tools(services: LabServices) -> Iterable[ToolSpec]:
+    """``workspace.commit``, ``workspace.finish`` and ``task.return``: the host's own tools,
+    which save a run's message, end the run and complete a sub-agent's invocation."""
+    return RUN_CONTROL_TOOLS
 
 
 def shell_tools(services: LabServices) -> Iterable[ToolSpec]:
@@ -65,8 +74,8 @@ def worktree_tools(services: LabServices) -> Iterable[ToolSpec]:
 
 
 #: The tools of a lab built without ``tools=``.
-DEFAULT_TOOLS: tuple[ToolProvider, ...] = (workspace_tools, shell_tools, legacy_skill_tools,
-                                           agent_control_tools)
+DEFAULT_TOOLS: tuple[ToolProvider, ...] = (workspace_tools, run_control_tools, shell_tools,
+                                           legacy_skill_tools, agent_control_tools)
 
 
 class ToolRegistry:

@@ -5,8 +5,8 @@ See docs/tool-calls.md. A tool is a :class:`ToolSpec`: an id (``workspace.read_f
 it needs the legacy compatibility mode. Engines export their specs as plain tuples; the host
 builds one registry per ``Lab`` from the providers it is given, so nothing registers at import
 time. A handler receives a :class:`ToolContext` (what the calling agent may see and do during
-this one call: its scoped view, read records, Profile, frozen context, cancel token, and the
-host's commit/finish/return capabilities) and the allow-listed :class:`Arguments`; it returns
+this one call: its scoped view, read records, Profile, frozen context, cancel token, clock and
+the file-event recorders) and the allow-listed :class:`Arguments`; it returns
 a :class:`ToolResult` or raises :class:`~tavernlab.errors.ToolError`. Storage errors map to
 tool codes through :func:`tool_error_from_storage`. Anything else is an internal fault that
 aborts the run.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Protocol, overload
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory
@@ -88,20 +88,9 @@ class ToolContext(Protocol):
 
     ``scope``, ``records``, ``profile`` and ``skills`` belong to the calling agent (the main
     agent or a return-mode sub-agent); ``frozen`` holds the run's frozen host facts and
-    macros. The methods are the host capabilities the run-control tools need.
+    macros. It carries what the storage and engine tools use, and nothing more: the host's
+    run-control tools (commit, finish, return) see the host's richer call context.
     """
-
-    @property
-    def call_id(self) -> str:
-        """The call's id (``call_<n>`` unless the caller chose one)."""
-
-    @property
-    def tool_id(self) -> str:
-        """The tool being called."""
-
-    @property
-    def round(self) -> int:
-        """The model round the call belongs to."""
 
     @property
     def token(self) -> CancelToken:
@@ -128,18 +117,6 @@ class ToolContext(Protocol):
         """The calling agent's bound skills (name -> binding)."""
 
     @property
-    def agent_mode(self) -> Literal["main", "return"]:
-        """``main`` for the run's main agent, ``return`` for a sub-agent."""
-
-    @property
-    def is_chat(self) -> bool:
-        """Whether the run works for a Chat target."""
-
-    @property
-    def commit_required(self) -> bool:
-        """Whether finishing needs an explicit commit first (a foreground Chat run with none)."""
-
-    @property
     def shell_deadline_s(self) -> float:
         """The whole-call deadline of a shell call or ``js`` job, in seconds."""
 
@@ -162,16 +139,6 @@ class ToolContext(Protocol):
     def patch_applied(self, path: str, sha256: str, replacements: int) -> None:
         """Record ``workspace_patch_applied``."""
 
-    def commit_to_chat(self, *, path: str, text: str, sha256: str, mode: str,
-                       reason: str | None) -> tuple[int, int]:
-        """Ask the host to save ``text`` as the run's message; returns ``(index, swipe)``."""
-
-    def finish_run(self, reason: str | None) -> dict[str, Any]:
-        """End the run (publishing ``persist/`` for a Chat run); returns the refs to report."""
-
-    def return_result(self, text: str) -> str:
-        """Hand a sub-agent's result to its parent; returns the path it was written to."""
-
 
 ToolHandler = Callable[[ToolContext, "Arguments"], ToolResult]
 #: ``None`` when the tool may run for this call, else the ``(code, message)`` to refuse it.
@@ -190,6 +157,12 @@ class ToolSpec:
     for some calls (for example ``workspace.commit`` in a Session run). ``compat`` marks a
     tool of the legacy compatibility mode: offered only when the Profile enables
     ``skills.legacyRunScript``, otherwise reported as unknown.
+
+    A builtin (every tool a lab's providers declare) is known to a model as
+    ``builtin:<id>`` under the alias ``<id>`` with dots as underscores. An external tool
+    (``builtin=False``: an MCP server's, listed while a run goes) keeps its own id
+    (``mcp/<server>/<tool>``) and declares its ``alias`` (``mcp__<server>__<tool>``), which a
+    tool snapshot then makes unique among the others.
     """
 
     id: str
@@ -202,6 +175,8 @@ class ToolSpec:
     title: str = ""
     input_schema: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    alias: str | None = None
+    builtin: bool = True
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -212,17 +187,24 @@ class ToolSpec:
             return copied
         return object_schema({name: {} for name in self.arguments}, [])
 
+    @property
+    def full_id(self) -> str:
+        """The id a tool snapshot names: ``builtin:<id>`` for a builtin
+        (``builtin:workspace.read_file``), the id itself for an external tool."""
+        return f"builtin:{self.id}" if self.builtin else self.id
+
     def descriptor(self) -> dict[str, Any]:
         """Upstream's tool descriptor: ``{id, title, description, inputSchema, outputSchema,
-        annotations}`` (``id`` is the builtin's full id, ``builtin:<native name>``)."""
-        return {"id": f"builtin:{self.id}", "title": self.title or self.id,
+        annotations}`` (``id`` is the :attr:`full_id`)."""
+        return {"id": self.full_id, "title": self.title or self.id,
                 "description": self.description, "inputSchema": self.schema,
                 "outputSchema": None, "annotations": dict(self.annotations)}
 
     @property
     def model_name(self) -> str:
-        """The name the model sees: dots replaced by underscores (``workspace_read_file``)."""
-        return self.id.replace(".", "_")
+        """The name the model sees before a snapshot makes it unique: the declared ``alias``,
+        else the id with dots replaced by underscores (``workspace_read_file``)."""
+        return self.alias if self.alias is not None else self.id.replace(".", "_")
 
 
 def object_schema(properties: Mapping[str, Any], required: Iterable[str]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The model-facing workspace tools (docs/workspace.md).
 
 ``workspace.list_files``, ``workspace.search_files``, ``workspace.read_file``,
-``workspace.write_file``, ``workspace.apply_patch``, ``workspace.commit`` and
-``workspace.finish`` (the shell lives in :mod:`tavernlab.shell`). Each handler validates its
+``workspace.write_file`` and ``workspace.apply_patch`` (the shell lives in
+:mod:`tavernlab.shell`; ``workspace.commit``, ``workspace.finish`` and ``task.return`` are run
+control, the host's own tools in :mod:`tavernlab.host.run_control`). Each handler validates its
 allow-listed arguments, works through the calling Invocation's scoped view and returns a
 :class:`~tavernlab.workspace.tooling.ToolResult`; recoverable failures raise
 :class:`~tavernlab.workspace.tooling.ToolError` with the upstream code.
@@ -17,14 +18,6 @@ from tavernlab.workspace.tooling import (
     integer_property,
     object_schema,
     string_property,
-)
-from tavernlab.workspace.tools.control import (
-    TASK_RETURN_ARGUMENTS,
-    commit,
-    finish,
-    only_main_chat,
-    return_only,
-    task_return,
 )
 from tavernlab.workspace.tools.listing import list_files
 from tavernlab.workspace.tools.reading import READ_FILE_ARGUMENTS, read_file
@@ -105,56 +98,10 @@ WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
                      "Replace every occurrence of old_string. Requires a full read or a file "
                      "created/replaced with the text tools. Defaults to false.")},
              }, ["path", "old_string", "new_string"]), annotations=MUTATING),
-    ToolSpec("workspace.commit", commit, True,
-             "Commit a workspace text file to the current chat message. With no arguments, "
-             "replace the current run message with output/main.md. append adds the file text "
-             "to the same message, creating it when this run has not committed yet. You may "
-             "keep editing and commit again as needed; after the final commit, call "
-             "workspace_finish to close the run. Do not reply in plain text as the final "
-             "answer.", ("path", "mode", "reason"), available=only_main_chat("commit"),
-             title="Workspace Commit", input_schema=object_schema({
-                 "path": _S("Relative visible workspace file path to publish. Defaults to "
-                            "output/main.md."),
-                 "mode": _S("replace overwrites this run's chat message; append appends to "
-                            "the same message. Defaults to replace.",
-                            enum=["replace", "append"]),
-                 "reason": _S("Short commit reason."),
-             }, []), annotations={"control": True, "mutating": True}),
-    ToolSpec("workspace.finish", finish, True,
-             "Finish the Agent run after required foreground chat commits and workspace "
-             "changes are complete.", ("reason",), available=only_main_chat("finish"),
-             title="Workspace Finish", input_schema=object_schema({
-                 "reason": _S("Short completion reason."),
-             }, []), annotations={"control": True}),
-    ToolSpec("task.return", task_return, True,
-             "Return the result of this delegated task to the Agent that asked for it. This "
-             "ends the task; call it last.", TASK_RETURN_ARGUMENTS, available=return_only,
-             title="Task Return", input_schema=object_schema({
-                 "summary": _S("Concise result for the requesting Agent."),
-                 "status": _S("Whether the task was completed. Defaults to completed.",
-                              enum=["completed", "failed"]),
-                 "confidence": {"type": "number", "description": "Confidence from 0 to 1."},
-                 "artifacts": {"type": "array", "description": "Workspace files produced for "
-                               "the requesting Agent.", "items": {
-                                   "type": "object", "properties": {
-                                       "path": {"type": "string"}, "kind": {"type": "string"},
-                                       "role": {"type": "string"}}, "required": ["path"]}},
-                 "findings": {"type": "array", "items": {"type": "string"},
-                              "description": "Findings worth reporting."},
-                 "warnings": {"type": "array", "items": {"type": "string"},
-                              "description": "Warnings for the requesting Agent."},
-                 "suggestedNextActions": {"type": "array", "items": {"type": "string"},
-                                          "description": "What the requesting Agent could "
-                                          "do next."},
-                 "questionsForCaller": {"type": "array", "items": {"type": "string"},
-                                        "description": "Open questions for the requesting "
-                                        "Agent."},
-             }, ["summary"]), annotations={"control": True}),
 )
 
 __all__ = [
     "PATCH_EMPTY", "PATCH_NOT_FOUND", "PATCH_NO_CHANGE", "PATCH_REQUIRES_FULL_READ",
     "PATCH_REQUIRES_READ", "PATCH_STALE", "READ_FILE_ARGUMENTS", "WORKSPACE_TOOLS",
-    "apply_patch", "commit", "finish", "list_files", "read_file", "search_files",
-    "task_return", "write_file",
+    "apply_patch", "list_files", "read_file", "search_files", "write_file",
 ]
