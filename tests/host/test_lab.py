@@ -28,8 +28,9 @@ def test_the_public_surface() -> None:
             WorkspacePath.__name__} == {"Run", "TavernlabError", "ToolResult", "WorkspacePath"}
     assert worktree.__name__ == "tavernlab.worktree"
     assert sorted(tavernlab.__all__) == ["Lab", "ReplayReport", "Run", "TavernlabError",
-                                         "ToolResult", "WorkspacePath", "replay",
-                                         "replay_many", "worktree"]
+                                         "ToolResult", "WorkspacePath",
+                                         "load_ipython_extension", "replay", "replay_many",
+                                         "unload_ipython_extension", "worktree"]
 
 
 def test_reload_then_a_new_lab_works(tmp_path: Path) -> None:
