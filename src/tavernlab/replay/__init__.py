@@ -35,6 +35,7 @@ from tavernlab.replay.bundle import (
 from tavernlab.replay.export import export_run
 from tavernlab.replay.manifest import FORMAT_VERSION
 from tavernlab.replay.many import ReplaySummary, replay_many
+from tavernlab.replay.play import replay_bundle
 from tavernlab.replay.report import (
     Divergence,
     LiveContinuation,
@@ -42,7 +43,7 @@ from tavernlab.replay.report import (
     ReplayReport,
     SkillVersions,
 )
-from tavernlab.replay.session import ReplaySession, SkillSources, replay_bundle
+from tavernlab.replay.session import ReplaySession, SkillSources
 
 __all__ = ["BUNDLE_SUFFIX", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_MEMBERS",
            "MAX_MEMBER_BYTES", "Bundle", "Divergence", "LiveContinuation", "RecordedModelCall",

@@ -40,7 +40,6 @@ from tavernlab.clock import FixedClock, SequentialIds, clock_from_settings, ids_
 from tavernlab.errors import TavernlabError
 from tavernlab.host import Lab, Run
 from tavernlab.host.invocation import Invocation
-from tavernlab.models import ModelProvider
 from tavernlab.replay.actions import (
     Action,
     JsJob,
@@ -339,22 +338,3 @@ def _restore_chat(bundle: Bundle, root: Path, target: ChatTarget) -> None:
     if base is not None:
         folder = inside(root, chat.persist.state_dir(base.state_id).relative_to(root).as_posix())
         write_tree(folder, base.tree, bundle.blob)
-
-
-def replay_bundle(bundle: Bundle | str | Path, lab: str | Path | None = None,
-                  skills: SkillSources | None = None, live: ModelProvider | None = None
-                  ) -> ReplayReport:
-    """Prepare, play every action, verify, close: see :func:`tavernlab.replay.replay`. A
-    run driven by the agent loop is replayed by running the loop again
-    (:mod:`tavernlab.replay.model_runs`)."""
-    loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
-    if loaded.manifest.agent is not None:
-        from tavernlab.replay.model_runs import replay_model_run
-
-        return replay_model_run(loaded, lab, skills, live)
-    if live is not None:
-        raise ReplaySetupError("a live model can only continue a run the agent loop drove; "
-                               "this bundle's run was played by hand")
-    with ReplaySession.prepare(loaded, lab, skills) as session:
-        session.play()
-        return session.verify()
