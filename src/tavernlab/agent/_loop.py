@@ -325,7 +325,7 @@ class AgentLoop:
         snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
         driven_externally = bool(getattr(self.provider, "drives_externally", False))
         if not (driven_externally and (core.dir / snapshot_path).exists()):
-            write_new_json(core.dir / snapshot_path, snapshot.to_json())
+            write_new_json(core.dir / snapshot_path, snapshot.to_json(), core.staging)
         if announce_binding:
             binding = self.provider.describe()
             core.emit(AgentModelBindingResolved, ModelBindingResolved(
