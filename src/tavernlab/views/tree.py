@@ -10,7 +10,7 @@ a big one (:data:`OPEN_NODES`), so nothing is ever left out.
 
 from __future__ import annotations
 
-from tavernlab.views.markup import badge, code, escape
+from tavernlab.views.markup import COLOURS, badge, code, escape, format_size
 from tavernlab.workspace.tree import TreeNode
 
 #: Trees with at most this many nodes show every directory open.
@@ -18,16 +18,6 @@ OPEN_NODES = 200
 
 _ACCESS = {"hidden": ("hidden", "muted"), "read_only": ("read-only", "info"),
            "writable": ("writable", "ok")}
-
-
-def _size(size: int | None) -> str:
-    if size is None:
-        return ""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / (1024 * 1024):.1f} MiB"
 
 
 def _writable_root(node: TreeNode) -> bool:
@@ -51,7 +41,7 @@ def _label(node: TreeNode) -> str:
     name = node.name or "/"
     if node.kind == "directory" and node.name:
         name += "/"
-    parts = [name, _size(node.size), _access(node)]
+    parts = [name, format_size(node.size), _access(node)]
     if node.kind == "refused":
         parts.append(f"refused: {node.reason}")
     return "  ".join(p for p in parts if p)
@@ -78,8 +68,9 @@ def _node_html(node: TreeNode, depth: int, open_all: bool) -> str:
     badges = badge(_access(node), tone)
     if node.kind == "refused":
         badges += " " + badge(f"refused: {node.reason}", "error")
-    size = f' <span style="color:#757575">{escape(_size(node.size))}</span>' if node.size \
-        is not None else ""
+    muted = COLOURS["muted"]
+    size = f' <span style="color:{muted}">{escape(format_size(node.size))}</span>' \
+        if node.size is not None else ""
     head = f"{code(name) if node.kind == 'file' else name}{size} {badges}"
     if node.children is None:
         return f"<li>{head}</li>"

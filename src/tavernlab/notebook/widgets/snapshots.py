@@ -14,31 +14,15 @@ from html import escape
 from typing import Any
 
 from tavernlab.notebook.widgets.timeline_state import Bar, Round
+from tavernlab.views.markup import ACCESS_COLOURS, COLOURS, STATUS_COLOURS, format_size
 
 #: Rows a static snapshot lists before it says how many more there are.
 SNAPSHOT_LIMIT = 500
 
-STATUS_COLOURS = {"ok": "#2e7d32", "error": "#c62828", "cancelled": "#9e6a00",
-                  "running": "#1565c0"}
-ACCESS_COLOURS = {"writable": "#2e7d32", "read_only": "#546e7a", "hidden": "#8d6e63"}
 ACCESS_LABELS = {"writable": "writable", "read_only": "read-only", "hidden": "hidden"}
 _FONT = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;"
          "text-align:left")
 _MONO = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace"
-
-
-def format_size(size: int | None) -> str:
-    """``8 B``, ``1.5 KiB``, ``2.0 MiB`` (``""`` for no size)."""
-    if size is None:
-        return ""
-    if size < 1024:
-        return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            break
-    return f"{value:.1f} {unit}"
 
 
 def format_duration(ms: int | None) -> str:
@@ -103,8 +87,8 @@ def tree_html(title: str, rows: list[dict[str, Any]]) -> str:
             depth -= 1
         icon = "📁" if row["kind"] == "directory" else "⚠️" if row["kind"] == "refused" else "📄"
         size = format_size(row["size"]) if row["kind"] == "file" else ""
-        colour = ACCESS_COLOURS.get(row["access"], "#c62828") if row["kind"] != "refused" \
-            else "#c62828"
+        colour = ACCESS_COLOURS.get(row["access"], COLOURS["error"]) \
+            if row["kind"] != "refused" else COLOURS["error"]
         parts.append(f'<li>{icon} {escape(row["name"])}'
                      f'<span style="color:#777;margin-left:6px">{escape(size)}</span>'
                      f'{_badge(_access_text(row), colour)}</li>')
