@@ -74,6 +74,7 @@ from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.restore import call_number
 from tavernlab.host.results import results_path, store_result
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace import layout
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.ids import tool_record_name
 from tavernlab.workspace.profile import Profile
@@ -313,7 +314,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                       loop=loop)
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
-    args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"
+    args_path = core.dir / layout.tool_args_path(invocation.id, record_name)
     relative = str(args_path.relative_to(core.dir))
     try:
         if loop is None:

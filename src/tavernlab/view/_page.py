@@ -28,11 +28,12 @@ from tavernlab.paths import WorkspacePath
 from tavernlab.replay.report import ReplayReport, report_html
 from tavernlab.view._source import RunFiles
 from tavernlab.views.markup import STATUS_COLOURS, fold, pre
+from tavernlab.workspace import layout
 from tavernlab.workspace.tree import build_tree
 
 STATIC = Path(__file__).resolve().parents[1] / "notebook" / "widgets" / "static"
 #: Where a run keeps the model's answer of each round (written by the agent loop).
-MODEL_RESPONSES = "model-responses"
+MODEL_RESPONSES = layout.MODEL_RESPONSES
 #: Lines of a file preview shown at first (the views' own "more" shows the rest).
 PREVIEW_LINES = 200
 
@@ -87,7 +88,7 @@ def _timeline(files: RunFiles) -> tuple[TimelineState, list[dict[str, Any]]]:
 
 
 def _model_turn(files: RunFiles, number: int) -> str:
-    path = files.dir / MODEL_RESPONSES / f"round-{number:03d}.json"
+    path = files.dir / layout.model_response_path(None, number)
     if not path.is_file():
         return ""
     text = path.read_text(encoding="utf-8", errors="replace")

@@ -62,6 +62,12 @@ from tavernlab.workspace.contract import (
     sha256_hex,
     walk_entries,
 )
+from tavernlab.workspace.layout import (
+    CALL_COUNTER_NAME,
+    INTERNAL_NAMES,
+    LOCK_FILE_NAME,
+    STAGING_DIR_NAME,
+)
 
 #: The contract's values are part of the port's surface: callers import them from here.
 __all__ = [
@@ -72,18 +78,6 @@ __all__ = [
     "WriteGuard", "clear_staging", "decode_text", "not_found", "sha256_hex", "walk_entries",
 ]
 
-#: Name of the lock file kept in every workspace directory (never a visible root).
-LOCK_FILE_NAME = ".workspace.lock"
-#: The folder at the top of every workspace directory where atomic writes stage their bytes
-#: before the rename (never a visible root, so a file staged there - one a killed writer left
-#: behind - is never listed, read or published; emptied when a run is opened).
-STAGING_DIR_NAME = ".tavernlab-staging"
-#: A run directory's call counter, shared by every process writing the run
-#: (:mod:`tavernlab.host.call_ids`).
-CALL_COUNTER_NAME = ".tavernlab-calls"
-#: Names at the top of a workspace or run directory that are the storage's own bookkeeping,
-#: never a run's content: the tree, an export and a replay's comparison leave them out.
-INTERNAL_NAMES = frozenset({LOCK_FILE_NAME, STAGING_DIR_NAME, CALL_COUNTER_NAME})
 
 
 #: Age after which a staged file that is not the port's own (a run record's temporary file,

@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
-from tavernlab.workspace import atomic
+from tavernlab.workspace import atomic, layout
 
 RunStatus = Literal[
     "created", "initializing_workspace", "assembling_context", "calling_model",
@@ -231,7 +231,7 @@ class RootSpec(Model):
     def for_root(cls, path: str, *, visible: bool, writable: bool) -> RootSpec:
         """``persist`` is persistent/chat/projected_overlay/on_run_completed; every other root
         is run/run/materialized/never."""
-        if path == "persist":
+        if path == layout.PERSIST:
             return cls(path=path, lifecycle="persistent", scope="chat",
                        mount="projected_overlay", visible=visible, writable=writable,
                        commit="on_run_completed")
@@ -243,7 +243,7 @@ class RootSpec(Model):
         persistent = (self.lifecycle, self.scope, self.mount, self.commit) != (
             "run", "run", "materialized", "never")
         if persistent and (self.path, self.lifecycle, self.scope, self.mount, self.commit) != (
-                "persist", "persistent", "chat", "projected_overlay", "on_run_completed"):
+                layout.PERSIST, "persistent", "chat", "projected_overlay", "on_run_completed"):
             raise InvalidData(f"unsupported persistent root combination for `{self.path}`")
         return self
 
@@ -252,8 +252,8 @@ class ManifestInput(Model):
     """``manifest.json`` ``input``."""
 
     mode: str = "snapshot"
-    prompt_snapshot_path: str = "input/prompt_snapshot.json"
-    resolved_profile_path: str = "input/resolved_profile.json"
+    prompt_snapshot_path: str = layout.PROMPT_SNAPSHOT
+    resolved_profile_path: str = layout.RESOLVED_PROFILE
 
 
 class Artifact(Model):
