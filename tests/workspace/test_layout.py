@@ -41,17 +41,17 @@ def test_the_named_files() -> None:
         "input/prompt_snapshot.json", "input/resolved_profile.json", "input/origin.json",
         "input/skill_bindings.json", "input/system_prompt.md", "input/persist_snapshot.json",
         "input/host_chat.json", "input/resolved_skills.json", "input/loop_start.json"]
-    assert layout.INTERNAL_NAMES == {".workspace.lock", ".tavernlab-staging",
-                                     ".tavernlab-calls"}
+    assert {".workspace.lock", ".tavernlab-staging",
+                                     ".tavernlab-calls"} == layout.INTERNAL_NAMES
 
 
 def test_the_policy_and_the_profile_take_their_names_from_the_layout() -> None:
     assert DEFAULT_ROOTS == ("output", "scratch", "plan", "summaries", "persist")
     assert READ_ONLY_ROOTS == ("tool-results", "skills")
-    assert RESERVED_ROOT_NAMES == {
+    assert {
         "runs", "input", "invocations", "tasks", "agent-results", "model-responses",
         "tool-args", "checkpoints", "events.jsonl", "manifest.json", "run.json",
-        "journal.jsonl", "js-jobs"}
+        "journal.jsonl", "js-jobs"} == RESERVED_ROOT_NAMES
     profile = Profile()
     assert profile.workspace.message_body_path == layout.MESSAGE_BODY == "output/main.md"
 
