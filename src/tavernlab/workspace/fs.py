@@ -400,12 +400,13 @@ class WorkspaceFs:
         return WorkspaceAppendResult(WorkspaceFile(path.text, before + text, len(data), digest),
                                      previous)
 
-    def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
-        """``mkdir`` (parent must exist, target must not) or ``mkdir -p``."""
+    def create_dir(self, path: WorkspacePath, recursive: bool) -> list[str]:
+        """``mkdir`` (parent must exist, target must not) or ``mkdir -p``; returns the
+        directories it made, outermost first (each also reported to the observer)."""
         with self.lock.exclusive():
-            self._mkdir_locked(path, recursive)
+            return self._mkdir_locked(path, recursive)
 
-    def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> None:
+    def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> list[str]:
         if not recursive:
             self.containment.require_parent_dir(path)
             if self.containment.check(path) is not None:
@@ -416,7 +417,8 @@ class WorkspaceFs:
             except OSError as exc:
                 raise FileIo("create directory", path.text, exc) from None
             self._notify(FsChange("mkdir", path.text, existed=False, directory=True))
-            return
+            return [path.text]
+        created: list[str] = []
         for depth in range(1, len(path.parts) + 1):
             prefix = WorkspacePath("/".join(path.parts[:depth]))
             st = self.containment.check(prefix)
@@ -426,9 +428,11 @@ class WorkspaceFs:
                 except OSError as exc:
                     raise FileIo("create directory", prefix.text, exc) from None
                 self._notify(FsChange("mkdir", prefix.text, existed=False, directory=True))
+                created.append(prefix.text)
             elif not stat.S_ISDIR(st.st_mode):
                 raise FileIo("create directory", prefix.text,
                              OSError(errno.ENOTDIR, "Not a directory"))
+        return created
 
     def remove(self, path: WorkspacePath, recursive: bool) -> None:
         """Unlink a file; remove an empty directory, or a whole tree when ``recursive``."""
