@@ -1,5 +1,6 @@
-"""One size formatter and one table of colours for every view: the text and HTML views, the
-notebook's widgets (their script, stylesheet and static snapshots) and the static viewer."""
+"""One tree renderer, one size formatter and one table of colours for every view: the text
+and HTML views, the notebook's widgets (their script, stylesheet and static snapshots) and the
+static viewer."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 import jsbox
 import pytest
 
+from tavernlab.host import Run
 from tavernlab.views.markup import ACCESS_COLOURS, COLOURS, STATUS_COLOURS, format_size
+from tavernlab.views.tree import tree_html, tree_text
+from tavernlab.workspace.tree import TreeNode
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tavernlab"
 STATIC = SRC / "notebook" / "widgets" / "static"
@@ -95,3 +99,43 @@ def test_no_other_size_formatter_or_colour_literal() -> None:
         if re.search(r"KiB\"|KiB'|\"MiB\"|'MiB'", text):
             offenders.append(f"{path.relative_to(SRC)}: a size unit")
     assert offenders == []
+
+
+def _rows(node: TreeNode, depth: int = 0) -> list[dict[str, object]]:
+    """The rows a file-tree widget holds for the nodes below ``node``."""
+    out: list[dict[str, object]] = []
+    for child in node.children or []:
+        out.append({"path": child.path, "name": child.name, "kind": child.kind,
+                    "size": child.size, "access": child.access.level,
+                    "creates": child.access.creates_children, "reason": child.reason,
+                    "depth": depth})
+        out.extend(_rows(child, depth + 1))
+    return out
+
+
+def test_the_widget_snapshot_is_drawn_by_the_one_tree_renderer(run: Run) -> None:
+    from tavernlab.notebook.widgets import snapshots
+
+    run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "hello\n"})
+    run.shell("mkdir -p scratch/a/b && printf 'x' > scratch/a/b/c.txt")
+    tree = run.tree()
+    rows = _rows(tree)
+    text = snapshots.tree_text("Workspace", rows)
+    assert text == tree_text(tree, title="Workspace")
+    assert text.splitlines()[:3] == ["Workspace", "├── output/  writable root",
+                                     "│   └── main.md  6 B  writable"]
+    assert snapshots.tree_html("Workspace", rows).endswith(
+        tree_html(tree, title="Workspace") + "</div>")
+    source = (SRC / "notebook" / "widgets" / "snapshots.py").read_text(encoding="utf-8")
+    assert "├" not in source and "<details" not in source
+
+
+def test_a_limited_tree_says_what_it_left_out(run: Run) -> None:
+    run.shell("mkdir -p scratch/d && printf 1 > scratch/d/one.txt && printf 2 > scratch/two.txt")
+    tree = run.tree("scratch")
+    text = tree_text(tree, title="T", limit=2, left_out=lambda shown: f"{shown} shown")
+    assert text == "T\n├── d/  writable\n│   └── one.txt  1 B  writable\n2 shown"
+    assert tree_text(tree, title="T", limit=3, left_out=lambda shown: "never") == (
+        "T\n├── d/  writable\n│   └── one.txt  1 B  writable\n└── two.txt  1 B  writable")
+    html = tree_html(tree, limit=1, left_out=lambda shown: f"{shown} shown")
+    assert "d/" in html and "one.txt" not in html and html.endswith(">1 shown</div>")
