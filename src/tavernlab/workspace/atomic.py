@@ -28,6 +28,7 @@ import os
 import secrets
 import stat
 import uuid
+from collections.abc import Callable
 
 #: Prefix of the staged temporary file of an atomic write (in the target's directory).
 TEMP_PREFIX = ".tavernlab-tmp-"
@@ -111,19 +112,10 @@ def create_new(target: str | os.PathLike[str], data: bytes, *,
     ``parents`` creates the missing folders of ``target`` and of the temporary file."""
     path = _dotted(target)
     temp_path = _temp(path, staging, temp)
+    _write_temp(temp_path, data, 0o644, durable=False, make_dirs=parents or staging is not None,
+                owned=False)
     try:
-        fd = _open_new(temp_path, 0o644, make_dirs=parents or staging is not None)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        try:
-            os.link(temp_path, path)
-        except FileNotFoundError:
-            if not parents:
-                raise
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.link(temp_path, path)
+        _place(os.link, temp_path, path, parents=parents)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp_path)
@@ -184,8 +176,10 @@ def _open_new(path: str, mode: int, *, make_dirs: bool, owned: bool = False) -> 
         return os.open(path, flags, mode)
 
 
-def _replace(target: str, data: bytes, mode: int, *, durable: bool, temp: str,
-             make_dirs: bool, parents: bool, owned: bool) -> None:
+def _write_temp(temp: str, data: bytes, mode: int, *, durable: bool, make_dirs: bool,
+                owned: bool) -> None:
+    """Write ``data`` to the new temporary file ``temp`` (fsynced when ``durable``, with
+    ``mode`` exactly); a failure after it was made removes it."""
     fd = _open_new(temp, mode, make_dirs=make_dirs, owned=owned)
     try:
         try:
@@ -196,13 +190,29 @@ def _replace(target: str, data: bytes, mode: int, *, durable: bool, temp: str,
                 os.fsync(fd)
         finally:
             os.close(fd)
-        try:
-            os.replace(temp, target)
-        except FileNotFoundError:
-            if not parents:
-                raise
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _place(move: Callable[[str, str], None], temp: str, target: str, *, parents: bool) -> None:
+    """``move(temp, target)`` (a rename or a hard link), creating ``target``'s missing
+    folders first when ``parents`` and the first try found none."""
+    try:
+        move(temp, target)
+    except FileNotFoundError:
+        if not parents:
+            raise
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        move(temp, target)
+
+
+def _replace(target: str, data: bytes, mode: int, *, durable: bool, temp: str,
+             make_dirs: bool, parents: bool, owned: bool) -> None:
+    _write_temp(temp, data, mode, durable=durable, make_dirs=make_dirs, owned=owned)
+    try:
+        _place(os.replace, temp, target, parents=parents)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
