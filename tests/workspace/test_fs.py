@@ -560,3 +560,22 @@ def test_a_symlinked_workspace_directory_is_resolved(tmp_path: Path) -> None:
     fs.create_dir(P("scratch"), recursive=False)
     fs.write_file(P("scratch/a.md"), b"a", WriteGuard.unchecked())
     assert (real / "scratch/a.md").read_bytes() == b"a"
+
+
+def test_mkdir_reports_the_directories_it_made(fs: WorkspaceFs) -> None:
+    from tavernlab.workspace.changes import FsChange
+    from tavernlab.workspace.policy import Policy
+    from tavernlab.workspace.scope import ScopedWorkspaceFs
+
+    seen: list[FsChange] = []
+    fs.observer = seen.append
+    assert fs.create_dir(P("scratch/a/b/c"), recursive=True) == [
+        "scratch/a", "scratch/a/b", "scratch/a/b/c"]
+    assert fs.create_dir(P("scratch/a/b"), recursive=True) == []
+    assert fs.create_dir(P("scratch/n"), recursive=False) == ["scratch/n"]
+    assert [c.path for c in seen] == ["scratch/a", "scratch/a/b", "scratch/a/b/c", "scratch/n"]
+    view = ScopedWorkspaceFs(fs, Policy.from_profile(["scratch"], ["scratch"]))
+    view.create_dir(P("scratch/x/y"), recursive=True)
+    view.create_dir(P("scratch/x"), recursive=True)
+    assert view.tracker.touched == {"scratch/x", "scratch/x/y"}
+    assert view.tracker.candidate is None and not view.tracker.changed

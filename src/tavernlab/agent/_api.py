@@ -24,6 +24,7 @@ from tavernlab.host.lab import Lab
 from tavernlab.host.run import Run
 from tavernlab.host.starting import resolve_profile
 from tavernlab.models import ModelProvider, Usage
+from tavernlab.workspace import layout
 from tavernlab.workspace.profile import ModelBinding, Profile
 from tavernlab.workspace.records import write_json
 from tavernlab.workspace.tooling import ToolSpec
@@ -31,7 +32,7 @@ from tavernlab.workspace.tooling import ToolSpec
 #: The chat a run starts in when no ``chat_id`` is given.
 DEFAULT_CHAT_ID = "agent"
 #: Where a run keeps how its loop was started (tavernlab's record, read by replay).
-LOOP_START_FILE = "input/loop_start.json"
+LOOP_START_FILE = layout.LOOP_START
 Presentation = Literal["foreground", "background"]
 
 

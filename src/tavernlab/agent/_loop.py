@@ -110,6 +110,7 @@ from tavernlab.models import (
 )
 from tavernlab.models import ToolResult as ModelToolResult
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import write_json
@@ -244,7 +245,7 @@ class AgentLoop:
             from tavernlab.skills.binding import bindings_to_json
 
             stored_skills = bindings_to_json(core.skills)
-        write_json(core.dir / "input" / "resolved_skills.json", stored_skills)
+        write_json(core.dir / layout.RESOLVED_SKILLS, stored_skills)
         frame = self.new_frame(profile, kind="root", parent=None, first_message=self.task,
                                invocation=core.main, announce_binding=True)
         self.foreground = frame
@@ -282,10 +283,10 @@ class AgentLoop:
             self.registry = ToolRegistry([*self.base_registry, *self._external.values()])
         snapshot = build_snapshot(self.registry, profile, invocation.id, mode=mode,
                                   chat=core.is_chat, external=external)
-        snapshot_path = f"input/invocations/{invocation.id}/tool_snapshot.json"
+        snapshot_path = layout.tool_snapshot_path(invocation.id)
         driven_externally = bool(getattr(self.provider, "drives_externally", False))
         if not (driven_externally and (core.dir / snapshot_path).exists()):
-            write_new_json(core.dir / snapshot_path, snapshot.to_json())
+            write_new_json(core.dir / snapshot_path, snapshot.to_json(), core.staging)
         if announce_binding:
             binding = self.provider.describe()
             core.emit(AgentModelBindingResolved, ModelBindingResolved(
@@ -299,7 +300,7 @@ class AgentLoop:
                   **(described if isinstance(described, dict) else {}),
                   **(profile.model.params if profile.model is not None else {})}
         if kind == "root" and not driven_externally:
-            write_json(core.dir / "input" / "prompt_snapshot.json",
+            write_json(core.dir / layout.PROMPT_SNAPSHOT,
                        prompt_snapshot(system, self.task, params))
         ops = tuple(op for op, tool in (("delegate", "agent.delegate"),
                                         ("handoff", "agent.handoff")) if snapshot.has(tool))
@@ -493,9 +494,8 @@ class AgentLoop:
         return forward
 
     def _store_response(self, frame: Frame, response: ModelResponse) -> str:
-        folder = ("model-responses" if frame.kind == "root"
-                  else f"model-responses/{frame.invocation.id}")
-        path = f"{folder}/round-{frame.round:03d}.json"
+        path = layout.model_response_path(
+            None if frame.kind == "root" else frame.invocation.id, frame.round)
         write_json(self.core.dir / path, {
             "round": frame.round, "invocationId": frame.invocation.id,
             "response": response.model_dump(mode="json", by_alias=True)})

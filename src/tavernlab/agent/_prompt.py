@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tavernlab.agent._tools import Mode, ToolSnapshot, visible_roots_text, writable_roots_text
+from tavernlab.workspace import layout
 from tavernlab.workspace.profile import Profile
 
 #: The last line of the default prompt.
@@ -70,8 +71,8 @@ def default_system_prompt(profile: Profile, snapshot: ToolSnapshot, *, mode: Mod
                      f"run's chat message with {profile.workspace.message_body_path}; mode "
                      "append will append to the same message, creating it if this run has not "
                      "committed yet.")
-    if ("persist" in profile.workspace.visible_roots
-            and "persist" in profile.workspace.writable_roots):
+    if (layout.PERSIST in profile.workspace.visible_roots
+            and layout.PERSIST in profile.workspace.writable_roots):
         lines += ["- Use persist/ to store concise information that should carry over into "
                   "subsequent runs of the same chat, such as persistent plot facts, unresolved "
                   "threads, relationship states, and user style preferences.",

@@ -24,12 +24,13 @@ from tavernlab.agent._mcp import unique_alias
 from tavernlab.errors import AgentError
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.models import ModelTool
+from tavernlab.workspace import layout
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.tooling import ToolSpec
 
 BUILTIN_PREFIX = "builtin:"
 #: The roots every invocation can read, appended to the Profile's visible roots.
-ALWAYS_VISIBLE = ("tool-results", "skills")
+ALWAYS_VISIBLE = (layout.TOOL_RESULTS, "skills")
 #: What a return-mode child never gets.
 CHILD_DROPPED = frozenset({"workspace.commit", "workspace.finish", "agent.delegate",
                            "agent.handoff", "agent.await"})

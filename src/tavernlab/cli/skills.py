@@ -25,7 +25,6 @@ nothing is installed or written then.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.report import ConflictChoice, SkillInstallResult
 from tavernlab.skills.repository import SkillRepository
 from tavernlab.skills.source import load_directory, load_source
+from tavernlab.workspace.atomic import create_new
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,13 +171,11 @@ def _pack(args: argparse.Namespace) -> int:
     output: Path = args.output if args.output is not None else Path(f"{name}.zip")
     data = write_archive(files)
     try:
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        create_new(output, data)
     except FileExistsError:
         raise SkillOutputExists(f"Output file already exists: {output}") from None
     except OSError as exc:
         raise SkillStorageError(f"Failed to write {output}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
     count = sum(len(p.files) for p in packages)
     print(f"packed {', '.join(p.name for p in packages)} ({count} files, {len(data)} bytes) "
           f"into {output}", file=sys.stdout)

@@ -46,6 +46,7 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.records import ChatTarget, dump_model
 from tavernlab.workspace.text import text_metrics
@@ -150,7 +151,7 @@ def publish_persist(core: RunCore, *, message_id: str | None) -> str:
     try:
         with core.fs.lock.shared():
             state, reused = chat.persist.publish(
-                run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
+                run_id=core.id, persist_dir=core.workspace_dir / layout.PERSIST, snapshot=snapshot,
                 revision_of=counters.persist_state_id, links=core.fs.containment.links)
     except (PersistStateError, InvalidData, OSError) as exc:
         core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
@@ -185,7 +186,7 @@ def _publish(core: RunCore) -> str:
     try:
         with core.fs.lock.shared():
             state, reused = chat.persist.publish(
-                run_id=core.id, persist_dir=core.workspace_dir / "persist", snapshot=snapshot,
+                run_id=core.id, persist_dir=core.workspace_dir / layout.PERSIST, snapshot=snapshot,
                 revision_of=counters.persist_state_id, links=core.fs.containment.links)
     except (PersistStateError, InvalidData, OSError) as exc:  # InvalidData: a planted node
         core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))

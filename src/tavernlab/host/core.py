@@ -42,6 +42,7 @@ from tavernlab.host.invocation import Invocation
 from tavernlab.host.ledger import RunLedger
 from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
@@ -171,8 +172,8 @@ class RunCore:
         self._before_round = before_round
         self._prepared_round = 0
         self.fs = WorkspaceFs(workspace_dir, links=links)
-        self.log = EventLog(run_dir / "events.jsonl", record.id, clock=clock, ids=ids)
-        self.journal = JournalLog(run_dir / "journal.jsonl", self.log)
+        self.log = EventLog(run_dir / layout.EVENTS, record.id, clock=clock, ids=ids)
+        self.journal = JournalLog(run_dir / layout.JOURNAL, self.log)
         self.ledger = RunLedger(record, run_dir, index, events=self.log, journal=self.journal,
                                 summary=self.summary, checkpoint=self.checkpoint)
         self.feed = RunFeed(self.log, self.journal, on_written=self.ledger.sync)
@@ -321,7 +322,7 @@ class RunCore:
                                   tracker=self.tracker)
         if invocation_id is None:
             invocation_id = self.ids.new("inv")
-            if (self.dir / "tool-args" / invocation_id).exists():
+            if (self.dir / layout.tool_args_dir(invocation_id)).exists():
                 raise InvalidData(f"invocation id `{invocation_id}` from the lab's id factory "
                                   "is already taken by an agent of this run")
         invocation = Invocation(invocation_id, agent_id, mode=mode,

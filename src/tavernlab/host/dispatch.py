@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,11 +74,12 @@ from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.restore import call_number
 from tavernlab.host.results import results_path, store_result
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace import layout
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.ids import tool_record_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.reads import ReadRecords
-from tavernlab.workspace.records import pretty_json, write_json
+from tavernlab.workspace.records import write_json
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 from tavernlab.workspace.text import text_metrics
 from tavernlab.workspace.tooling import Arguments, ToolResult
@@ -316,7 +316,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                       loop=loop)
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
-    args_path = core.dir / "tool-args" / invocation.id / f"{record_name}.json"
+    args_path = core.dir / layout.tool_args_path(invocation.id, record_name)
     relative = str(args_path.relative_to(core.dir))
     try:
         if loop is None:
@@ -324,7 +324,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                                    "arguments": _stored_arguments(arguments, refusal)},
                        ascii_only=True, exclusive=True, staging=core.staging)
         else:
-            write_raw_arguments(args_path, arguments, core.staging)
+            write_new_json(args_path, arguments, core.staging)
     except FileExistsError:
         raise _duplicate(core, ctx, args_path) from None
     except OSError as exc:  # nothing of the call is recorded: the run goes on
@@ -410,20 +410,15 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     return stored, interrupted
 
 
-def write_new_json(path: Path, value: Any) -> None:
-    """Write ``value`` as pretty JSON to a file that must not exist yet (a tool call's stored
-    arguments: a second call with the same id in the same round is refused, and the first
-    one's record stays as it was)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_new_json(path: Path, value: Any, staging: Path | None = None) -> None:
+    """Write ``value`` as pretty JSON (non-ASCII kept; escaped only when the text holds a
+    lone surrogate) to a file that must not exist yet, whole (a tool call's stored arguments
+    or an invocation's tool snapshot: a second call with the same id in the same round is
+    refused with ``FileExistsError``, and the first one's record stays as it was)."""
     try:
-        data = (pretty_json(value) + "\n").encode("utf-8")
+        write_json(path, value, exclusive=True, staging=staging)
     except UnicodeEncodeError:  # a lone surrogate: kept, escaped
-        data = (pretty_json(value, ascii_only=True) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+        write_json(path, value, ascii_only=True, exclusive=True, staging=staging)
 
 
 def invalid_arguments_message(raw: Any) -> str:
@@ -434,15 +429,6 @@ def invalid_arguments_message(raw: Any) -> str:
               else text)
     return ("arguments must be a JSON object; send `{}` when the call takes no arguments. "
             f"Received: `{quoted}`")
-
-
-def write_raw_arguments(path: Path, arguments: Any, staging: Path | None) -> None:
-    """A loop call's stored arguments: the model's raw arguments as pretty JSON (non-ASCII
-    kept; escaped only when the text holds a lone surrogate), created exclusively."""
-    try:
-        write_json(path, arguments, exclusive=True, staging=staging)
-    except UnicodeEncodeError:
-        write_json(path, arguments, ascii_only=True, exclusive=True, staging=staging)
 
 
 def _host_fault(core: RunCore, ctx: CallContext, started: float, scope: EventScope,

@@ -19,6 +19,7 @@ from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import InvalidData
 from tavernlab.events import JsJobEnd, JsJobFinished, JsJobStart, JsJobStarted
 from tavernlab.host.core import RunCore
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import sha256_hex
 from tavernlab.workspace.records import write_json
 
@@ -36,7 +37,7 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
     from tavernlab.js.command import run_js_command
 
     job_id = core.ids.new("job")
-    if (core.dir / "js-jobs" / f"{job_id}.json").exists():
+    if (core.dir / layout.js_job_path(job_id)).exists():
         raise InvalidData(f"job id `{job_id}` from the lab's id factory is already taken by a "
                           "job of this run; nothing was run")
     core.note(JsJobStarted, JsJobStart(
@@ -59,7 +60,7 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
                                 seed=seed_from(core.ids) if fixed else None,
                                 on_output=listener, eval_name=eval_name)
     out, err = result.stdout.encode("utf-8"), result.stderr.encode("utf-8")
-    write_json(core.dir / "js-jobs" / f"{job_id}.json", {
+    write_json(core.dir / layout.js_job_path(job_id), {
         "jobId": job_id, "evalName": eval_name,
         "stdin": None if data is None else base64.b64encode(data).decode("ascii"),
         "exitCode": result.exit_code, "stdout": result.stdout, "stderr": result.stderr},

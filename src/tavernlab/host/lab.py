@@ -59,6 +59,7 @@ from tavernlab.host.run import Run
 from tavernlab.host.services import LabServices
 from tavernlab.host.sessions import Session, SessionStore
 from tavernlab.host.starting import RunFactory, resolve_profile
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.ids import ChatKind
 from tavernlab.workspace.logs import EventLog, JournalLog
@@ -353,8 +354,8 @@ class Lab:
 
     def _follow(self, run_dir: Path, run_id: str, after: int | Event | None,
                 timeout: float | None, poll: float) -> Iterator[Event]:
-        events = EventLog(run_dir / "events.jsonl", run_id, clock=self.clock, ids=self.ids)
-        feed = RunFeed(events, JournalLog(run_dir / "journal.jsonl", events))
+        events = EventLog(run_dir / layout.EVENTS, run_id, clock=self.clock, ids=self.ids)
+        feed = RunFeed(events, JournalLog(run_dir / layout.JOURNAL, events))
         quiet_since = time.monotonic()  # real time: this is waiting, not a recorded time
         ended = False
         while True:

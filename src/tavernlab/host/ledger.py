@@ -32,6 +32,7 @@ from typing import Any
 
 from tavernlab.errors import FileIo
 from tavernlab.host.index import RunIndex
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import STAGING_DIR_NAME
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.records import RunRecord, dump_model, write_json
@@ -83,9 +84,9 @@ class RunLedger:
         data = dump_model(self.record)
         if data != self._written:
             try:
-                write_json(self.dir / "run.json", data, staging=self.dir / STAGING_DIR_NAME)
+                write_json(self.dir / layout.RUN_RECORD, data, staging=self.dir / STAGING_DIR_NAME)
             except OSError as exc:  # still due: written with the next change
-                raise FileIo("write", "run.json", exc) from None
+                raise FileIo("write", layout.RUN_RECORD, exc) from None
             self._written = data
         self._dirty = False
 

@@ -22,6 +22,7 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.records import pretty_json
 from tavernlab.workspace.tooling import ToolResult
@@ -40,7 +41,7 @@ def results_key(core: RunCore, invocation: Invocation) -> str:
 
 def results_path(core: RunCore, invocation: Invocation, record_name: str) -> str:
     """``tool-results/<key>/<record>.json``, a call's stored result."""
-    return f"tool-results/{results_key(core, invocation)}/{record_name}.json"
+    return layout.tool_result_path(results_key(core, invocation), record_name)
 
 
 def store_result(core: RunCore, invocation: Invocation, record_name: str, result: ToolResult,
@@ -58,7 +59,7 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
     limit = invocation.profile.tools.external_result_inline_char_limit
     external = not result.tool_id or not result.tool_id.startswith(("workspace.", "builtin:"))
     if external and len(result.content) > limit:
-        view_path = WorkspacePath(f"tool-results/{key}/{record_name}.txt")
+        view_path = WorkspacePath(layout.tool_result_view_path(key, record_name))
         model_result = _externalize(core, invocation, result, view_path, json_path, limit,
                                     round_number, readers)
     core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.must_not_exist())

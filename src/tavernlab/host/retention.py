@@ -25,9 +25,10 @@ from tavernlab.errors import InvalidData, TavernlabError
 from tavernlab.events import TERMINAL_EVENT_TYPES, Model
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
+from tavernlab.workspace import layout
 from tavernlab.workspace.records import RunRecord, dump_model, read_json, write_json
 
-SLIM_KEEP = frozenset({"run.json", "events.jsonl"})
+SLIM_KEEP = frozenset({layout.RUN_RECORD, layout.EVENTS})
 
 
 class RetentionSettings(Model):
@@ -181,14 +182,14 @@ class Retention:
         if run_dir.is_symlink() or not run_dir.is_dir():
             return "run directory is missing"
         try:
-            on_disk = RunRecord.model_validate(read_json(run_dir / "run.json"))
+            on_disk = RunRecord.model_validate(read_json(run_dir / layout.RUN_RECORD))
         except (OSError, ValueError, ValidationError):
             return "run.json is missing or unreadable"
         if on_disk.id != record.id:
             return "run.json names another run"
         if not on_disk.is_terminal:
             return f"run is not terminal ({on_disk.status})"
-        if not _has_terminal_event(run_dir / "events.jsonl"):
+        if not _has_terminal_event(run_dir / layout.EVENTS):
             return "run has no terminal event"
         return None
 

@@ -30,6 +30,7 @@ from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.services import LabServices
 from tavernlab.paths import WorkspacePath
 from tavernlab.shell.result import ShellResult
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs
@@ -384,7 +385,7 @@ class Run:
     def system_prompt(self) -> str:
         """The run's frozen system-prompt additions (the effective skills, each listed once
         with its description and ``skills/<name>/SKILL.md``), from ``input/system_prompt.md``."""
-        path = self.dir / "input" / "system_prompt.md"
+        path = self.dir / layout.SYSTEM_PROMPT
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
     def tool_results(self) -> list[dict[str, Any]]:

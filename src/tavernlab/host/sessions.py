@@ -29,6 +29,7 @@ from tavernlab.errors import InvalidData, NotFound
 from tavernlab.events import Model
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
+from tavernlab.workspace import layout
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import dump_model, read_json, write_json
@@ -166,7 +167,7 @@ class SessionStore:
         if directory.exists():
             raise InvalidData(f"session `{session_id}` already exists")
         workspace = directory / "workspace"
-        for root in ("work", "tmp", "tool-results"):
+        for root in ("work", "tmp", layout.TOOL_RESULTS):
             (workspace / root).mkdir(parents=True)
         write_json(directory / "session.json", dump_model(
             SessionRecord(id=session_id, title=title, created_at=self.clock.now())))

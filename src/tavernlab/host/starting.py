@@ -42,6 +42,7 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.index import RunIndex
 from tavernlab.host.sessions import SessionStore
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
@@ -134,13 +135,13 @@ class RunFactory:
         with core.feed.batch():
             _initialize(core, snapshot or {}, origin)
             if host_chat is not None:
-                (run_dir / "input" / "host_chat.json").write_bytes(host_chat)
+                (run_dir / layout.HOST_CHAT).write_bytes(host_chat)
             core.set_status("initializing_workspace")
-            persist = chat.persist.initialize(run_dir / "persist", persist_base,
+            persist = chat.persist.initialize(run_dir / layout.PERSIST, persist_base,
                                               core.fs.containment.links, base)
             core.persist_snapshot = persist
             core.activities.record(persist_changes(persist))
-            write_model(run_dir / "input" / "persist_snapshot.json", persist)
+            write_model(run_dir / layout.PERSIST_SNAPSHOT, persist)
             core.emit(PersistentProjectionInitialized, ProjectionSummary(
                 base_state_id=persist_base, files=len(persist.files),
                 directories=len(persist.directories or [])))
@@ -202,13 +203,13 @@ class RunFactory:
         """A run read back from its files, without reading its logs: the counters come from
         its checkpoint (:mod:`tavernlab.host.restore`) and the persist snapshot is read on
         first use."""
-        record = RunRecord.model_validate(read_json(run_dir / "run.json"))
-        profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
-        snapshot = read_json(run_dir / "input" / "prompt_snapshot.json")
+        record = RunRecord.model_validate(read_json(run_dir / layout.RUN_RECORD))
+        profile = Profile.model_validate(read_json(run_dir / layout.RESOLVED_PROFILE))
+        snapshot = read_json(run_dir / layout.PROMPT_SNAPSHOT)
         macros = FrozenMacros.from_snapshot(snapshot)
         bound: dict[str, SkillBinding] = {}
         mount = None
-        stored = read_json(run_dir / "input" / "skill_bindings.json")
+        stored = read_json(run_dir / layout.SKILL_BINDINGS)
         repository = self._skills()
         if stored and repository is not None:
             from tavernlab.skills.binding import bindings_from_json
@@ -234,9 +235,9 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str
     policy = profile.policy()
     for root in policy.materialized_roots:
         (core.workspace_dir / root).mkdir(exist_ok=True)
-    write_json(core.dir / "input" / "prompt_snapshot.json", snapshot)
-    write_json(core.dir / "input" / "resolved_profile.json", profile.to_json())
-    write_json(core.dir / "input" / "origin.json", origin)
+    write_json(core.dir / layout.PROMPT_SNAPSHOT, snapshot)
+    write_json(core.dir / layout.RESOLVED_PROFILE, profile.to_json())
+    write_json(core.dir / layout.ORIGIN, origin)
     chat_ref = record.target.chat_ref if isinstance(record.target, ChatTarget) else None
     manifest = WorkspaceManifest(
         run_id=core.id, stable_chat_id=chat_ref.stable_chat_id if chat_ref else None,
@@ -246,7 +247,7 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str
         artifacts=[Artifact(id="message_body", path=profile.workspace.message_body_path,
                             kind="markdown", target="message_body", required=False,
                             assembly_order=0)] if chat_ref else [])
-    write_json(core.dir / "manifest.json", dump_model(manifest))
+    write_json(core.dir / layout.MANIFEST, dump_model(manifest))
     core.emit(WorkspaceInitialized, RootList(roots=list(policy.visible_roots)))
 
 
@@ -264,8 +265,8 @@ def _assemble(core: RunCore, bound: Mapping[str, SkillBinding], *, loop: bool = 
         from tavernlab.skills.binding import bindings_to_json, render_skill_prompt
 
         stored, prompt = bindings_to_json(bound), render_skill_prompt(bound)
-    write_json(core.dir / "input" / "skill_bindings.json", stored)
-    (core.dir / "input" / "system_prompt.md").write_text(prompt, encoding="utf-8")
+    write_json(core.dir / layout.SKILL_BINDINGS, stored)
+    (core.dir / layout.SYSTEM_PROMPT).write_text(prompt, encoding="utf-8")
     core.emit(SkillScopesResolved, SkillSet(skills=stored))
     if loop:
         core.save_record()
@@ -283,7 +284,7 @@ def base_contents(run_dir: Path) -> list[tuple[str, int]]:
 
 def read_persist_snapshot(run_dir: Path) -> PersistSnapshot:
     """A run's ``input/persist_snapshot.json``."""
-    return PersistSnapshot.model_validate(read_json(run_dir / "input" / "persist_snapshot.json"))
+    return PersistSnapshot.model_validate(read_json(run_dir / layout.PERSIST_SNAPSHOT))
 
 
 def persist_changes(snapshot: PersistSnapshot) -> list[str]:

@@ -31,6 +31,7 @@ from tavernlab.models._provider import (
     ToolCallDelta,
     next_provider_state,
 )
+from tavernlab.workspace import layout
 
 ROOT_INVOCATION_ID = "inv_root"
 _ROUND_FILE = re.compile(r"^round-(\d{3,})\.json$")
@@ -93,7 +94,7 @@ class Recorded:
         """The recording of the run stored in ``path``: ``model-responses/round-NNN.json``
         for the root invocation, ``model-responses/<invocationId>/round-NNN.json`` for the
         others (none when the run has no ``model-responses/``)."""
-        root = Path(path) / "model-responses"
+        root = Path(path) / layout.MODEL_RESPONSES
         records: list[dict[str, Any]] = []
         if root.is_dir():
             for file in sorted(root.rglob("round-*.json")):

@@ -47,7 +47,7 @@ from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellRouter
 from tavernlab.notebook.session import NotebookSession
 from tavernlab.views import agent as views
-from tavernlab.views.markup import escape
+from tavernlab.views.markup import COLOURS, escape
 from tavernlab.workspace.records import read_json
 
 #: The shortest time between two in-place updates of a streamed reasoning display.
@@ -223,7 +223,8 @@ def outcome_bundle(outcome: agent.AgentOutcome, model_calls: int) -> Bundle:
     """The outcome line, plain and with the status as a badge in HTML."""
     line = views.outcome_line(outcome.status, outcome.rounds, outcome.usage, outcome.failure,
                               model_calls=model_calls, run_id=outcome.run.id)
-    tone = {"completed": "#2e7d32", "cancelled": "#757575"}.get(outcome.status, "#c62828")
+    tone = {"completed": COLOURS["ok"], "cancelled": COLOURS["muted"]}.get(outcome.status,
+                                                                      COLOURS["error"])
     rest = escape(line.removeprefix(outcome.status))
     html = (f"<div class=\"tl-agent-outcome\"><b style=\"color:{tone}\">"
             f"{escape(outcome.status)}</b>{rest}</div>")

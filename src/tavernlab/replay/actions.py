@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from tavernlab.events import Event, Model, job_label
+from tavernlab.workspace import layout
 from tavernlab.workspace.records import TERMINAL_STATUSES
 
 
@@ -168,7 +169,7 @@ class _Reader:
             self.reopen_if_new(at, p.invocation_id)
             self.start(p.job_id, JsJob(at=at, job_id=p.job_id, command=p.command,
                                        argv=list(p.argv), cwd=p.cwd,
-                                       job_path=f"js-jobs/{p.job_id}.json"))
+                                       job_path=layout.js_job_path(p.job_id)))
         else:
             self.read_control(at, record)
 

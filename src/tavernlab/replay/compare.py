@@ -44,11 +44,12 @@ from tavernlab.replay.errors import BundleInvalid
 from tavernlab.replay.manifest import Tree
 from tavernlab.replay.report import Divergence, DivergenceKind
 from tavernlab.replay.trees import scan_tree
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import INTERNAL_NAMES
 
 #: Envelope fields of a record: compared only after the content matched.
 ENVELOPE = ("seq", "id", "runId", "timestamp", "eventSeq")
-LOGS = ("events.jsonl", "journal.jsonl")
+LOGS = layout.LOGS
 
 
 def text_diff(recorded: str, replayed: str, name: str) -> str:
@@ -292,8 +293,8 @@ class Comparison:
             elif isinstance(action, JsJob):
                 by_id[action.job_id] = index
                 owners[action.job_path] = index
-        for raw in _lines(self.bundle.run_file("journal.jsonl")
-                          if self.bundle.has_run_file("journal.jsonl") else b""):
+        for raw in _lines(self.bundle.run_file(layout.JOURNAL)
+                          if self.bundle.has_run_file(layout.JOURNAL) else b""):
             payload = raw.get("payload", {})
             if raw.get("type") == "file_changed" and payload.get("callId") in by_id:
                 owners[str(payload.get("path"))] = by_id[payload["callId"]]

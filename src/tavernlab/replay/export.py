@@ -61,6 +61,7 @@ from tavernlab.replay.trees import scan_tree
 from tavernlab.skills.errors import SkillError
 from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.source import load_directory
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.fs import INTERNAL_NAMES
 from tavernlab.workspace.records import read_json
@@ -120,9 +121,9 @@ def build_bundle(run: Run) -> Bundle:
     base = run.record.target.persist_base_state_id  # type: ignore[union-attr]
     manifest = BundleManifest(
         tavernlab_version=version("tavernlab"), spec_revisions=SPEC_REVISIONS,
-        kit_key=kit_key(), run_id=run.id, record=read_json(run.dir / "run.json"),
+        kit_key=kit_key(), run_id=run.id, record=read_json(run.dir / layout.RUN_RECORD),
         clock=origin["clock"], ids=origin["ids"],
-        inputs=sorted(p for p in tree.files if p.startswith("input/")),
+        inputs=sorted(p for p in tree.files if p.startswith(f"{layout.INPUT}/")),
         skills=_skills(run, blobs), persist_base=_state(chat, base, blobs) if base else None,
         actions=derivation.actions, run=tree, index=index_tree,
         persist_states=[_state(chat, state_id, blobs) for state_id in _published(records)],
@@ -131,7 +132,7 @@ def build_bundle(run: Run) -> Bundle:
 
 
 def _origin(run: Run) -> dict[str, Any]:
-    path = run.dir / "input" / "origin.json"
+    path = run.dir / layout.ORIGIN
     if not path.is_file():
         raise RunNotExportable(f"run `{run.id}` has no input/origin.json (it was recorded by "
                                "an older tavernlab), so its clock cannot be rebuilt")
@@ -174,7 +175,7 @@ def _installed(run: Run, name: str) -> SkillPackage | None:
 
 def _skills(run: Run, blobs: _Blobs) -> list[BoundSkill]:
     out = []
-    for stored in read_json(run.dir / "input" / "skill_bindings.json") or []:
+    for stored in read_json(run.dir / layout.SKILL_BINDINGS) or []:
         name, recorded = str(stored["name"]), str(stored["installedHash"])
         package = _installed(run, name)
         if package is None or package.installed_hash != recorded:
@@ -228,7 +229,7 @@ def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
     """What re-drives a model-driven run (``None`` for a run played by hand)."""
     binding = next((r.payload for r in records if r.type == "agent_model_binding_resolved"),
                    None)
-    start_path = "input/loop_start.json"
+    start_path = layout.LOOP_START
     if binding is None:
         return None
     if start_path not in tree.files:

@@ -68,6 +68,7 @@ from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.replay.manifest import AgentRecording
 from tavernlab.replay.report import Divergence, LiveContinuation, RecordedModelCall, ReplayReport
 from tavernlab.replay.session import SkillSources, lab_root, open_replay_lab
+from tavernlab.workspace import layout
 
 #: The code of a model call the replay refused because its request differed.
 DIVERGED = "replay.model_request_diverged"
@@ -99,7 +100,7 @@ def recorded_responses(bundle: Bundle) -> list[dict[str, Any]]:
     (``replay.bundle_invalid`` naming the file otherwise)."""
     agent = recording_of(bundle)
     listed = {(r.invocation_id, r.round): r.path for r in agent.responses}
-    for raw in _lines(bundle.run_file("events.jsonl") if bundle.has_run_file("events.jsonl")
+    for raw in _lines(bundle.run_file(layout.EVENTS) if bundle.has_run_file(layout.EVENTS)
                       else b""):
         if raw.get("type") != "model_response_stored":
             continue
@@ -400,7 +401,7 @@ def _drive(bundle: Bundle, lab: Lab, model: ReplayModel | Continuation) -> Agent
     recording = recording_of(bundle)
     handle = start_agent(
         lab, recording.task, model=model, chat_id=recording.chat_id,
-        profile=bundle.run_json("input/resolved_profile.json"),
+        profile=bundle.run_json(layout.RESOLVED_PROFILE),
         presentation=recording.presentation, stream=recording.stream,
         review=_answers(recording), agents=recording.agents or None)
     model.attach(handle.cancel)
@@ -448,8 +449,8 @@ def _turns(bundle: Bundle, run: Run) -> list[RecordedModelCall]:
 def _request_position(bundle: Bundle, key: Key) -> int:
     """The position of ``model_request_created`` for ``key`` in the recorded merged records
     (the end of the records when the recording made no such request)."""
-    records = bundle.run_file("events.jsonl") if bundle.has_run_file("events.jsonl") else b""
-    journal = bundle.run_file("journal.jsonl") if bundle.has_run_file("journal.jsonl") else b""
+    records = bundle.run_file(layout.EVENTS) if bundle.has_run_file(layout.EVENTS) else b""
+    journal = bundle.run_file(layout.JOURNAL) if bundle.has_run_file(layout.JOURNAL) else b""
     merged = _merged(records, journal)
     for position, raw in enumerate(merged):
         payload = raw.get("payload") or {}

@@ -58,6 +58,7 @@ from tavernlab.replay.trees import inside, write_tree
 from tavernlab.skills.index import SkillScope
 from tavernlab.skills.repository import SkillRepository
 from tavernlab.skills.source import load_inline
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import ChatTarget, RunRecord
@@ -95,8 +96,8 @@ class ReplaySession:
                                    "with tavernlab.replay.replay (the loop runs again), not "
                                    "action by action")
         manifest = loaded.manifest
-        context = _object(loaded, "input/prompt_snapshot.json", optional=True)
-        profile = _object(loaded, "input/resolved_profile.json", optional=False)
+        context = _object(loaded, layout.PROMPT_SNAPSHOT, optional=True)
+        profile = _object(loaded, layout.RESOLVED_PROFILE, optional=False)
         root, temporary = lab_root(lab)
         try:
             versions, record, target, replay_lab = open_replay_lab(loaded, root, skills)
@@ -330,10 +331,10 @@ def _restore_chat(bundle: Bundle, root: Path, target: ChatTarget) -> None:
     if chat.workspace_id != target.workspace_id:
         raise ReplaySetupError(f"the run's chat maps to {chat.workspace_id}, not "
                                f"{target.workspace_id}")
-    if bundle.has_run_file("input/host_chat.json"):
+    if bundle.has_run_file(layout.HOST_CHAT):
         path = inside(root, chat.path.relative_to(root).as_posix())
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(bundle.run_file("input/host_chat.json"))
+        path.write_bytes(bundle.run_file(layout.HOST_CHAT))
     base = bundle.manifest.persist_base
     if base is not None:
         folder = inside(root, chat.persist.state_dir(base.state_id).relative_to(root).as_posix())

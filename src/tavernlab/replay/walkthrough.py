@@ -64,6 +64,7 @@ from tavernlab.errors import InvalidData
 from tavernlab.replay.actions import JsJob, NextRound, Resume, Subagent, ToolCall
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
+from tavernlab.workspace import layout
 from tavernlab.workspace.atomic import replace_durably
 
 #: How the setup cell makes ``run`` the extension's current run (an assumption, see above).
@@ -221,7 +222,7 @@ class _Writer:
         self.cells = _Cells()
         self.agents: dict[str, str] = {}
         self.calls = 0
-        self.profile = _object(bundle, "input/resolved_profile.json")
+        self.profile = _object(bundle, layout.RESOLVED_PROFILE)
 
     def recorded_error(self, call: ToolCall) -> bool:
         result = _object(self.bundle, call.result_path) if call.result_path else {}

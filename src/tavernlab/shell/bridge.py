@@ -284,14 +284,7 @@ class WorkspaceBridge:
             return
         if target is None:
             raise posix_error(FileIo("create directory", "", OSError(errno.EEXIST, "File exists")))
-        created = [target]
-        if recursive:
-            parent = target.parent
-            while parent is not None and not self.scope.exists(parent):
-                created.append(parent)
-                parent = parent.parent
         self._mutate(lambda: self.scope.create_dir(target, recursive))
-        self.scope.tracker.touched.update(path.text for path in created)
 
     def remove(self, path: str, recursive: bool) -> None:
         """Remove a writable file or directory."""

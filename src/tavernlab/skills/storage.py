@@ -47,7 +47,7 @@ from tavernlab.skills.errors import (
 )
 from tavernlab.skills.index import GLOBAL_SCOPE, INDEX_VERSION, SkillIndexFile, SkillScope
 from tavernlab.skills.package import validate_skill_name
-from tavernlab.workspace.atomic import read_regular
+from tavernlab.workspace.atomic import publish, read_regular
 
 
 def is_real_dir(path: Path) -> bool:
@@ -74,9 +74,8 @@ def write_plan(folder: Path, scope: SkillScope, packages: list[tuple[str, str, s
     each package it moves into ``scope`` (whole: written beside, then renamed)."""
     data = {"scope": scope.model_dump(by_alias=True, exclude_none=True, mode="json"),
             "packages": [{"name": n, "action": a, "hash": h} for n, a, h in packages]}
-    temp = folder / (PLAN_NAME + ".tmp")
-    temp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(temp, folder / PLAN_NAME)
+    publish(folder / PLAN_NAME, json.dumps(data, ensure_ascii=False).encode("utf-8"),
+            temp=f"{folder / PLAN_NAME}.tmp")
 
 
 def fresh_dir(parent: Path, prefix: str, ids: IdFactory) -> Path:
@@ -234,15 +233,10 @@ class SkillIndexStore:
         index.sort()
         text = json.dumps(index.model_dump(by_alias=True, exclude_none=True, mode="json"),
                           indent=2, ensure_ascii=False) + "\n"
-        temp = self.index_path.with_name(self.index_path.name + ".tmp")
         try:
-            with open(temp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temp, self.index_path)
+            publish(self.index_path, text.encode("utf-8"),
+                    temp=f"{self.index_path}.tmp")
         except OSError as exc:
-            if not is_real_dir(temp):
-                with contextlib.suppress(OSError):
-                    temp.unlink()
             raise storage_error(f"Failed to save Skill index '{self.index_path}'", exc) \
                 from None
 

@@ -27,12 +27,13 @@ from tavernlab.notebook.widgets.tree_state import TreeState
 from tavernlab.paths import WorkspacePath
 from tavernlab.replay.report import ReplayReport, report_html
 from tavernlab.view._source import RunFiles
-from tavernlab.views.markup import fold, pre
+from tavernlab.views.markup import STATUS_COLOURS, fold, pre
+from tavernlab.workspace import layout
 from tavernlab.workspace.tree import build_tree
 
 STATIC = Path(__file__).resolve().parents[1] / "notebook" / "widgets" / "static"
 #: Where a run keeps the model's answer of each round (written by the agent loop).
-MODEL_RESPONSES = "model-responses"
+MODEL_RESPONSES = layout.MODEL_RESPONSES
 #: Lines of a file preview shown at first (the views' own "more" shows the rest).
 PREVIEW_LINES = 200
 
@@ -46,9 +47,8 @@ h3{font-size:13px;margin:14px 0 6px}
 .tl-view-widgets>div{min-width:0} #tl-tree{flex:1 1 44%} #tl-timeline{flex:1 1 56%}
 .tl-view-call{border:1px solid #d0d7de;border-radius:6px;padding:6px 10px;margin:6px 0}
 .tl-view-call-head{font-weight:600} .tl-view-meta{color:#57606a;font-weight:400}
-.tl-view-ok{color:#2e7d32} .tl-view-error{color:#c62828} .tl-view-cancelled{color:#9e6a00}
-.tl-view-running{color:#1565c0}
-"""
+""" + "".join(f".tl-view-{status}{{color:{colour}}}\n"
+             for status, colour in STATUS_COLOURS.items())
 
 #: The stand-in for the kernel: a model per view that answers from the embedded data.
 SHIM = Path(__file__).with_name("page.js")
@@ -88,7 +88,7 @@ def _timeline(files: RunFiles) -> tuple[TimelineState, list[dict[str, Any]]]:
 
 
 def _model_turn(files: RunFiles, number: int) -> str:
-    path = files.dir / MODEL_RESPONSES / f"round-{number:03d}.json"
+    path = files.dir / layout.model_response_path(None, number)
     if not path.is_file():
         return ""
     text = path.read_text(encoding="utf-8", errors="replace")

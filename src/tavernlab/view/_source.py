@@ -20,6 +20,7 @@ from tavernlab.events import Event
 from tavernlab.host import Lab
 from tavernlab.host.feed import RunFeed
 from tavernlab.replay.bundle import Bundle
+from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.profile import Profile
@@ -50,8 +51,8 @@ class RunFiles:
 
 
 def _records(run_id: str, run_dir: Path) -> list[Event]:
-    events = EventLog(run_dir / "events.jsonl", run_id, clock=SYSTEM_CLOCK, ids=RANDOM_IDS)
-    return RunFeed(events, JournalLog(run_dir / "journal.jsonl", events)).read(None)
+    events = EventLog(run_dir / layout.EVENTS, run_id, clock=SYSTEM_CLOCK, ids=RANDOM_IDS)
+    return RunFeed(events, JournalLog(run_dir / layout.JOURNAL, events)).read(None)
 
 
 def lab_run(lab: Lab, run_id: str) -> RunFiles:
@@ -74,7 +75,7 @@ def bundle_run(bundle: Bundle) -> RunFiles:
             target = run_dir / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(bundle.blob(digest))
-        profile = Profile.model_validate(read_json(run_dir / "input" / "resolved_profile.json"))
+        profile = Profile.model_validate(read_json(run_dir / layout.RESOLVED_PROFILE))
         fs = WorkspaceFs(run_dir)
         run_id = bundle.manifest.run_id
         status = str(bundle.manifest.record.get("status", ""))

@@ -1,4 +1,6 @@
-"""The HTML building blocks every rich view is made of: escaping, folds, tables, badges, cards.
+"""The building blocks every view is made of: the one size formatter and the one table of
+colours (shared by the text views, the notebook's widgets and their snapshots, and the static
+run viewer), and the HTML pieces: escaping, folds, tables, badges, cards.
 
 One rule runs through all of them: nothing is hidden. Text longer than :data:`FOLD_LINES`
 lines or :data:`FOLD_CHARS` characters is put, whole, behind a ``<details>`` whose summary
@@ -17,12 +19,40 @@ from typing import Any
 #: Longest text shown open; longer text is folded (whole) behind a ``<details>``.
 FOLD_LINES = 20
 FOLD_CHARS = 2000
-#: Status colours: ok, error, cancelled/warning, running/neutral.
-COLOURS = {"ok": "#2e7d32", "error": "#c62828", "warn": "#ef6c00", "info": "#1565c0",
-           "muted": "#757575"}
+#: The colour of each tone: every view takes its colours from here (a badge's tone, a call's
+#: or a phase's status, a tree node's access); the widgets' stylesheet falls back to the same.
+COLOURS = {"ok": "#2e7d32", "error": "#c62828", "warn": "#ef6c00", "cancelled": "#9e6a00",
+           "info": "#1565c0", "running": "#1565c0", "muted": "#757575",
+           "read_only": "#546e7a", "hidden": "#8d6e63"}
+#: The colour of a call's, a bar's or a phase's status.
+STATUS_COLOURS = {status: COLOURS[status] for status in ("ok", "error", "cancelled", "running")}
+#: The colour of a tree node's access level.
+ACCESS_COLOURS = {"writable": COLOURS["ok"], "read_only": COLOURS["read_only"],
+                  "hidden": COLOURS["hidden"]}
+#: The units of :func:`format_size` past bytes.
+SIZE_UNITS = ("KiB", "MiB", "GiB", "TiB")
 
 _CELL = "padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #8883"
 _PRE = "margin:2px 0;white-space:pre-wrap;word-break:break-word"
+
+
+def format_size(size: int | None) -> str:
+    """A byte count as people read it: ``8 B``, ``1.5 KiB``, ``2.0 MiB``, up to ``TiB``
+    (``""`` for no size). Past 1023 bytes the count is shown to a tenth of the largest unit
+    it reaches, rounded half to even on the exact quotient (``1280`` is ``1.2 KiB``), as
+    Python's ``format`` rounds it; the widgets' script computes the same figures."""
+    if size is None:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    power = 1
+    while power < len(SIZE_UNITS) and size >= 1024 ** (power + 1):
+        power += 1
+    scale = 1024 ** power
+    tenths, rest = divmod(size * 10, scale)
+    if rest * 2 > scale or (rest * 2 == scale and tenths % 2):
+        tenths += 1
+    return f"{tenths // 10}.{tenths % 10} {SIZE_UNITS[power - 1]}"
 
 
 def escape(text: object) -> str:

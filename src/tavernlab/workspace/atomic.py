@@ -4,6 +4,13 @@ workspace that is never a visible root, so a killed writer's leftover is never l
 or published), appends that never change a file another name
 shares, and bounded reads (docs/workspace.md).
 
+This module is also the one place where any file of tavernlab is written whole: the run
+records (:func:`publish`, :func:`create_new`, :func:`create_in_place` with a
+:func:`writer_temp` name), the skill repository's index and plans, and the user's artefacts
+and salvaged work (:func:`replace_durably`, :func:`sync`). Two fsync policies, no more: what
+the workspace and the run records write is flushed (as upstream does), what is handed to the
+user is fsynced.
+
 A file the lab hard-linked from a persist state (:class:`~tavernlab.workspace.containment.
 LabLinks`) shares its bytes with that published state, which must never change. Replacing it
 is safe (the rename gives the path a new inode); an append is the one in-place write the port
@@ -20,6 +27,8 @@ import itertools
 import os
 import secrets
 import stat
+import uuid
+from collections.abc import Callable
 
 #: Prefix of the staged temporary file of an atomic write (in the target's directory).
 TEMP_PREFIX = ".tavernlab-tmp-"
@@ -49,35 +58,129 @@ def staged(staging: str) -> str:
     return f"{staging}/{TEMP_PREFIX}{_STEM}{next(_COUNTER):016x}"
 
 
-def publish(target: str, data: bytes, *, staging: str | None = None) -> None:
+def writer_temp(target: str | os.PathLike[str], staging: str | os.PathLike[str] | None = None
+                ) -> str:
+    """A temporary name for a record's new bytes, written without the workspace lock:
+    ``.<name>.tmp-<pid>-<32 hex>`` in the folder ``staging`` when given, else beside
+    ``target`` (the writer's process id lets a cleaner tell a dead writer's leftover from a
+    live write)."""
+    path = os.fspath(target)
+    folder, _, name = path.rpartition("/")
+    temp = f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    return f"{os.fspath(staging) if staging is not None else folder or '.'}/{temp}"
+
+
+def publish(target: str | os.PathLike[str], data: bytes, *,
+            staging: str | os.PathLike[str] | None = None, temp: str | None = None,
+            parents: bool = False) -> None:
     """Write ``data`` to a temporary file, flush it (never fsync: upstream "flushes") and
     rename it over ``target``; readers see the old bytes or the new ones. The temporary file
     is made in the folder ``staging`` when given (one the model never sees, on the same file
-    system: a workspace's own), else beside ``target``."""
-    _replace(target, data, 0o644, durable=False, staging=staging)
+    system: a workspace's own; made on the first write), else beside ``target``. ``temp``
+    names it instead: a name the caller owns (a fresh :func:`writer_temp`, or a fixed name
+    under the caller's lock, where a killed writer's leftover file is overwritten and a
+    folder in its way fails the write and stays). ``parents`` creates the missing folders of
+    ``target`` and of the temporary file. A failure removes the temporary file and leaves
+    ``target`` as it was."""
+    path = _dotted(target)
+    _replace(path, data, 0o644, durable=False, temp=_temp(path, staging, temp),
+             make_dirs=parents or staging is not None, parents=parents,
+             owned=temp is not None)
 
 
-def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644, *,
+                    parents: bool = False) -> None:
     """Write a whole file the way a user's artefact should be written (a replay bundle, a
-    notebook, a cached kit module, a migrated script): to a temporary sibling with ``mode``,
-    fsynced, then renamed over ``target``; a failure removes the temporary file and leaves
-    ``target`` as it was. Unlike :func:`publish` (the workspace port, which flushes as
-    upstream does) this survives a crash right after it returns."""
-    path = os.fspath(target)
-    _replace(path if "/" in path else f"./{path}", data, mode, durable=True)
+    notebook, a cached kit module, a migrated script, a salvaged patch): to a temporary
+    sibling with ``mode``, fsynced, then renamed over ``target``; a failure removes the
+    temporary file and leaves ``target`` as it was. Unlike :func:`publish` (the workspace
+    port, which flushes as upstream does) this survives a crash right after it returns (with
+    :func:`sync` of the folder for the name itself). ``parents`` creates the missing
+    folders of ``target``."""
+    path = _dotted(target)
+    _replace(path, data, mode, durable=True, temp=temp_sibling(path), make_dirs=parents,
+             parents=parents, owned=False)
 
 
-def _replace(target: str, data: bytes, mode: int, *, durable: bool,
-             staging: str | None = None) -> None:
-    temp = temp_sibling(target) if staging is None else staged(staging)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+def create_new(target: str | os.PathLike[str], data: bytes, *,
+               staging: str | os.PathLike[str] | None = None, temp: str | None = None,
+               parents: bool = False) -> None:
+    """Create ``target`` holding ``data``, whole, or raise ``FileExistsError`` when it exists
+    (left as it is): the must-not-exist write. The bytes go to a temporary file (placed as
+    :func:`publish` places it, flushed, never fsynced) that is hard-linked at ``target``, so
+    a reader never sees part of the new file; the temporary file is then removed.
+    ``parents`` creates the missing folders of ``target`` and of the temporary file."""
+    path = _dotted(target)
+    temp_path = _temp(path, staging, temp)
+    _write_temp(temp_path, data, 0o644, durable=False, make_dirs=parents or staging is not None,
+                owned=False)
     try:
-        fd = os.open(temp, flags, mode)
+        _place(os.link, temp_path, path, parents=parents)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_path)
+
+
+def create_in_place(target: str | os.PathLike[str], data: bytes, *,
+                    parents: bool = False) -> None:
+    """Create ``target`` exclusively and write ``data`` into it (no temporary file: for a
+    file that is normally new, where a reader may briefly see it short), or raise
+    ``FileExistsError`` when it exists. ``parents`` creates its missing folders."""
+    fd = _open_new(_dotted(target), 0o644, make_dirs=parents)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def sync(target: str | os.PathLike[str]) -> None:
+    """fsync the file or folder ``target`` (a folder: so the names written in it survive a
+    crash); a folder that cannot be opened is passed over."""
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        if os.path.isdir(target):
+            return
+        raise
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _dotted(target: str | os.PathLike[str]) -> str:
+    path = os.fspath(target)
+    return path if "/" in path else f"./{path}"
+
+
+def _temp(target: str, staging: str | os.PathLike[str] | None, temp: str | None) -> str:
+    if temp is not None:
+        return temp
+    return temp_sibling(target) if staging is None else staged(os.fspath(staging))
+
+
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_OWNED = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_new(path: str, mode: int, *, make_dirs: bool, owned: bool = False) -> int:
+    """A descriptor of the new file ``path`` (``O_EXCL``; truncated instead when the caller
+    ``owned`` the name); ``make_dirs`` creates its folder when it is missing."""
+    flags = _OWNED if owned else _NEW
+    try:
+        return os.open(path, flags, mode)
     except FileNotFoundError:
-        if staging is None:
+        if not make_dirs:
             raise
-        os.makedirs(staging, exist_ok=True)  # the first write of the workspace
-        fd = os.open(temp, flags, mode)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, flags, mode)
+
+
+def _write_temp(temp: str, data: bytes, mode: int, *, durable: bool, make_dirs: bool,
+                owned: bool) -> None:
+    """Write ``data`` to the new temporary file ``temp`` (fsynced when ``durable``, with
+    ``mode`` exactly); a failure after it was made removes it."""
+    fd = _open_new(temp, mode, make_dirs=make_dirs, owned=owned)
     try:
         try:
             if durable:
@@ -87,7 +190,29 @@ def _replace(target: str, data: bytes, mode: int, *, durable: bool,
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _place(move: Callable[[str, str], None], temp: str, target: str, *, parents: bool) -> None:
+    """``move(temp, target)`` (a rename or a hard link), creating ``target``'s missing
+    folders first when ``parents`` and the first try found none."""
+    try:
+        move(temp, target)
+    except FileNotFoundError:
+        if not parents:
+            raise
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        move(temp, target)
+
+
+def _replace(target: str, data: bytes, mode: int, *, durable: bool, temp: str,
+             make_dirs: bool, parents: bool, owned: bool) -> None:
+    _write_temp(temp, data, mode, durable=durable, make_dirs=make_dirs, owned=owned)
+    try:
+        _place(os.replace, temp, target, parents=parents)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)

@@ -62,6 +62,12 @@ from tavernlab.workspace.contract import (
     sha256_hex,
     walk_entries,
 )
+from tavernlab.workspace.layout import (
+    CALL_COUNTER_NAME,
+    INTERNAL_NAMES,
+    LOCK_FILE_NAME,
+    STAGING_DIR_NAME,
+)
 
 #: The contract's values are part of the port's surface: callers import them from here.
 __all__ = [
@@ -72,18 +78,6 @@ __all__ = [
     "WriteGuard", "clear_staging", "decode_text", "not_found", "sha256_hex", "walk_entries",
 ]
 
-#: Name of the lock file kept in every workspace directory (never a visible root).
-LOCK_FILE_NAME = ".workspace.lock"
-#: The folder at the top of every workspace directory where atomic writes stage their bytes
-#: before the rename (never a visible root, so a file staged there - one a killed writer left
-#: behind - is never listed, read or published; emptied when a run is opened).
-STAGING_DIR_NAME = ".tavernlab-staging"
-#: A run directory's call counter, shared by every process writing the run
-#: (:mod:`tavernlab.host.call_ids`).
-CALL_COUNTER_NAME = ".tavernlab-calls"
-#: Names at the top of a workspace or run directory that are the storage's own bookkeeping,
-#: never a run's content: the tree, an export and a replay's comparison leave them out.
-INTERNAL_NAMES = frozenset({LOCK_FILE_NAME, STAGING_DIR_NAME, CALL_COUNTER_NAME})
 
 
 #: Age after which a staged file that is not the port's own (a run record's temporary file,
@@ -406,12 +400,13 @@ class WorkspaceFs:
         return WorkspaceAppendResult(WorkspaceFile(path.text, before + text, len(data), digest),
                                      previous)
 
-    def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
-        """``mkdir`` (parent must exist, target must not) or ``mkdir -p``."""
+    def create_dir(self, path: WorkspacePath, recursive: bool) -> list[str]:
+        """``mkdir`` (parent must exist, target must not) or ``mkdir -p``; returns the
+        directories it made, outermost first (each also reported to the observer)."""
         with self.lock.exclusive():
-            self._mkdir_locked(path, recursive)
+            return self._mkdir_locked(path, recursive)
 
-    def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> None:
+    def _mkdir_locked(self, path: WorkspacePath, recursive: bool) -> list[str]:
         if not recursive:
             self.containment.require_parent_dir(path)
             if self.containment.check(path) is not None:
@@ -422,7 +417,8 @@ class WorkspaceFs:
             except OSError as exc:
                 raise FileIo("create directory", path.text, exc) from None
             self._notify(FsChange("mkdir", path.text, existed=False, directory=True))
-            return
+            return [path.text]
+        created: list[str] = []
         for depth in range(1, len(path.parts) + 1):
             prefix = WorkspacePath("/".join(path.parts[:depth]))
             st = self.containment.check(prefix)
@@ -432,9 +428,11 @@ class WorkspaceFs:
                 except OSError as exc:
                     raise FileIo("create directory", prefix.text, exc) from None
                 self._notify(FsChange("mkdir", prefix.text, existed=False, directory=True))
+                created.append(prefix.text)
             elif not stat.S_ISDIR(st.st_mode):
                 raise FileIo("create directory", prefix.text,
                              OSError(errno.ENOTDIR, "Not a directory"))
+        return created
 
     def remove(self, path: WorkspacePath, recursive: bool) -> None:
         """Unlink a file; remove an empty directory, or a whole tree when ``recursive``."""

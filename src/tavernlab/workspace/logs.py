@@ -41,6 +41,7 @@ from tavernlab.events import (
 )
 from tavernlab.events.journal import TORN_TEXT_CHARS
 from tavernlab.locks import locked_open
+from tavernlab.workspace import layout
 from tavernlab.workspace.log_reading import (
     anchor_of,
     collector_paused,
@@ -84,7 +85,7 @@ class EventLog(SequencedLog):
         """The journal beside this log (``journal.jsonl`` in its folder, made on first use
         when no :class:`JournalLog` was built for it)."""
         if self.journal is None:
-            JournalLog(self.path.with_name("journal.jsonl"), self)
+            JournalLog(self.path.with_name(layout.JOURNAL), self)
         assert self.journal is not None
         return self.journal
 
@@ -317,7 +318,7 @@ def _append_records(events: EventLog, journal: JournalLog, built: Sequence[Built
         event_lines: list[bytes] = []
         notes: list[dict[str, Any]] = []
         if torn:
-            notes.append(_repair_note(journal, "events.jsonl", size, torn, seq))
+            notes.append(_repair_note(journal, layout.EVENTS, size, torn, seq))
         for _, data in built:
             if "eventSeq" in data:  # a journal record: anchored on the last event before it
                 data["eventSeq"] = seq
@@ -369,7 +370,7 @@ def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: in
     with locked_open(journal.path, _APPEND) as fd, journal._lock:
         size, torn = journal._cut_torn_tail(fd, os.fstat(fd).st_size)
         if torn:
-            notes = [_repair_note(journal, "journal.jsonl", size, torn, anchor), *notes]
+            notes = [_repair_note(journal, layout.JOURNAL, size, torn, anchor), *notes]
         if not notes:
             return
         journal._catch_up(fd, size)

@@ -45,6 +45,7 @@ from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.events import Model
 from tavernlab.locks import file_lock
+from tavernlab.workspace import layout
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.file_cache import ParsedFiles, identity
 from tavernlab.workspace.ids import check_dir_name
@@ -65,7 +66,7 @@ from tavernlab.workspace.records import read_json, write_model
 
 STATES_DIR = "persistent-states"
 MANIFEST = "manifest.json"
-PERSIST_ROOT = "persist"
+PERSIST_ROOT = layout.PERSIST
 SUPPORTED_VERSIONS = (1, 2)
 
 

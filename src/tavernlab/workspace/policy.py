@@ -10,19 +10,16 @@ from typing import Literal
 
 from tavernlab.errors import InvalidData
 from tavernlab.paths import WorkspacePath
+from tavernlab.workspace.layout import DEFAULT_ROOTS as DEFAULT_ROOTS  # the policy's default
+from tavernlab.workspace.layout import RESERVED_NAMES, TOOL_RESULTS
 
-#: The roots of a Chat target's default Profile (writable children).
-DEFAULT_ROOTS: tuple[str, ...] = ("output", "scratch", "plan", "summaries", "persist")
 #: Roots the runtime always makes visible and never writable.
-READ_ONLY_ROOTS: tuple[str, ...] = ("tool-results", "skills")
+READ_ONLY_ROOTS: tuple[str, ...] = (TOOL_RESULTS, "skills")
 SKILLS_ROOT = "skills"
 #: Names a Profile may not use as a root. Upstream's full V5 list is unknown; tavernlab
 #: chooses exactly this list (docs/layout.md, "A run directory"): the run's hidden internals, and
 #: tavernlab's own ``journal.jsonl`` and ``js-jobs/`` (the bytes of each ``run.js`` job).
-RESERVED_ROOT_NAMES: frozenset[str] = frozenset({
-    "runs", "input", "invocations", "tasks", "agent-results", "model-responses", "tool-args",
-    "checkpoints", "events.jsonl", "manifest.json", "run.json", "journal.jsonl", "js-jobs",
-})
+RESERVED_ROOT_NAMES: frozenset[str] = RESERVED_NAMES
 
 AccessLevel = Literal["hidden", "read_only", "writable"]
 

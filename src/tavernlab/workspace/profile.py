@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from tavernlab.events import Model
+from tavernlab.workspace import layout
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.policy import DEFAULT_ROOTS, Policy
 
@@ -26,7 +27,7 @@ class WorkspaceSettings(Model):
 
     visible_roots: list[str] = Field(default_factory=lambda: list(DEFAULT_ROOTS))
     writable_roots: list[str] = Field(default_factory=lambda: list(DEFAULT_ROOTS))
-    message_body_path: str = "output/main.md"
+    message_body_path: str = layout.MESSAGE_BODY
 
 
 #: The tools upstream's default writer profile allows, in the order a model is shown them.

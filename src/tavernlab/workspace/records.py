@@ -7,11 +7,8 @@ with :func:`write_json` (temp file + atomic rename) so a reader never sees half 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +18,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
+from tavernlab.workspace import atomic, layout
 
 RunStatus = Literal[
     "created", "initializing_workspace", "assembling_context", "calling_model",
@@ -72,52 +70,22 @@ def write_model(path: Path, model: Model) -> None:
     _write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def _temp_for(path: Path, staging: Path | None) -> Path:
-    """A temporary name for ``path``'s new bytes: ``.<name>.tmp-<pid>-<32 hex>`` (the
-    writer's process id lets a cleaner tell a dead writer's leftover from a live write)."""
-    name = f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    return path.with_name(name) if staging is None else staging / name
-
-
 def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
                  staging: Path | None = None) -> None:
     """Write ``content`` atomically (see :func:`write_json`)."""
     if fresh:
         try:
-            _create(path, content)
+            atomic.create_in_place(path, content, parents=True)
             return
         except FileExistsError:
             pass
-    temp = _temp_for(path, staging)
-    try:
-        _create(temp, content)
-        try:
-            os.replace(temp, path)
-        except FileNotFoundError:
-            if staging is None:
-                raise
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    atomic.publish(path, content, temp=atomic.writer_temp(path, staging), parents=True)
 
 
 def _link_new(path: Path, content: bytes, staging: Path | None) -> None:
     """Create ``path`` holding ``content``, whole, or raise ``FileExistsError`` when it
     exists (see :func:`write_json`)."""
-    temp = _temp_for(path, staging)
-    try:
-        _create(temp, content)
-        try:
-            os.link(temp, path)
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.link(temp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    atomic.create_new(path, content, temp=atomic.writer_temp(path, staging), parents=True)
 
 
 def pretty_json(data: Any, *, ascii_only: bool = False) -> str:
@@ -173,22 +141,6 @@ def _plain(data: Any) -> bool:
         elif kind not in _SCALARS:
             return False
     return True
-
-
-def _create(path: Path, data: bytes) -> None:
-    """Create ``path`` exclusively (and its parents when missing) holding ``data``."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
 
 
 def read_json(path: Path) -> Any:
@@ -279,7 +231,7 @@ class RootSpec(Model):
     def for_root(cls, path: str, *, visible: bool, writable: bool) -> RootSpec:
         """``persist`` is persistent/chat/projected_overlay/on_run_completed; every other root
         is run/run/materialized/never."""
-        if path == "persist":
+        if path == layout.PERSIST:
             return cls(path=path, lifecycle="persistent", scope="chat",
                        mount="projected_overlay", visible=visible, writable=writable,
                        commit="on_run_completed")
@@ -291,7 +243,7 @@ class RootSpec(Model):
         persistent = (self.lifecycle, self.scope, self.mount, self.commit) != (
             "run", "run", "materialized", "never")
         if persistent and (self.path, self.lifecycle, self.scope, self.mount, self.commit) != (
-                "persist", "persistent", "chat", "projected_overlay", "on_run_completed"):
+                layout.PERSIST, "persistent", "chat", "projected_overlay", "on_run_completed"):
             raise InvalidData(f"unsupported persistent root combination for `{self.path}`")
         return self
 
@@ -300,8 +252,8 @@ class ManifestInput(Model):
     """``manifest.json`` ``input``."""
 
     mode: str = "snapshot"
-    prompt_snapshot_path: str = "input/prompt_snapshot.json"
-    resolved_profile_path: str = "input/resolved_profile.json"
+    prompt_snapshot_path: str = layout.PROMPT_SNAPSHOT
+    resolved_profile_path: str = layout.RESOLVED_PROFILE
 
 
 class Artifact(Model):

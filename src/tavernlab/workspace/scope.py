@@ -272,11 +272,12 @@ class ScopedWorkspaceFs:
         return result
 
     def create_dir(self, path: WorkspacePath, recursive: bool) -> None:
-        """``mkdir`` / ``mkdir -p`` of a writable path."""
+        """``mkdir`` / ``mkdir -p`` of a writable path; the path and every directory the
+        port made for it count as touched."""
         self._begin()
         self.require_writable(path)
-        self.fs.create_dir(path, recursive)
-        self.tracker.touched.add(path.text)
+        made = self.fs.create_dir(path, recursive)
+        self.tracker.made_dirs(path, made)
 
     def remove(self, path: WorkspacePath, recursive: bool) -> None:
         """Remove a writable file or directory; clears the candidate when it goes with it."""

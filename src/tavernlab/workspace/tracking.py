@@ -77,6 +77,12 @@ class MutationTracker:
         if is_text_file(path):
             self._set_candidate(path.text)
 
+    def made_dirs(self, path: WorkspacePath, made: list[str]) -> None:
+        """``mkdir``/``mkdir -p`` of ``path`` made the directories ``made`` (the missing
+        parents with it); a directory never becomes the candidate."""
+        self.touched.add(path.text)
+        self.touched.update(made)
+
     def removed(self, path: WorkspacePath) -> None:
         """``path`` (a file or a directory) was removed."""
         self.touched.add(path.text)

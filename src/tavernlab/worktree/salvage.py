@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.clock import SYSTEM_CLOCK, Clock, rfc3339_millis
+from tavernlab.workspace.atomic import replace_durably, sync
 from tavernlab.worktree.git import git, git_failure, git_run
 from tavernlab.worktree.hostnames import repo_name
 from tavernlab.worktree.marker import read_creation_marker
@@ -28,25 +29,6 @@ def sanitize(name: str) -> str:
 def default_salvage_root() -> Path:
     """``~/.agentproto/worktree-salvage``."""
     return Path.home() / ".agentproto" / "worktree-salvage"
-
-
-def _fsync_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def salvage_worktree(repo_root: str, path: str, *, slug: str | None = None,
@@ -75,7 +57,7 @@ def salvage_worktree(repo_root: str, path: str, *, slug: str | None = None,
         raise git_failure(["diff", "HEAD", "--binary"], diff)
     patch = diff.raw_stdout
     if patch:
-        _fsync_write(target / "changes.patch", patch)
+        replace_durably(target / "changes.patch", patch, parents=True)
     listed = git(repo_root, ["ls-files", "--others", "--exclude-standard", "-z"], target=path)
     untracked = sorted(rel for rel in listed.split("\0") if rel)
     for rel in untracked:
@@ -86,8 +68,7 @@ def salvage_worktree(repo_root: str, path: str, *, slug: str | None = None,
             os.symlink(os.readlink(source), dest)
             continue
         shutil.copyfile(source, dest)
-        with dest.open("rb+") as handle:
-            os.fsync(handle.fileno())
+        sync(dest)
     manifest = {
         "repo": repo_name(repo_root),
         "branch": branch_out or None,
@@ -97,8 +78,8 @@ def salvage_worktree(repo_root: str, path: str, *, slug: str | None = None,
         "hasPatch": bool(patch),
         "provenance": provenance,
     }
-    _fsync_write(target / "MANIFEST.json",
-                 (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    replace_durably(target / "MANIFEST.json",
+                    (json.dumps(manifest, indent=2) + "\n").encode("utf-8"), parents=True)
     for directory in {target, *(p.parent for p in target.rglob("*"))}:
-        _fsync_dir(directory)
+        sync(directory)
     return {"dir": str(target), "manifest": manifest}

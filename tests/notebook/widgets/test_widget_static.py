@@ -13,32 +13,33 @@ from tavernlab.host import Run
 from tavernlab.host.presentation import _PRESENTERS
 from tavernlab.notebook import widgets
 from tavernlab.notebook.widgets import FileTree, RunView, Timeline, show_run
-from tavernlab.notebook.widgets.snapshots import SNAPSHOT_LIMIT, format_duration, format_size
+from tavernlab.notebook.widgets.snapshots import SNAPSHOT_LIMIT, format_duration
+from tavernlab.views.markup import format_size
 
 Opened = Callable[[Any], Any]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 RUN_ID = "run_08c07051187ca5d40000000000000001"
 
 TREE_TEXT = f"""Workspace of {RUN_ID}
-output/  [read-only, new entries allowed]
-  greeting.md  12 B  [writable]
-  main.md  15 B  [writable]
-persist/  [read-only, new entries allowed]
-plan/  [read-only, new entries allowed]
-scratch/  [read-only, new entries allowed]
-  data/  [writable, new entries allowed]
-    t.csv  8 B  [writable]
-skills/  [read-only]
-  greet/  [read-only]
-    scripts/  [read-only]
-      greet.js  191 B  [read-only]
-    SKILL.md  79 B  [read-only]
-summaries/  [read-only, new entries allowed]
-tool-results/  [read-only]
-  inv_08c07051187ca5d40000000000000001/  [read-only]
-    round-001-call_1b68f83fa344ae72.json  266 B  [read-only]
-    round-001-call_74196fe72e4cdc13.json  397 B  [read-only]
-    round-002-call_259d356229cfbf19.json  392 B  [read-only]"""
+├── output/  writable root
+│   ├── greeting.md  12 B  writable
+│   └── main.md  15 B  writable
+├── persist/  writable root
+├── plan/  writable root
+├── scratch/  writable root
+│   └── data/  writable
+│       └── t.csv  8 B  writable
+├── skills/  read-only
+│   └── greet/  read-only
+│       ├── scripts/  read-only
+│       │   └── greet.js  191 B  read-only
+│       └── SKILL.md  79 B  read-only
+├── summaries/  writable root
+└── tool-results/  read-only
+    └── inv_08c07051187ca5d40000000000000001/  read-only
+        ├── round-001-call_1b68f83fa344ae72.json  266 B  read-only
+        ├── round-001-call_74196fe72e4cdc13.json  397 B  read-only
+        └── round-002-call_259d356229cfbf19.json  392 B  read-only"""
 
 TIMELINE_TEXT = f"""Timeline of {RUN_ID}: 5 bars in 2 rounds
 Round 1  (4 bars, 37 ms)
@@ -70,8 +71,12 @@ def test_the_tree_carries_a_nested_list_snapshot(greet_run: Run, opened: Opened)
     assert set(data) == {WIDGET_VIEW, "text/plain", "text/html"}
     assert data["text/plain"] == TREE_TEXT
     html = data["text/html"]
-    assert html.count("<ul") == html.count("</ul>") == 9
+    # the tree as the views draw every tree: the title, then each directory with children
+    # opens a nested list (the root's, output, scratch, data, skills, greet, scripts,
+    # tool-results and its invocation's), inside one outer list
+    assert html.count("<ul") == html.count("</ul>") == 10
     assert "greeting.md" in html and ">writable</span>" in html and "<style" not in html
+    assert ">writable root</span>" in html and "new entries allowed" not in html
 
 
 def test_the_timeline_carries_a_swimlane_snapshot(greet_run: Run, opened: Opened) -> None:

@@ -32,8 +32,9 @@ import ipywidgets  # type: ignore[import-untyped]
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import SYSTEM_CLOCK, Clock
 from tavernlab.errors import TavernlabError
-from tavernlab.notebook.widgets.snapshots import STATUS_COLOURS, format_duration
+from tavernlab.notebook.widgets.snapshots import format_duration
 from tavernlab.notebook.widgets.sync import StateSync, route_replies_to_frontend
+from tavernlab.views.markup import STATUS_COLOURS
 from tavernlab.worktree import call_tool, run_with_provision_context
 from tavernlab.worktree.context import OutputLine, ProgressEvent, ProvisionContext
 from tavernlab.worktree.runtime import WorktreeRuntime

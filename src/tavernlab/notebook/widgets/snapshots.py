@@ -14,31 +14,17 @@ from html import escape
 from typing import Any
 
 from tavernlab.notebook.widgets.timeline_state import Bar, Round
+from tavernlab.views import tree as views_tree
+from tavernlab.views.markup import STATUS_COLOURS
+from tavernlab.workspace.policy import Access
+from tavernlab.workspace.tree import TreeNode
 
 #: Rows a static snapshot lists before it says how many more there are.
 SNAPSHOT_LIMIT = 500
 
-STATUS_COLOURS = {"ok": "#2e7d32", "error": "#c62828", "cancelled": "#9e6a00",
-                  "running": "#1565c0"}
-ACCESS_COLOURS = {"writable": "#2e7d32", "read_only": "#546e7a", "hidden": "#8d6e63"}
-ACCESS_LABELS = {"writable": "writable", "read_only": "read-only", "hidden": "hidden"}
 _FONT = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;"
          "text-align:left")
 _MONO = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace"
-
-
-def format_size(size: int | None) -> str:
-    """``8 B``, ``1.5 KiB``, ``2.0 MiB`` (``""`` for no size)."""
-    if size is None:
-        return ""
-    if size < 1024:
-        return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            break
-    return f"{value:.1f} {unit}"
 
 
 def format_duration(ms: int | None) -> str:
@@ -64,56 +50,37 @@ def _left_out(total: int, shown: int, what: str) -> str:
 # -- the tree ---------------------------------------------------------------------------------
 
 
-def _access_text(row: dict[str, Any]) -> str:
-    if row["kind"] == "refused":
-        return f"refused: {row['reason']}"
-    label = ACCESS_LABELS[row["access"]]
-    return f"{label}, new entries allowed" if row["creates"] else label
+def tree_node(rows: list[dict[str, Any]]) -> TreeNode:
+    """The widget's rows (depth first, each with its ``depth``) as the tree they list, below
+    an unnamed root, so the snapshot is drawn by the one tree renderer of the views."""
+    root = TreeNode("", "", "directory", None, Access("read_only", False), [])
+    parents = [root]
+    for row in rows:
+        del parents[row["depth"] + 1:]
+        node = TreeNode(row["name"], row.get("path", row["name"]), row["kind"],
+                        row["size"] if row["kind"] == "file" else None,
+                        Access(row["access"], bool(row["creates"])),
+                        [] if row["kind"] == "directory" else None, row.get("reason"))
+        children = parents[-1].children
+        assert children is not None
+        children.append(node)
+        parents.append(node)
+    return root
 
 
 def tree_text(title: str, rows: list[dict[str, Any]]) -> str:
-    """The tree as an indented list: ``name[/]  size  [access]`` per node."""
-    lines = [title]
-    for row in rows[:SNAPSHOT_LIMIT]:
-        name = row["name"] + ("/" if row["kind"] == "directory" else "")
-        size = format_size(row["size"]) if row["kind"] == "file" else ""
-        lines.append(f"{'  ' * row['depth']}{name}  {size + '  ' if size else ''}"
-                     f"[{_access_text(row)}]")
-    if len(rows) > SNAPSHOT_LIMIT:
-        lines.append(_left_out(len(rows), SNAPSHOT_LIMIT, "nodes"))
-    return "\n".join(lines)
-
-
-def _badge(text: str, colour: str) -> str:
-    return (f'<span style="border:1px solid {colour};color:{colour};border-radius:8px;'
-            f'padding:0 6px;font-size:11px;margin-left:6px">{escape(text)}</span>')
+    """The tree as :func:`tavernlab.views.tree_text` draws it, under ``title``: at most
+    :data:`SNAPSHOT_LIMIT` nodes, then a line saying how many were left out."""
+    return views_tree.tree_text(tree_node(rows), title=title, limit=SNAPSHOT_LIMIT,
+                                left_out=lambda shown: _left_out(len(rows), shown, "nodes"))
 
 
 def tree_html(title: str, rows: list[dict[str, Any]]) -> str:
-    """The tree as nested lists with sizes and access badges."""
-    parts = [f'<div style="{_FONT}"><div style="font-weight:600;margin-bottom:4px">'
-             f'{escape(title)}</div><ul style="list-style:none;padding-left:0;margin:0">']
-    depth = 0
-    for row in rows[:SNAPSHOT_LIMIT]:
-        while depth < row["depth"]:
-            parts.append('<ul style="list-style:none;padding-left:18px;margin:0">')
-            depth += 1
-        while depth > row["depth"]:
-            parts.append("</ul>")
-            depth -= 1
-        icon = "📁" if row["kind"] == "directory" else "⚠️" if row["kind"] == "refused" else "📄"
-        size = format_size(row["size"]) if row["kind"] == "file" else ""
-        colour = ACCESS_COLOURS.get(row["access"], "#c62828") if row["kind"] != "refused" \
-            else "#c62828"
-        parts.append(f'<li>{icon} {escape(row["name"])}'
-                     f'<span style="color:#777;margin-left:6px">{escape(size)}</span>'
-                     f'{_badge(_access_text(row), colour)}</li>')
-    parts.append("</ul>" * (depth + 1))
-    if len(rows) > SNAPSHOT_LIMIT:
-        note = _left_out(len(rows), SNAPSHOT_LIMIT, "nodes")
-        parts.append(f'<div style="color:#777">{escape(note)}</div>')
-    parts.append("</div>")
-    return "".join(parts)
+    """The tree as :func:`tavernlab.views.tree_html` draws it, under ``title`` (the same
+    limit and note as :func:`tree_text`)."""
+    html = views_tree.tree_html(tree_node(rows), title=title, limit=SNAPSHOT_LIMIT,
+                                left_out=lambda shown: _left_out(len(rows), shown, "nodes"))
+    return f'<div style="{_FONT}">{html}</div>'
 
 
 # -- the timeline -----------------------------------------------------------------------------

@@ -36,17 +36,20 @@ function h(tag, attrs = {}, ...children) {
   return node;
 }
 
+// The figures of tavernlab.views.markup.format_size (a test compares the two): tenths of the
+// largest unit reached, rounded half to even on the exact quotient (toFixed would round
+// 1.25 up where Python rounds it to 1.2).
 function formatSize(size) {
   if (size === null || size === undefined) return "";
   if (size < 1024) return `${size} B`;
-  let value = size;
-  let unit = "B";
-  for (const u of ["KiB", "MiB", "GiB", "TiB"]) {
-    value /= 1024;
-    unit = u;
-    if (value < 1024) break;
-  }
-  return `${value.toFixed(1)} ${unit}`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let power = 1;
+  while (power < units.length && size >= 1024 ** (power + 1)) power += 1;
+  const scale = 1024 ** power;
+  let tenths = Math.floor((size * 10) / scale);
+  const rest = size * 10 - tenths * scale;
+  if (rest * 2 > scale || (rest * 2 === scale && tenths % 2 === 1)) tenths += 1;
+  return `${Math.floor(tenths / 10)}.${tenths % 10} ${units[power - 1]}`;
 }
 
 function formatDuration(ms) {
