@@ -47,16 +47,17 @@ from tavernlab.events import (
     AgentInvocationTransferred,
     AgentLoopFinished,
     AgentModelBindingResolved,
-    CancelMessage,
     ContextAssembled,
     DirectOutput,
     DirectOutputCaptured,
     DriftRecovery,
     DriftRecoveryAttempted,
     EventScope,
+    InvocationRef,
+    InvocationStart,
     LoopContext,
     LoopFinish,
-    LoopInvocation,
+    MessageText,
     ModelAttempt,
     ModelAttemptFailure,
     ModelBindingResolved,
@@ -71,7 +72,6 @@ from tavernlab.events import (
     ModelTurn,
     ProviderStateSummary,
     ProviderStateUpdated,
-    Reason,
     RoundEnd,
     RoundEnded,
     RunCancelled,
@@ -237,7 +237,7 @@ class AgentLoop:
             if core.record.is_terminal or self._cancel_requested:
                 return 0
             self._cancel_requested = True
-        core.emit(RunCancelRequested, Reason())
+        core.emit(RunCancelRequested, None)
         core.set_status("cancelling")
         tokens = core.inflight.live()
         self.token.cancel(reason)
@@ -312,10 +312,9 @@ class AgentLoop:
         exit_policy = "task_return_required" if mode == "child" else "run_finish_allowed"
         parent_id = None if parent is None else parent.invocation.id
         scope = EventScope(invocation_id=invocation.id)
-        core.announce(invocation, LoopInvocation(
-            invocation_id=invocation.id, agent_id=invocation.agent_id,
-            parent_invocation_id=parent_id, profile_id=profile.id, kind=kind,
-            status="created", exit_policy=exit_policy))
+        core.announce(invocation, InvocationStart(
+            invocation_id=invocation.id, parent_invocation_id=parent_id,
+            profile_id=profile.id, kind=kind, status="created", exit_policy=exit_policy))
         external = self.mcp.tools_for(profile) if profile.mcp.servers else []
         if external:
             self._external.update((tool.spec.id, tool.spec) for tool in external)
@@ -388,12 +387,19 @@ class AgentLoop:
                        scope=EventScope(invocation_id=frame.invocation.id))
 
     def _invocation_ref(self, frame: Frame, status: str, *, exit_policy: str | None = None
-                        ) -> LoopInvocation:
-        invocation = frame.invocation
-        return LoopInvocation(invocation_id=invocation.id, agent_id=invocation.agent_id,
-                              parent_invocation_id=frame.parent_id,
-                              profile_id=frame.profile.id, kind=frame.kind, status=status,
-                              exit_policy=exit_policy)
+                        ) -> InvocationRef:
+        ref = InvocationRef(invocation_id=frame.invocation.id,
+                            parent_invocation_id=frame.parent_id,
+                            profile_id=frame.profile.id, kind=frame.kind, status=status)
+        if exit_policy is None:
+            return ref
+        return InvocationStart(**dict(ref), exit_policy=exit_policy)
+
+    def _cancel_message(self, error: LoopCancelled) -> str:
+        """What ``run_cancelled`` says: the reason ``cancel(reason)`` was given (upstream's
+        ``Generation cancelled by user`` by default), else the error's own message."""
+        return self.token.reason if self.token.cancelled and self.token.reason else (
+            error.message)
 
     def _source(self) -> str:
         return str(getattr(self.provider, "source", self.provider.provider_format))
@@ -801,17 +807,14 @@ class AgentLoop:
             return core.record.status
         if frame is not None:
             invocation = frame.invocation
-            core.emit(event, LoopInvocation(
-                invocation_id=invocation.id, agent_id=invocation.agent_id,
-                parent_invocation_id=frame.parent_id, profile_id=frame.profile.id,
-                kind=frame.kind, status=inv_status),
-                scope=EventScope(invocation_id=invocation.id))
+            core.emit(event, self._invocation_ref(frame, inv_status),
+                      scope=EventScope(invocation_id=invocation.id))
         core.set_status(status)
         if status == "completed":
-            core.emit(RunCompleted, Reason())
+            core.emit(RunCompleted, None)
         elif status == "cancelled":
             assert isinstance(error, LoopCancelled)
-            core.emit(RunCancelled, CancelMessage(message=error.message))
+            core.emit(RunCancelled, MessageText(message=self._cancel_message(error)))
         else:
             assert self.failure is not None
             failure = dict(self.failure)
@@ -820,9 +823,9 @@ class AgentLoop:
                                preservedCommitCount=len(self.ledger.entries),
                                preservedCommits=[dict(e) for e in self.ledger.entries])
                 self.failure = failure
-                core.emit(RunPartialSuccess, RunFailure(error=failure["message"], **failure))
+                core.emit(RunPartialSuccess, RunFailure(**failure))
             else:
-                core.emit(RunFailed, RunFailure(error=failure["message"], **failure))
+                core.emit(RunFailed, RunFailure(**failure))
         core.save_record()
         core.feed.flush()
         core.on_end()

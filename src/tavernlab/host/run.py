@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.errors import InvalidData, RunStateError, ToolError
-from tavernlab.events import Event, Reason, RunCancelRequested
+from tavernlab.events import Event, RunCancelRequested
 from tavernlab.host import commits, dispatch, rounds
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import Subscription
@@ -256,7 +256,7 @@ class Run:
             return self._core.loop_cancel(reason)
         tokens = self._core.inflight.live()
         if tokens:
-            self._core.emit(RunCancelRequested, Reason(reason=reason))
+            self._core.emit(RunCancelRequested, None)
         for token in tokens:
             token.cancel(reason)
         return len(tokens)

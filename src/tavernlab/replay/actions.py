@@ -13,10 +13,13 @@ second time:
 * ``round_ended`` is **next round** (its auto-commit records come just before it);
 * ``subagent_started`` is a **sub-agent** start with its Profile (its
   ``agent_invocation_created`` comes just before it);
-* ``run_cancel_requested`` is a **cancellation** of the action running at that moment;
-* a second main agent (``agent_invocation_created`` with mode ``main``, or a js job of an
-  unknown main invocation) is a **reopen** (``lab.open_run``), and a status change out of a
-  terminal status is a **resume**.
+* ``run_cancel_requested`` is a **cancellation** of the action running at that moment (its
+  payload is ``null``: the reason a hand-played ``run.cancel(reason)`` was given is not in
+  the records, and the replay cancels with an empty one);
+* a second main agent (``agent_invocation_created`` of an invocation that is not a
+  ``subagent``, or a js job of an unknown main invocation) is a **reopen**
+  (``lab.open_run``), and a status change to ``calling_model`` while the previous
+  ``status_changed`` named a terminal status is a **resume**.
 
 Each action keeps ``at``: the index of its first record in the merged stream, which is how a
 divergent record is attributed to the action that produced it (records belong to the last
@@ -136,6 +139,8 @@ class _Reader:
     announced: dict[str, int] = field(default_factory=dict)
     main_id: str | None = None
     auto_commit_at: int | None = None
+    #: The status the last ``status_changed`` moved the run to.
+    status: str = "created"
 
     def reopen_if_new(self, at: int, invocation_id: str) -> None:
         if self.main_id is None:
@@ -151,7 +156,7 @@ class _Reader:
     def read(self, at: int, record: Event) -> None:
         kind, p = record.type, record.payload
         if kind == "agent_invocation_created":
-            if p.mode == "main":
+            if p.kind != "subagent":
                 self.reopen_if_new(at, p.invocation_id)
             else:
                 self.announced[p.invocation_id] = at
@@ -188,10 +193,11 @@ class _Reader:
             if not self.running:
                 self.out.problems.append(f"record {at}: {CANCEL_WITHOUT_ACTION}")
             else:
-                list(self.running.values())[-1].cancel = p.reason or ""
-        elif (kind == "status_changed" and p.from_status in TERMINAL_STATUSES
-              and p.to_status == "calling_model"):
-            self.out.actions.append(Resume(at=at))
+                list(self.running.values())[-1].cancel = ""
+        elif kind == "status_changed":
+            if self.status in TERMINAL_STATUSES and p.status == "calling_model":
+                self.out.actions.append(Resume(at=at))
+            self.status = p.status
 
 
 def derive_actions(records: Sequence[Event]) -> Derivation:
