@@ -174,7 +174,7 @@ def upgrade_events(events: bytes, journal: bytes, *, record: Mapping[str, Any],
             entry = json.loads(line)
             payload = entry.get("payload") or {}
             profile = payload.get("profile") or {}
-            profiles[payload.get("invocationId")] = str(profile.get("id", ""))
+            profiles[str(payload.get("invocationId"))] = str(profile.get("id", ""))
     upgrade = _Upgrade(record, ids, profiles, state_changes)
     lines: list[bytes] = []
     for line in events.splitlines(keepends=True):
