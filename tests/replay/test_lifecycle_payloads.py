@@ -4,6 +4,7 @@ loop; bundles recorded with the older payloads still replay identically."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -134,18 +135,32 @@ def test_a_model_driven_run_writes_the_same_lifecycle_payloads(tmp_path: Path) -
     lab.close()
 
 
-def test_a_cancelled_model_run_says_its_reason_and_requests_with_null(tmp_path: Path) -> None:
+def test_a_run_cancelled_during_its_first_model_call_used_one_round_and_says_why(
+        tmp_path: Path) -> None:
     lab = deterministic_lab(tmp_path / "lab")
-    handle = lab.start_agent("Write.", model=Scripted([turn(None, write("c1", "a.md", "x"))]))
-    handle.cancel("the user changed their mind")
+    slow = turn("Thinking " * 200, write("s1", "output/main.md", "never"))
+    slow["delayMs"] = 20
+    handle = lab.start_agent("Write.", model=Scripted([slow]))
+    started = threading.Event()
+
+    def look(record: Any) -> None:
+        if record.type == "model_call_attempt_started":
+            started.set()
+    with handle.run.subscribe(look):
+        assert started.wait(60)
+    assert handle.cancel("the user changed their mind") >= 1
     outcome = handle.wait(60)
-    if outcome.status == "cancelled":
-        assert payloads(outcome.run.dir, "run_cancel_requested") == [None]
-        assert payloads(outcome.run.dir, "run_cancelled") == [
-            {"message": "the user changed their mind"}]
-    else:  # the run ended before the cancel reached it: nothing was requested
-        assert payloads(outcome.run.dir, "run_cancel_requested") == []
+    assert (outcome.status, outcome.rounds) == ("cancelled", 1)
+    assert payloads(outcome.run.dir, "run_cancel_requested") == [None]
+    assert payloads(outcome.run.dir, "run_cancelled") == [
+        {"message": "the user changed their mind"}]
+    bundle = outcome.run.export(tmp_path / "cancelled.tavernrun")
     lab.close()
+    agent = read_bundle(bundle).manifest.agent
+    assert agent is not None and agent.cancelled_attempt is not None
+    assert agent.cancelled_attempt.message == "the user changed their mind"
+    report = replay(bundle, lab=tmp_path / "replayed")
+    assert report.identical, str(report)
 
 
 def test_resume_is_detected_from_the_previous_status_changed(tmp_path: Path) -> None:

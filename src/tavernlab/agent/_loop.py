@@ -434,10 +434,12 @@ class AgentLoop:
         core.emit(ModelRequestCreated, ModelRequestSummary(
             round=frame.round, invocation_id=invocation.id, tool_turn=frame.snapshot.turn(),
             request=self._summary(frame)), scope=scope)
+        # the round has started once its request is made: a run cancelled or failed during
+        # this model call used it
+        self.totals.rounds = max(self.totals.rounds, frame.round)
         response, attempts, elapsed_ms = self._generate(frame)
         self.totals.model_calls += 1
         self.totals.usage = self.totals.usage + response.usage
-        self.totals.rounds = max(self.totals.rounds, frame.round)
         path = self._store_response(frame, response)
         core.emit(ModelResponseStored, StoredModelResponse(
             round=frame.round, invocation_id=invocation.id, path=path,
