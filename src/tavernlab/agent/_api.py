@@ -92,7 +92,7 @@ class AgentHandle:
         """Cancel the run (safe from any thread): it ends ``cancelled``, ``run_cancelled``
         saying ``reason`` (upstream's ``Generation cancelled by user`` when none is given).
         Returns how many pieces of work were signalled (0 once it has ended)."""
-        return self._loop.cancel() if reason is None else self._loop.cancel(reason)
+        return self._loop.cancel(reason)
 
     def wait(self, timeout: float | None = None) -> AgentOutcome:
         """Wait for the run's end and return its outcome (``TimeoutError`` after

@@ -228,10 +228,12 @@ class AgentLoop:
 
     # -- control ------------------------------------------------------------------------------
 
-    def cancel(self, reason: str = CANCELLED_MESSAGE) -> int:
+    def cancel(self, reason: str | None = None) -> int:
         """Cancel the run from any thread: ``run_cancel_requested``, status ``cancelling``,
-        the loop's signal and every tool call running now. Returns how many pieces of work
-        were signalled (0 once the run has ended)."""
+        the loop's signal and every tool call running now; ``run_cancelled`` will say
+        ``reason`` (``Generation cancelled by user`` by default). Returns how many pieces of
+        work were signalled (0 once the run has ended)."""
+        reason = reason or CANCELLED_MESSAGE
         core = self.core
         with self._cancel_lock:
             if core.record.is_terminal or self._cancel_requested:

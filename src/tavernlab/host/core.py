@@ -195,7 +195,7 @@ class RunCore:
         #: Set by the agent loop driving this run: ``cancel(reason)`` stops the loop (from
         #: any thread) and returns how many pieces of work it cancelled; ``done`` is set
         #: once the loop's thread has ended.
-        self.loop_cancel: Callable[[str], int] | None = None
+        self.loop_cancel: Callable[[str | None], int] | None = None
         self.loop_done: threading.Event | None = None
         #: Return-mode sub-agents by invocation id, in start order.
         self.subagents: dict[str, Invocation] = {}
