@@ -3,6 +3,7 @@ loop; bundles recorded with the older payloads still replay identically."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from pathlib import Path
@@ -173,7 +174,7 @@ def test_resume_is_detected_from_the_previous_status_changed(tmp_path: Path) -> 
     run.call_tool("workspace.commit", {})
     run.finish()
     statuses = [p["status"] for p in payloads(run.dir, "status_changed")]
-    assert ("completed", "calling_model") in zip(statuses, statuses[1:], strict=False)
+    assert ("completed", "calling_model") in itertools.pairwise(statuses)
     bundle = run.export(tmp_path / "resumed.tavernrun")
     actions = read_bundle(bundle).manifest.actions
     assert [a.kind for a in actions] == ["tool_call", "tool_call", "tool_call", "resume",
@@ -183,7 +184,8 @@ def test_resume_is_detected_from_the_previous_status_changed(tmp_path: Path) -> 
     lab.close()
 
 
-@pytest.mark.parametrize("name", ["format2-hand-persist", "format2-model-failed"])
+@pytest.mark.parametrize("name", ["format2-hand-persist", "format2-model-failed",
+                                  "format2-hand-cancelled-job"])
 def test_a_bundle_recorded_with_the_older_payloads_replays_identically(name: str) -> None:
     bundle = read_bundle(FIXTURES / f"{name}.tavernrun")
     assert bundle.manifest.format_version == 2 < FORMAT_VERSION == 3
@@ -209,3 +211,31 @@ def test_the_hand_played_old_bundle_upgrades_its_resume_and_metadata() -> None:
     assert [u["updateId"] for u in updated] == [r["updateId"] for r in requests]
     assert len(set(u["updateId"] for u in updated)) == 2
     assert [e["payload"] for e in upgraded if e["type"] == "run_completed"] == [None, None]
+
+
+def test_a_cancelled_js_jobs_reason_is_kept_and_replayed(tmp_path: Path) -> None:
+    bundle = read_bundle(FIXTURES / "format2-hand-cancelled-job.tavernrun")
+    finished = [json.loads(line)["payload"] for line in bundle.recorded_journal().splitlines()
+                if b'"js_job_finished"' in line]
+    assert [(f["cancelled"], f["cancelReason"]) for f in finished] == [
+        (True, "stop the loop"), (False, None)]
+    lab = deterministic_lab(tmp_path / "lab")
+    run = lab.start_run(chat_id="bob")
+    worker = threading.Thread(target=run.js, args=(["-e", "while (true) {}"],))
+    worker.start()
+    while not lab.services.js_pool.running_jobs():
+        threading.Event().wait(0.01)
+    assert run.cancel("enough") == 1
+    worker.join(30)
+    assert payloads(run.dir, "run_cancel_requested") == [None]
+    journal = [json.loads(line) for line in
+               (run.dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()]
+    [end] = [r["payload"] for r in journal if r["type"] == "js_job_finished"]
+    assert (end["cancelled"], end["cancelReason"]) == (True, "enough")
+    run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "x"})
+    run.call_tool("workspace.commit", {})
+    run.finish()
+    exported = read_bundle(run.export(tmp_path / "cancelled.tavernrun"))
+    assert getattr(exported.manifest.actions[0], "cancel", None) == "enough"
+    assert replay(exported).identical
+    lab.close()

@@ -14,8 +14,9 @@ second time:
 * ``subagent_started`` is a **sub-agent** start with its Profile (its
   ``agent_invocation_created`` comes just before it);
 * ``run_cancel_requested`` is a **cancellation** of the action running at that moment (its
-  payload is ``null``: the reason a hand-played ``run.cancel(reason)`` was given is not in
-  the records, and the replay cancels with an empty one);
+  payload is ``null``; a cancelled js job's ``js_job_finished`` keeps the reason
+  ``run.cancel(reason)`` was given, a cancelled tool call's reason is not recorded and the
+  replay cancels it with an empty one);
 * a second main agent (``agent_invocation_created`` of an invocation that is not a
   ``subagent``, or a js job of an unknown main invocation) is a **reopen**
   (``lab.open_run``), and a status change to ``calling_model`` while the previous
@@ -168,7 +169,9 @@ class _Reader:
                                                          ToolCall):
             call.result_path = p.path
         elif kind in ("tool_call_completed", "tool_call_failed", "js_job_finished"):
-            self.running.pop(p.call_id if kind != "js_job_finished" else p.job_id, None)
+            done = self.running.pop(p.call_id if kind != "js_job_finished" else p.job_id, None)
+            if kind == "js_job_finished" and done is not None and p.cancel_reason is not None:
+                done.cancel = p.cancel_reason
         elif kind == "js_job_started":
             self.reopen_if_new(at, p.invocation_id)
             self.start(p.job_id, JsJob(at=at, job_id=p.job_id, command=p.command,

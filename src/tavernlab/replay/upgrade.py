@@ -151,6 +151,36 @@ class _Upgrade:
         return self.requested
 
 
+def upgrade_journal(journal: bytes, events: bytes) -> bytes:
+    """The recorded ``journal.jsonl`` of a format-1/2 bundle as format 3 writes it: every
+    ``js_job_finished`` gains ``cancelReason``, the reason of the last
+    ``run_cancel_requested`` (in the recorded ``events``, older shape) at or before it for a
+    cancelled job, else ``null``. Every other line is kept byte for byte."""
+    requests: list[tuple[int, str]] = []
+    for line in events.splitlines():
+        if b'"run_cancel_requested"' in line:
+            event = json.loads(line)
+            payload = event.get("payload")
+            reason = payload.get("reason") if isinstance(payload, dict) else None
+            requests.append((int(event.get("seq") or 0), str(reason or "")))
+    lines: list[bytes] = []
+    for line in journal.splitlines(keepends=True):
+        if b'"js_job_finished"' not in line:
+            lines.append(line)
+            continue
+        record = json.loads(line)
+        payload = record.get("payload")
+        if not isinstance(payload, dict) or "cancelReason" in payload:
+            lines.append(line)
+            continue
+        anchor = int(record.get("eventSeq") or 0)
+        reasons = [reason for seq, reason in requests if seq <= anchor]
+        payload["cancelReason"] = reasons[-1] if payload.get("cancelled") and reasons else None
+        ending = b"\n" if line.endswith(b"\n") else b""
+        lines.append(json.dumps(record, ensure_ascii=False).encode("utf-8") + ending)
+    return b"".join(lines)
+
+
 def upgrade_events(events: bytes, journal: bytes, *, record: Mapping[str, Any],
                    ids: Mapping[str, Any],
                    state_changes: Callable[[str], list[dict[str, Any]]]) -> bytes:
