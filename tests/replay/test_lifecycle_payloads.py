@@ -185,7 +185,7 @@ def test_resume_is_detected_from_the_previous_status_changed(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("name", ["format2-hand-persist", "format2-model-failed",
-                                  "format2-hand-cancelled-job"])
+                                  "format2-hand-cancelled-job", "format2-model-persist"])
 def test_a_bundle_recorded_with_the_older_payloads_replays_identically(name: str) -> None:
     bundle = read_bundle(FIXTURES / f"{name}.tavernrun")
     assert bundle.manifest.format_version == 2 < FORMAT_VERSION == 3
@@ -239,3 +239,16 @@ def test_a_cancelled_js_jobs_reason_is_kept_and_replayed(tmp_path: Path) -> None
     assert getattr(exported.manifest.actions[0], "cancel", None) == "enough"
     assert replay(exported).identical
     lab.close()
+
+
+def test_a_model_run_of_an_old_bundle_keeps_its_recorded_update_id() -> None:
+    bundle = read_bundle(FIXTURES / "format2-model-persist.tavernrun")
+    recorded = [json.loads(line) for line in bundle.run_file("events.jsonl").splitlines()]
+    upgraded = [json.loads(line) for line in bundle.recorded_events().splitlines()]
+    [old] = [e["payload"] for e in recorded
+             if e["type"] == "persistent_state_metadata_update_requested"]
+    [request] = [e["payload"] for e in upgraded
+                 if e["type"] == "persistent_state_metadata_update_requested"]
+    assert "swipeId" not in request and request["updateId"] == old["updateId"]
+    assert [e["payload"] for e in upgraded if e["type"] == "persistent_state_metadata_updated"
+            ] == [{"updateId": old["updateId"], "messageId": "0", "stateId": old["stateId"]}]

@@ -98,10 +98,13 @@ class _Upgrade:
             return _dump(MessageText(message=str(p.get("error") or p.get("reason"))))
         if kind == "persistent_changes_committed":
             self.committed = p
-        if kind == "persistent_state_metadata_update_requested" and "swipeId" in p:
+        if kind == "persistent_state_metadata_update_requested" and "updateId" not in p:
             return self.metadata_request(p)
-        if kind == "persistent_state_metadata_update_requested" and "updateId" in p:
+        if kind == "persistent_state_metadata_update_requested":
             self.ids.new("update")  # the recording minted it: the factory moves past it
+            self.requested = _dump(MetadataUpdateRequest.model_validate(
+                {k: v for k, v in p.items() if k not in ("messageIndex", "swipeId")}))
+            return self.requested
         if kind == OLD_METADATA_UPDATED:
             request = self.requested
             return _dump(MetadataUpdated(update_id=request["updateId"],
