@@ -44,8 +44,8 @@ class WorkspaceTarget(Model):
 
 class RootList(Model):
     """``persistent_projection_initialized``: the roots projected from the persist state
-    (``{roots: ["persist"]}``; the base state, files and directories are
-    ``input/persist_snapshot.json``)."""
+    (``{roots: ["persist"]}``; the base state is ``run_created``'s ``persistBaseStateId``,
+    the projected files and directories are ``input/persist_snapshot.json``'s)."""
 
     roots: list[str]
 
