@@ -184,7 +184,8 @@ def test_agent_runtime_foreground_auto_commits_once_per_round_until_explicit_com
     update = payloads(run, "persistent_state_metadata_update_requested")[0]
     assert (update["runId"], update["messageId"], update["changeCount"]) == (run.id, "0", 0)
     state = update["stateId"]
-    assert payloads(run, "persistent_state_metadata_update_updated")[0]["stateId"] == state
+    assert payloads(run, "persistent_state_metadata_updated") == [
+        {"updateId": update["updateId"], "messageId": "0", "stateId": state}]
     retry = stored(run, by_call(run, "tool_result_stored", "call_commit_retry")[0]["path"])
     assert retry["content"].startswith("Committed output/main.md to the current chat message "
                                        "with mode Replace. You may continue editing")

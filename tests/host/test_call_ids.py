@@ -79,7 +79,10 @@ def test_a_duplicate_call_id_in_a_round_fails_the_run_and_keeps_the_first_call(r
     assert run.status == "failed"
     assert requested_ids(run) == ["dup"]  # the second call never started
     failed = run.events(types=["run_failed"])[-1]
-    assert "duplicate tool call id `dup` in round 1" in failed.payload.error
+    assert failed.payload.code == "agent.internal_error"
+    assert "duplicate tool call id `dup` in round 1" in failed.payload.message
+    assert failed.payload.technical_message.startswith("Internal error: duplicate tool call id")
+    assert (failed.payload.retryable, failed.payload.user_retryable) == (False, False)
     with pytest.raises(RunStateError):
         run.call_tool("workspace.list_files", {})
 

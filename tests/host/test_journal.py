@@ -64,10 +64,10 @@ def test_a_payload_that_is_not_the_model_goes_through_the_envelope(run: Run) -> 
     written exactly as the model would be; a subscriber gets the typed event."""
     seen: list[Event] = []
     with run.subscribe(seen.append):
-        run._core.emit(StatusChanged, {"from": "calling_model", "to": "calling_model"})  # type: ignore[arg-type]
+        run._core.emit(StatusChanged, {"status": "calling_model"})  # type: ignore[arg-type]
     line = json.loads((run.dir / "events.jsonl").read_text().splitlines()[-1])
     assert line["type"] == "status_changed"
-    assert line["payload"] == {"from": "calling_model", "to": "calling_model"}
+    assert line["payload"] == {"status": "calling_model"}
     assert isinstance(seen[-1], StatusChanged) and seen[-1].seq == line["seq"]
 
 

@@ -214,13 +214,13 @@ def test_text_that_cannot_be_written_is_refused_before_anything_is(tmp_path: Pat
     refused when it is built, before anything is written, and neither log changes."""
     events = EventLog(tmp_path / "events.jsonl", "run_x", clock=SYSTEM_CLOCK, ids=RandomIds())
     journal = JournalLog(tmp_path / "journal.jsonl", events)
-    events.append(StatusChanged, StatusChange(to="calling_model"))
+    events.append(StatusChanged, StatusChange(status="calling_model"))
     before = (tmp_path / "events.jsonl").read_bytes()
     with pytest.raises(UnicodeEncodeError):
-        events.append(StatusChanged, StatusChange(to="bad \ud800"))
+        events.append(StatusChanged, StatusChange(status="bad \ud800"))
     with pytest.raises(UnicodeEncodeError):
         journal.append(FileChanged, FileChange(path="scratch/\ud800", change="created",
                                                node="file", writer="tool"))
     assert (tmp_path / "events.jsonl").read_bytes() == before
     assert not (tmp_path / "journal.jsonl").exists()
-    assert events.append(StatusChanged, StatusChange(to="finished")).seq == 2
+    assert events.append(StatusChanged, StatusChange(status="finished")).seq == 2

@@ -153,7 +153,7 @@ def test_an_interrupt_mid_stream_cancels_the_run(kernel: Kernel) -> None:
     assert (reply["content"]["status"], reply["content"]["ename"]) == ("error",
                                                                        "KeyboardInterrupt")
     assert final_displays(messages)[-1].startswith(
-        "cancelled · 0 rounds · 0 model calls · tokens not reported · run_")
+        "cancelled · 1 round · 0 model calls · tokens not reported · run_")
     errors = [m["content"]["traceback"] for _, m in messages if m["msg_type"] == "error"]
     assert errors == [["KeyboardInterrupt"]]
     reply, messages = kernel.execute("print(r3.status, [e.type for e in r3.events()][-1])")

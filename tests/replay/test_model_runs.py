@@ -115,7 +115,7 @@ def test_the_bundle_holds_the_loop_records_and_what_drives_the_loop(
         recording: Recording) -> None:
     assert recording.outcome.status == "completed" and recording.outcome.rounds == 3
     manifest = read_bundle(recording.bundle).manifest
-    assert manifest.format_version == FORMAT_VERSION == 2
+    assert manifest.format_version == FORMAT_VERSION == 3
     files = set(manifest.run.files)
     for path in ("input/prompt_snapshot.json", "input/resolved_skills.json",
                  "input/invocations/inv_root/tool_snapshot.json", "input/loop_start.json",

@@ -82,7 +82,7 @@ def test_event_lines_keep_every_value(fixed_run: Run) -> None:
         'invocationId="inv_00000000000000000000000000000001" callId="call_1" '
         'toolId="workspace.write_file" name="workspace_write_file" isError=false elapsedMs=8 '
         'resourceRefs=["output/main.md"]\n'
-        '   16 00:00:00.026 info  status_changed from="dispatching_tool" to="calling_model"')
+        '   16 00:00:00.026 info  status_changed status="calling_model"')
     html = views.events_html(last)
     assert html.count("<tr>") == 3 and "tool_call_completed" in html
     assert views.events_text([]) == "no events"

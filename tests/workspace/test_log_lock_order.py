@@ -59,12 +59,12 @@ def _logs(tmp_path: Path) -> tuple[EventLog, JournalLog]:
 
 def test_an_append_takes_the_files_flock_before_the_logs_lock(tmp_path: Path) -> None:
     log, journal = _logs(tmp_path)
-    log.append(StatusChanged, StatusChange(**{"from": "created", "to": "calling_model"}))
+    log.append(StatusChanged, StatusChange(status="calling_model"))
     events_lock, journal_lock = _Recording(log.path), _Recording(journal.path)
     log._lock = events_lock  # type: ignore[assignment]
     journal._lock = journal_lock  # type: ignore[assignment]
     append_records(log, journal, [log.build(StatusChanged, StatusChange(
-        **{"from": "calling_model", "to": "finishing"})), journal.build(RoundEnded,
+        status="finishing")), journal.build(RoundEnded,
                                                                         RoundEnd(round=1))])
     assert events_lock.flock_held == [True]
     assert journal_lock.flock_held == [True]

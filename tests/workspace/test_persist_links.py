@@ -206,7 +206,7 @@ def test_a_planted_link_fails_the_publication_and_leaves_no_state(lab: Lab, base
         run.finish()
     assert run.status == "failed"
     failed = [e for e in run.events() if e.type == "persistent_changes_commit_failed"]
-    assert len(failed) == 1 and "regular files and directories" in failed[0].payload.error
+    assert len(failed) == 1 and "regular files and directories" in failed[0].payload.message
     states = lab.chat("alice").persist.states_dir
     assert sorted(p.name for p in states.iterdir()) == [base]
     assert outside.read_text() == "top secret\n"

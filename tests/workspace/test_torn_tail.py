@@ -99,10 +99,10 @@ def test_a_log_without_a_torn_line_is_left_as_it_is(tmp_path: Path, lab: Lab) ->
 def test_an_event_log_without_a_journal_object_notes_its_repair_beside_it(
         tmp_path: Path, lab: Lab) -> None:
     log = EventLog(tmp_path / "events.jsonl", "run_1", clock=lab.clock, ids=lab.ids)
-    log.append(StatusChanged, StatusChange(**{"from": "created", "to": "calling_model"}))
+    log.append(StatusChanged, StatusChange(status="calling_model"))
     with log.path.open("ab") as handle:
         handle.write(b'{"seq": 2, "i')
-    log.append(StatusChanged, StatusChange(**{"from": "calling_model", "to": "finishing"}))
+    log.append(StatusChanged, StatusChange(status="finishing"))
     assert [r["seq"] for r in lines_of(log.path)] == [1, 2]
     [note] = lines_of(tmp_path / "journal.jsonl")
     assert note["type"] == "log_repaired" and note["eventSeq"] == 1
@@ -113,7 +113,7 @@ def test_a_torn_line_longer_than_the_read_window_is_cut_whole(tmp_path: Path, la
                                                                ) -> None:
     log = EventLog(tmp_path / "events.jsonl", "run_1", clock=lab.clock, ids=lab.ids)
     journal = JournalLog(tmp_path / "journal.jsonl", log)
-    log.append(StatusChanged, StatusChange(**{"from": "created", "to": "calling_model"}))
+    log.append(StatusChanged, StatusChange(status="calling_model"))
     whole = log.path.read_bytes()
     torn = b'{"seq": 2, "payload": "' + b"x" * 100_000
     with log.path.open("ab") as handle:

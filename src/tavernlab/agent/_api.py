@@ -90,10 +90,11 @@ class AgentHandle:
         """Whether the loop has ended."""
         return self._done.is_set()
 
-    def cancel(self) -> int:
-        """Cancel the run (safe from any thread): it ends ``cancelled``. Returns how many
-        pieces of work were signalled (0 once it has ended)."""
-        return self._loop.cancel()
+    def cancel(self, reason: str | None = None) -> int:
+        """Cancel the run (safe from any thread): it ends ``cancelled``, ``run_cancelled``
+        saying ``reason`` (upstream's ``Generation cancelled by user`` when none is given).
+        Returns how many pieces of work were signalled (0 once it has ended)."""
+        return self._loop.cancel(reason)
 
     def wait(self, timeout: float | None = None) -> AgentOutcome:
         """Wait for the run's end and return its outcome (``TimeoutError`` after

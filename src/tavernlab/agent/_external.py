@@ -237,9 +237,11 @@ class ExternalAgent:
         finally:
             self._release()
 
-    def cancel(self, reason: str = CANCELLED_MESSAGE) -> int:
+    def cancel(self, reason: str | None = None) -> int:
         """Cancel the run (from any thread): a call running now is cancelled and the run
-        ends ``cancelled``."""
+        ends ``cancelled`` (saying ``reason``; ``Generation cancelled by user`` by
+        default)."""
+        reason = reason or CANCELLED_MESSAGE
         signalled = self._loop.cancel(reason)
         if self._lock.acquire(blocking=False):  # no call is running: end the run now
             try:

@@ -11,13 +11,12 @@ round-budget codes.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from tavernlab.errors import AgentError, TavernlabError
+from tavernlab.events.lifecycle import ERROR_CODE as CODE
 from tavernlab.models import ModelCallError
 
-CODE = re.compile(r"^([a-z0-9._-]*\.[a-z0-9._-]*):\s?(.*)$", re.DOTALL)
 USER_RETRYABLE_CODES = frozenset({"model.tool_call_required", "agent.tool_after_finish",
                                   "agent.max_tool_rounds_exceeded"})
 

@@ -48,16 +48,17 @@ from tavernlab.events import (
     AgentInvocationTransferred,
     AgentLoopFinished,
     AgentModelBindingResolved,
-    CancelMessage,
     ContextAssembled,
     DirectOutput,
     DirectOutputCaptured,
     DriftRecovery,
     DriftRecoveryAttempted,
     EventScope,
+    InvocationRef,
+    InvocationStart,
     LoopContext,
     LoopFinish,
-    LoopInvocation,
+    MessageText,
     ModelAttempt,
     ModelAttemptFailure,
     ModelBindingResolved,
@@ -72,7 +73,6 @@ from tavernlab.events import (
     ModelTurn,
     ProviderStateSummary,
     ProviderStateUpdated,
-    Reason,
     RoundEnd,
     RoundEnded,
     RunCancelled,
@@ -189,16 +189,18 @@ class AgentLoop:
 
     # -- control ------------------------------------------------------------------------------
 
-    def cancel(self, reason: str = CANCELLED_MESSAGE) -> int:
+    def cancel(self, reason: str | None = None) -> int:
         """Cancel the run from any thread: ``run_cancel_requested``, status ``cancelling``,
-        the loop's signal and every tool call running now. Returns how many pieces of work
-        were signalled (0 once the run has ended)."""
+        the loop's signal and every tool call running now; ``run_cancelled`` will say
+        ``reason`` (``Generation cancelled by user`` by default). Returns how many pieces of
+        work were signalled (0 once the run has ended)."""
+        reason = reason or CANCELLED_MESSAGE
         core = self.core
         with self._cancel_lock:
             if core.record.is_terminal or self._cancel_requested:
                 return 0
             self._cancel_requested = True
-        core.emit(RunCancelRequested, Reason())
+        core.emit(RunCancelRequested, None)
         core.set_status("cancelling")
         tokens = core.inflight.live()
         self.token.cancel(reason)
@@ -273,10 +275,9 @@ class AgentLoop:
         exit_policy = "task_return_required" if mode == "child" else "run_finish_allowed"
         parent_id = None if parent is None else parent.invocation.id
         scope = EventScope(invocation_id=invocation.id)
-        core.announce(invocation, LoopInvocation(
-            invocation_id=invocation.id, agent_id=invocation.agent_id,
-            parent_invocation_id=parent_id, profile_id=profile.id, kind=kind,
-            status="created", exit_policy=exit_policy))
+        core.announce(invocation, InvocationStart(
+            invocation_id=invocation.id, parent_invocation_id=parent_id,
+            profile_id=profile.id, kind=kind, status="created", exit_policy=exit_policy))
         external = self.mcp.tools_for(profile) if profile.mcp.servers else []
         if external:
             self._external.update((spec.id, spec) for spec in external)
@@ -349,12 +350,19 @@ class AgentLoop:
                        scope=EventScope(invocation_id=frame.invocation.id))
 
     def _invocation_ref(self, frame: Frame, status: str, *, exit_policy: str | None = None
-                        ) -> LoopInvocation:
-        invocation = frame.invocation
-        return LoopInvocation(invocation_id=invocation.id, agent_id=invocation.agent_id,
-                              parent_invocation_id=frame.parent_id,
-                              profile_id=frame.profile.id, kind=frame.kind, status=status,
-                              exit_policy=exit_policy)
+                        ) -> InvocationRef:
+        ref = InvocationRef(invocation_id=frame.invocation.id,
+                            parent_invocation_id=frame.parent_id,
+                            profile_id=frame.profile.id, kind=frame.kind, status=status)
+        if exit_policy is None:
+            return ref
+        return InvocationStart(**dict(ref), exit_policy=exit_policy)
+
+    def _cancel_message(self, error: LoopCancelled) -> str:
+        """What ``run_cancelled`` says: the reason ``cancel(reason)`` was given (upstream's
+        ``Generation cancelled by user`` by default), else the error's own message."""
+        return self.token.reason if self.token.cancelled and self.token.reason else (
+            error.message)
 
     def _source(self) -> str:
         return str(getattr(self.provider, "source", self.provider.provider_format))
@@ -389,10 +397,12 @@ class AgentLoop:
         core.emit(ModelRequestCreated, ModelRequestSummary(
             round=frame.round, invocation_id=invocation.id, tool_turn=frame.snapshot.turn(),
             request=self._summary(frame)), scope=scope)
+        # the round has started once its request is made: a run cancelled or failed during
+        # this model call used it
+        self.totals.rounds = max(self.totals.rounds, frame.round)
         response, attempts, elapsed_ms = self._generate(frame)
         self.totals.model_calls += 1
         self.totals.usage = self.totals.usage + response.usage
-        self.totals.rounds = max(self.totals.rounds, frame.round)
         path = self._store_response(frame, response)
         core.emit(ModelResponseStored, StoredModelResponse(
             round=frame.round, invocation_id=invocation.id, path=path,
@@ -761,17 +771,14 @@ class AgentLoop:
             return core.record.status
         if frame is not None:
             invocation = frame.invocation
-            core.emit(event, LoopInvocation(
-                invocation_id=invocation.id, agent_id=invocation.agent_id,
-                parent_invocation_id=frame.parent_id, profile_id=frame.profile.id,
-                kind=frame.kind, status=inv_status),
-                scope=EventScope(invocation_id=invocation.id))
+            core.emit(event, self._invocation_ref(frame, inv_status),
+                      scope=EventScope(invocation_id=invocation.id))
         core.set_status(status)
         if status == "completed":
-            core.emit(RunCompleted, Reason())
+            core.emit(RunCompleted, None)
         elif status == "cancelled":
             assert isinstance(error, LoopCancelled)
-            core.emit(RunCancelled, CancelMessage(message=error.message))
+            core.emit(RunCancelled, MessageText(message=self._cancel_message(error)))
         else:
             assert self.failure is not None
             failure = dict(self.failure)
@@ -780,9 +787,9 @@ class AgentLoop:
                                preservedCommitCount=len(self.ledger.entries),
                                preservedCommits=[dict(e) for e in self.ledger.entries])
                 self.failure = failure
-                core.emit(RunPartialSuccess, RunFailure(error=failure["message"], **failure))
+                core.emit(RunPartialSuccess, RunFailure(**failure))
             else:
-                core.emit(RunFailed, RunFailure(error=failure["message"], **failure))
+                core.emit(RunFailed, RunFailure(**failure))
         core.save_record()
         core.feed.flush()
         core.on_end()

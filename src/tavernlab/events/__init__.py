@@ -35,7 +35,6 @@ from tavernlab.events.agent import (
     AgentTaskQueued,
     AgentTaskRegistered,
     AgentTaskStarted,
-    CancelMessage,
     ChatCommitCompleted,
     ChatCommitFailed,
     ChatCommitRecorded,
@@ -50,7 +49,6 @@ from tavernlab.events.agent import (
     LoopContext,
     LoopFileWritten,
     LoopFinish,
-    LoopInvocation,
     LoopToolCallRef,
     ModelAttempt,
     ModelAttemptFailure,
@@ -66,7 +64,6 @@ from tavernlab.events.agent import (
     ModelTurn,
     ProviderStateSummary,
     ProviderStateUpdated,
-    RunFailure,
     RunPartialSuccess,
     StoredModelResponse,
     TaskFacts,
@@ -101,13 +98,15 @@ from tavernlab.events.commits import (
     ChatCommitRequest,
     ChatCommitRequested,
     CommitOutcome,
-    MetadataUpdate,
+    MetadataUpdated,
+    MetadataUpdateFailure,
+    MetadataUpdateRequest,
     PersistCommitted,
     PersistentChangesCommitFailed,
     PersistentChangesCommitted,
+    PersistentStateMetadataUpdated,
+    PersistentStateMetadataUpdateFailed,
     PersistentStateMetadataUpdateRequested,
-    PersistentStateMetadataUpdateUpdated,
-    PersistStateRef,
     RunCommitted,
 )
 from tavernlab.events.journal import (
@@ -136,9 +135,9 @@ from tavernlab.events.lifecycle import (
     ContextAssembled,
     ContextSummary,
     InvocationRef,
+    InvocationStart,
+    MessageText,
     PersistentProjectionInitialized,
-    ProjectionSummary,
-    Reason,
     RootList,
     RunCancelled,
     RunCancelRequested,
@@ -146,6 +145,7 @@ from tavernlab.events.lifecycle import (
     RunCreated,
     RunCreation,
     RunFailed,
+    RunFailure,
     SkillScopesResolved,
     SkillSet,
     StatusChange,
@@ -153,6 +153,7 @@ from tavernlab.events.lifecycle import (
     TaskReturn,
     TaskReturnCompleted,
     WorkspaceInitialized,
+    WorkspaceTarget,
 )
 
 #: Every journal record type, discriminated on ``type``.
@@ -171,7 +172,8 @@ RunEvent = Annotated[
     | ToolCallCompleted | ToolCallFailed | WorkspaceFileWritten | WorkspacePatchApplied
     | ChatCommitRequested | RunCommitted | PersistentChangesCommitted
     | PersistentChangesCommitFailed | PersistentStateMetadataUpdateRequested
-    | PersistentStateMetadataUpdateUpdated | AgentModelBindingResolved | AgentInvocationStarted
+    | PersistentStateMetadataUpdated | PersistentStateMetadataUpdateFailed
+    | AgentModelBindingResolved | AgentInvocationStarted
     | AgentInvocationFailed | AgentInvocationCancelled | AgentInvocationTransferred
     | ModelRequestCreated | ModelCallAttemptStarted | ModelCallAttemptFailed
     | ModelCallRetryScheduled | ModelResponseStored | ProviderStateUpdated | ModelCompleted
@@ -204,7 +206,6 @@ __all__ = [
     "AgentTaskQueued",
     "AgentTaskRegistered",
     "AgentTaskStarted",
-    "CancelMessage",
     "ChangeKind",
     "ChatCommitCompleted",
     "ChatCommitFailed",
@@ -228,6 +229,7 @@ __all__ = [
     "HostCommitRecorded",
     "HostCommitRequest",
     "InvocationRef",
+    "InvocationStart",
     "JournalEntry",
     "JournalRecord",
     "JsJobEnd",
@@ -239,9 +241,11 @@ __all__ = [
     "LoopContext",
     "LoopFileWritten",
     "LoopFinish",
-    "LoopInvocation",
     "LoopToolCallRef",
-    "MetadataUpdate",
+    "MessageText",
+    "MetadataUpdateFailure",
+    "MetadataUpdateRequest",
+    "MetadataUpdated",
     "Model",
     "ModelAttempt",
     "ModelAttemptFailure",
@@ -256,16 +260,14 @@ __all__ = [
     "ModelRetryScheduled",
     "ModelTurn",
     "PersistCommitted",
-    "PersistStateRef",
     "PersistentChangesCommitFailed",
     "PersistentChangesCommitted",
     "PersistentProjectionInitialized",
+    "PersistentStateMetadataUpdateFailed",
     "PersistentStateMetadataUpdateRequested",
-    "PersistentStateMetadataUpdateUpdated",
-    "ProjectionSummary",
+    "PersistentStateMetadataUpdated",
     "ProviderStateSummary",
     "ProviderStateUpdated",
-    "Reason",
     "RootList",
     "RoundEnd",
     "RoundEnded",
@@ -305,6 +307,7 @@ __all__ = [
     "WorkspaceFileWritten",
     "WorkspaceInitialized",
     "WorkspacePatchApplied",
+    "WorkspaceTarget",
     "Writer",
     "job_label",
     "parse_event",

@@ -1,11 +1,12 @@
 """Events of the agent loop: model calls, drift recovery, the host commit handshake, the
 invocations' lives and how a model-driven run ends.
 
-The payloads are upstream's (the loop's event reference). Where a tavernlab event family
-already had a payload model, the loop's payload is a subclass that adds upstream's fields, so
-readers of the older shape keep working. ``model_completed`` also carries what a timeline
-needs for the call as a bar: its ``attempts``, ``elapsedMs`` and the provider's token
-``usage``.
+The payloads are upstream's (the loop's event reference). Where a tool-call or context
+payload model already existed, the loop's payload is a subclass that adds upstream's fields,
+so readers of the older shape keep working; the run's lifecycle payloads
+(:mod:`tavernlab.events.lifecycle`) are the same for a hand-played and a model-driven run.
+``model_completed`` also carries what a timeline needs for the call as a bar: its
+``attempts``, ``elapsedMs`` and the provider's token ``usage``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import Field
 from tavernlab.events.base import Event, Level, Model
 from tavernlab.events.calls import FileWritten, ToolCallRef
 from tavernlab.events.commits import ChatCommitRequest
-from tavernlab.events.lifecycle import ContextSummary, InvocationRef, Reason
+from tavernlab.events.lifecycle import ContextSummary, InvocationRef, InvocationStart, RunFailure
 
 # --- payloads ----------------------------------------------------------------------------------
 
@@ -40,18 +41,6 @@ class LoopFileWritten(FileWritten):
     chars: int
     words: int
     old_sha256: str | None = None
-
-
-class LoopInvocation(InvocationRef):
-    """``agent_invocation_*`` of the loop: adds upstream's ``parentInvocationId``,
-    ``profileId``, ``kind`` (``root``, ``subagent``, ``handoff``), ``status`` and, when it
-    is created or started, ``exitPolicy``."""
-
-    parent_invocation_id: str | None = None
-    profile_id: str
-    kind: str
-    status: str
-    exit_policy: str | None = None
 
 
 class ModelBindingResolved(Model):
@@ -239,27 +228,6 @@ class HostCommitRecorded(Model):
     message_id: str
 
 
-class RunFailure(Reason):
-    """``run_failed`` / ``run_partial_success`` of a model-driven run: upstream's failure
-    payload (``error`` repeats the message for readers of the older shape); a partial success
-    adds the commits it keeps."""
-
-    code: str
-    message: str
-    technical_message: str
-    retryable: bool
-    user_retryable: bool
-    details: dict[str, Any] = Field(default_factory=dict)
-    preserved_commit_count: int | None = None
-    preserved_commits: list[dict[str, Any]] | None = None
-
-
-class CancelMessage(Reason):
-    """``run_cancelled`` of a model-driven run: ``{message}``."""
-
-    message: str
-
-
 # --- events ------------------------------------------------------------------------------------
 
 
@@ -274,7 +242,7 @@ class AgentInvocationStarted(Event):
     """An invocation started."""
 
     type: Literal["agent_invocation_started"] = "agent_invocation_started"
-    payload: InvocationRef
+    payload: InvocationStart
 
 
 class AgentInvocationFailed(Event):

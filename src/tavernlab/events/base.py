@@ -35,7 +35,7 @@ EVENT_TYPES: frozenset[str] = frozenset({
     "workspace_file_written", "workspace_patch_applied", "checkpoint_created",
     "agent_loop_finished", "artifact_assembled", "commit_started", "commit_draft_created",
     "chat_commit_requested", "persistent_changes_committed", "persistent_changes_commit_failed",
-    "persistent_state_metadata_update_requested", "persistent_state_metadata_update_updated",
+    "persistent_state_metadata_update_requested", "persistent_state_metadata_updated",
     "persistent_state_metadata_update_failed", "run_committed", "run_completed",
     "run_partial_success", "run_cancel_requested", "run_cancelled", "drift_recovery_attempted",
     "run_failed",

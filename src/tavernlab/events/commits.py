@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from tavernlab.events.base import Event, Level, Model
-from tavernlab.events.lifecycle import Reason
+from tavernlab.events.lifecycle import MessageText
 
 
 class ChatCommitRequest(Model):
@@ -39,30 +39,42 @@ class PersistCommitted(Model):
     changes: int
 
 
-class PersistStateRef(Model):
-    """``persistent_state_metadata_update_requested`` / ``..._updated``: ``{stateId, ...}``."""
+class MetadataUpdateRequest(Model):
+    """``persistent_state_metadata_update_requested``: the host is asked to link a published
+    state to the run's latest committed message: ``{updateId, runId, workspaceId,
+    stableChatId, chatRef, generationType, profileId, messageId, stateId, baseStateId,
+    changeCount, changes}`` (``messageId`` is the committed message's index as text;
+    ``null`` only for a hand-played run that published with no committed message, which
+    gets no ``..._updated``)."""
 
+    update_id: str
+    run_id: str
+    workspace_id: str
+    stable_chat_id: str
+    chat_ref: dict[str, Any]
+    generation_type: str
+    profile_id: str
+    message_id: str | None
     state_id: str
-    message_index: int | None = None
-    swipe_id: int | None = None
+    base_state_id: str | None
+    change_count: int
+    changes: list[dict[str, Any]]
 
 
-class MetadataUpdate(PersistStateRef):
-    """``persistent_state_metadata_update_requested`` / ``..._updated`` of a model-driven run:
-    upstream's ``updateId`` and ``messageId`` (and, when requested, the run, chat and change
-    facts)."""
+class MetadataUpdated(Model):
+    """``persistent_state_metadata_updated``: the host linked the state to the message
+    (``{updateId, messageId, stateId}``)."""
 
     update_id: str
     message_id: str
-    run_id: str | None = None
-    workspace_id: str | None = None
-    stable_chat_id: str | None = None
-    chat_ref: dict[str, Any] | None = None
-    generation_type: str | None = None
-    profile_id: str | None = None
-    base_state_id: str | None = None
-    change_count: int | None = None
-    changes: list[Any] | None = None
+    state_id: str
+
+
+class MetadataUpdateFailure(MetadataUpdated):
+    """``persistent_state_metadata_update_failed``: the host could not link the state
+    (``{updateId, messageId, stateId, message}``)."""
+
+    message: str
 
 
 class ChatCommitRequested(Event):
@@ -91,7 +103,7 @@ class PersistentChangesCommitFailed(Event):
 
     type: Literal["persistent_changes_commit_failed"] = "persistent_changes_commit_failed"
     level: Level = "error"
-    payload: Reason
+    payload: MessageText
 
 
 class PersistentStateMetadataUpdateRequested(Event):
@@ -99,12 +111,20 @@ class PersistentStateMetadataUpdateRequested(Event):
 
     type: Literal["persistent_state_metadata_update_requested"] = (
         "persistent_state_metadata_update_requested")
-    payload: PersistStateRef
+    payload: MetadataUpdateRequest
 
 
-class PersistentStateMetadataUpdateUpdated(Event):
+class PersistentStateMetadataUpdated(Event):
     """The host linked the state to the committed message."""
 
-    type: Literal["persistent_state_metadata_update_updated"] = (
-        "persistent_state_metadata_update_updated")
-    payload: PersistStateRef
+    type: Literal["persistent_state_metadata_updated"] = "persistent_state_metadata_updated"
+    payload: MetadataUpdated
+
+
+class PersistentStateMetadataUpdateFailed(Event):
+    """The host could not link the state to the committed message."""
+
+    type: Literal["persistent_state_metadata_update_failed"] = (
+        "persistent_state_metadata_update_failed")
+    level: Level = "error"
+    payload: MetadataUpdateFailure

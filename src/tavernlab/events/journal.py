@@ -56,7 +56,9 @@ class JsJobStart(Model):
 
 
 class JsJobEnd(Model):
-    """``js_job_finished``: how the job ended, with digests of what it printed."""
+    """``js_job_finished``: how the job ended, with digests of what it printed; a cancelled
+    job keeps the reason ``run.cancel(reason)`` was given (``cancelReason``, ``null`` for a
+    job that was not cancelled)."""
 
     job_id: str
     exit_code: int
@@ -67,6 +69,7 @@ class JsJobEnd(Model):
     stdout_bytes: int
     stderr_sha256: str
     stderr_bytes: int
+    cancel_reason: str | None = None
 
 
 class RoundEnd(Model):

@@ -27,15 +27,14 @@ from tavernlab.events import (
     HostCommitFailed,
     HostCommitRecorded,
     HostCommitRequest,
-    InvocationRef,
-    MetadataUpdate,
+    MessageText,
+    MetadataUpdated,
+    MetadataUpdateRequest,
     PersistCommitted,
     PersistentChangesCommitFailed,
     PersistentChangesCommitted,
+    PersistentStateMetadataUpdated,
     PersistentStateMetadataUpdateRequested,
-    PersistentStateMetadataUpdateUpdated,
-    PersistStateRef,
-    Reason,
     RoundEnd,
     RoundEnded,
     RunCommitted,
@@ -48,6 +47,7 @@ from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.persist import StateManifest
 from tavernlab.workspace.records import ChatTarget, dump_model
 from tavernlab.workspace.text import text_metrics
 
@@ -127,17 +127,17 @@ def write_subagent_result(core: RunCore, invocation: Invocation, text: str) -> s
     return path.text
 
 
-def complete(core: RunCore, main: Invocation, reason: str | None) -> dict[str, Any]:
+def complete(core: RunCore, main: Invocation) -> dict[str, Any]:
     """Finish the run: publish ``persist/`` (Chat runs), link the state to the committed
-    message and mark the run completed. Returns the refs the finish result reports."""
+    message and mark the run completed. Returns the refs the finish result reports (the
+    finish call's reason is kept with its stored arguments, ``tool-args/``)."""
     core.set_status("finishing")
     refs: dict[str, Any] = {}
     if core.chat is not None and core.persist_snapshot is not None:
         refs["persistStateId"] = _publish(core)
-    core.emit(AgentInvocationCompleted, InvocationRef(
-        invocation_id=main.id, agent_id=main.agent_id, mode="main"))
+    core.emit(AgentInvocationCompleted, core.invocation_ref(main, "completed"))
     core.set_status("completed")
-    core.emit(RunCompleted, Reason(reason=reason))
+    core.emit(RunCompleted, None)
     return refs
 
 
@@ -145,42 +145,29 @@ def publish_persist(core: RunCore, *, message_id: str | None) -> str:
     """The agent loop's end of a Chat run: publish ``persist/`` and, when the run committed
     to the chat (``message_id``: its latest confirmed commit), link the state to that message
     (upstream's metadata update, confirmed by tavernlab as the host)."""
-    chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
-    target = core.record.target
-    assert chat is not None and snapshot is not None and isinstance(target, ChatTarget)
-    try:
-        with core.fs.lock.shared():
-            state, reused = chat.persist.publish(
-                run_id=core.id, persist_dir=core.workspace_dir / layout.PERSIST, snapshot=snapshot,
-                revision_of=counters.persist_state_id, links=core.fs.containment.links)
-    except (PersistStateError, InvalidData, OSError) as exc:
-        core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
-        raise
-    counters.persist_state_id = state.state_id
-    changes = [{key: value for key, value in change._asdict().items() if value is not None}
-               for change in state.changes]
-    core.emit(PersistentChangesCommitted, PersistCommitted(
-        state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,
-        changes=len(state.changes)))
-    output = counters.output_target
-    if message_id is None or output is None:
-        return state.state_id
-    update_id = core.ids.new("update")
-    core.emit(PersistentStateMetadataUpdateRequested, MetadataUpdate(
-        state_id=state.state_id, message_index=output[0], swipe_id=output[1],
-        update_id=update_id, message_id=message_id, run_id=core.id,
-        workspace_id=target.workspace_id, stable_chat_id=target.stable_chat_id,
-        chat_ref=dump_model(target.chat_ref), generation_type=core.record.generation_type,
-        profile_id=core.record.profile_id, base_state_id=state.base_state_id,
-        change_count=len(state.changes), changes=changes))
-    chat.link_persist_state(output, state.state_id)
-    core.emit(PersistentStateMetadataUpdateUpdated, MetadataUpdate(
-        state_id=state.state_id, message_index=output[0], swipe_id=output[1],
-        update_id=update_id, message_id=message_id))
+    state = _published(core)
+    if message_id is not None and core.counters.output_target is not None:
+        _link(core, state, message_id)
     return state.state_id
 
 
 def _publish(core: RunCore) -> str:
+    """A hand-played run's end of a Chat run: publish ``persist/`` (a failure fails the run)
+    and link the state to the committed message. With no committed message the request is
+    still recorded (``messageId`` ``null``) and nothing is linked."""
+    try:
+        state = _published(core)
+    except (PersistStateError, InvalidData, OSError) as exc:
+        core.fail(str(exc))
+        raise
+    target = core.counters.output_target
+    _link(core, state, None if target is None else str(target[0]))
+    return state.state_id
+
+
+def _published(core: RunCore) -> StateManifest:
+    """Publish ``persist/`` as a state (``persistent_changes_committed``, or
+    ``persistent_changes_commit_failed {message}`` and the error raised)."""
     chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
     assert chat is not None and snapshot is not None
     try:
@@ -189,22 +176,35 @@ def _publish(core: RunCore) -> str:
                 run_id=core.id, persist_dir=core.workspace_dir / layout.PERSIST, snapshot=snapshot,
                 revision_of=counters.persist_state_id, links=core.fs.containment.links)
     except (PersistStateError, InvalidData, OSError) as exc:  # InvalidData: a planted node
-        core.emit(PersistentChangesCommitFailed, Reason(error=str(exc)))
-        core.fail(str(exc))
+        core.emit(PersistentChangesCommitFailed, MessageText(message=str(exc)))
         raise
     counters.persist_state_id = state.state_id
     core.emit(PersistentChangesCommitted, PersistCommitted(
         state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,
         changes=len(state.changes)))
-    target = counters.output_target
-    link = PersistStateRef(state_id=state.state_id,
-                           message_index=target[0] if target else None,
-                           swipe_id=target[1] if target else None)
-    core.emit(PersistentStateMetadataUpdateRequested, link)
-    if target is not None:
-        chat.link_persist_state(target, state.state_id)
-        core.emit(PersistentStateMetadataUpdateUpdated, link)
-    return state.state_id
+    return state
+
+
+def _link(core: RunCore, state: StateManifest, message_id: str | None) -> None:
+    """Upstream's metadata update: ``persistent_state_metadata_update_requested``, then
+    (with a committed message) the link in the chat file and
+    ``persistent_state_metadata_updated``."""
+    chat, output, target = core.chat, core.counters.output_target, core.record.target
+    assert chat is not None and isinstance(target, ChatTarget)
+    changes = [{key: value for key, value in change._asdict().items() if value is not None}
+               for change in state.changes]
+    update_id = core.ids.new("update")
+    core.emit(PersistentStateMetadataUpdateRequested, MetadataUpdateRequest(
+        update_id=update_id, run_id=core.id, workspace_id=target.workspace_id,
+        stable_chat_id=target.stable_chat_id, chat_ref=dump_model(target.chat_ref),
+        generation_type=core.record.generation_type, profile_id=core.record.profile_id,
+        message_id=message_id, state_id=state.state_id, base_state_id=state.base_state_id,
+        change_count=len(state.changes), changes=changes))
+    if message_id is None or output is None:
+        return
+    chat.link_persist_state(output, state.state_id)
+    core.emit(PersistentStateMetadataUpdated, MetadataUpdated(
+        update_id=update_id, message_id=message_id, state_id=state.state_id))
 
 
 # --- the host commit handshake of the agent loop ------------------------------------------------

@@ -24,11 +24,12 @@ from tavernlab.events import (
     Event,
     EventScope,
     InvocationRef,
+    InvocationStart,
     JournalRecord,
     Level,
     Model,
-    Reason,
     RunFailed,
+    RunFailure,
     StatusChange,
     StatusChanged,
     SubagentStart,
@@ -195,7 +196,7 @@ class RunCore:
         #: Set by the agent loop driving this run: ``cancel(reason)`` stops the loop (from
         #: any thread) and returns how many pieces of work it cancelled; ``done`` is set
         #: once the loop's thread has ended.
-        self.loop_cancel: Callable[[str], int] | None = None
+        self.loop_cancel: Callable[[str | None], int] | None = None
         self.loop_done: threading.Event | None = None
         #: Return-mode sub-agents by invocation id, in start order.
         self.subagents: dict[str, Invocation] = {}
@@ -232,7 +233,7 @@ class RunCore:
 
     # -- records ------------------------------------------------------------------------------
 
-    def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
+    def emit(self, kind: type[E], payload: Model | None, *, level: Level | None = None,
              scope: EventScope | None = None) -> None:
         """Append a typed event to ``events.jsonl`` (validated before it is written) and
         publish it to the run's subscribers."""
@@ -253,7 +254,7 @@ class RunCore:
             self.record.status = status
             self.record.updated_at = self.clock.now()
             self.ledger.changed(index=index, summary=self.record.is_terminal)
-            self.emit(StatusChanged, StatusChange(**{"from": previous, "to": status}))
+            self.emit(StatusChanged, StatusChange(status=status))
 
     def save_record(self, *, index: bool = True, summary: bool = True) -> None:
         """Write ``run.json``, its index copy and (at creation and when the run ends, not on
@@ -296,10 +297,11 @@ class RunCore:
                                 "to continue it")
 
     def fail(self, error: str) -> None:
-        """End the run as failed (an internal fault), once."""
+        """End the run as failed (an internal fault), once: ``run_failed`` carries the
+        failure payload of ``error`` (:meth:`RunFailure.internal_fault`)."""
         if not self.record.is_terminal:
             self.set_status("failed")
-            self.emit(RunFailed, Reason(error=error))
+            self.emit(RunFailed, RunFailure.internal_fault(error))
 
     # -- invocations --------------------------------------------------------------------------
 
@@ -344,16 +346,29 @@ class RunCore:
             self._subagent_offsets[invocation.id] = self.journal.written_at[record_id]
         return invocation
 
-    def announce(self, invocation: Invocation, payload: InvocationRef | None = None) -> None:
+    def announce(self, invocation: Invocation, payload: InvocationStart | None = None) -> None:
         """Record ``agent_invocation_created`` for an Invocation (once); ``payload`` replaces
-        the default ``{invocationId, agentId, mode}`` (the loop adds upstream's fields)."""
+        the default (:meth:`invocation_ref` with status ``created``; the loop passes its
+        own kind and parent)."""
         if invocation.id in self._announced:
             return
         self._announced.add(invocation.id)
-        self.emit(AgentInvocationCreated,
-                  payload or InvocationRef(invocation_id=invocation.id,
-                                           agent_id=invocation.agent_id, mode=invocation.mode),
-                  scope=EventScope(invocation_id=invocation.id))
+        if payload is None:
+            main = invocation.mode == "main"
+            payload = InvocationStart(
+                **dict(self.invocation_ref(invocation, "created")),
+                exit_policy="run_finish_allowed" if main else "task_return_required")
+        self.emit(AgentInvocationCreated, payload, scope=EventScope(invocation_id=invocation.id))
+
+    def invocation_ref(self, invocation: Invocation, status: str) -> InvocationRef:
+        """The ``agent_invocation_*`` payload of a hand-played Invocation in ``status``: the
+        main agent is the ``root``, a return-mode sub-agent a ``subagent`` of the main agent
+        (created with ``exitPolicy`` ``run_finish_allowed`` and ``task_return_required``)."""
+        main = invocation.mode == "main"
+        return InvocationRef(
+            invocation_id=invocation.id, parent_invocation_id=None if main else self.main.id,
+            profile_id=invocation.profile.id, kind="root" if main else "subagent",
+            status=status)
 
     def checkpoint(self) -> dict[str, Any]:
         """The counters a reopened run needs, with its sub-agents' journal offsets."""

@@ -266,7 +266,7 @@ class CallContext:
         if self.loop is not None and self.loop.finish is not None:
             self.loop.finish(reason)
             return {}
-        return commits.complete(self.core, self.core.main, reason)
+        return commits.complete(self.core, self.core.main)
 
     def return_result(self, text: str) -> str:
         """Write this sub-agent's result file."""

@@ -91,7 +91,7 @@ class RunFeed:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def emit(self, kind: type[E], payload: Model, *, level: Level | None = None,
+    def emit(self, kind: type[E], payload: Model | None, *, level: Level | None = None,
              scope: EventScope | None = None) -> None:
         """Append a typed event to ``events.jsonl`` and publish it (at once, or when the
         batch it belongs to is written; its ``seq`` is set then). The payload is validated

@@ -70,5 +70,6 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
         cancelled=result.cancelled,
         elapsed_ms=int((core.clock.monotonic() - started) * 1000),
         stdout_sha256=sha256_hex(out), stdout_bytes=len(out), stderr_sha256=sha256_hex(err),
-        stderr_bytes=len(err)))
+        stderr_bytes=len(err),
+        cancel_reason=token.reason if result.cancelled and token.cancelled else None))
     return result

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tavernlab.errors import InvalidData, RunStateError, ToolError
-from tavernlab.events import Event, Reason, RunCancelRequested
+from tavernlab.events import Event, RunCancelRequested
 from tavernlab.host import commits, dispatch, rounds
 from tavernlab.host.core import RunCore
 from tavernlab.host.feed import Subscription
@@ -248,16 +248,19 @@ class Run:
         core.counters.round += 1
         core.set_status("calling_model")
 
-    def cancel(self, reason: str = "cancelled by the user") -> int:
+    def cancel(self, reason: str | None = None) -> int:
         """Cancel every tool call or job of this run that is running now (safe from any
         thread); returns how many were cancelled. Work already started completes. A run
         driven by the agent loop is cancelled as a whole: the loop stops at its next check
-        and the run ends ``cancelled``."""
+        and the run ends ``cancelled``, its ``run_cancelled`` saying ``reason`` (the loop's
+        default when none is given). A hand-played run's reason is passed to the cancelled
+        work (``cancelled by the user`` by default) and is not recorded."""
         if self._core.loop_cancel is not None:
             return self._core.loop_cancel(reason)
+        reason = reason or "cancelled by the user"
         tokens = self._core.inflight.live()
         if tokens:
-            self._core.emit(RunCancelRequested, Reason(reason=reason))
+            self._core.emit(RunCancelRequested, None)
         for token in tokens:
             token.cancel(reason)
         return len(tokens)

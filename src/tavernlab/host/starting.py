@@ -31,13 +31,13 @@ from tavernlab.events import (
     ContextAssembled,
     ContextSummary,
     PersistentProjectionInitialized,
-    ProjectionSummary,
     RootList,
     RunCreated,
     RunCreation,
     SkillScopesResolved,
     SkillSet,
     WorkspaceInitialized,
+    WorkspaceTarget,
 )
 from tavernlab.host.core import RunCore
 from tavernlab.host.index import RunIndex
@@ -142,9 +142,8 @@ class RunFactory:
             core.persist_snapshot = persist
             core.activities.record(persist_changes(persist))
             write_model(run_dir / layout.PERSIST_SNAPSHOT, persist)
-            core.emit(PersistentProjectionInitialized, ProjectionSummary(
-                base_state_id=persist_base, files=len(persist.files),
-                directories=len(persist.directories or [])))
+            if layout.PERSIST in core.profile.policy().visible_roots:
+                core.emit(PersistentProjectionInitialized, RootList(roots=[layout.PERSIST]))
             _assemble(core, bound, loop=loop)
         return core
 
@@ -229,9 +228,14 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str
     """``run_created``, the roots, ``input/`` and ``manifest.json``."""
     record, profile = core.record, core.profile
     core.save_record()
-    core.emit(RunCreated, RunCreation(target=dump_model(record.target),
-                                      presentation=record.presentation,
-                                      generation_type=record.generation_type))
+    target = dump_model(record.target)
+    chat = record.target if isinstance(record.target, ChatTarget) else None
+    workspace_id = chat.workspace_id if chat else None
+    core.emit(RunCreated, RunCreation(
+        workspace_id=workspace_id, stable_chat_id=chat.stable_chat_id if chat else None,
+        persist_base_state_id=chat.persist_base_state_id if chat else None,
+        presentation=record.presentation, target=target,
+        generation_type=record.generation_type))
     policy = profile.policy()
     for root in policy.materialized_roots:
         (core.workspace_dir / root).mkdir(exist_ok=True)
@@ -248,7 +252,7 @@ def _initialize(core: RunCore, snapshot: dict[str, Any] | None, origin: dict[str
                             kind="markdown", target="message_body", required=False,
                             assembly_order=0)] if chat_ref else [])
     write_json(core.dir / layout.MANIFEST, dump_model(manifest))
-    core.emit(WorkspaceInitialized, RootList(roots=list(policy.visible_roots)))
+    core.emit(WorkspaceInitialized, WorkspaceTarget(workspace_id=workspace_id, target=target))
 
 
 def _assemble(core: RunCore, bound: Mapping[str, SkillBinding], *, loop: bool = False

@@ -13,10 +13,14 @@ second time:
 * ``round_ended`` is **next round** (its auto-commit records come just before it);
 * ``subagent_started`` is a **sub-agent** start with its Profile (its
   ``agent_invocation_created`` comes just before it);
-* ``run_cancel_requested`` is a **cancellation** of the action running at that moment;
-* a second main agent (``agent_invocation_created`` with mode ``main``, or a js job of an
-  unknown main invocation) is a **reopen** (``lab.open_run``), and a status change out of a
-  terminal status is a **resume**.
+* ``run_cancel_requested`` is a **cancellation** of the action running at that moment (its
+  payload is ``null``; a cancelled js job's ``js_job_finished`` keeps the reason
+  ``run.cancel(reason)`` was given, a cancelled tool call's reason is not recorded and the
+  replay cancels it with an empty one);
+* a second main agent (``agent_invocation_created`` of an invocation that is not a
+  ``subagent``, or a js job of an unknown main invocation) is a **reopen**
+  (``lab.open_run``), and a status change to ``calling_model`` while the previous
+  ``status_changed`` named a terminal status is a **resume**.
 
 Each action keeps ``at``: the index of its first record in the merged stream, which is how a
 divergent record is attributed to the action that produced it (records belong to the last
@@ -137,6 +141,8 @@ class _Reader:
     announced: dict[str, int] = field(default_factory=dict)
     main_id: str | None = None
     auto_commit_at: int | None = None
+    #: The status the last ``status_changed`` moved the run to.
+    status: str = "created"
 
     def reopen_if_new(self, at: int, invocation_id: str) -> None:
         if self.main_id is None:
@@ -152,7 +158,7 @@ class _Reader:
     def read(self, at: int, record: Event) -> None:
         kind, p = record.type, record.payload
         if kind == "agent_invocation_created":
-            if p.mode == "main":
+            if p.kind != "subagent":
                 self.reopen_if_new(at, p.invocation_id)
             else:
                 self.announced[p.invocation_id] = at
@@ -164,7 +170,9 @@ class _Reader:
                                                          ToolCall):
             call.result_path = p.path
         elif kind in ("tool_call_completed", "tool_call_failed", "js_job_finished"):
-            self.running.pop(p.call_id if kind != "js_job_finished" else p.job_id, None)
+            done = self.running.pop(p.call_id if kind != "js_job_finished" else p.job_id, None)
+            if kind == "js_job_finished" and done is not None and p.cancel_reason is not None:
+                done.cancel = p.cancel_reason
         elif kind == "js_job_started":
             self.reopen_if_new(at, p.invocation_id)
             self.start(p.job_id, JsJob(at=at, job_id=p.job_id, command=p.command,
@@ -189,10 +197,11 @@ class _Reader:
             if not self.running:
                 self.out.problems.append(f"record {at}: {CANCEL_WITHOUT_ACTION}")
             else:
-                list(self.running.values())[-1].cancel = p.reason or ""
-        elif (kind == "status_changed" and p.from_status in TERMINAL_STATUSES
-              and p.to_status == "calling_model"):
-            self.out.actions.append(Resume(at=at))
+                list(self.running.values())[-1].cancel = ""
+        elif kind == "status_changed":
+            if self.status in TERMINAL_STATUSES and p.status == "calling_model":
+                self.out.actions.append(Resume(at=at))
+            self.status = p.status
 
 
 def derive_actions(records: Sequence[Event]) -> Derivation:

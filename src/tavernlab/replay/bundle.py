@@ -113,6 +113,41 @@ class Bundle:
         """Whether the recorded run directory holds ``path``."""
         return path in self.manifest.run.files
 
+    def recorded_events(self) -> bytes:
+        """The recorded ``events.jsonl`` as the current format writes it: a bundle of format
+        1 or 2 has its lifecycle events upgraded (:func:`tavernlab.replay.upgrade.
+        upgrade_events`), a newer one is returned as recorded."""
+        events = self.run_file("events.jsonl") if self.has_run_file("events.jsonl") else b""
+        if self.manifest.format_version >= 3:
+            return events
+        from tavernlab.replay.upgrade import upgrade_events
+
+        journal = self.run_file("journal.jsonl") if self.has_run_file("journal.jsonl") else b""
+        return upgrade_events(events, journal, record=self.manifest.record,
+                              ids=self.manifest.ids, state_changes=self._state_changes)
+
+    def recorded_journal(self) -> bytes:
+        """The recorded ``journal.jsonl`` as the current format writes it (a format 1 or 2
+        bundle's cancelled js jobs gain their reason: :func:`tavernlab.replay.upgrade.
+        upgrade_journal`)."""
+        journal = self.run_file("journal.jsonl") if self.has_run_file("journal.jsonl") else b""
+        if self.manifest.format_version >= 3:
+            return journal
+        from tavernlab.replay.upgrade import upgrade_journal
+
+        events = self.run_file("events.jsonl") if self.has_run_file("events.jsonl") else b""
+        return upgrade_journal(journal, events)
+
+    def _state_changes(self, state_id: str) -> list[dict[str, Any]]:
+        """The ``changes`` a persist state the run published lists in its manifest."""
+        for state in self.manifest.persist_states:
+            digest = state.tree.files.get("manifest.json")
+            if state.state_id == state_id and digest is not None:
+                changes: list[dict[str, Any]] = json.loads(self.blobs[digest]).get(
+                    "changes") or []
+                return changes
+        return []
+
     # -- writing ------------------------------------------------------------------------------
 
     def members(self) -> dict[str, bytes]:

@@ -204,6 +204,9 @@ class Comparison:
     def _logs(self) -> tuple[list[bytes], list[bytes]]:
         recorded = [self.bundle.run_file(n) if self.bundle.has_run_file(n) else b""
                     for n in LOGS]
+        if self.manifest.format_version < 3:  # compared as upgraded, never as recorded bytes
+            recorded = [self.bundle.recorded_events(), self.bundle.recorded_journal()]
+            self.covered.update(LOGS)
         replayed = [self.replayed(self.dir / n) or b"" for n in LOGS]
         return recorded, replayed
 

@@ -274,6 +274,8 @@ def _agent(run: Run, records: list[Event], tree: Tree) -> AgentRecording | None:
                                        f"of invocation `{p.invocation_id}` round {p.round}")
             responses.append(RecordedResponse(invocation_id=p.invocation_id, round=p.round,
                                               path=p.path))
+        elif record.type == "run_cancelled" and cancelled is not None:
+            cancelled.message = p.message
     return AgentRecording(
         task=start["task"], chat_id=start["chatId"], presentation=start["presentation"],
         stream=start["stream"], agents=start.get("agents") or {},

@@ -1,4 +1,4 @@
-"""The manifest of a ``.tavernrun`` bundle (format version 2): what was recorded, by digest.
+"""The manifest of a ``.tavernrun`` bundle (format version 3): what was recorded, by digest.
 
 A bundle is a ZIP holding ``manifest.json``, ``manifest.sha256`` (the manifest's own digest)
 and ``blobs/<sha256>``: every file's bytes, stored once under their SHA-256. The manifest
@@ -25,8 +25,10 @@ names files by digest:
   each commit request, the failed model attempts, and every ``model-responses/`` record by
   invocation and round). Its responses themselves are run files like any other.
 
-Format version 1 (bundles of runs played by hand, before model-driven runs were exported)
-is still read: it is version 2 without ``agent``.
+Format version 3 records the run's lifecycle events with upstream's payloads. Versions 1
+(bundles of runs played by hand, before model-driven runs were exported: version 2 without
+``agent``) and 2 are still read: their recorded lifecycle events are upgraded to the current
+shapes before a replay is compared with them (:mod:`tavernlab.replay.upgrade`).
 
 Every path is a normalized relative path (checked when a bundle is read), so nothing a
 manifest names can point outside the directory it is written to.
@@ -43,7 +45,7 @@ from tavernlab.replay.actions import Action
 
 FORMAT: Literal["tavernrun"] = "tavernrun"
 #: The format version this tavernlab writes and the newest it reads.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The spec revisions this tavernlab implements (recorded in every bundle).
 SPEC_REVISIONS: dict[str, int] = {"workspace": 2, "js-and-skills": 2, "shell": 2,
                                   "worktree": 1}
@@ -104,11 +106,13 @@ class FailedAttempt(Model):
 
 class CancelledAttempt(Model):
     """The model call attempt the run was cancelled during (the replay cancels the run at
-    the same attempt)."""
+    the same attempt, with the recorded ``run_cancelled`` message as the reason; format 2
+    bundles have none and cancel with the default one)."""
 
     invocation_id: str
     round: int
     attempt: int
+    message: str | None = None
 
 
 class AgentRecording(Model):

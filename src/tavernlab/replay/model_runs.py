@@ -186,12 +186,12 @@ class ReplayModel:
         self._substitutions = dict(substitutions or {})
         self._lock = threading.Lock()
         self._cancelled = recording.cancelled_attempt
-        self._cancel: Callable[[], object] | None = None
+        self._cancel: Callable[..., object] | None = None
         self._attached = threading.Event()
         self.requests: dict[Key, dict[str, Any]] = {}
         self.divergence: RequestDivergence | None = None
 
-    def attach(self, cancel: Callable[[], object]) -> None:
+    def attach(self, cancel: Callable[..., object]) -> None:
         """The replayed loop's cancel (called at the attempt the recorded run was cancelled
         during)."""
         self._cancel = cancel
@@ -253,7 +253,10 @@ class ReplayModel:
                                     stopped.attempt) == (*key, attempt):
             self._attached.wait()
             assert self._cancel is not None
-            self._cancel()
+            if stopped.message is None:
+                self._cancel()
+            else:
+                self._cancel(stopped.message)
             raise ModelCancelled()
         failed = self._failures.get((*key, attempt))
         if failed is not None:
@@ -361,7 +364,7 @@ class Continuation:
         """The live model's binding."""
         return self._live.describe()
 
-    def attach(self, cancel: Callable[[], object]) -> None:
+    def attach(self, cancel: Callable[..., object]) -> None:
         """The loop's cancel, for the recorded part."""
         self._recorded.attach(cancel)
 

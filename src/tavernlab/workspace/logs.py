@@ -89,12 +89,12 @@ class EventLog(SequencedLog):
         assert self.journal is not None
         return self.journal
 
-    def build(self, kind: type[E], payload: Model, *, level: Level | None = None,
+    def build(self, kind: type[E], payload: Model | None, *, level: Level | None = None,
               scope: EventScope | None = None) -> Built:
         """An event's line (stamped now, numbered when written) and the maker of its model;
         only upstream's event types exist as typed classes. ``payload`` must be a validated
-        instance of the kind's payload model (anything else goes through the kind's own
-        validation, which raises ``ValidationError``)."""
+        instance of the kind's payload model (``None`` for a ``null`` payload; anything else
+        goes through the kind's own validation, which raises ``ValidationError``)."""
         type_name = kind.type_name()
         if type_name not in EVENT_TYPES:
             raise ValueError(f"{kind.__name__} is not an upstream event type")
@@ -111,13 +111,15 @@ class EventLog(SequencedLog):
 
         rest: dict[str, Any] = {
             "id": ident, "runId": run_id, "timestamp": rfc3339(moment), "level": level,
-            "type": type_name, "payload": payload.model_dump(mode="json", by_alias=True),
+            "type": type_name,
+            "payload": None if payload is None else payload.model_dump(mode="json",
+                                                                         by_alias=True),
         }
         if scope is not None:
             rest["eventScope"] = scope.model_dump(mode="json", by_alias=True)
         return make, _unnumbered(ident, type_name, _ENCODE(rest)[1:], anchored=False)
 
-    def append(self, kind: type[E], payload: Model, *, level: Level | None = None,
+    def append(self, kind: type[E], payload: Model | None, *, level: Level | None = None,
                scope: EventScope | None = None) -> E:
         """Append one typed event and return it (validated before the line is written)."""
         built = self.build(kind, payload, level=level, scope=scope)
