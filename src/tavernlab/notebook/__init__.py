@@ -28,7 +28,7 @@ from tavernlab.notebook.extension import (
 )
 from tavernlab.notebook.magics import TavernMagics
 from tavernlab.notebook.output import CellRouter
-from tavernlab.notebook.progress import ProvisionProgress, TextProgress, set_progress_factory
+from tavernlab.notebook.progress import ProvisionObserver, TextProgress, set_progress_factory
 from tavernlab.notebook.session import NotebookSession
 
 
@@ -55,7 +55,7 @@ __all__ = [
     "CellRouter",
     "JSError",
     "NotebookSession",
-    "ProvisionProgress",
+    "ProvisionObserver",
     "ShellError",
     "Subcommand",
     "TavernMagics",
