@@ -88,7 +88,7 @@ def test_skills_install_list_and_bind(nb: Notebook, tmp_path: Path) -> None:
     assert isinstance(listed, SkillList) and [e.name for e in listed] == ["hello"]
     assert nb.cell("%tavern skill list --scope preset:none").value == []
     run = nb.cell("%tavern run new --skills hello --legacy").value
-    assert sorted(run.skills) == ["hello"] and run.profile.skills.legacy_run_script
+    assert sorted(run.skills) == ["hello"] and run.internals.profile.skills.legacy_run_script
     assert nb.cell("%js /skills/hello/scripts/hi.js").stdout == "hello from the skill\n"
 
 

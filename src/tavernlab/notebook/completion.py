@@ -91,8 +91,8 @@ def workspace_paths(magics: Any, word: str) -> list[str]:
     slash = "/" if word.startswith("/") else ""
     folder = word[len(slash):].rpartition("/")[0]
     try:
-        listing = session.run.scope.list_files(WorkspacePath.parse_optional(folder or None),
-                                               1, LIMIT)
+        listing = session.run.internals.scope.list_files(
+            WorkspacePath.parse_optional(folder or None), 1, LIMIT)
     except Exception:  # a folder that does not exist or is not visible completes to nothing
         return []
     candidates = sorted(slash + e.path + ("/" if e.kind == "directory" else "")

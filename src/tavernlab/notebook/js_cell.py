@@ -76,7 +76,7 @@ def _plan(request: JsRequest, number: int) -> tuple[list[str], str | None, CellS
     name = cell_name(number)
     if request.save is not None:
         path = shell_path(request.cwd, request.save)
-        request.run.scope.write_text(WorkspacePath.parse(path.lstrip("/")), request.body,
+        request.run.internals.scope.write_text(WorkspacePath.parse(path.lstrip("/")), request.body,
                                      WriteGuard.unchecked())
         return [path, *args], None, CellSource(path, text, line_offset=1, cell_name=name)
     argv = ["-e", "\n" + request.body, *(["--", *args] if args else [])]

@@ -16,9 +16,9 @@ sequence). A recorded cancellation is replayed by cancelling the same action onc
 (``run.cancel`` from a helper thread: a tool call as soon as it can be cancelled, a ``run.js``
 job once a sandbox worker runs it), so an outcome that depended on how far the work had got
 (output printed before the cancel) can differ. A tool call interrupted by
-KeyboardInterrupt, writes made through ``run.fs``/``run.scope`` outside any action and
-changes to the lab by other runs are not actions and are not replayed; the comparison
-reports what they changed.
+KeyboardInterrupt, writes made through ``run.internals.fs``/``run.internals.scope`` outside
+any action and changes to the lab by other runs are not actions and are not replayed; the
+comparison reports what they changed.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ class ReplaySession:
             run.resume()
 
     def _invocation(self, call: ToolCall) -> Invocation:
-        for invocation in (self.run.main, *self.run.subagents):
+        for invocation in (self.run.internals.main, *self.run.subagents):
             if invocation.id == call.invocation_id:
                 return invocation
         raise ReplaySetupError(f"no agent `{call.invocation_id}` to make {call.call_id}")

@@ -65,7 +65,8 @@ class FileTree(LiveWidget):
             self.selected = selected
 
     def _access_of(self, path: str, directory: bool) -> Access:
-        return self._run.scope.policy.access(WorkspacePath.parse(path), directory=directory)
+        return self._run.internals.scope.policy.access(WorkspacePath.parse(path),
+                                                       directory=directory)
 
     def _build(self, path: str, show_hidden: bool) -> TreeState:
         return TreeState(self._run.tree(path, include_hidden=show_hidden), self._access_of,

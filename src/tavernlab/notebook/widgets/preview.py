@@ -25,8 +25,8 @@ def read_node(run: Run, entry: Entry) -> bytes:
     """The bytes of a file node, as the tree shows it."""
     path = WorkspacePath.parse(entry.path)
     if entry.access.visible:
-        return run.scope.read_file(path, None)
-    return run.fs.read_file(path, None)
+        return run.internals.scope.read_file(path, None)
+    return run.internals.fs.read_file(path, None)
 
 
 def decode_text(data: bytes) -> str | None:
