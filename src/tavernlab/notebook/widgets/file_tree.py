@@ -114,7 +114,8 @@ class FileTree(LiveWidget):
             selected = self.selected
             if "preview" in names or (selected and any(
                     selected == p or selected.startswith(p + "/") for p in touched)):
-                out["preview"] = node_preview(self._run, self._state.get(selected), selected,
+                out["preview"] = node_preview(self._run.internals.scope, self._run.internals.fs,
+                                              self._state.get(selected), selected,
                                               self.preview_lines,
                                               self._state.count_below(selected))
             return out
