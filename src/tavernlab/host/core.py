@@ -26,7 +26,6 @@ from tavernlab.events import (
     InvocationRef,
     JournalRecord,
     Level,
-    Model,
     Reason,
     RunFailed,
     StatusChange,
@@ -42,6 +41,7 @@ from tavernlab.host.invocation import Invocation
 from tavernlab.host.ledger import RunLedger
 from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
+from tavernlab.ondisk import Model
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext

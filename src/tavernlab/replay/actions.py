@@ -32,7 +32,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from tavernlab.events import Event, Model, job_label
+from tavernlab.events import Event, job_label
+from tavernlab.ondisk import Model
 from tavernlab.workspace.records import TERMINAL_STATUSES
 
 
