@@ -49,8 +49,7 @@ def test_camel_case_on_disk_either_name_in_python_unknown_keys_kept() -> None:
 def test_every_on_disk_record_model_inherits_the_one_base() -> None:
     for model in (Event, RunRecord, PersistSnapshot, ChatFile, Profile, SessionRecord,
                   RetentionSettings, BundleManifest, SkillScope, SkillIndexEntry, SkillFileRef,
-    assert RecommendedContext.model_validate(
-        {"defaultBudgetTokens": 5}).default_budget_tokens == 5
+                  SkillScopeRefs, Sidecar, AgentprotoConfig, LocalWorktreeConfig, ToolCallCompleted):
         assert issubclass(model, Model), model
 
 
@@ -69,7 +68,8 @@ def test_no_other_module_starts_its_own_pydantic_base() -> None:
 
 def test_a_family_narrows_the_base_in_its_own_model() -> None:
     # the skill sidecar: camelCase names only, unknown keys refused
-    assert RecommendedContext.model_validate({"defaultBudgetTokens": 5}).default_budget_tokens == 5
+    assert RecommendedContext.model_validate(
+        {"defaultBudgetTokens": 5}).default_budget_tokens == 5
     with pytest.raises(ValidationError):
         RecommendedContext.model_validate({"default_budget_tokens": 5})
     with pytest.raises(ValidationError):
