@@ -49,7 +49,8 @@ def test_camel_case_on_disk_either_name_in_python_unknown_keys_kept() -> None:
 def test_every_on_disk_record_model_inherits_the_one_base() -> None:
     for model in (Event, RunRecord, PersistSnapshot, ChatFile, Profile, SessionRecord,
                   RetentionSettings, BundleManifest, SkillScope, SkillIndexEntry, SkillFileRef,
-                  SkillScopeRefs, Sidecar, AgentprotoConfig, LocalWorktreeConfig, ToolCallCompleted):
+                  SkillScopeRefs, Sidecar, AgentprotoConfig, LocalWorktreeConfig,
+                  ToolCallCompleted):
         assert issubclass(model, Model), model
 
 
