@@ -210,7 +210,7 @@ def ipython(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_the_tavern_lab_magic_reopened_with_its_seed_continues(
         ipython: TerminalInteractiveShell, tmp_path: Path) -> None:
-    session = tavernlab.notebook.current_session(ipython)
+    session = tavernlab.notebook.current_state(ipython)
     minted = []
     for index, chat in enumerate(("alice", "bob", "alice")):
         create = " --create" if index == 0 else ""  # reopened without it: the lab exists

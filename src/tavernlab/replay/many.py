@@ -30,8 +30,8 @@ from pathlib import Path
 
 from tavernlab.errors import TavernlabError
 from tavernlab.replay.bundle import Bundle, read_bundle
+from tavernlab.replay.replaying import SkillSources, replay_bundle
 from tavernlab.replay.report import Divergence, ReplayReport
-from tavernlab.replay.session import SkillSources, replay_bundle
 
 BundleSource = Bundle | str | Path
 
