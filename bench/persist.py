@@ -55,7 +55,7 @@ def hardlink_copy(source: Path, target: Path) -> None:
 
 def committed(run: Run) -> Run:
     """``run`` with its output committed (a foreground run must commit before finishing)."""
-    run.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
     assert not run.call_tool("workspace.commit", {}).is_error
     return run
 

@@ -35,7 +35,7 @@ from typing import TypeVar
 import tavernlab
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.replay import ReplaySession, read_bundle, replay_many
+from tavernlab.replay import Replay, read_bundle, replay_many
 from tavernlab.replay.many import replay_one
 from tavernlab.workspace.profile import Profile
 
@@ -84,7 +84,7 @@ def measured(call: Callable[[], T]) -> tuple[T, float, float]:
 def phases(bundle: Path) -> str:
     """Where a replay's time goes: read, prepare, play, verify, close (wall seconds)."""
     loaded, read, _ = measured(lambda: read_bundle(bundle))
-    session, prepare, _ = measured(lambda: ReplaySession.prepare(loaded))
+    session, prepare, _ = measured(lambda: Replay.prepare(loaded))
     _, played, _ = measured(session.play)
     report, verify, _ = measured(session.verify)
     _, close, _ = measured(session.close)

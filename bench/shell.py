@@ -58,7 +58,7 @@ def echo_row(base: Path, rounds: int) -> Row:
     result = compare(lambda: run.shell("echo hi"), lambda: bashkit.Bash().execute_sync("echo hi"),
                      rounds=rounds, per_round=20)
     reused = bashkit.Bash()
-    side = compare(lambda: execute_shell(run.scope, run.context, "echo hi"),
+    side = compare(lambda: execute_shell(run.internals.scope, run.internals.context, "echo hi"),
                    lambda: reused.execute_sync("echo hi"), rounds=max(3, rounds // 2),
                    per_round=20)
     lab.close()

@@ -116,7 +116,7 @@ def bench_search(base: Path, repeats: int) -> None:
         lines = [f"{words[(index + n) % 8]} line {n} of note {index}" for n in range(40)]
         if index % 50 == 0:
             lines[20] = "the needle and the haystack"
-        run.fs.write_text(WorkspacePath(f"scratch/notes/d{index % 20}/n{index:04d}.md"),
+        run.internals.fs.write_text(WorkspacePath(f"scratch/notes/d{index % 20}/n{index:04d}.md"),
                           "\n".join(lines), WriteGuard.unchecked())
     args = {"query": "needle haystack", "path": "scratch", "limit": 50}
     first = run.call_tool("workspace.search_files", args)

@@ -51,7 +51,7 @@ def run(lab: Lab) -> Run:
 
 
 def _shell_write(run: Run, path: str, text: str = "x") -> None:
-    run.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath.parse(path), text, WriteGuard.unchecked())
 
 
 @pytest.fixture

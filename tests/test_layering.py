@@ -27,6 +27,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tavernlab"
 #: Package or top-level module of ``tavernlab`` -> its floor.
 FLOORS: dict[str, int] = {
     "errors": 1, "paths": 1, "cancel": 1, "clock": 1, "locks": 1, "events": 1, "mcp_client": 1,
+    "ondisk": 1,
     "workspace": 2, "worktree": 2,
     "skills": 3, "shell": 3, "js": 3, "models": 3,
     "host": 4, "agent": 4,

@@ -90,7 +90,7 @@ def test_a_js_job_is_journaled_with_digests(run: Run) -> None:
     assert result.stdout == "3\n"
     started, finished = (r for r in run.events(types=["js_job_started", "js_job_finished"]))
     assert started.payload.model_dump() == {
-        "job_id": started.payload.job_id, "invocation_id": run.main.id, "command": "js",
+        "job_id": started.payload.job_id, "invocation_id": run.internals.main.id, "command": "js",
         "argv": ["-", "a b"], "cwd": "/scratch",
         "stdin_sha256": sha("console.log(process.argv.length)"), "stdin_bytes": 32}
     end = finished.payload
@@ -117,7 +117,7 @@ def test_sub_agents_are_journaled_and_restored_when_reopened(lab: Lab, run: Run)
     critic = run.start_subagent("critic")
     record = run.events(types="subagent_started")[0].payload
     assert (record.invocation_id, record.agent_id) == (critic.id, "critic")
-    assert record.profile["id"] == run.profile.id
+    assert record.profile["id"] == run.internals.profile.id
     run.call_tool("task.return", {"result": "first"}, invocation=critic)
     again = lab.open_run(run.id)
     (restored,) = again.subagents
@@ -145,7 +145,7 @@ def test_stored_tool_results_are_file_changes_of_their_call(run: Run) -> None:
     result = run.call_tool("workspace.list_files", {})
     stored = run.events(types="tool_result_stored")[-1].payload.path
     assert [(c.path, c.change) for c in changes(run, result.call_id)] == [
-        (f"tool-results/{run.main.id}", "created"), (stored, "created")]
+        (f"tool-results/{run.internals.main.id}", "created"), (stored, "created")]
 
 
 def test_shell_changes_are_coalesced_per_path(run: Run) -> None:
@@ -399,7 +399,7 @@ def test_deeply_nested_arguments_are_invalid_arguments(run: Run) -> None:
     assert (result.error_code, result.content) == (
         "tool.invalid_arguments", "arguments are nested more than 128 levels deep")
     assert run.events(types="tool_call_failed")[-1].payload.call_id == result.call_id
-    stored = json.loads(next((run.dir / "tool-args" / run.main.id).iterdir()).read_text())
+    stored = json.loads(next((run.dir / "tool-args" / run.internals.main.id).iterdir()).read_text())
     assert stored["arguments"] == "<arguments are nested more than 128 levels deep>"
     flat = run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "ok"})
     assert not flat.is_error

@@ -171,5 +171,5 @@ def test_an_unlimited_budget_survives_reopening(tmp_path: Path) -> None:
         "maxRounds": 80, "maxCallsPerRun": None, "maxCallsPerTool": {},
         "externalResultInlineCharLimit": 50000}
     again = lab.open_run(run.id)
-    assert again.profile.tools.max_calls_per_run is None
+    assert again.internals.profile.tools.max_calls_per_run is None
     assert again.subagents[0].profile.tools.max_calls_per_run is None

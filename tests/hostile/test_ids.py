@@ -94,14 +94,14 @@ def test_a_run_reopened_by_a_new_lab_gets_new_agent_and_job_ids(tmp_path: Path) 
     with _lab(tmp_path / "lab") as lab:
         run = lab.start_run(chat_id="alice")
         run.js(["-e", "console.log(1)"])
-        first_main = run.main.id
+        first_main = run.internals.main.id
     before = _snapshot(tmp_path / "lab")
     with _lab(tmp_path / "lab") as lab:
         reopened = lab.open_run(run.id)
-        assert reopened.main.id != first_main
+        assert reopened.internals.main.id != first_main
         reopened.js(["-e", "console.log(2)"])
         helper = reopened.start_subagent("helper")
-        assert helper.id not in (first_main, reopened.main.id)
+        assert helper.id not in (first_main, reopened.internals.main.id)
         jobs = sorted(p.name for p in (reopened.dir / "js-jobs").iterdir())
         assert len(jobs) == 2
     # the run goes on: its logs grow and its record (and index entry) is updated
@@ -113,7 +113,7 @@ def test_two_labs_with_one_seed_open_at_once_never_mint_the_same_id(tmp_path: Pa
         runs = [one.start_run(chat_id="alice"), two.start_run(chat_id="alice"),
                 two.start_run(chat_id="bob"), one.start_run(chat_id="bob")]
         assert len({run.id for run in runs}) == 4
-        invocations = {run.main.id for run in runs}
+        invocations = {run.internals.main.id for run in runs}
         assert len(invocations) == 4
 
 
@@ -125,7 +125,7 @@ with Lab(sys.argv[1], clock=FixedClock(), ids=SequentialIds(sys.argv[2])) as lab
     for chat in ("alice", "bob", "carol"):
         run = lab.start_run(chat_id=chat)
         run.call_tool("workspace.write_file", {"path": "output/a.md", "content": chat})
-        print(run.id, run.main.id)
+        print(run.id, run.internals.main.id)
 """
 
 
@@ -210,7 +210,7 @@ def ipython(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_the_tavern_lab_magic_reopened_with_its_seed_continues(
         ipython: TerminalInteractiveShell, tmp_path: Path) -> None:
-    session = tavernlab.notebook.current_session(ipython)
+    session = tavernlab.notebook.current_state(ipython)
     minted = []
     for index, chat in enumerate(("alice", "bob", "alice")):
         create = " --create" if index == 0 else ""  # reopened without it: the lab exists

@@ -187,7 +187,7 @@ def test_acceptance_21_engine_request(legacy_run: Run) -> None:
     assert request.args == {"writes": [], "n": [1, None]}
     assert request.visible_roots == ("output", "scratch", "skills", "tool-results")
     assert request.writable_roots == ("scratch",)
-    assert legacy_run.profile.policy().writable_roots != request.writable_roots
+    assert legacy_run.internals.profile.policy().writable_roots != request.writable_roots
     assert request.context["variables"] == SNAPSHOT["variables"]
     assert request.context["worldInfo"] == {"entries": SNAPSHOT["worldInfoActivation"]["entries"]}
     assert "output/seen.md" in request.files
@@ -211,7 +211,7 @@ def test_acceptance_23_writes_are_resource_refs_and_feed_auto_commit(legacy_run:
     result = call(legacy_run, {"skill": "demo", "script": "write", "args": {"writes": writes}})
     assert result.resource_refs == ["output/a.md", "output/b.md", "scratch/data.json"]
     assert legacy_run.read("output/a.md") == "A" and legacy_run.read("output/b.md") == "B"
-    assert legacy_run.scope.tracker.candidate == "output/a.md"
+    assert legacy_run.internals.scope.tracker.candidate == "output/a.md"
     none = call(legacy_run, {"skill": "demo", "script": "helper"})
     assert none.resource_refs == [] and not none.is_error
 
@@ -222,9 +222,9 @@ def test_last_write_that_is_not_text_keeps_the_earlier_candidate(legacy_run: Run
     call(legacy_run, {"skill": "demo", "script": "write",
                       "args": {"writes": [["output/z.md", "z"], ["scratch/last.json", "{}"]]}},
          call_id="second")
-    assert legacy_run.scope.tracker.candidate == "output/first.md"
+    assert legacy_run.internals.scope.tracker.candidate == "output/first.md"
     # the auto-commit still names the call that set that candidate
-    assert legacy_run.scope.tracker.candidate_call_id == "first"
+    assert legacy_run.internals.scope.tracker.candidate_call_id == "first"
 
 
 def test_acceptance_24_one_non_writable_path_writes_nothing(legacy_run: Run) -> None:
@@ -233,7 +233,7 @@ def test_acceptance_24_one_non_writable_path_writes_nothing(legacy_run: Run) -> 
     delta = [ScriptWrite("output/a.md", "a"), ScriptWrite("skills/demo/x.md", "x"),
              ScriptWrite("scratch/z.md", "z")]
     with pytest.raises(ToolError) as caught:
-        write_back(legacy_run.scope, {}, delta, "scratch/z.md")
+        write_back(legacy_run.internals.scope, {}, delta, "scratch/z.md")
     assert (caught.value.code, caught.value.message) == (
         "skill.run_script_write_failed", "Write path `skills/demo/x.md` is outside the writable "
         "workspace roots (output, persist, plan, scratch, summaries).")
@@ -261,7 +261,7 @@ def test_acceptance_26_failure_mid_batch_keeps_earlier_files(
         legacy_run: Run, on_log: Callable[[Callable[[str], None]], None]) -> None:
     call(legacy_run, {"skill": "demo", "script": "write",
                       "args": {"writes": [["output/earlier.md", "e"]]}})
-    assert legacy_run.scope.tracker.candidate == "output/earlier.md"
+    assert legacy_run.internals.scope.tracker.candidate == "output/earlier.md"
     created = legacy_run.workspace_dir / "output" / "b.md"
     on_log(lambda message: created.write_text("appeared"))
     writes = [["output/c.md", "c"], ["output/a.md", "a"], ["log", "now"], ["output/b.md", "b"]]
@@ -275,7 +275,7 @@ def test_acceptance_26_failure_mid_batch_keeps_earlier_files(
     assert legacy_run.read("output/a.md") == "a"
     assert created.read_text() == "appeared"
     assert not (legacy_run.workspace_dir / "output" / "c.md").exists()
-    assert legacy_run.scope.tracker.candidate is None
+    assert legacy_run.internals.scope.tracker.candidate is None
 
 
 def test_acceptance_27_a_root_over_1000_entries_fails_before_execution(legacy_run: Run) -> None:
@@ -299,7 +299,7 @@ def test_workspace_snapshot_leaves_out_skills_and_binary_files(legacy_run: Run) 
     assert "text.md" in listed[1] and "bin.dat" not in listed[1]
     assert listed[2:] == [False, False]
     snapshot_file = build_request(
-        CallContext(legacy_run._core, legacy_run.main, "c", "skill.run_script", 1),
+        CallContext(legacy_run._core, legacy_run.internals.main, "c", "skill.run_script", 1),
         Arguments({"skill": "demo", "script": "snapshot"}, ("skill", "script", "args")),
     ).files["output/text.md"]
     assert snapshot_file == SnapshotFile("t", snapshot_file.sha256)
@@ -339,4 +339,4 @@ def test_a_failing_script_writes_nothing(skill_lab: Lab, tmp_path: Path, failure
                                  "skill.run_script_result_too_large")
     assert sorted(p.relative_to(run.workspace_dir).as_posix()
                   for p in (run.workspace_dir / "output").rglob("*")) == before
-    assert run.scope.tracker.candidate is None
+    assert run.internals.scope.tracker.candidate is None

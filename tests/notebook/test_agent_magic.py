@@ -100,8 +100,8 @@ def test_a_scripted_run_streams_its_text_and_completes_tool_lines_in_place(
     reply, messages = kernel.execute(
         "print(_agent.status, _agent_outcome.status, _agent_outcome.rounds, "
         "_agent.read('output/main.md'), end='')\n"
-        "from tavernlab.notebook import current_session\n"
-        "print(current_session().run is _agent)")
+        "from tavernlab.notebook import current_state\n"
+        "print(current_state().run is _agent)")
     assert texts(messages) == "completed completed 2 forty-two\nTrue\n"
 
 
@@ -161,14 +161,14 @@ def test_an_interrupt_mid_stream_cancels_the_run(kernel: Kernel) -> None:
 
 
 def test_a_missing_credential_names_the_variable_and_starts_nothing(kernel: Kernel) -> None:
-    kernel.execute("%env OPENAI_API_KEY=\nfrom tavernlab.notebook import current_session\n"
-                   "before = len(current_session().lab.runs())")
+    kernel.execute("%env OPENAI_API_KEY=\nfrom tavernlab.notebook import current_state\n"
+                   "before = len(current_state().lab.runs())")
     reply, messages = kernel.execute("%%agent --model openai:gpt-4o-mini\nWrite.\n")
     assert (reply["content"]["status"], reply["content"]["evalue"]) == (
         "error", "`openai:` models read their API key from the environment variable "
                  "`OPENAI_API_KEY`, which is not set; set `OPENAI_API_KEY` and run again")
     assert reply["content"]["traceback"][0].startswith("model.credentials_missing: ")
-    reply, messages = kernel.execute("print(len(current_session().lab.runs()) - before)")
+    reply, messages = kernel.execute("print(len(current_state().lab.runs()) - before)")
     assert texts(messages) == "0\n"
 
 

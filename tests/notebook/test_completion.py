@@ -14,7 +14,7 @@ from IPython.core.completer import provisionalcompleter
 from IPython.core.magic import Magics, line_magic, magics_class
 from notebook_support import Kernel, Notebook
 
-from tavernlab.notebook import current_session
+from tavernlab.notebook import current_state
 from tavernlab.notebook.completion import MAGIC_COMPLETERS, parser_completer
 
 SKILL = "---\nname: {name}\ndescription: Says hello.\n---\nHello.\n"
@@ -85,7 +85,7 @@ def test_run_ids_skill_names_and_workspace_paths(nb: Notebook, tmp_path: Path) -
     assert complete(nb, "%tavern run new --skills hello,") == ["hello,helper"]
     run = nb.cell("%tavern run new").value
     assert complete(nb, "%tavern run open run_") == [
-        r.id for r in current_session(nb.shell).lab.runs()]
+        r.id for r in current_state(nb.shell).lab.runs()]
     assert run.id in complete(nb, "%tavern run open ")
     nb.cell("%ws_shell mkdir -p output/notes && echo hi > output/a.md")
     assert complete(nb, "%tavern tree out") == ["output/"]
@@ -108,7 +108,7 @@ def test_completing_creates_no_lab_and_starts_no_run(nb: Notebook, tmp_path: Pat
     assert complete(nb, "%tavern run new --skills h") == ["h"]
     assert complete(nb, "%tavern tree --depth ") == [""]
     assert not (tmp_path / ".tavernlab").exists()
-    assert not current_session(nb.shell).has_run
+    assert not current_state(nb.shell).has_run
 
 
 def test_worktree_slugs(nb: Notebook, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from IPython.terminal.interactiveshell import TerminalInteractiveShell
 from notebook_support import Notebook
 
 import tavernlab
-from tavernlab.notebook import TavernMagics, current_session
+from tavernlab.notebook import TavernMagics, current_state
 from tavernlab.workspace.tooling import ToolResult
 
 MAGICS = {"line": ["tavern", "js", "ws_shell", "worktree"], "cell": ["js", "ws_shell"]}
@@ -42,7 +42,7 @@ def test_load_registers_every_magic_and_unload_puts_ipythons_js_back(
     assert not any(isinstance(c, TavernMagics) for c in ipshell.configurables)
     assert ipshell.display_formatter.formatters["text/html"].for_type(ToolResult) is None
     with pytest.raises(RuntimeError, match="the tavernlab extension is not loaded"):
-        current_session(ipshell)
+        current_state(ipshell)
 
 
 def test_load_ext_by_name(ipshell: TerminalInteractiveShell, tmp_path: Path,
@@ -77,7 +77,7 @@ def test_every_tavernlab_error_renders_as_one_line(nb: Notebook) -> None:
 
 def test_rich_display_of_tavernlab_objects(nb: Notebook) -> None:
     nb.cell("%ws_shell echo hi > /output/main.md")
-    session = current_session(nb.shell)
+    session = current_state(nb.shell)
     result = session.run.call_tool("workspace.read_file", {"path": "output/main.md"})
     assert _shown(nb, result, "text/plain").startswith(
         "ToolResult ✓ workspace.read_file (call_2)\n  content:\n")

@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 from tavernlab.cli import main
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab
-from tavernlab.replay import ReplaySession
+from tavernlab.replay import Replay
 from tavernlab.replay.errors import ReplaySetupError
 
 SKILL_MD = ("---\nname: greet\ndescription: Greets someone.\n---\n"
@@ -81,8 +81,8 @@ def test_the_notebook_shows_where_a_changed_skill_diverges(jupyter_path: Path,
     changed = _skill(tmp_path / "greet-2", HI.replace("hello", "hi"))
     setup = notebook.cells[1]
     setup.source = setup.source.replace(
-        "ReplaySession.prepare('../bundles/greet.tavernrun')",
-        f"ReplaySession.prepare('../bundles/greet.tavernrun', "
+        "Replay.prepare('../bundles/greet.tavernrun')",
+        f"Replay.prepare('../bundles/greet.tavernrun', "
         f"skills={{'greet': {str(changed)!r}}})")
     nbformat.write(notebook, str(target))
     verdict = _execute(target).cells[-1].outputs[-1]
@@ -109,7 +109,7 @@ def test_the_verify_cell_runs_again_after_the_replay_closed(tmp_path: Path) -> N
     assert main(["notebook", "from-run", str(bundle), "-o", str(target)]) == 0
     verify_cell = nbformat.read(str(target), as_version=4).cells[-1].source
     assert verify_cell == "report = replay.verify()\nreplay.close()\nreport"
-    replay = ReplaySession.prepare(bundle)
+    replay = Replay.prepare(bundle)
     replay.play()
     namespace: dict[str, Any] = {"replay": replay}
     exec(verify_cell.rsplit("\n", 1)[0], namespace)
@@ -117,7 +117,7 @@ def test_the_verify_cell_runs_again_after_the_replay_closed(tmp_path: Path) -> N
     assert first.identical
     exec(verify_cell.rsplit("\n", 1)[0], namespace)  # the cell run a second time
     assert namespace["report"] is first
-    closed = ReplaySession.prepare(bundle)
+    closed = Replay.prepare(bundle)
     closed.close()
     with pytest.raises(ReplaySetupError, match="closed before it was verified"):
         closed.verify()

@@ -15,7 +15,7 @@ from tavernlab.cli import main
 from tavernlab.events import EVENT_TYPES, JOURNAL_TYPES
 from tavernlab.host import Lab
 from tavernlab.host.lab import LAB_GITIGNORE
-from tavernlab.notebook import current_session
+from tavernlab.notebook import current_state
 
 
 def test_a_typo_creates_no_lab(nb: Notebook, tmp_path: Path) -> None:
@@ -25,18 +25,18 @@ def test_a_typo_creates_no_lab(nb: Notebook, tmp_path: Path) -> None:
     assert str(refused.error) == (f"%tavern lab: no lab at {tmp_path / '.tavenrlab'}: pass "
                                   "--create to create a new lab there")
     assert not (tmp_path / ".tavenrlab").exists()
-    assert current_session(nb.shell).lab is current  # nothing switched either
+    assert current_state(nb.shell).lab is current  # nothing switched either
     made = nb.cell("%tavern lab second --create").value
     assert made.root == tmp_path / "second"
     nb.cell("%tavern lab .tavernlab")  # an existing lab needs no --create
-    assert current_session(nb.shell).lab.root == tmp_path / ".tavernlab"
+    assert current_state(nb.shell).lab.root == tmp_path / ".tavernlab"
     assert nb.cell("%tavern lab second --create").value.root == tmp_path / "second"
 
 
 def test_each_notebook_gets_its_own_chat(nb: Notebook, tmp_path: Path) -> None:
     nb.ns["__session__"] = str(tmp_path / "analysis.ipynb")  # what ipykernel sets
     try:
-        run = current_session(nb.shell).run
+        run = current_state(nb.shell).run
         assert run.record.target.stable_chat_id == "notebook:analysis.ipynb"
         status = nb.cell("%tavern status").value
         assert ("new runs start in the chat notebook:analysis.ipynb (this notebook's own)"
@@ -65,7 +65,7 @@ def test_each_notebook_gets_its_own_chat(nb: Notebook, tmp_path: Path) -> None:
 def test_an_unknown_notebook_uses_the_shared_chat_and_says_so(
         nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    assert current_session(nb.shell).run.record.target.stable_chat_id == "notebook"
+    assert current_state(nb.shell).run.record.target.stable_chat_id == "notebook"
     assert ("new runs start in the chat notebook (shared: the kernel does not know this "
             "notebook's path (no __session__ or JPY_SESSION_NAME))"
             in nb.cell("%tavern status").value.text)
@@ -81,8 +81,8 @@ def test_a_kernel_started_by_jupyter_names_its_chat_after_the_notebook(
     kernel = start_kernel(tmp_path / "kernel", home=tmp_path / "home")
     try:
         reply, messages = kernel.execute(
-            "from tavernlab.notebook import current_session\n"
-            "print(current_session().run.record.target.stable_chat_id)")
+            "from tavernlab.notebook import current_state\n"
+            "print(current_state().run.record.target.stable_chat_id)")
         assert reply["content"]["status"] == "ok"
         out = "".join(m["content"].get("text", "") for _, m in messages
                       if m["msg_type"] == "stream")

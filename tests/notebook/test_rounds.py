@@ -10,7 +10,7 @@ from pathlib import Path
 from notebook_support import Notebook
 
 from tavernlab.host import Run
-from tavernlab.notebook import current_session
+from tavernlab.notebook import current_state
 
 
 def _cancel_once_running(run: Run) -> threading.Thread:
@@ -29,7 +29,7 @@ def _rounds(run: Run) -> list[int]:
 
 
 def test_a_python_cell_after_an_interrupted_magic_works(nb: Notebook) -> None:
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     nb.ns["run"] = run
     canceller = _cancel_once_running(run)
     cancelled = nb.cell("%ws_shell while true; do :; done")
@@ -42,7 +42,7 @@ def test_a_python_cell_after_an_interrupted_magic_works(nb: Notebook) -> None:
 
 
 def test_a_python_cell_after_an_interrupted_python_cell_works(nb: Notebook) -> None:
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     nb.ns["run"] = run
     canceller = _cancel_once_running(run)
     cancelled = nb.cell("run.shell('while true; do :; done').outcome.value")
@@ -68,7 +68,7 @@ def test_each_cell_that_touches_a_run_is_one_round(nb: Notebook, tmp_path: Path)
 
 def test_without_round_per_cell_the_round_stays_cancelled(nb: Notebook) -> None:
     nb.cell("%config TavernMagics.round_per_cell = False")
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     nb.ns["run"] = run
     canceller = _cancel_once_running(run)
     nb.cell("run.shell('while true; do :; done')")
@@ -78,7 +78,7 @@ def test_without_round_per_cell_the_round_stays_cancelled(nb: Notebook) -> None:
 
 
 def test_unloading_says_what_became_of_the_current_run(nb: Notebook, tmp_path: Path) -> None:
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "a"})
     nb.shell.extension_manager.loaded.add("tavernlab")  # as the kernel's start-up loads it
     try:
@@ -91,7 +91,7 @@ def test_unloading_says_what_became_of_the_current_run(nb: Notebook, tmp_path: P
         "current again.\n")
     # the reloaded extension's first use says which run was left behind
     status = nb.cell("%ws_shell echo hi")
-    fresh = current_session(nb.shell).run
+    fresh = current_state(nb.shell).run
     assert fresh.id != run.id
     assert status.stdout == (
         f"tavernlab: run {run.id} was left unfinished by an earlier kernel (interrupted "
@@ -99,4 +99,4 @@ def test_unloading_says_what_became_of_the_current_run(nb: Notebook, tmp_path: P
         f"uses the new run {fresh.id}.\nhi\n")
     opened = nb.cell(f"%tavern run open {run.id}")
     assert opened.error is None
-    assert current_session(nb.shell).run.id == run.id
+    assert current_state(nb.shell).run.id == run.id

@@ -87,8 +87,8 @@ def test_a_restarted_kernel_names_the_run_it_left_behind(jupyter_path: Path,
     try:
         _, messages = kernel.execute("%ws_shell echo one")
         assert texts(messages) == "one\n"
-        _, messages = kernel.execute("from tavernlab.notebook import current_session\n"
-                                     "print(current_session().run.id)")
+        _, messages = kernel.execute("from tavernlab.notebook import current_state\n"
+                                     "print(current_state().run.id)")
         old = texts(messages).strip()
         kernel.manager.restart_kernel(now=True)  # the kernel dies without a word
         kernel.client.wait_for_ready(timeout=120)

@@ -10,7 +10,7 @@ from notebook_support import Notebook
 
 from tavernlab.errors import ToolError
 from tavernlab.host import Run
-from tavernlab.notebook import ShellError, current_session
+from tavernlab.notebook import ShellError, current_state
 from tavernlab.shell.result import ShellOutcome
 
 
@@ -74,7 +74,7 @@ def _cancel_once_running(run: Run) -> threading.Thread:
 
 def test_a_refused_call_raises_its_tool_error(nb: Notebook) -> None:
     nb.cell("%config TavernMagics.round_per_cell = False")
-    canceller = _cancel_once_running(current_session(nb.shell).run)
+    canceller = _cancel_once_running(current_state(nb.shell).run)
     cancelled = nb.cell("%ws_shell while true; do :; done")
     canceller.join()
     assert isinstance(cancelled.error, ShellError)
@@ -87,7 +87,7 @@ def test_a_refused_call_raises_its_tool_error(nb: Notebook) -> None:
 
 
 def test_round_per_cell_starts_a_fresh_round_after_a_cancelled_call(nb: Notebook) -> None:
-    canceller = _cancel_once_running(current_session(nb.shell).run)
+    canceller = _cancel_once_running(current_state(nb.shell).run)
     cancelled = nb.cell("%ws_shell while true; do :; done")
     canceller.join()
     assert isinstance(cancelled.error, ShellError)

@@ -12,7 +12,7 @@ from notebook_support import Notebook
 
 from tavernlab.clock import DEFAULT_EPOCH, FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.notebook import Subcommand, current_session, register_tavern_command
+from tavernlab.notebook import Subcommand, current_state, register_tavern_command
 from tavernlab.notebook.display import EventList, SkillList
 from tavernlab.skills.report import SkillInstallReport
 from tavernlab.workspace.tooling import ToolResult
@@ -44,10 +44,10 @@ def test_the_lab_is_created_beside_the_notebook_on_first_use(nb: Notebook, tmp_p
 
 
 def test_lab_path_switches_the_lab_and_forgets_the_run(nb: Notebook, tmp_path: Path) -> None:
-    first = current_session(nb.shell).run
+    first = current_state(nb.shell).run
     switched = nb.cell(f"%tavern lab '{tmp_path / 'other lab'}' --create").value
     assert switched.root == tmp_path / "other lab"
-    assert current_session(nb.shell).run.id != first.id
+    assert current_state(nb.shell).run.id != first.id
     nb.cell(f"%config TavernMagics.lab_path = {str(tmp_path / 'configured')!r}")
     assert nb.cell("%tavern lab").value.root == tmp_path / "configured"
 
@@ -57,7 +57,7 @@ def test_run_new_open_finish_and_cancel(nb: Notebook) -> None:
     assert isinstance(run, Run)
     assert (run.record.target.stable_chat_id, run.record.presentation) == ("alice",
                                                                             "background")
-    assert current_session(nb.shell).run is run
+    assert current_state(nb.shell).run is run
     cancelled = nb.cell("%tavern run cancel").value
     assert cancelled.text == f"cancelled 0 running calls or jobs of {run.id}"
     finished = nb.cell("%tavern run finish --reason done").value
@@ -65,7 +65,7 @@ def test_run_new_open_finish_and_cancel(nb: Notebook) -> None:
     assert (finished.is_error, finished.content) == (False, "Finished the Agent run.")
     assert run.status == "completed"
     reopened = nb.cell(f"%tavern run open {run.id}").value
-    assert reopened.id == run.id and current_session(nb.shell).run is reopened
+    assert reopened.id == run.id and current_state(nb.shell).run is reopened
 
 
 def test_finishing_a_foreground_chat_run_needs_a_commit(nb: Notebook) -> None:
@@ -88,7 +88,7 @@ def test_skills_install_list_and_bind(nb: Notebook, tmp_path: Path) -> None:
     assert isinstance(listed, SkillList) and [e.name for e in listed] == ["hello"]
     assert nb.cell("%tavern skill list --scope preset:none").value == []
     run = nb.cell("%tavern run new --skills hello --legacy").value
-    assert sorted(run.skills) == ["hello"] and run.profile.skills.legacy_run_script
+    assert sorted(run.skills) == ["hello"] and run.internals.profile.skills.legacy_run_script
     assert nb.cell("%js /skills/hello/scripts/hi.js").stdout == "hello from the skill\n"
 
 
@@ -130,7 +130,7 @@ def test_lab_fixed_clock_and_ids_open_a_deterministic_lab(nb: Notebook, tmp_path
     assert lab.root == tmp_path / "fixed"
     assert isinstance(lab.clock, FixedClock) and lab.clock.start == DEFAULT_EPOCH
     assert isinstance(lab.ids, SequentialIds) and lab.ids.prefix_seed == "demo"
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     assert run.id == SequentialIds("demo").new("run")
     plain = nb.cell(f"%tavern lab '{tmp_path / 'plain'}' --create").value
     assert not isinstance(plain.clock, FixedClock) and not isinstance(plain.ids, SequentialIds)
@@ -138,7 +138,7 @@ def test_lab_fixed_clock_and_ids_open_a_deterministic_lab(nb: Notebook, tmp_path
     assert isinstance(refused.error, UsageError)
     assert str(refused.error) == ("%tavern lab: --fixed-clock and --ids need a PATH (they "
                                   "apply when a lab is opened)")
-    assert current_session(nb.shell).lab is plain
+    assert current_state(nb.shell).lab is plain
 
 
 def test_status_shows_the_lab_run_and_settings(nb: Notebook, tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_status_shows_the_lab_run_and_settings(nb: Notebook, tmp_path: Path) -> 
                            "round_per_cell=True, raise_on_error=True, stream=True")
     nb.cell("%%js\n1")
     after = nb.cell("%tavern status").value
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     assert f"Run {run.id} (chat notebook, foreground): calling_model" in after.text
     assert "js jobs: 1" in after.text
 
@@ -226,7 +226,7 @@ def test_help_ends_with_examples(nb: Notebook) -> None:
 def test_mcp_serve_serves_the_current_run_and_mcp_stop_ends_it(nb: Notebook) -> None:
     from tavernlab.mcp_client import McpConnection
 
-    run = current_session(nb.shell).run
+    run = current_state(nb.shell).run
     served = nb.cell("%tavern mcp serve")
     assert served.error is None
     text = served.value.text

@@ -57,8 +57,8 @@ def run(kernel: Kernel, code: str, **options: Any) -> Messages:
 
 def result_of(kernel: Kernel) -> dict[str, Any]:
     """The last ``%worktree agent`` result (``r``) and the current worktree's path."""
-    messages = run(kernel, "from tavernlab.notebook import current_session\n"
-                           "_w = current_session().worktree\n"
+    messages = run(kernel, "from tavernlab.notebook import current_state\n"
+                           "_w = current_state().worktree\n"
                            "print(json.dumps({**r.data, 'current': _w and _w.path}))")
     return json.loads(texts(messages))  # type: ignore[no-any-return]
 

@@ -20,7 +20,7 @@ from worktree.conftest import Repo, make_repo
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
 from tavernlab.errors import UsageError as TavernUsageError
-from tavernlab.notebook import current_session, set_progress_factory
+from tavernlab.notebook import current_state, set_progress_factory
 from tavernlab.notebook.display import WorktreeResult
 from tavernlab.worktree.context import Outcome, OutputLine, ProgressEvent
 from tavernlab.worktree.proxy_table import proxy_table
@@ -88,7 +88,7 @@ def test_a_worktree_from_provision_to_removal(nb: Notebook, repo: Repo) -> None:
     assert re.fullmatch(r"worktree add-search \[\s*\d+\.\d\ds\] starting", lines[0])
     assert any(line.endswith("] slot granted, starting deps") for line in lines)
     assert re.fullmatch(r"worktree add-search \[\s*\d+\.\d\ds\] done: ok", lines[-1])
-    assert current_session(nb.shell).worktree is not None
+    assert current_state(nb.shell).worktree is not None
 
     listed = nb.cell("%worktree ls").value
     assert [r.get("branch") for r in listed.data] == ["main", "wt/add-search"]
@@ -103,7 +103,7 @@ def test_a_worktree_from_provision_to_removal(nb: Notebook, repo: Repo) -> None:
     removed = nb.cell("%worktree rm add-search --delete-branch --discard-untracked").value
     assert removed.data == {"removed": True}
     assert not cwd.exists() and repo.branches("wt/add-search") == ""
-    assert current_session(nb.shell).worktree is None
+    assert current_state(nb.shell).worktree is None
     assert nb.cell("%worktree gc").value.data == []
 
 
@@ -127,7 +127,7 @@ def test_switching_the_lab_stops_the_notebook_proxy(nb: Notebook, tmp_path: Path
     port = nb.cell("%worktree proxy").value["port"]
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
     nb.cell(f"%tavern lab {tmp_path / 'other-lab'} --create")
-    assert current_session(nb.shell).proxy is None
+    assert current_state(nb.shell).proxy is None
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
@@ -236,7 +236,7 @@ def test_a_shell_call_on_another_run(nb: Notebook) -> None:
     nb.cell("%tavern run new --chat main")
     nb.cell("%ws_shell --run other echo x > /scratch/mark.txt")
     assert nb.ns["other"].files("scratch") == ["scratch/mark.txt"]
-    assert current_session(nb.shell).run.files("scratch") == []
+    assert current_state(nb.shell).run.files("scratch") == []
 
 
 def test_new_in_a_repository_without_origin_branches_from_the_current_branch(

@@ -23,7 +23,7 @@ import tavernlab.agent  # registers Lab.run_agent
 import tavernlab.models
 from tavernlab.cli import main
 from tavernlab.models import Scripted
-from tavernlab.replay import FORMAT_VERSION, ReplaySession, read_bundle
+from tavernlab.replay import FORMAT_VERSION, Replay, read_bundle
 from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.workspace.records import read_json
 
@@ -414,7 +414,7 @@ def test_a_version_1_bundle_still_replays(tmp_path: Path) -> None:
 
 def test_a_model_driven_bundle_is_not_played_action_by_action(recording: Recording) -> None:
     with pytest.raises(ReplaySetupError) as info:
-        ReplaySession.prepare(recording.bundle)
+        Replay.prepare(recording.bundle)
     assert "driven by the agent loop" in info.value.message
 
 

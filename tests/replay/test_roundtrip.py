@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tavernlab
 from tavernlab.cli import main
-from tavernlab.replay import FORMAT_VERSION, ReplaySession, read_bundle
+from tavernlab.replay import FORMAT_VERSION, Replay, read_bundle
 from tavernlab.replay.actions import describe
 
 from .conftest import Recorded, deterministic_lab
@@ -134,7 +134,7 @@ def test_a_reopened_and_resumed_run_replays(tmp_path: Path) -> None:
 
 
 def test_a_session_replays_one_action_at_a_time(recorded: Recorded) -> None:
-    with ReplaySession.prepare(recorded.bundle) as session:
+    with Replay.prepare(recorded.bundle) as session:
         root = session.lab.root
         assert session.run.id == recorded.run.id
         for index in range(3):

@@ -66,9 +66,9 @@ def test_the_notebook_replays_each_action_with_a_magic(recorded: Recorded,
     assert cells[0].source.startswith(f"# Replay of run `{recorded.run.id}`\n\n23 recorded "
                                       "actions; skills: `dice` (")
     assert cells[1].source == (
-        "import tavernlab.notebook\nfrom tavernlab.replay import ReplaySession\n\n"
-        "replay = ReplaySession.prepare('everything.tavernrun')\nrun = replay.run\n"
-        "tavernlab.notebook.current_session().use_run(run)\n"
+        "import tavernlab.notebook\nfrom tavernlab.replay import Replay\n\n"
+        "replay = Replay.prepare('everything.tavernrun')\nrun = replay.run\n"
+        "tavernlab.notebook.current_state().use_run(run)\n"
         "%config TavernMagics.round_per_cell = False")
     assert [(c.cell_type, c.source) for c in cells[2:]] == EXPECTED
     assert notebook.metadata["kernelspec"] == {"name": "tavernlab", "display_name": "tavernlab",
@@ -86,4 +86,4 @@ def test_the_cli_writes_the_notebook_beside_a_relative_bundle_path(recorded: Rec
     notebook = nbformat.read(str(target), as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata["tavernlab"]["bundle"] == "../bundles/everything.tavernrun"
-    assert "ReplaySession.prepare('../bundles/everything.tavernrun')" in notebook.cells[1].source
+    assert "Replay.prepare('../bundles/everything.tavernrun')" in notebook.cells[1].source

@@ -44,7 +44,7 @@ def lab(tmp_path: Path) -> Lab:
 def run(lab: Lab) -> Run:
     """A foreground Chat run with a 5 s shell deadline."""
     run = lab.start_run(chat_id="alice")
-    run.shell_deadline_s = 5.0
+    run.internals.shell_deadline_s = 5.0
     return run
 
 
@@ -225,7 +225,7 @@ def test_failed_shell_keeps_its_write_without_auto_commit(run: Run) -> None:
 
 def test_timeout_at_tool_level(run: Run) -> None:
     # 12.16 through the dispatcher
-    run.shell_deadline_s = 0.5
+    run.internals.shell_deadline_s = 0.5
     result = shell(run, "while true; do :; done")
     assert (result.content, result.error_code) == ("Command timed out.",
                                                    "workspace.shell_timeout")
@@ -297,10 +297,10 @@ def cancel_in_flight(run: Run, command: str) -> ToolResult:
     """Run ``command`` as a tool call, hold the run lock shared until its first write waits
     inside storage, cancel with ``run.cancel()`` from this thread, then release."""
     box: dict[str, ToolResult] = {}
-    with run.fs.lock.shared():
+    with run.internals.fs.lock.shared():
         worker = threading.Thread(target=lambda: box.setdefault("r", shell(run, command)))
         worker.start()
-        while not lock_waiter_blocked(run.fs):
+        while not lock_waiter_blocked(run.internals.fs):
             time.sleep(0.002)
         assert run.cancel() == 1
     worker.join()

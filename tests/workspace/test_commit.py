@@ -24,7 +24,7 @@ def lab(tmp_path: Path) -> Lab:
 
 
 def put(run: Run, path: str, text: str) -> None:
-    run.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
 
 
 def commits(run: Run) -> list[tuple[str, bool, str, str]]:
@@ -38,7 +38,7 @@ def sha(text: str) -> str:
 
 def test_the_upstream_auto_commit_sequence(lab: Lab) -> None:
     run = lab.start_run(chat_id="alice")
-    scope = run.scope
+    scope = run.internals.scope
     put(run, "output/main.md", "first")
     scope.rename(WorkspacePath("output/main.md"), WorkspacePath("output/Moved.MD"))
     put(run, "output/data.json", "{}")
@@ -70,7 +70,7 @@ def test_the_upstream_auto_commit_sequence(lab: Lab) -> None:
 def test_a_failed_round_has_no_auto_commit_but_keeps_the_file(lab: Lab) -> None:
     run = lab.start_run(chat_id="alice")
     put(run, "output/main.md", "kept\n")
-    run.tracker.clear_candidate()  # what a failing shell call does
+    run.internals.tracker.clear_candidate()  # what a failing shell call does
     run.next_round()
     assert commits(run) == []
     result = run.call_tool("workspace.commit", {})
@@ -87,7 +87,7 @@ def test_one_auto_commit_per_round_with_the_last_text_file(lab: Lab) -> None:
     assert commits(run) == [("scratch/b.txt", False, sha("B"), "replace")]
     run.next_round()
     assert len(commits(run)) == 1
-    run.scope.remove(WorkspacePath("scratch/b.txt"), False)
+    run.internals.scope.remove(WorkspacePath("scratch/b.txt"), False)
     run.next_round()
     assert len(commits(run)) == 1
 
@@ -305,7 +305,7 @@ def test_a_run_js_job_has_its_own_id(lab: Lab) -> None:
     assert path == "output/js.md"
     assert call_id.startswith("job_") and len(call_id) == len("job_") + 32
     # the job's id is over once it ends: a later tool call is attributed to itself
-    assert run.tracker.call_id == "host"
+    assert run.internals.tracker.call_id == "host"
 
 
 def test_changes_made_through_run_scope_are_the_hosts(lab: Lab) -> None:

@@ -57,7 +57,7 @@ def test_random_ids_are_uuid4_hex() -> None:
 
 def test_run_invocation_and_event_ids(run: Run) -> None:
     assert re.fullmatch(r"run_[0-9a-f]{32}", run.id)
-    assert re.fullmatch(r"inv_[0-9a-f]{32}", run.main.id)
+    assert re.fullmatch(r"inv_[0-9a-f]{32}", run.internals.main.id)
     assert all(re.fullmatch(r"evt_[0-9a-f]{32}", e.id) for e in run.events(journal=False))
     assert run.dir.name == run.id
     assert run.dir.parent.parent.name == workspace_id("character", "alice")

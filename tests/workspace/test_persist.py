@@ -25,7 +25,7 @@ def lab(tmp_path: Path) -> Lab:
 
 def finish(run: Run) -> str:
     """Commit (foreground runs need it) and finish; returns the published state id."""
-    run.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
     assert not run.call_tool("workspace.commit", {}).is_error
     result = run.finish()
     assert not result.is_error, result.content
@@ -34,7 +34,7 @@ def finish(run: Run) -> str:
 
 
 def put(run: Run, path: str, text: str) -> None:
-    run.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
 
 
 def changes(lab: Lab, chat: str, state_id: str) -> list[tuple[str, str]]:
@@ -48,8 +48,8 @@ def seeded_state(lab: Lab) -> str:
     put(run, "persist/gone.md", "gone")
     put(run, "persist/move-me.md", "moving")
     put(run, "persist/becomes-dir", "file")
-    run.scope.create_dir(WorkspacePath("persist/becomes-file"), False)
-    run.scope.create_dir(WorkspacePath("persist/empty-old"), False)
+    run.internals.scope.create_dir(WorkspacePath("persist/becomes-file"), False)
+    run.internals.scope.create_dir(WorkspacePath("persist/empty-old"), False)
     return finish(run)
 
 
@@ -64,7 +64,7 @@ def test_change_kinds_and_the_next_run_sees_the_new_tree(lab: Lab) -> None:
         ("added", "move-me.md"),
     ]
     run = lab.start_run(chat_id="alice", persist_base=base)
-    scope = run.scope
+    scope = run.internals.scope
     scope.remove(WorkspacePath("persist/gone.md"), False)
     scope.rename(WorkspacePath("persist/move-me.md"), WorkspacePath("persist/moved.md"))
     scope.remove(WorkspacePath("persist/empty-old"), False)
@@ -106,8 +106,8 @@ def test_change_kinds_and_the_next_run_sees_the_new_tree(lab: Lab) -> None:
 def test_publishing_never_changes_the_base_state(lab: Lab) -> None:
     base = seeded_state(lab)
     run = lab.start_run(chat_id="alice", persist_base=base)
-    run.scope.remove(WorkspacePath("persist/gone.md"), False)
-    run.scope.remove(WorkspacePath("persist/empty-old"), False)
+    run.internals.scope.remove(WorkspacePath("persist/gone.md"), False)
+    run.internals.scope.remove(WorkspacePath("persist/empty-old"), False)
     finish(run)
     base_dir = lab.chat("alice").persist.state_dir(base) / "persist"
     assert (base_dir / "gone.md").read_text() == "gone"
@@ -119,13 +119,13 @@ def test_revision_reuses_an_equal_earlier_state(lab: Lab) -> None:
     put(run, "persist/a.md", "a")
     first = finish(run)
     run.resume()
-    run.scope.create_dir(WorkspacePath("persist/extra"), False)
+    run.internals.scope.create_dir(WorkspacePath("persist/extra"), False)
     assert run.finish().structured["persistStateId"] != first
     second = run.persist_state_id
     assert second != first
     assert changes(lab, "alice", second) == [("added", "a.md"), ("directoryAdded", "extra")]
     run.resume()
-    run.scope.remove(WorkspacePath("persist/extra"), False)
+    run.internals.scope.remove(WorkspacePath("persist/extra"), False)
     run.finish()
     assert run.persist_state_id == first
     assert lab.chat("alice").messages[0].persist_state_id == first
@@ -158,7 +158,7 @@ def test_version_1_base_is_used_and_a_removed_directory_is_directory_deleted(lab
     v1 = make_v1_state(lab, "alice")
     run = lab.start_run(chat_id="alice", persist_base=v1)
     assert run.files("persist") == ["persist/docs/a.md"]
-    run.scope.remove(WorkspacePath("persist/empty"), False)
+    run.internals.scope.remove(WorkspacePath("persist/empty"), False)
     state = finish(run)
     assert changes(lab, "alice", state) == [("directoryDeleted", "empty")]
 

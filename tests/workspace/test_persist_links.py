@@ -22,7 +22,7 @@ BASE_FILES = {"notes/a.md": "alpha\n", "notes/b.md": "bravo\n", "c.txt": "charli
 
 def finish(run: Run) -> str:
     """Commit (a foreground run needs it) and finish; returns the published state id."""
-    run.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
     assert not run.call_tool("workspace.commit", {}).is_error
     assert not run.finish().is_error
     assert run.persist_state_id is not None
@@ -32,7 +32,8 @@ def finish(run: Run) -> str:
 def base_state(lab: Lab) -> str:
     run = lab.start_run(chat_id="alice")
     for path, text in BASE_FILES.items():
-        run.scope.write_text(WorkspacePath(f"persist/{path}"), text, WriteGuard.unchecked())
+        run.internals.scope.write_text(WorkspacePath(f"persist/{path}"), text,
+                                       WriteGuard.unchecked())
     return finish(run)
 
 
@@ -106,7 +107,7 @@ WRITERS = {
     "script writeText": lambda run: run.js(
         ["-e", "import { workspace } from '@tauritavern/runtime'; "
                "workspace.writeText('persist/notes/a.md', 'new');"]),
-    "port append": lambda run: run.fs.append_file(WorkspacePath("persist/notes/a.md"),
+    "port append": lambda run: run.internals.fs.append_file(WorkspacePath("persist/notes/a.md"),
                                                   b"more"),
 }
 
@@ -196,11 +197,12 @@ def test_a_planted_link_fails_the_publication_and_leaves_no_state(lab: Lab, base
     (``persistent_changes_commit_failed``, the run failed), and leaves neither a new state nor
     a half-built staging directory."""
     run = lab.start_run(chat_id="alice", persist_base=base)
-    run.scope.write_text(WorkspacePath("persist/notes/a.md"), "changed\n", WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("persist/notes/a.md"), "changed\n",
+                                   WriteGuard.unchecked())
     outside = tmp_path / "secret.txt"
     outside.write_text("top secret\n")
     os.link(outside, run.workspace_dir / "persist" / "zz-alias.md")  # walked last
-    run.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
     assert not run.call_tool("workspace.commit", {}).is_error
     with pytest.raises(InvalidData, match="regular files and directories"):
         run.finish()

@@ -123,10 +123,10 @@ def _run_together(children: list[subprocess.Popen[str]]) -> list[dict[str, objec
 
 def test_two_processes_never_lose_an_update(lab: Lab) -> None:
     run = lab.start_run(chat_id="alice")
-    run.fs.write_text(TARGET, "", WriteGuard.must_not_exist())
+    run.internals.fs.write_text(TARGET, "", WriteGuard.must_not_exist())
     children = [_start(["-c", CHILD, str(run.workspace_dir), name, "150"]) for name in "ab"]
     results = _run_together(children)
-    final = applied_tokens(run.fs.read_text(TARGET).text)
+    final = applied_tokens(run.internals.fs.read_text(TARGET).text)
     expected = [t for r in results for t in r["applied"]]  # type: ignore[attr-defined]
     assert sorted(final) == sorted(expected)
     assert len(final) == len(set(final))
@@ -164,10 +164,11 @@ TOOL_CHILD = textwrap.dedent("""
 def test_two_processes_using_the_tools_on_one_run(lab: Lab) -> None:
     """The model-facing path: read_file, then write_file guarded by the read record."""
     run = lab.start_run(chat_id="alice")
-    run.fs.write_text(WorkspacePath("scratch/counter.md"), "start", WriteGuard.must_not_exist())
+    run.internals.fs.write_text(WorkspacePath("scratch/counter.md"), "start",
+                                WriteGuard.must_not_exist())
     children = [_start(["-c", TOOL_CHILD, str(lab.root), run.id, name, "15"]) for name in "ab"]
     results = _run_together(children)
-    final = run.fs.read_text(WorkspacePath("scratch/counter.md")).text.split("\n")
+    final = run.internals.fs.read_text(WorkspacePath("scratch/counter.md")).text.split("\n")
     assert final[0] == "start"
     expected = [t for r in results for t in r["applied"]]  # type: ignore[attr-defined]
     assert sorted(final[1:]) == sorted(expected)

@@ -21,7 +21,8 @@ def lab(tmp_path: Path) -> Lab:
 
 def finished_run(lab: Lab, chat: str = "alice") -> Run:
     run = lab.start_run(chat_id=chat, presentation="background")
-    run.scope.write_text(WorkspacePath("scratch/notes.md"), "n" * 100, WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("scratch/notes.md"), "n" * 100,
+                                   WriteGuard.unchecked())
     run.call_tool("workspace.list_files", {})
     assert not run.finish().is_error
     return run

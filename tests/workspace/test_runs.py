@@ -83,7 +83,7 @@ def test_events_are_contiguous_and_pin_their_payloads(lab: Lab) -> None:
     assert all(re.fullmatch(r"evt_[0-9a-f]{32}", e["id"]) for e in raw)
     assert raw[0]["type"] == "run_created"
     stored = next(e for e in raw if e["type"] == "tool_result_stored")["payload"]
-    inv = run.main.id
+    inv = run.internals.main.id
     assert stored == {"invocationId": inv, "round": 1, "callId": "call_1",
                       "toolId": "workspace.write_file",
                       "path": f"tool-results/{inv}/round-001-call_74196fe72e4cdc13.json"}
@@ -148,7 +148,7 @@ def test_long_external_results_get_a_readable_view(echo_lab: Lab) -> None:
                              profile={"tools": {"externalResultInlineCharLimit": 5000}})
     text = "".join(chr(ord("a") + i % 26) for i in range(7000))
     result = run.call_tool("test.echo", {"text": text}, call_id="call_x")
-    inv = run.main.id
+    inv = run.internals.main.id
     view = f"tool-results/{inv}/round-001-{_stem('call_x')}.txt"
     audit = f"tool-results/{inv}/round-001-{_stem('call_x')}.json"
     assert result.structured == {"externalized": True, "path": view, "auditPath": audit,
@@ -202,8 +202,8 @@ def test_reopened_runs_continue_in_a_new_round_without_read_records(lab: Lab) ->
     run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "v1"})
     run.call_tool("workspace.commit", {})
     again = lab.open_run(run.id)
-    assert again.round == 2 and again.explicit_commits == 1
-    assert again.output_target == (0, 0)
+    assert again.round == 2 and again.internals.explicit_commits == 1
+    assert again.internals.output_target == (0, 0)
     refused = again.call_tool("workspace.write_file", {"path": "output/main.md",
                                                        "content": "v2"})
     assert refused.error_code == "workspace.write_requires_read"

@@ -19,7 +19,7 @@ def test_mode_invalid(run: Run, mode: str, put: Put) -> None:
     result = run.call_tool("workspace.commit", {"mode": mode})
     assert (result.error_code, result.content) == (
         "workspace.commit_mode_invalid", f"mode must be `replace` or `append`, got `{mode}`")
-    assert run.explicit_commits == 0
+    assert run.internals.explicit_commits == 0
     assert run.chat is not None and run.chat.messages == []
 
 
@@ -46,7 +46,8 @@ def test_replace_and_append_texts(run: Run, put: Put) -> None:
 
 def test_a_visible_read_only_file_can_be_committed(run: Run) -> None:
     run.call_tool("workspace.list_files", {"path": "output"}, call_id="call_a")
-    stored = run.call_tool("workspace.list_files", {"path": f"tool-results/{run.main.id}"})
+    stored = run.call_tool("workspace.list_files",
+                           {"path": f"tool-results/{run.internals.main.id}"})
     path = stored.structured["entries"][0]["path"]
     assert not run.call_tool("workspace.commit", {"path": path}).is_error
 

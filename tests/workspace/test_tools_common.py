@@ -174,7 +174,7 @@ def test_wrong_types_and_missing_keys(busy_run: Run, tool: str, args: dict[str, 
     before = state(busy_run)
     expect_error(busy_run, tool, args, "tool.invalid_arguments", message)
     assert state(busy_run) == before
-    assert busy_run.explicit_commits == 0
+    assert busy_run.internals.explicit_commits == 0
     assert busy_run.status == "calling_model"
 
 
@@ -199,12 +199,12 @@ def test_lone_surrogates_are_invalid_arguments(busy_run: Run) -> None:
     ]
     for tool, args, message in cases:
         spec = TOOLS[tool]
-        call = CallContext(busy_run._core, busy_run.main, "call_u", tool, 1)
+        call = CallContext(busy_run._core, busy_run.internals.main, "call_u", tool, 1)
         with pytest.raises(ToolError) as info:
             spec.handler(call, Arguments(args, spec.arguments))
         assert (info.value.code, info.value.message) == ("tool.invalid_arguments", message)
     assert state(busy_run) == before
-    assert busy_run.explicit_commits == 0
+    assert busy_run.internals.explicit_commits == 0
 
 
 # --- common path errors -------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def test_invalid_paths(busy_run: Run, tool: str, extra: dict[str, Any]) -> None:
         expect_error(busy_run, tool, {**extra, "path": path}, "workspace.invalid_path",
                      f"Invalid data: {message}")
     assert state(busy_run) == before
-    assert busy_run.explicit_commits == 0
+    assert busy_run.internals.explicit_commits == 0
 
 
 @pytest.mark.parametrize("tool", ["workspace.read_file", "workspace.write_file",
@@ -375,7 +375,7 @@ def test_symlinks_planted_in_the_run_directory(busy_run: Run, outside: Path) -> 
     for tool, args in calls:
         expect_error(busy_run, tool, args, "workspace.invalid_data", UNSUPPORTED_NODE)
     assert {p.name: p.read_bytes() for p in outside.iterdir()} == secret_before
-    assert busy_run.explicit_commits == 0
+    assert busy_run.internals.explicit_commits == 0
     assert sorted(os.listdir(busy_run.workspace_dir / "scratch")) == ["out"]
 
 
@@ -440,7 +440,7 @@ def test_commit_and_finish_are_not_available_to_sub_agents(busy_run: Run) -> Non
         result = busy_run.call_tool(tool, {}, invocation=helper)
         assert (result.is_error, result.error_code, result.content) == (
             True, "tool.not_available", f"{name} is not available for this task.")
-    assert busy_run.explicit_commits == 0
+    assert busy_run.internals.explicit_commits == 0
     assert busy_run.status == "calling_model"
     assert busy_run.call_tool("workspace.read_file", {"path": "output/main.md"},
                               invocation=helper).is_error is False

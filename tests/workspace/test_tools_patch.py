@@ -39,7 +39,7 @@ def disk(run: Run, path: str) -> str:
 
 def flagged(run: Run, path: str) -> bool:
     """Whether the path's read record requires a full read before the next patch."""
-    record = run.main.records.get(path)
+    record = run.internals.main.records.get(path)
     assert record is not None
     return record.patch_requires_full_read
 
@@ -47,7 +47,7 @@ def flagged(run: Run, path: str) -> bool:
 def test_the_acceptance_sequence_of_a_partial_read(run: Run, put: Put) -> None:
     """Acceptance 1-3 with a partial record of the first five characters."""
     put(run, "scratch/a.md", "alpha beta gamma")
-    run.main.records.partial("scratch/a.md", sha256_hex(b"alpha beta gamma"), "alpha")
+    run.internals.main.records.partial("scratch/a.md", sha256_hex(b"alpha beta gamma"), "alpha")
     assert patch(run, "scratch/a.md", "delta", "x") == (
         PATCH_REQUIRES_FULL_READ, "workspace.patch_requires_full_read")
     assert patch(run, "scratch/a.md", "alpha", "omega") == (
@@ -161,7 +161,7 @@ def test_step_8_occurrences(run: Run, put: Put) -> None:
         "workspace.patch_old_string_not_unique")
     assert disk(run, "scratch/a.md") == "aaaa b b b"
     # a full record is never flagged
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None and not record.patch_requires_full_read
     content, code = patch(run, "scratch/a.md", "aa", "x", replace_all=True)
     assert code is None and "with 2 replacement(s)" in content
@@ -185,9 +185,10 @@ def test_step_9_guard_conflict(run: Run, put: Put) -> None:
         nonlocal calls
         calls += 1
         if calls == 2:  # 1: the patch's read, 2: its guarded write
-            run.fs.write_text(WorkspacePath("scratch/a.md"), "racer", WriteGuard.unchecked())
+            run.internals.fs.write_text(WorkspacePath("scratch/a.md"), "racer",
+                                        WriteGuard.unchecked())
 
-    run.main.scope.check = race
+    run.internals.main.scope.check = race
     assert patch(run, "scratch/a.md", "alpha", "omega") == (PATCH_STALE,
                                                             "workspace.patch_stale_file")
     assert disk(run, "scratch/a.md") == "racer"
@@ -198,7 +199,7 @@ def test_a_patch_after_a_partial_read_updates_the_observed_texts(run: Run, put: 
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "start_line": 3})
     assert patch(run, "scratch/a.md", "alpha", "omega")[1] is None
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.full_read, record.observed_texts, record.sha256) == (
         False, ["omega beta", "third"], sha256_hex(b"omega beta\nsecond\nthird"))
@@ -211,8 +212,8 @@ def test_a_patch_after_a_partial_read_updates_the_observed_texts(run: Run, put: 
 def test_a_successful_patch_clears_the_flag(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "alpha\nbeta")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md", "line_count": 1})
-    run.main.records.flag("scratch/a.md")
-    run.main.records.patched("scratch/a.md", sha256_hex(b"alpha\nbeta"), "x", "x", False)
+    run.internals.main.records.flag("scratch/a.md")
+    run.internals.main.records.patched("scratch/a.md", sha256_hex(b"alpha\nbeta"), "x", "x", False)
     assert not flagged(run, "scratch/a.md")
     assert patch(run, "scratch/a.md", "alpha", "omega")[1] is None
 
@@ -222,9 +223,9 @@ def test_patched_text_files_become_the_candidate(run: Run) -> None:
     run.call_tool("workspace.write_file", {"path": "scratch/b.json", "content": "{\"a\": 1}"})
     run.call_tool("workspace.read_file", {"path": "scratch/b.json"})
     assert patch(run, "scratch/b.json", "1", "2")[1] is None
-    assert run.tracker.candidate == "scratch/a.md"
+    assert run.internals.tracker.candidate == "scratch/a.md"
     assert patch(run, "scratch/a.md", "alpha", "beta")[1] is None
-    assert run.tracker.candidate == "scratch/a.md"
+    assert run.internals.tracker.candidate == "scratch/a.md"
 
 
 # --- the write limit ---------------------------------------------------------------------------
@@ -259,8 +260,8 @@ def test_a_replace_all_over_the_write_limit_is_refused_in_bounded_memory(run: Ru
 def test_the_write_limit_is_inclusive(run: Run) -> None:
     path = WorkspacePath("scratch/edge.md")
     text = "a" * (MAX_WRITE_BYTES - 2) + "b"
-    run.scope.write_text(path, text, WriteGuard.unchecked())
-    run.main.records.full(path.text, sha256_hex(text.encode()))
+    run.internals.scope.write_text(path, text, WriteGuard.unchecked())
+    run.internals.main.records.full(path.text, sha256_hex(text.encode()))
     assert patch(run, path.text, "b", "cc")[1] is None  # exactly 8 MiB
     assert (run.workspace_dir / path.text).stat().st_size == MAX_WRITE_BYTES
     assert patch(run, path.text, "cc", "\u00e9d") == (  # one more byte in UTF-8

@@ -150,7 +150,7 @@ def test_invalid_ranges(run: Run, args: dict[str, object], message: str, put: Pu
     result = run.call_tool("workspace.read_file", {"path": "scratch/three.md", **args})
     assert (result.is_error, result.error_code, result.content) == (
         True, "workspace.invalid_line_range", message)
-    assert run.main.records.get("scratch/three.md") is None
+    assert run.internals.main.records.get("scratch/three.md") is None
 
 
 def test_unknown_argument(run: Run, put: Put) -> None:
@@ -198,7 +198,7 @@ def test_line_number_argument_errors(run: Run, put: Put, args: dict[str, object]
     put(run, "scratch/three.md", "a\nb\nc")
     result = run.call_tool("workspace.read_file", {"path": "scratch/three.md", **args})
     assert (result.error_code, result.content) == ("tool.invalid_arguments", message)
-    assert run.main.records.get("scratch/three.md") is None
+    assert run.internals.main.records.get("scratch/three.md") is None
 
 
 def test_checks_run_in_the_spec_order(run: Run, put: Put) -> None:
@@ -255,7 +255,8 @@ def test_directory_and_missing_file(run: Run) -> None:
 
 
 def test_binary_file(run: Run) -> None:
-    run.scope.write_file(WorkspacePath("scratch/b.bin"), b"\xff\x00", WriteGuard.unchecked())
+    run.internals.scope.write_file(WorkspacePath("scratch/b.bin"), b"\xff\x00",
+                                   WriteGuard.unchecked())
     result = run.call_tool("workspace.read_file", {"path": "scratch/b.bin"})
     assert (result.error_code, result.content) == ("workspace.file_not_text",
                                                    "workspace file `scratch/b.bin` is not UTF-8 "
@@ -270,8 +271,9 @@ def test_macros_are_not_expanded_in_ordinary_files(run: Run, put: Put) -> None:
 
 def test_read_only_roots_are_readable(run: Run) -> None:
     run.call_tool("workspace.list_files", {"path": "output"}, call_id="call_x")
-    stored = f"tool-results/{run.main.id}/round-001-call_"
-    listing = run.call_tool("workspace.list_files", {"path": f"tool-results/{run.main.id}"})
+    stored = f"tool-results/{run.internals.main.id}/round-001-call_"
+    listing = run.call_tool("workspace.list_files",
+                            {"path": f"tool-results/{run.internals.main.id}"})
     path = listing.structured["entries"][0]["path"]
     assert path.startswith(stored)
     _, structured = read(run, path=path)
@@ -284,7 +286,7 @@ def test_read_only_roots_are_readable(run: Run) -> None:
 def test_full_reads_store_full_records(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "a\nb")
     read(run, path="scratch/a.md")
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.sha256, record.full_read, record.observed_texts,
             record.patch_requires_full_read) == (sha256_hex(b"a\nb"), True, [], False)
@@ -294,7 +296,7 @@ def test_partial_reads_accumulate(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one\ntwo\nthree\nfour")
     read(run, path="scratch/a.md", line_count=1)
     read(run, path="scratch/a.md", start_line=3, line_count=2)
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.full_read, record.observed_texts) == (False, ["one", "three\nfour"])
     assert record.sha256 == sha256_hex(b"one\ntwo\nthree\nfour")
@@ -308,14 +310,14 @@ def test_a_changed_digest_resets_the_record_but_keeps_the_flag(run: Run, put: Pu
     assert refused.error_code == "workspace.patch_requires_full_read"
     put(run, "scratch/a.md", "uno\ntwo\nthree")   # the shell edits the file
     read(run, path="scratch/a.md", start_line=2, line_count=1)
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.sha256, record.full_read, record.observed_texts,
             record.patch_requires_full_read) == (sha256_hex(b"uno\ntwo\nthree"), False,
                                                  ["two"], True)
     # a full read clears everything
     read(run, path="scratch/a.md")
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.full_read, record.patch_requires_full_read) == (True, False)
 
@@ -326,7 +328,7 @@ def test_a_partial_read_after_a_full_read_of_the_same_content_keeps_it_full(run:
     put(run, "scratch/a.md", "one\ntwo")
     read(run, path="scratch/a.md")
     read(run, path="scratch/a.md", start_line=2)
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None and record.full_read
 
 
@@ -334,7 +336,7 @@ def test_records_belong_to_the_invocation(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one")
     helper = run.start_subagent("helper")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"}, invocation=helper)
-    assert run.main.records.get("scratch/a.md") is None
+    assert run.internals.main.records.get("scratch/a.md") is None
     refused = run.call_tool("workspace.write_file", {"path": "scratch/a.md", "content": "x"})
     assert refused.error_code == "workspace.write_requires_read"
     ok = run.call_tool("workspace.write_file", {"path": "scratch/a.md", "content": "x"},
@@ -344,5 +346,5 @@ def test_records_belong_to_the_invocation(run: Run, put: Put) -> None:
 
 def test_shell_reads_create_no_records(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one")
-    run.scope.read_text(WorkspacePath("scratch/a.md"))
-    assert run.main.records.get("scratch/a.md") is None
+    run.internals.scope.read_text(WorkspacePath("scratch/a.md"))
+    assert run.internals.main.records.get("scratch/a.md") is None

@@ -116,7 +116,8 @@ def test_truncation_across_files(run: Run, put: Put) -> None:
 
 
 def test_non_utf8_files_are_skipped_and_counted(run: Run, put: Put) -> None:
-    run.scope.write_file(WorkspacePath("scratch/bin.dat"), b"key \xff\xfe", WriteGuard.unchecked())
+    run.internals.scope.write_file(WorkspacePath("scratch/bin.dat"), b"key \xff\xfe",
+                                   WriteGuard.unchecked())
     put(run, "scratch/t.md", "key")
     result = run.call_tool("workspace.search_files", {"query": "key", "path": "scratch"})
     assert (result.structured["searchedFiles"], result.structured["skippedFiles"]) == (1, 1)
@@ -131,7 +132,7 @@ def test_default_scope_is_every_visible_root_including_tool_results(run: Run, pu
     second = run.call_tool("workspace.search_files", {"query": "zebracorn"})
     paths = [h["path"] for h in second.structured["hits"]]
     assert len(paths) == 1
-    assert paths[0].startswith(f"tool-results/{run.main.id}/round-001-call_")
+    assert paths[0].startswith(f"tool-results/{run.internals.main.id}/round-001-call_")
 
 
 def test_hidden_files_are_never_searched(run: Run, put: Put) -> None:
@@ -245,13 +246,14 @@ def test_acceptance_7_the_truncation_rule(run: Run, put: Put) -> None:
 def test_acceptance_8_skipped_files_are_noted(run: Run, put: Put) -> None:
     put(run, "scratch/two/t.md", "key")
     for name in ("x.bin", "y.bin"):
-        run.scope.write_file(WorkspacePath(f"scratch/two/{name}"), b"key \xff",
+        run.internals.scope.write_file(WorkspacePath(f"scratch/two/{name}"), b"key \xff",
                              WriteGuard.unchecked())
     two = run.call_tool("workspace.search_files", {"query": "key", "path": "scratch/two"})
     assert (two.structured["searchedFiles"], two.structured["skippedFiles"]) == (1, 2)
     assert two.content.endswith("\n\nSkipped 2 files that could not be read as text.")
     put(run, "scratch/one/t.md", "key")
-    run.scope.write_file(WorkspacePath("scratch/one/x.bin"), b"\xfe", WriteGuard.unchecked())
+    run.internals.scope.write_file(WorkspacePath("scratch/one/x.bin"), b"\xfe",
+                                   WriteGuard.unchecked())
     one = run.call_tool("workspace.search_files", {"query": "key", "path": "scratch/one"})
     assert one.structured["skippedFiles"] == 1
     assert one.content.endswith("\n\nSkipped 1 file that could not be read as text.")

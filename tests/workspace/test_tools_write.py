@@ -77,7 +77,7 @@ def test_a_partial_read_is_enough_for_replace(run: Run, put: Put) -> None:
 def test_a_replace_write_records_its_own_content(run: Run) -> None:
     assert write(run, "scratch/a.md", "v1")[1] is None
     assert write(run, "scratch/a.md", "v2")[1] is None
-    record = run.main.records.get("scratch/a.md")
+    record = run.internals.main.records.get("scratch/a.md")
     assert record is not None
     assert (record.sha256, record.full_read) == (sha256_hex(b"v2"), True)
     assert disk(run, "scratch/a.md") == "v2"
@@ -86,7 +86,7 @@ def test_a_replace_write_records_its_own_content(run: Run) -> None:
 def test_a_file_deleted_after_the_read_is_written_as_new(run: Run, put: Put) -> None:
     put(run, "scratch/a.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
-    run.scope.remove(WorkspacePath("scratch/a.md"), recursive=False)
+    run.internals.scope.remove(WorkspacePath("scratch/a.md"), recursive=False)
     assert write(run, "scratch/a.md", "two")[1] is None
     assert disk(run, "scratch/a.md") == "two"
 
@@ -96,7 +96,7 @@ def test_guard_conflicts_map_to_the_same_codes(run: Run, put: Put) -> None:
     view's check hook runs right before the write) is caught by the guard."""
     put(run, "scratch/a.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
-    fs = run.fs
+    fs = run.internals.fs
     calls = 0
 
     def race(effect: str) -> None:
@@ -110,17 +110,17 @@ def test_guard_conflicts_map_to_the_same_codes(run: Run, put: Put) -> None:
             else:
                 fs.write_text(WorkspacePath("scratch/new.md"), "racer", WriteGuard.unchecked())
 
-    run.main.scope.check = lambda: race("change")
+    run.internals.main.scope.check = lambda: race("change")
     assert write(run, "scratch/a.md", "mine") == (STALE, "workspace.write_stale_file")
     assert disk(run, "scratch/a.md") == "racer"
-    run.main.scope.check = None
+    run.internals.main.scope.check = None
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     calls = 0
-    run.main.scope.check = lambda: race("delete")
+    run.internals.main.scope.check = lambda: race("delete")
     assert write(run, "scratch/a.md", "mine") == (GONE, "workspace.write_stale_file")
     assert not (run.workspace_dir / "scratch/a.md").exists()
     calls = 0
-    run.main.scope.check = lambda: race("create")
+    run.internals.main.scope.check = lambda: race("create")
     assert write(run, "scratch/new.md", "mine") == (REQUIRES_READ,
                                                      "workspace.write_requires_read")
     assert disk(run, "scratch/new.md") == "racer"
@@ -150,7 +150,7 @@ def test_append_creates_parent_directories(run: Run) -> None:
 
 
 def test_append_to_a_binary_file(run: Run) -> None:
-    run.scope.write_file(WorkspacePath("scratch/b.md"), b"\xff", WriteGuard.unchecked())
+    run.internals.scope.write_file(WorkspacePath("scratch/b.md"), b"\xff", WriteGuard.unchecked())
     content, code = write(run, "scratch/b.md", "x", "append")
     assert (code, content) == ("workspace.file_not_text",
                                "workspace file `scratch/b.md` is not UTF-8 text")
@@ -177,7 +177,7 @@ def test_writing_under_a_file_fails_without_changes(run: Run, put: Put) -> None:
 
 def test_appending_to_a_new_file_records_it_in_full(run: Run) -> None:
     write(run, "scratch/log.md", "one", "append")
-    record = run.main.records.get("scratch/log.md")
+    record = run.internals.main.records.get("scratch/log.md")
     assert record is not None and (record.sha256, record.full_read) == (sha256_hex(b"one"), True)
     assert write(run, "scratch/log.md", "replaced")[1] is None
 
@@ -186,7 +186,7 @@ def test_appending_after_a_full_read_keeps_the_record_full(run: Run, put: Put) -
     put(run, "scratch/log.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/log.md"})
     write(run, "scratch/log.md", "+two", "append")
-    record = run.main.records.get("scratch/log.md")
+    record = run.internals.main.records.get("scratch/log.md")
     assert record is not None
     assert (record.sha256, record.full_read) == (sha256_hex(b"one+two"), True)
     assert write(run, "scratch/log.md", "replaced")[1] is None
@@ -195,7 +195,7 @@ def test_appending_after_a_full_read_keeps_the_record_full(run: Run, put: Put) -
 def test_appending_without_a_record_creates_none(run: Run, put: Put) -> None:
     put(run, "scratch/log.md", "one")
     write(run, "scratch/log.md", "+two", "append")
-    assert run.main.records.get("scratch/log.md") is None
+    assert run.internals.main.records.get("scratch/log.md") is None
     assert write(run, "scratch/log.md", "x") == (REQUIRES_READ, "workspace.write_requires_read")
 
 
@@ -204,7 +204,7 @@ def test_appending_after_a_stale_full_read_keeps_the_old_record(run: Run, put: P
     run.call_tool("workspace.read_file", {"path": "scratch/log.md"})
     put(run, "scratch/log.md", "shell")
     write(run, "scratch/log.md", "+two", "append")
-    record = run.main.records.get("scratch/log.md")
+    record = run.internals.main.records.get("scratch/log.md")
     assert record is not None and record.sha256 == sha256_hex(b"one")
     assert write(run, "scratch/log.md", "x") == (STALE, "workspace.write_stale_file")
     assert disk(run, "scratch/log.md") == "shell+two"
@@ -214,7 +214,7 @@ def test_appending_after_a_partial_read_keeps_the_partial_record(run: Run, put: 
     put(run, "scratch/log.md", "one\ntwo")
     run.call_tool("workspace.read_file", {"path": "scratch/log.md", "line_count": 1})
     write(run, "scratch/log.md", "\nthree", "append")
-    record = run.main.records.get("scratch/log.md")
+    record = run.internals.main.records.get("scratch/log.md")
     assert record is not None
     assert (record.sha256, record.full_read, record.observed_texts) == (
         sha256_hex(b"one\ntwo"), False, ["one"])
@@ -227,13 +227,13 @@ def test_appending_after_a_partial_read_keeps_the_partial_record(run: Run, put: 
 def test_text_writes_become_the_candidate(run: Run) -> None:
     write(run, "scratch/a.md", "a")
     write(run, "scratch/data.json", "{}")
-    assert run.tracker.candidate == "scratch/a.md"
+    assert run.internals.tracker.candidate == "scratch/a.md"
     write(run, "plan/p.TXT", "p", "append")
-    assert (run.tracker.candidate, run.tracker.changed) == ("plan/p.TXT", True)
-    run.fs.write_text(WorkspacePath("scratch/other.md"), "o", WriteGuard.unchecked())
-    run.tracker.changed = False
+    assert (run.internals.tracker.candidate, run.internals.tracker.changed) == ("plan/p.TXT", True)
+    run.internals.fs.write_text(WorkspacePath("scratch/other.md"), "o", WriteGuard.unchecked())
+    run.internals.tracker.changed = False
     assert write(run, "scratch/other.md", "refused")[1] == "workspace.write_requires_read"
-    assert (run.tracker.candidate, run.tracker.changed) == ("plan/p.TXT", False)
+    assert (run.internals.tracker.candidate, run.internals.tracker.changed) == ("plan/p.TXT", False)
 
 
 def test_writes_over_the_write_limit_are_refused(run: Run, put: Put) -> None:

@@ -67,7 +67,8 @@ def run(root: Path, out: TextIO) -> None:
     _shell(chat_run, out, SCENES)
     _shell(chat_run, out, "js /skills/tally/scripts/count.js scratch/scenes.json | jq .byMood")
     _shell(chat_run, out, DRAFT)
-    print(f"-- auto-commit candidate after the move: {chat_run.tracker.candidate}", file=out)
+    print(f"-- auto-commit candidate after the move: {chat_run.internals.tracker.candidate}",
+          file=out)
     chat_run.next_round()
     for event in chat_run.events(types="chat_commit_requested", journal=False):
         payload = event.payload
@@ -78,7 +79,7 @@ def run(root: Path, out: TextIO) -> None:
     deliberate_error(out, "the call exits 7; its write stays, but the round's auto-commit "
                      "candidate is cleared")
     _shell(chat_run, out, "printf 'kept after failure\\n' >> /output/main.md; exit 7")
-    print(f"-- candidate after the failed call: {chat_run.tracker.candidate}", file=out)
+    print(f"-- candidate after the failed call: {chat_run.internals.tracker.candidate}", file=out)
     chat_run.next_round()
     commits = len(chat_run.events(types="chat_commit_requested", journal=False))
     print(f"-- round 2 ended with no auto-commit (commit requests so far: {commits}); the "

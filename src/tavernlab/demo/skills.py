@@ -152,8 +152,9 @@ def run(root: Path, out: TextIO) -> None:
     print(f"$ js /skills/wordcount/scripts/count.js\nexit {bad.exit_code}\nstderr: "
           f"{bad.stderr.rstrip()}", file=out)
     print(f"files written: {run_v5.files('scratch')}", file=out)
-    print(f"auto-commit candidate: {run_v5.tracker.candidate} (the script's report is JSON, "
-          "so the story written earlier stays the last modified text file)", file=out)
+    print(f"auto-commit candidate: {run_v5.internals.tracker.candidate} (the script's "
+          "report is JSON, so the story written earlier stays the last modified text file)",
+          file=out)
 
     _heading(out, "Skills: legacy skill.run_script (compatibility mode)")
     legacy = lab.start_run(chat_id="demo-skills", context=CONTEXT, legacy_run_script=True)

@@ -1,9 +1,9 @@
 """Run events: one pydantic model per event type, tagged by ``type`` (docs/events.md).
 
-:mod:`~tavernlab.events.base` holds the envelope (:class:`Event`) and the shared
-:class:`Model`; the families are :mod:`~tavernlab.events.lifecycle` (creation, status,
-invocations, the end), :mod:`~tavernlab.events.calls` (tool calls and file events) and
-:mod:`~tavernlab.events.commits` (chat commits, persist states),
+:mod:`~tavernlab.events.base` holds the envelope (:class:`Event`, built on the on-disk
+base :class:`tavernlab.ondisk.Model`); the families are :mod:`~tavernlab.events.lifecycle`
+(creation, status, invocations, the end), :mod:`~tavernlab.events.calls` (tool calls and
+file events) and :mod:`~tavernlab.events.commits` (chat commits, persist states),
 :mod:`~tavernlab.events.agent` (the agent loop: model calls, drift, the host handshake);
 :mod:`~tavernlab.events.journal` holds the records of ``journal.jsonl`` (what upstream does
 not log). :data:`RunEvent` and :data:`JournalEntry` are
@@ -76,7 +76,6 @@ from tavernlab.events.base import (
     Event,
     EventScope,
     Level,
-    Model,
     parse_event,
 )
 from tavernlab.events.calls import (
@@ -246,7 +245,6 @@ __all__ = [
     "MetadataUpdateFailure",
     "MetadataUpdateRequest",
     "MetadataUpdated",
-    "Model",
     "ModelAttempt",
     "ModelAttemptFailure",
     "ModelBindingResolved",

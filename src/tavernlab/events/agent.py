@@ -15,10 +15,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tavernlab.events.base import Event, Level, Model
+from tavernlab.events.base import Event, Level
 from tavernlab.events.calls import FileWritten, ToolCallRef
 from tavernlab.events.commits import ChatCommitRequest
 from tavernlab.events.lifecycle import ContextSummary, InvocationRef, InvocationStart, RunFailure
+from tavernlab.ondisk import Model
 
 # --- payloads ----------------------------------------------------------------------------------
 

@@ -13,8 +13,9 @@ import builtins
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
+
+from tavernlab.ondisk import Model
 
 Level = Literal["debug", "info", "warn", "error"]
 
@@ -48,15 +49,6 @@ EVENT_TYPES: frozenset[str] = frozenset({
 #: The event types after which a run has ended (upstream's terminal statuses).
 TERMINAL_EVENT_TYPES: frozenset[str] = frozenset({
     "run_completed", "run_partial_success", "run_cancelled", "run_failed"})
-
-
-class Model(BaseModel):
-    """Base for on-disk JSON: camelCase aliases, populated by either name."""
-
-    # ``defer_build``: a model's validator is built on its first use, not at import (a
-    # process that runs one tool call builds the dozen models it needs, not all of them).
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True,
-                              extra="allow", ser_json_timedelta="float", defer_build=True)
 
 
 class EventScope(Model):

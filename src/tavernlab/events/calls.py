@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from tavernlab.events.base import Event, Level, Model
+from tavernlab.events.base import Event, Level
+from tavernlab.ondisk import Model
 
 
 class ToolCallRef(Model):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tavernlab.events.base import Event, Level, Model
+from tavernlab.events.base import Event, Level
 from tavernlab.events.lifecycle import MessageText
+from tavernlab.ondisk import Model
 
 
 class ChatCommitRequest(Model):

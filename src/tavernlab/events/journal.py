@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from tavernlab.events.base import Event, Model
+from tavernlab.events.base import Event
+from tavernlab.ondisk import Model
 
 #: Every journal record type (never written to ``events.jsonl``).
 JOURNAL_TYPES: frozenset[str] = frozenset({

@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tavernlab.events.base import Event, Level, Model
+from tavernlab.events.base import Event, Level
+from tavernlab.ondisk import Model
 
 
 class StatusChange(Model):

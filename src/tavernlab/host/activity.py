@@ -5,7 +5,7 @@ mutation to the run's :class:`~tavernlab.workspace.changes.ChangeRecorder`; the 
 flushed to the journal as :class:`~tavernlab.events.FileChanged` records, attributed to the
 activity, when it ends and every :data:`FLUSH_INTERVAL_S` seconds while one is open (so a long
 shell call shows its files as it writes them). Changes made outside any activity (the host's
-own writes, a user writing through ``run.fs``) are flushed as the host's when the next
+own writes, a user writing through ``run.internals.fs``) are flushed as the host's when the next
 activity opens, at the end of a round and when the run is read.
 
 Under a deterministic lab clock (:func:`tavernlab.clock.is_deterministic`) there is no

@@ -82,7 +82,7 @@ def auto_commit(core: RunCore) -> str | None:
     """At the end of a round: commit the round's last modified text file when the rules
     allow (a foreground Chat run with no explicit commit yet); returns its path. Its
     ``callId`` is the call that last set or moved the candidate: a tool call's id, a
-    ``run.js`` job's ``job_…`` id, or ``host`` for a change made through ``run.scope``
+    ``run.js`` job's ``job_…`` id, or ``host`` for a change made through ``run.internals.scope``
     outside both (see :mod:`tavernlab.workspace.tracking`)."""
     tracker = core.tracker
     candidate = tracker.candidate

@@ -27,7 +27,6 @@ from tavernlab.events import (
     InvocationStart,
     JournalRecord,
     Level,
-    Model,
     RunFailed,
     RunFailure,
     StatusChange,
@@ -44,6 +43,7 @@ from tavernlab.host.ledger import RunLedger
 from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.workspace import layout
+from tavernlab.ondisk import Model
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from tavernlab.events import Event, EventScope, JournalRecord, Level, Model
+from tavernlab.events import Event, EventScope, JournalRecord, Level
 from tavernlab.locks import shared_lock_if_present
+from tavernlab.ondisk import Model
 from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records, model_of
 

@@ -49,16 +49,28 @@ if TYPE_CHECKING:
 class Run:
     """One agent execution. Create it with :meth:`tavernlab.Lab.start_run`.
 
-    Attributes worth knowing in a notebook: ``id``, ``dir`` (the run's record directory),
-    ``workspace_dir`` (the files the model sees), ``record`` (``run.json``), ``profile``,
-    ``context`` (frozen host facts and macros), ``round``, ``main`` (the main Invocation),
-    ``chat`` (Chat targets), ``persist_state_id`` (after finish).
+    Its members are the user's verbs (``call_tool``, ``shell``, ``js``, ``next_round``,
+    ``start_subagent``, ``finish``, ``resume``, ``cancel``, ``read``, ``files``, ``tree``,
+    ``events``, ``subscribe``, ``tool_results``, ``export``, ``show``) and facts (``id``,
+    ``status``, ``dir`` (the run's record directory), ``workspace_dir`` (the files the model
+    sees), ``record`` (``run.json``), ``chat`` (Chat targets), ``skills``, ``round``,
+    ``tools``, ``subagents``, ``persist_state_id`` (after finish), ``system_prompt``). What
+    the host itself works with (the main agent and its scoped view, the storage port, the
+    tracker, the Profile, the frozen context, the persist snapshot, the commit counters, the
+    shell deadline) is behind :attr:`internals`.
     """
 
     def __init__(self, core: RunCore, registry: ToolRegistry, services: LabServices) -> None:
         self._core = core
         self._registry = registry
         self._services = services
+        self._internals = RunInternals(core)
+
+    @property
+    def internals(self) -> RunInternals:
+        """The host's side of the run (scope, storage port, tracker, counters, main agent…),
+        kept apart from the user's verbs and facts."""
+        return self._internals
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -88,59 +100,9 @@ class Run:
         return self._core.workspace_dir
 
     @property
-    def profile(self) -> Profile:
-        """The run's resolved Profile."""
-        return self._core.profile
-
-    @property
-    def context(self) -> FrozenContext:
-        """The frozen host facts and macro table."""
-        return self._core.frozen
-
-    @property
     def chat(self) -> Chat | None:
         """The host chat of a Chat run (``None`` for a Session run)."""
         return self._core.chat
-
-    @property
-    def persist_snapshot(self) -> PersistSnapshot | None:
-        """What ``persist/`` held when the run started (Chat runs)."""
-        return self._core.persist_snapshot
-
-    @property
-    def round(self) -> int:
-        """The current model round (from 1)."""
-        return self._core.counters.round
-
-    @property
-    def explicit_commits(self) -> int:
-        """How many explicit ``workspace.commit`` calls succeeded."""
-        return self._core.counters.explicit_commits
-
-    @property
-    def output_target(self) -> tuple[int, int] | None:
-        """``(message index, swipe id)`` of the run's output message, once committed."""
-        return self._core.counters.output_target
-
-    @property
-    def persist_state_id(self) -> str | None:
-        """The persist state this run published (after finish)."""
-        return self._core.counters.persist_state_id
-
-    @property
-    def is_chat(self) -> bool:
-        """Whether the run works for a Chat target (commits to chat, persist versions)."""
-        return self._core.is_chat
-
-    @property
-    def main(self) -> Invocation:
-        """The main agent."""
-        return self._core.main
-
-    @property
-    def scope(self) -> ScopedWorkspaceFs:
-        """The main agent's scoped workspace view."""
-        return self._core.main.scope
 
     @property
     def skills(self) -> dict[str, Any]:
@@ -148,27 +110,14 @@ class Run:
         return dict(self._core.skills)
 
     @property
-    def fs(self) -> WorkspaceFs:
-        """The run's storage port *without* the policy view (what the host itself uses; the
-        model only ever sees :attr:`scope`)."""
-        return self._core.fs
+    def round(self) -> int:
+        """The current model round (from 1)."""
+        return self._core.counters.round
 
     @property
-    def tracker(self) -> MutationTracker:
-        """The round's text-mutation tracker (the auto-commit candidate)."""
-        return self._core.tracker
-
-    @property
-    def shell_deadline_s(self) -> float:
-        """The whole-call deadline of ``workspace.shell`` and :meth:`js` (30 s, upstream's;
-        settable per run, for example to test timeouts)."""
-        return self._core.shell_deadline_s
-
-    @shell_deadline_s.setter
-    def shell_deadline_s(self, seconds: float) -> None:
-        if seconds <= 0:
-            raise ValueError("shell_deadline_s must be positive")
-        self._core.shell_deadline_s = seconds
+    def persist_state_id(self) -> str | None:
+        """The persist state this run published (after finish)."""
+        return self._core.counters.persist_state_id
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -357,7 +306,7 @@ class Run:
 
     def read(self, path: str) -> str:
         """The text of a workspace file as the model would see it (through the main view)."""
-        return self.scope.read_text(WorkspacePath.parse(path)).text
+        return self._core.main.scope.read_text(WorkspacePath.parse(path)).text
 
     def tree(self, path: str = "", depth: int | None = None, include_hidden: bool = False
              ) -> TreeNode:
@@ -365,7 +314,7 @@ class Run:
         and :class:`~tavernlab.workspace.policy.Access` (``node.sha256`` on demand),
         ``skills/`` projected; ``include_hidden`` adds the run's own files, marked hidden.
         Planted symlinks, FIFOs and hard links show as ``refused`` nodes."""
-        return build_tree(self.scope, path, depth=depth, include_hidden=include_hidden)
+        return build_tree(self._core.main.scope, path, depth=depth, include_hidden=include_hidden)
 
     def export(self, path: str | Path) -> Path:
         """Write this run as one ``.tavernrun`` replay bundle at ``path`` and return its path
@@ -381,7 +330,8 @@ class Run:
 
     def files(self, path: str | None = None, depth: int = 8) -> list[str]:
         """Visible file paths below ``path`` (default: everything visible)."""
-        listing = self.scope.list_files(WorkspacePath.parse_optional(path), depth, 100_000)
+        listing = self._core.main.scope.list_files(WorkspacePath.parse_optional(path), depth,
+                                                   100_000)
         return [e.path for e in listing.entries if e.kind == "file"]
 
     @property
@@ -395,6 +345,83 @@ class Run:
         """Every stored tool result of the run, in call order."""
         return [read_json(self.workspace_dir / event.payload.path)
                 for event in self.events(types="tool_result_stored", journal=False)]
+
+
+class RunInternals:
+    """The parts of a run the host, its tools and the tests reach beyond the user's verbs:
+    the resolved Profile, the frozen context, the persist snapshot, the main agent and its
+    scoped view, the raw storage port, the round's mutation tracker, the commit counters and
+    the shell deadline.
+
+    ``run.internals`` is the one door to them, so :class:`Run` itself stays what a notebook
+    user works with. Everything here reads (and, for ``shell_deadline_s``, sets) the same
+    live state as the run."""
+
+    def __init__(self, core: RunCore) -> None:
+        self._core = core
+
+    @property
+    def profile(self) -> Profile:
+        """The run's resolved Profile."""
+        return self._core.profile
+
+    @property
+    def context(self) -> FrozenContext:
+        """The frozen host facts and macro table."""
+        return self._core.frozen
+
+    @property
+    def persist_snapshot(self) -> PersistSnapshot | None:
+        """What ``persist/`` held when the run started (Chat runs)."""
+        return self._core.persist_snapshot
+
+    @property
+    def explicit_commits(self) -> int:
+        """How many explicit ``workspace.commit`` calls succeeded."""
+        return self._core.counters.explicit_commits
+
+    @property
+    def output_target(self) -> tuple[int, int] | None:
+        """``(message index, swipe id)`` of the run's output message, once committed."""
+        return self._core.counters.output_target
+
+    @property
+    def is_chat(self) -> bool:
+        """Whether the run works for a Chat target (commits to chat, persist versions)."""
+        return self._core.is_chat
+
+    @property
+    def main(self) -> Invocation:
+        """The main agent."""
+        return self._core.main
+
+    @property
+    def scope(self) -> ScopedWorkspaceFs:
+        """The main agent's scoped workspace view."""
+        return self._core.main.scope
+
+    @property
+    def fs(self) -> WorkspaceFs:
+        """The run's storage port *without* the policy view (what the host itself uses; the
+        model only ever sees :attr:`scope`)."""
+        return self._core.fs
+
+    @property
+    def tracker(self) -> MutationTracker:
+        """The round's text-mutation tracker (the auto-commit candidate)."""
+        return self._core.tracker
+
+    @property
+    def shell_deadline_s(self) -> float:
+        """The whole-call deadline of ``workspace.shell`` and ``run.js`` (30 s, upstream's;
+        settable per run, for example to test timeouts)."""
+        return self._core.shell_deadline_s
+
+    @shell_deadline_s.setter
+    def shell_deadline_s(self, seconds: float) -> None:
+        if seconds <= 0:
+            raise ValueError("shell_deadline_s must be positive")
+        self._core.shell_deadline_s = seconds
 
 
 def _check_text(value: object, what: str) -> None:

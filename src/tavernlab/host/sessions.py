@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory, rfc3339
 from tavernlab.errors import InvalidData, NotFound
-from tavernlab.events import Model
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
 from tavernlab.workspace import layout
+from tavernlab.ondisk import Model
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import dump_model, read_json, write_json

@@ -42,10 +42,10 @@ def serve_job(worker: WorkerProcess, job: Job, server: CapabilityServer, deadlin
     once the worker is back in the pool).
     """
     worker.send(("job", job, deadline))
-    return _JobSession(worker, job, server, deadline, stop, grace).run()
+    return _ServedJob(worker, job, server, deadline, stop, grace).run()
 
 
-class _JobSession:
+class _ServedJob:
     """The parent's side of one running job."""
 
     def __init__(self, worker: WorkerProcess, job: Job, server: CapabilityServer,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from tavernlab.events import Model
+from tavernlab.ondisk import Model
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 

@@ -8,7 +8,7 @@ through:
 * :func:`register_tavern_command` - add or replace a ``%tavern``
   subcommand (``Subcommand(name, help, handler, arguments)``);
 * :func:`set_progress_factory` - what ``%worktree new`` shows while provisioning;
-* :func:`current_session` - the loaded extension's :class:`NotebookSession` (current lab, run,
+* :func:`current_state` - the loaded extension's :class:`NotebookState` (current lab, run,
   worktree);
 * :class:`CellRouter` - route output from a helper thread to the cell that started the work.
 """
@@ -28,8 +28,8 @@ from tavernlab.notebook.extension import (
 )
 from tavernlab.notebook.magics import TavernMagics
 from tavernlab.notebook.output import CellRouter
-from tavernlab.notebook.progress import ProvisionProgress, TextProgress, set_progress_factory
-from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.progress import ProvisionObserver, TextProgress, set_progress_factory
+from tavernlab.notebook.state import NotebookState
 
 
 def _magics(ip: Any = None) -> TavernMagics:
@@ -39,10 +39,10 @@ def _magics(ip: Any = None) -> TavernMagics:
     return magics
 
 
-def current_session(ip: Any = None) -> NotebookSession:
-    """The :class:`NotebookSession` of the extension loaded in ``ip`` (default: the running
+def current_state(ip: Any = None) -> NotebookState:
+    """The :class:`NotebookState` of the extension loaded in ``ip`` (default: the running
     shell)."""
-    return _magics(ip).session
+    return _magics(ip).state
 
 
 def register_tavern_command(command: Subcommand, *, replace: bool = False,
@@ -54,13 +54,13 @@ def register_tavern_command(command: Subcommand, *, replace: bool = False,
 __all__ = [
     "CellRouter",
     "JSError",
-    "NotebookSession",
-    "ProvisionProgress",
+    "NotebookState",
+    "ProvisionObserver",
     "ShellError",
     "Subcommand",
     "TavernMagics",
     "TextProgress",
-    "current_session",
+    "current_state",
     "load_ipython_extension",
     "register_tavern_command",
     "set_progress_factory",

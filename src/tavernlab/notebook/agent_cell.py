@@ -9,7 +9,7 @@ user's task (``Lab.start_agent``) and shows the run in the cell while it happens
   completed in place when it ends (``✓ … 3 ms`` / ``✗ … code: message``), through a display
   id; a failed model attempt that is retried gets a line too;
 * the cell ends with the outcome line (status, rounds, model calls, tokens, and for a failure
-  its code and message). The run becomes the session's current run (so ``%tavern`` and the
+  its code and message). The run becomes the notebook's current run (so ``%tavern`` and the
   timeline show it) and is stored in ``--run VAR`` (default ``_agent``), the outcome in
   ``--out VAR`` (default ``_agent_outcome``).
 
@@ -45,7 +45,7 @@ from tavernlab.host.feed import order_key
 from tavernlab.models import ModelProvider, ModelResponse, from_spec, model_prefixes
 from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellRouter
-from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.state import NotebookState
 from tavernlab.views import agent as views
 from tavernlab.views.markup import COLOURS, escape
 from tavernlab.workspace.records import read_json
@@ -269,9 +269,9 @@ class AgentMagics(Magics):
     default_base_url = Unicode("", help="The base URL given with the default model (empty: "
                                "the prefix's own).").tag(config=True)
 
-    def __init__(self, shell: Any, session: NotebookSession, **kwargs: Any) -> None:
+    def __init__(self, shell: Any, state: NotebookState, **kwargs: Any) -> None:
         super().__init__(shell, **kwargs)
-        self.session = session
+        self.state = state
 
     @property
     def _namespace(self) -> dict[str, Any]:
@@ -355,7 +355,7 @@ class AgentMagics(Magics):
         out_var = _identifier("%%agent", "--out", args.out)
         model = self._model(args)
         profile = agent.profile_from(args.profile, args.rounds, label="%%agent: ")
-        lab = self.session.lab
+        lab = self.state.lab
         view = AgentCellView(self.shell)
         handle = cast(agent.AgentHandle, lab.start_agent(
             task, model=model, chat_id=args.chat, profile=profile,
@@ -370,7 +370,7 @@ class AgentMagics(Magics):
             view.on_event(record)
 
         subscription = views.follow(run, show, _SHOWN, order_key)
-        self.session.use_run(run)
+        self.state.use_run(run)
         self._namespace[run_var] = run
         interrupted = False
         try:
@@ -421,12 +421,12 @@ class AgentMagics(Magics):
 _registered: dict[int, AgentMagics] = {}
 
 
-def load_agent_magics(ip: Any, session: NotebookSession) -> None:
+def load_agent_magics(ip: Any, state: NotebookState) -> None:
     """Register ``%%agent`` and ``%agent_models`` with ``ip`` (the extension does it when it
-    loads): they use the extension's ``session``, so its current lab."""
+    loads): they use the extension's ``state``, so its current lab."""
     if id(ip) in _registered:
         return
-    magics = AgentMagics(ip, session)
+    magics = AgentMagics(ip, state)
     ip.register_magics(magics)
     _registered[id(ip)] = magics
 

@@ -3,7 +3,7 @@ commands, each with its own argument parser, found by its leading words.
 
 A :class:`Subcommand` has a name of one or more words (``"tree"``, ``"run new"``,
 ``"skill dev"``), a help line, a function that adds its arguments to an ``argparse`` parser and
-a handler ``handler(session, args) -> object`` whose return value the magic returns (so it is
+a handler ``handler(state, args) -> object`` whose return value the magic returns (so it is
 displayed). :class:`CommandTable` splits the magic's line like a shell (``shlex``), takes the
 longest registered name that the line starts with, parses the rest with that command's parser
 and calls it. Bad input — an unknown command, a bad option, unbalanced quotes — raises IPython's
@@ -131,7 +131,7 @@ class CommandTable:
                          f"{self.prog}: give a command ({known}); `{self.prog}?` shows "
                          "their options")
 
-    def dispatch(self, line: str, session: Any) -> Any:
+    def dispatch(self, line: str, state: Any) -> Any:
         """Parse ``line`` and run the command it names; returns the handler's result."""
         try:
             words = shlex.split(line)
@@ -142,7 +142,7 @@ class CommandTable:
             args = self.parser(command).parse_args(rest)
         except HelpShown:
             return None
-        return command.handler(session, args)
+        return command.handler(state, args)
 
     def help_text(self, summary: str, examples: str = "") -> str:
         """``summary``, then every command's usage line and help, then ``examples`` (lines of

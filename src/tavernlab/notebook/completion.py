@@ -53,20 +53,20 @@ LineCompleter = Callable[[Any, list[str], str], list[str]]
 LIMIT = 200
 
 
-def _session(magics: Any) -> Any:
-    return magics.session
+def _state(magics: Any) -> Any:
+    return magics.state
 
 
 def run_ids(magics: Any, word: str) -> list[str]:
     """The ids of the current lab's runs, newest first (none while no lab is open or on
     disk)."""
-    lab = _session(magics).existing_lab()
+    lab = _state(magics).existing_lab()
     return [] if lab is None else [r.id for r in lab.runs() if r.id.startswith(word)]
 
 
 def skill_names(magics: Any, word: str) -> list[str]:
     """Installed skill names for a comma-separated list: the part after the last comma."""
-    lab = _session(magics).existing_lab()
+    lab = _state(magics).existing_lab()
     if lab is None:
         return []
     head, _, tail = word.rpartition(",")
@@ -85,14 +85,14 @@ def workspace_paths(magics: Any, word: str) -> list[str]:
     """Paths of the current run's workspace in the typed folder, as the model sees them
     (folders end in ``/``); none while there is no current run. A leading ``/`` is kept
     (the shell's and the scripts' form)."""
-    session = _session(magics)
-    if not session.has_run:
+    state = _state(magics)
+    if not state.has_run:
         return []
     slash = "/" if word.startswith("/") else ""
     folder = word[len(slash):].rpartition("/")[0]
     try:
-        listing = session.run.scope.list_files(WorkspacePath.parse_optional(folder or None),
-                                               1, LIMIT)
+        listing = state.run.internals.scope.list_files(
+            WorkspacePath.parse_optional(folder or None), 1, LIMIT)
     except Exception:  # a folder that does not exist or is not visible completes to nothing
         return []
     candidates = sorted(slash + e.path + ("/" if e.kind == "directory" else "")

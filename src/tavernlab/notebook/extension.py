@@ -59,7 +59,7 @@ def load_ipython_extension(ip: Any) -> None:
     from tavernlab.notebook.widgets.plugin import load_widgets
 
     load_widgets(ip)
-    load_agent_magics(ip, magics.session)
+    load_agent_magics(ip, magics.state)
 
 
 def _resolved(manager: Any, kind: str, name: str) -> Any:
@@ -92,15 +92,15 @@ def unload_ipython_extension(ip: Any) -> None:
         ip.configurables.remove(state.magics)
     state.undo_formatters()
     state.undo_completion()
-    farewell = state.magics.session.farewell()
-    state.magics.session.close()
+    farewell = state.magics.state.farewell()
+    state.magics.state.close()
     if farewell:
         print(farewell)
 
 
 def loaded_magics(ip: Any) -> TavernMagics | None:
     """The :class:`TavernMagics` loaded into ``ip`` (``None`` when the extension is not
-    loaded): its ``session``, ``tavern_commands``,
+    loaded): its ``state``, ``tavern_commands``,
     ``worktree_commands``."""
     state = _loaded.get(id(ip))
     return None if state is None else state.magics

@@ -27,7 +27,7 @@ from tavernlab.js.command import CommandResult
 from tavernlab.js.command_line import shell_path
 from tavernlab.notebook.errors import CellSource, JSError
 from tavernlab.notebook.output import CellOutput, Stream, run_cell_job
-from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.state import NotebookState
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.contract import WriteGuard
 
@@ -76,21 +76,21 @@ def _plan(request: JsRequest, number: int) -> tuple[list[str], str | None, CellS
     name = cell_name(number)
     if request.save is not None:
         path = shell_path(request.cwd, request.save)
-        request.run.scope.write_text(WorkspacePath.parse(path.lstrip("/")), request.body,
+        request.run.internals.scope.write_text(WorkspacePath.parse(path.lstrip("/")), request.body,
                                      WriteGuard.unchecked())
         return [path, *args], None, CellSource(path, text, line_offset=1, cell_name=name)
     argv = ["-e", "\n" + request.body, *(["--", *args] if args else [])]
     return argv, name, CellSource(name, text, cell_name=name)
 
 
-def run_js(session: NotebookSession, request: JsRequest,
+def run_js(state: NotebookState, request: JsRequest,
            keep: Callable[[CommandResult], None] | None = None) -> CommandResult:
     """Run the request (see the module docstring) and return the command's result; ``keep``
     receives it first (``--out VAR``), so it is kept even when :class:`JSError` is raised
     for a non-zero exit (``raise_on_error``)."""
-    session.enter_cell(request.run)
-    argv, eval_name, source = _plan(request, session.cell)
-    output = CellOutput(session.shell, show=request.show, stream=request.stream)
+    state.enter_cell(request.run)
+    argv, eval_name, source = _plan(request, state.cell)
+    output = CellOutput(state.shell, show=request.show, stream=request.stream)
     report = f"js: {source.module}: "
     held: list[str] = []
 

@@ -34,8 +34,8 @@ from traitlets import Bool, Unicode, observe
 
 from tavernlab.host import Run
 from tavernlab.notebook.js_cell import JsRequest, run_js
-from tavernlab.notebook.session import NotebookSession
 from tavernlab.notebook.shell_cell import ShellRequest, run_shell
+from tavernlab.notebook.state import NotebookState
 from tavernlab.notebook.tavern import EXAMPLES as TAVERN_EXAMPLES
 from tavernlab.notebook.tavern import SUMMARY as TAVERN_SUMMARY
 from tavernlab.notebook.tavern import tavern_table
@@ -90,14 +90,14 @@ class TavernMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell, **kwargs)
-        self.session = NotebookSession(shell, self)
+        self.state = NotebookState(shell, self)
         self.tavern_commands = tavern_table(self._refresh_help)
         self.worktree_commands = worktree_table(self._refresh_help)
         self._refresh_help()
 
     @observe("lab_path")
     def _lab_path_changed(self, change: dict[str, Any]) -> None:
-        self.session.forget_lab()
+        self.state.forget_lab()
 
     def _refresh_help(self) -> None:
         """Keep ``%tavern?`` and ``%worktree?`` listing every registered command."""
@@ -117,7 +117,7 @@ class TavernMagics(Magics):
     def _run_from(self, magic: str, name: str | None) -> Run:
         """``--run VAR``: a Run from the user's namespace; else the current run."""
         if name is None:
-            return self.session.run
+            return self.state.run
         value = self._lookup(magic, "--run", name)
         if not isinstance(value, Run):
             raise UsageError(f"{magic}: --run {name}: expected a Run, got "
@@ -151,7 +151,7 @@ class TavernMagics(Magics):
     @line_magic
     def tavern(self, line: str) -> Any:
         """(replaced by the command table's help; see :mod:`tavernlab.notebook.tavern`)"""
-        return self.tavern_commands.dispatch(line, self.session)
+        return self.tavern_commands.dispatch(line, self.state)
 
     @no_var_expand
     @_magic_arguments()
@@ -204,7 +204,7 @@ class TavernMagics(Magics):
             command=args.command, save=args.save,
             raise_on_error=self.raise_on_error and not args.no_raise, show=not args.quiet,
             stream=self.stream)
-        run_js(self.session, request, self._keeper(magic, args.out))
+        run_js(self.state, request, self._keeper(magic, args.out))
 
     @no_var_expand
     @_magic_arguments()
@@ -250,13 +250,13 @@ class TavernMagics(Magics):
                                workdir=args.workdir,
                                raise_on_error=self.raise_on_error and not args.no_raise,
                                stream=self.stream)
-        run_shell(self.session, request, self._keeper(magic, args.out))
+        run_shell(self.state, request, self._keeper(magic, args.out))
 
     @no_var_expand
     @line_magic
     def worktree(self, line: str) -> Any:
         """(replaced by the command table's help; see :mod:`tavernlab.notebook.worktrees`)"""
-        return self.worktree_commands.dispatch(line, self.session)
+        return self.worktree_commands.dispatch(line, self.state)
 
 
 def _parse(magic: Any, name: str, line: str) -> tuple[argparse.Namespace, list[str]]:

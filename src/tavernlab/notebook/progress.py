@@ -3,7 +3,7 @@
 A *progress factory* is called once per provision with the slug and the provision's
 :class:`~tavernlab.cancel.CancelToken` (a widget's Cancel button cancels it: the provision
 then takes its cancellation path, removing the half-made worktree and branch) and returns a
-:class:`ProvisionProgress`: ``update(event)`` receives every progress event (from whichever
+:class:`ProvisionObserver`: ``update(event)`` receives every progress event (from whichever
 thread emits it: the scheduler's queue positions arrive on other threads) and ``close(outcome)``
 is called once at the end with ``ok``, ``failed`` or ``cancelled``; ``output(line)``
 receives each line the deps command and setup hooks print.
@@ -29,8 +29,10 @@ from tavernlab.views import progress_line
 from tavernlab.worktree.context import DoneEvent, Outcome, OutputLine, ProgressEvent
 
 
-class ProvisionProgress(Protocol):
-    """One provision's progress display."""
+class ProvisionObserver(Protocol):
+    """What watches one provision: its progress events, its hook output and its end.
+
+    The text line and the ``ProvisionProgress`` widget both fill it."""
 
     def update(self, event: ProgressEvent) -> None:
         """A progress event arrived (any thread)."""
@@ -42,7 +44,7 @@ class ProvisionProgress(Protocol):
         """The provision ended: ``ok``, ``failed`` or ``cancelled``."""
 
 
-ProgressFactory = Callable[[str, CancelToken], ProvisionProgress]
+ProgressFactory = Callable[[str, CancelToken], ProvisionObserver]
 
 
 class TextProgress:
@@ -95,6 +97,6 @@ def set_progress_factory(factory: ProgressFactory | None) -> None:
     _factory = factory
 
 
-def start_progress(slug: str, token: CancelToken) -> ProvisionProgress:
+def start_progress(slug: str, token: CancelToken) -> ProvisionObserver:
     """The progress display of one provision, from the installed factory."""
     return (_factory or TextProgress)(slug, token)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tavernlab.host import Run
 from tavernlab.notebook.errors import ShellError
 from tavernlab.notebook.output import CellOutput, run_cell_job
-from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.state import NotebookState
 from tavernlab.shell.result import ShellResult
 
 
@@ -32,12 +32,12 @@ class ShellRequest:
     stream: bool = True
 
 
-def run_shell(session: NotebookSession, request: ShellRequest,
+def run_shell(state: NotebookState, request: ShellRequest,
               keep: Callable[[ShellResult], None] | None = None) -> ShellResult:
     """Make the call and return its :class:`ShellResult`; ``keep`` receives it first
     (``--out VAR``), so it is kept even when :class:`ShellError` is raised."""
-    session.enter_cell(request.run)
-    output = CellOutput(session.shell, stream=request.stream)
+    state.enter_cell(request.run)
+    output = CellOutput(state.shell, stream=request.stream)
     return run_cell_job(
         output, lambda: request.run.shell(request.command, request.workdir,
                                           on_output=output.shell_chunk),

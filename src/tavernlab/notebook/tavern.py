@@ -21,7 +21,7 @@ from tavernlab.events import EVENT_TYPES, JOURNAL_TYPES
 from tavernlab.notebook.commands import CommandTable, Subcommand, natural, positive
 from tavernlab.notebook.completion import completes_with, local_paths
 from tavernlab.notebook.display import EventList, SkillList, notice, status_view
-from tavernlab.notebook.session import DEFAULT_CHAT, NotebookSession
+from tavernlab.notebook.state import DEFAULT_CHAT, NotebookState
 
 SUMMARY = """%tavern COMMAND [OPTIONS]: the notebook's current lab and run.
 
@@ -40,7 +40,7 @@ EXAMPLES = """%tavern lab ./demo-lab --fixed-clock --ids 7
 %tavern run finish"""
 
 
-def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _lab(state: NotebookState, args: argparse.Namespace) -> Any:
     """Show the current lab, or switch to the one at PATH; ``--fixed-clock`` and ``--ids
     SEED`` open it with a :class:`FixedClock` / :class:`SequentialIds` (what a notebook whose
     outputs must be the same on every run, such as the demo notebooks, starts with). A lab
@@ -49,9 +49,9 @@ def _lab(session: NotebookSession, args: argparse.Namespace) -> Any:
         if args.fixed_clock or args.ids is not None:
             raise UsageError("%tavern lab: --fixed-clock and --ids need a PATH (they apply "
                              "when a lab is opened)")
-        return session.lab
+        return state.lab
     try:
-        return session.use_lab(args.path, clock=FixedClock() if args.fixed_clock else None,
+        return state.use_lab(args.path, clock=FixedClock() if args.fixed_clock else None,
                                ids=None if args.ids is None else SequentialIds(args.ids),
                                create=args.create)
     except TavernUsageError as exc:
@@ -69,12 +69,12 @@ def _lab_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open it with sequential ids derived from SEED")
 
 
-def _run_new(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _run_new(state: NotebookState, args: argparse.Namespace) -> Any:
     skills = [s.strip() for s in args.skills.split(",") if s.strip()] if args.skills else None
     if args.chat is not None and args.shared_chat:
         raise UsageError("%tavern run new: give --chat ID or --shared-chat, not both")
     chat = DEFAULT_CHAT if args.shared_chat else args.chat
-    return session.new_run(chat_id=chat, skills=skills, legacy_run_script=args.legacy,
+    return state.new_run(chat_id=chat, skills=skills, legacy_run_script=args.legacy,
                            presentation="background" if args.background else "foreground")
 
 
@@ -91,36 +91,36 @@ def _run_new_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a background run (no commit needed before finishing)")
 
 
-def _run_open(session: NotebookSession, args: argparse.Namespace) -> Any:
-    return session.open_run(args.run_id)
+def _run_open(state: NotebookState, args: argparse.Namespace) -> Any:
+    return state.open_run(args.run_id)
 
 
-def _run_finish(session: NotebookSession, args: argparse.Namespace) -> Any:
-    run = session.run
-    session.enter_cell(run)
+def _run_finish(state: NotebookState, args: argparse.Namespace) -> Any:
+    run = state.run
+    state.enter_cell(run)
     return run.finish(args.reason)
 
 
-def _run_cancel(session: NotebookSession, args: argparse.Namespace) -> Any:
-    if not session.has_run:
+def _run_cancel(state: NotebookState, args: argparse.Namespace) -> Any:
+    if not state.has_run:
         return notice("no current run")
-    count = session.run.cancel()
+    count = state.run.cancel()
     return notice(f"cancelled {count} running call{'s' if count != 1 else ''} or job"
-                  f"{'s' if count != 1 else ''} of {session.run.id}")
+                  f"{'s' if count != 1 else ''} of {state.run.id}")
 
 
-def _status(session: NotebookSession, args: argparse.Namespace) -> Any:
-    settings = session.settings
-    return status_view(str(session.lab_path), session.run if session.has_run else None,
+def _status(state: NotebookState, args: argparse.Namespace) -> Any:
+    settings = state.settings
+    return status_view(str(state.lab_path), state.run if state.has_run else None,
                        [("chat_per_notebook", settings.chat_per_notebook),
                         ("round_per_cell", settings.round_per_cell),
                         ("raise_on_error", settings.raise_on_error),
                         ("stream", settings.stream)],
-                       chat=f"{session.default_chat} ({session.chat_reason})")
+                       chat=f"{state.default_chat} ({state.chat_reason})")
 
 
-def _skill_install(session: NotebookSession, args: argparse.Namespace) -> Any:
-    return session.lab.skills.install(args.dir, scope=args.scope,
+def _skill_install(state: NotebookState, args: argparse.Namespace) -> Any:
+    return state.lab.skills.install(args.dir, scope=args.scope,
                                       on_conflict="replace" if args.replace else None)
 
 
@@ -133,22 +133,22 @@ def _skill_install_arguments(parser: argparse.ArgumentParser) -> None:
                         help="global (default), preset:ID, profile:ID or character:ID")
 
 
-def _skill_list(session: NotebookSession, args: argparse.Namespace) -> Any:
-    return SkillList(session.lab.skills.list(args.scope))
+def _skill_list(state: NotebookState, args: argparse.Namespace) -> Any:
+    return SkillList(state.lab.skills.list(args.scope))
 
 
 def _skill_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", default=None, help="only this scope")
 
 
-def _skill_dev(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _skill_dev(state: NotebookState, args: argparse.Namespace) -> Any:
     """Bind DIR as a development skill (reinstalled whenever it changes, once per round), or
     list the bound ones."""
-    development = session.lab.skills.development
+    development = state.lab.skills.development
     if args.dir is None:
         return [f"{s.name}: {s.path} (hash {s.installed_hash[:12]}"
                 f"{', invalid: ' + s.error if s.error else ''})" for s in development.skills]
-    skill = session.lab.skills.develop(args.dir, scope=args.scope)
+    skill = state.lab.skills.develop(args.dir, scope=args.scope)
     return f"{skill.name}: {skill.path} (hash {skill.installed_hash[:12]})"
 
 
@@ -160,8 +160,8 @@ def _skill_dev_arguments(parser: argparse.ArgumentParser) -> None:
                         help="global (default), preset:ID, profile:ID or character:ID")
 
 
-def _tree(session: NotebookSession, args: argparse.Namespace) -> Any:
-    return session.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
+def _tree(state: NotebookState, args: argparse.Namespace) -> Any:
+    return state.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
 
 
 def _tree_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,13 +172,13 @@ def _tree_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hidden", action="store_true", help="also the run's own files")
 
 
-def _events(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _events(state: NotebookState, args: argparse.Namespace) -> Any:
     known = EVENT_TYPES | JOURNAL_TYPES
     unknown = [t for t in args.type or () if t not in known]
     if unknown:
         raise UsageError(f"%tavern events: unknown event type {unknown[0]!r}; the types are: "
                          f"{', '.join(sorted(known))}")
-    records = session.run.events(types=args.type, journal=not args.no_journal)
+    records = state.run.events(types=args.type, journal=not args.no_journal)
     if args.last is not None:
         records = records[-args.last:]
     return EventList(records)
@@ -192,14 +192,14 @@ def _events_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-journal", action="store_true", help="events.jsonl only")
 
 
-#: The MCP server each notebook session runs in the background (``%tavern mcp serve``).
-_MCP_SERVERS: weakref.WeakKeyDictionary[NotebookSession, Any] = weakref.WeakKeyDictionary()
+#: The MCP server each notebook (its NotebookState) runs in the background (``%tavern mcp serve``).
+_MCP_SERVERS: weakref.WeakKeyDictionary[NotebookState, Any] = weakref.WeakKeyDictionary()
 
 
-def _mcp_serve(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _mcp_serve(state: NotebookState, args: argparse.Namespace) -> Any:
     """Serve the current run's model-facing tools over streamable HTTP on 127.0.0.1, in the
     background: an MCP client's calls show in the live tree and timeline like a model's."""
-    running = _MCP_SERVERS.get(session)
+    running = _MCP_SERVERS.get(state)
     if running is not None and running.running:
         raise UsageError(f"%tavern mcp serve: already serving run {running.agent.run.id} at "
                          f"{running.url} (`%tavern mcp stop` first)")
@@ -208,21 +208,21 @@ def _mcp_serve(session: NotebookSession, args: argparse.Namespace) -> Any:
     from tavernlab.agent import ExternalAgent
     from tavernlab.mcp_server import HttpServer
 
-    run = session.run
-    agent = ExternalAgent.attach(session.lab, run)
+    run = state.run
+    agent = ExternalAgent.attach(state.lab, run)
     try:
         server = HttpServer(agent, args.http or 0).start()
     except BaseException:
         agent.close()
         raise
-    _MCP_SERVERS[session] = server
+    _MCP_SERVERS[state] = server
     return notice(f"serving run {run.id} at {server.url} (MCP client config: "
                   f'{{"mcpServers": {{"tavernlab": {{"url": "{server.url}"}}}}}})')
 
 
-def _mcp_stop(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _mcp_stop(state: NotebookState, args: argparse.Namespace) -> Any:
     """Stop the background MCP server; the run stays as it is."""
-    server = _MCP_SERVERS.pop(session, None)
+    server = _MCP_SERVERS.pop(state, None)
     if server is None:
         return notice("no MCP server is running")
     server.stop()

@@ -33,7 +33,7 @@ from tavernlab.notebook.display import WorktreeResult
 from tavernlab.notebook.errors import cell_interrupted
 from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.progress import start_progress
-from tavernlab.notebook.session import NotebookSession, WorktreeRef
+from tavernlab.notebook.state import NotebookState, WorktreeRef
 from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input, make_approve
 from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
 from tavernlab.worktree.commands import (
@@ -96,7 +96,7 @@ def default_base(repo: str) -> tuple[str, str | None]:
     return head, f"no {BASE} in {repo}: branching from the current commit {head}"
 
 
-def _base(session: NotebookSession, repo: str, given: str | None) -> str:
+def _base(session: NotebookState, repo: str, given: str | None) -> str:
     """``--base`` when given, else :func:`default_base` (its note printed in the cell)."""
     if given is not None:
         return given
@@ -116,23 +116,23 @@ def find_worktree_ref(repo: str, ref: str) -> WorktreeRecord:
     return find_linked(repo, ref)
 
 
-def _target(session: NotebookSession, args: argparse.Namespace) -> Target:
+def _target(session: NotebookState, args: argparse.Namespace) -> Target:
     return target_of(args, current=lambda: Target(*_current(session)))
 
 
-def _current(session: NotebookSession) -> tuple[str, str, str]:
+def _current(session: NotebookState) -> tuple[str, str, str]:
     ref = session.current_worktree()
     return ref.repo, ref.path, ref.branch
 
 
-def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _new(session: NotebookState, args: argparse.Namespace) -> Any:
     repo = new_repo(args)
     result = _provision(session, repo, new_input(args, repo=repo,
                                                  base=_base(session, repo, args.base)))
     return WorktreeResult(f"worktree {args.slug}", result)
 
 
-def _provision(session: NotebookSession, repo: str, tool_input: dict[str, Any]) -> Any:
+def _provision(session: NotebookState, repo: str, tool_input: dict[str, Any]) -> Any:
     """``worktree.provision`` with the progress display (an interrupt cancels it); the new
     worktree becomes the current one."""
     slug = tool_input["slug"]
@@ -190,7 +190,7 @@ def _connect_daemon() -> DaemonAgentHost:
         "AGENTPROTO_MCP_URL to a running one); nothing was provisioned")
 
 
-def _agent(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _agent(session: NotebookState, args: argparse.Namespace) -> Any:
     """The ``worktree-agent`` workflow: provision (with the progress display), the coding
     step on the agentproto daemon, the gate (its output streamed), the approval (``--yes``,
     else asked with ``input()`` when the kernel takes input, else refused: the worktree
@@ -226,7 +226,7 @@ def _agent_arguments(parser: argparse.ArgumentParser) -> None:
         completes_with(actions[flag], no_values)
 
 
-def _ls(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _ls(session: NotebookState, args: argparse.Namespace) -> Any:
     repo = _repo(args)
     return WorktreeResult(f"worktrees of {repo}", list_worktrees(repo))
 
@@ -236,7 +236,7 @@ def _command_line(words: list[str]) -> str:
     return words[0] if len(words) == 1 else shlex.join(words)
 
 
-def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _gate(session: NotebookState, args: argparse.Namespace) -> Any:
     if not args.cmd:
         raise UsageError("%worktree gate: give the check command (%worktree gate CMD)")
     target = _target(session, args)
@@ -246,12 +246,12 @@ def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
     return WorktreeResult(f"gate {cmd!r} in {target.path}", result)
 
 
-def _run(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _run(session: NotebookState, args: argparse.Namespace) -> Any:
     result = run_script(_target(session, args), args, session.lab.services.worktree)
     return WorktreeResult(f"script {args.script}", result)
 
 
-def _start(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _start(session: NotebookState, args: argparse.Namespace) -> Any:
     target = _target(session, args)
     tool_input = {"repoRoot": target.repo, "worktreePath": target.path,
                   "branch": target.branch, "base": args.base, "script": args.script,
@@ -260,25 +260,25 @@ def _start(session: NotebookSession, args: argparse.Namespace) -> Any:
     return WorktreeResult(f"service {args.script}", result)
 
 
-def _stop(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _stop(session: NotebookState, args: argparse.Namespace) -> Any:
     result = stop_service(_target(session, args), args, session.lab.services.worktree)
     return WorktreeResult(f"stop {args.script}", result)
 
 
-def _services(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _services(session: NotebookState, args: argparse.Namespace) -> Any:
     result = list_services(_target(session, args), args, session.proxy_port(start=False),
                            session.lab.services.worktree)
     return WorktreeResult("services", result)
 
 
-def _rm(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _rm(session: NotebookState, args: argparse.Namespace) -> Any:
     record, result = remove(args, session.lab.services.worktree)
     if session.worktree is not None and real(session.worktree.path) == real(record["path"]):
         session.worktree = None
     return WorktreeResult(f"removed {record['path']}", result)
 
 
-def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _gc(session: NotebookState, args: argparse.Namespace) -> Any:
     """Plan (or apply) GC; a repository whose ``origin`` is not on GitHub gets a forge that
     is never asked, so branches not in the base are held (as the command line does). The
     plan's ``checkedAt`` stamps come from the lab's clock (so a fixed-clock notebook shows
@@ -294,7 +294,7 @@ def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
     return WorktreeResult(f"gc applied in {repo}", apply_gc(repo, plan, options))
 
 
-def _proxy(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _proxy(session: NotebookState, args: argparse.Namespace) -> Any:
     if args.port is not None or session.proxy is None:
         session.start_proxy(args.port or 0)
     port = session.proxy_port(start=False)

@@ -11,7 +11,7 @@ against another version of a skill, replay a corpus at once.
   (:mod:`~tavernlab.replay.compare` says what is compared). ``skills={"name": path}`` plays
   the same actions against another version of a bound skill; the report names both hashes.
 * :func:`replay_many` replays many bundles on any :class:`concurrent.futures.Executor`.
-* :class:`ReplaySession` splits a replay into prepare / play (one action at a time) /
+* :class:`Replay` splits a replay into prepare / play (one action at a time) /
   verify, which is what a notebook generated from a run uses.
 
 Importing it registers :func:`export_run` as the ``run.export`` presenter of the host
@@ -36,6 +36,7 @@ from tavernlab.replay.export import export_run
 from tavernlab.replay.manifest import FORMAT_VERSION
 from tavernlab.replay.many import ReplaySummary, replay_many
 from tavernlab.replay.play import replay_bundle
+from tavernlab.replay.replaying import Replay, SkillSources
 from tavernlab.replay.report import (
     Divergence,
     LiveContinuation,
@@ -43,11 +44,10 @@ from tavernlab.replay.report import (
     ReplayReport,
     SkillVersions,
 )
-from tavernlab.replay.session import ReplaySession, SkillSources
 
 __all__ = ["BUNDLE_SUFFIX", "FORMAT_VERSION", "MAX_BUNDLE_BYTES", "MAX_MEMBERS",
            "MAX_MEMBER_BYTES", "Bundle", "Divergence", "LiveContinuation", "RecordedModelCall",
-           "ReplayReport", "ReplaySession", "ReplaySummary", "SkillVersions", "export_run",
+           "Replay", "ReplayReport", "ReplaySummary", "SkillVersions", "export_run",
            "read_bundle", "replay", "replay_bundle", "replay_many"]
 
 

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tavernlab.events import Model
+from tavernlab.ondisk import Model
 from tavernlab.replay.actions import Action
 
 FORMAT: Literal["tavernrun"] = "tavernrun"

@@ -31,8 +31,8 @@ from pathlib import Path
 from tavernlab.errors import TavernlabError
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.play import replay_bundle
+from tavernlab.replay.replaying import SkillSources
 from tavernlab.replay.report import Divergence, ReplayReport
-from tavernlab.replay.session import SkillSources
 
 BundleSource = Bundle | str | Path
 

@@ -66,8 +66,8 @@ from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.compare import _merged, compare, text_diff
 from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.replay.manifest import AgentRecording
+from tavernlab.replay.replaying import SkillSources, lab_root, open_replay_lab
 from tavernlab.replay.report import Divergence, LiveContinuation, RecordedModelCall, ReplayReport
-from tavernlab.replay.session import SkillSources, lab_root, open_replay_lab
 from tavernlab.workspace import layout
 
 #: The code of a model call the replay refused because its request differed.

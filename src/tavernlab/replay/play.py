@@ -1,5 +1,5 @@
 """Which replay a bundle gets: a run played by hand is played again action by action
-(:class:`~tavernlab.replay.session.ReplaySession`); a run the agent loop drove is replayed by
+(:class:`~tavernlab.replay.replaying.Replay`); a run the agent loop drove is replayed by
 running the loop again against the recorded model (:mod:`tavernlab.replay.model_runs`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.errors import ReplaySetupError
 from tavernlab.replay.model_runs import replay_model_run
 from tavernlab.replay.report import ReplayReport
-from tavernlab.replay.session import ReplaySession, SkillSources
+from tavernlab.replay.replaying import Replay, SkillSources
 
 
 def replay_bundle(bundle: Bundle | str | Path, lab: str | Path | None = None,
@@ -26,6 +26,6 @@ def replay_bundle(bundle: Bundle | str | Path, lab: str | Path | None = None,
     if live is not None:
         raise ReplaySetupError("a live model can only continue a run the agent loop drove; "
                                "this bundle's run was played by hand")
-    with ReplaySession.prepare(loaded, lab, skills) as session:
-        session.play()
-        return session.verify()
+    with Replay.prepare(loaded, lab, skills) as replay:
+        replay.play()
+        return replay.verify()

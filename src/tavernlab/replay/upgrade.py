@@ -21,13 +21,13 @@ from tavernlab.events import (
     MessageText,
     MetadataUpdated,
     MetadataUpdateRequest,
-    Model,
     RootList,
     RunCreation,
     RunFailure,
     StatusChange,
     WorkspaceTarget,
 )
+from tavernlab.ondisk import Model
 
 #: The loop's cancellation message, which every cancelled run of an older bundle recorded.
 CANCELLED_MESSAGE = "Generation cancelled by user"

@@ -5,7 +5,7 @@ The notebook runs on the tavernlab kernel (named in its metadata), which loads t
 Its cells, with deterministic ids (``tavern-0001``...):
 
 1. a heading naming the run, its chat, its actions and skills;
-2. the setup: :meth:`tavernlab.replay.ReplaySession.prepare` builds a temporary lab as the
+2. the setup: :meth:`tavernlab.replay.Replay.prepare` builds a temporary lab as the
    recorded one stood (recorded clock and ids, skills, chat, persist base) and starts the
    run; the run becomes the extension's current run (:data:`BIND_RUN`) and each cell stops
    being a round of its own (``round_per_cell = False``: rounds end where the recording
@@ -68,7 +68,7 @@ from tavernlab.workspace import layout
 from tavernlab.workspace.atomic import replace_durably
 
 #: How the setup cell makes ``run`` the extension's current run (an assumption, see above).
-BIND_RUN = "tavernlab.notebook.current_session().use_run(run)"
+BIND_RUN = "tavernlab.notebook.current_state().use_run(run)"
 KERNELSPEC = {"name": "tavernlab", "display_name": "tavernlab", "language": "python"}
 
 
@@ -347,8 +347,8 @@ def notebook_from_bundle(bundle: Bundle, bundle_ref: str) -> Any:
                    f"actions{'; skills: ' + skills if skills else ''}. Running every cell "
                    "plays them again in a fresh lab with the recorded clock and ids; the "
                    "last cell compares every outcome with the recording.")
-    cells.code("import tavernlab.notebook\nfrom tavernlab.replay import ReplaySession\n\n"
-               f"replay = ReplaySession.prepare({bundle_ref!r})\nrun = replay.run\n"
+    cells.code("import tavernlab.notebook\nfrom tavernlab.replay import Replay\n\n"
+               f"replay = Replay.prepare({bundle_ref!r})\nrun = replay.run\n"
                f"{BIND_RUN}\n%config TavernMagics.round_per_cell = False")
     round_number = 1
     cells.markdown(f"## Round {round_number}")

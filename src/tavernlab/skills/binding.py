@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from tavernlab.errors import SkillUnavailable
+from tavernlab.ondisk import Model
 from tavernlab.skills.index import GLOBAL_SCOPE, ScopeKind, SkillIndexEntry, SkillScope
 from tavernlab.skills.mount import BoundSkillsMount
 from tavernlab.skills.repository import SkillRepository
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from tavernlab.workspace.profile import Profile
 
 
-class SkillScopeRefs(BaseModel):
+class SkillScopeRefs(Model):
     """The scopes a run draws skills from besides ``global``: a preset, a profile and a
     character id (each optional). Frozen into the run (``skillScopeRefs``)."""
 

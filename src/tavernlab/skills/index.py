@@ -20,9 +20,9 @@ import hashlib
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
+from tavernlab.ondisk import Model
 from tavernlab.skills.errors import InvalidSkillScope
 from tavernlab.skills.package import uses_name_characters
 
@@ -32,10 +32,11 @@ SCOPE_KINDS: tuple[ScopeKind, ...] = ("global", "preset", "profile", "character"
 MAX_PROFILE_ID_LENGTH = 128
 
 
-class IndexModel(BaseModel):
-    """Base of the index's JSON: camelCase aliases; unknown fields are ignored on read."""
+class IndexModel(Model):
+    """Base of the index's JSON: the on-disk model's camelCase aliases; unknown fields are
+    ignored on read."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(extra="ignore")
 
 
 def _check_id(kind: ScopeKind, raw: str | None) -> str | None:

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict
 
+from tavernlab.ondisk import Model
 from tavernlab.skills.errors import InvalidSkillPackage
 from tavernlab.skills.frontmatter import SkillFrontmatter, parse_frontmatter
 from tavernlab.skills.sidecar import SIDECAR_PATH, Sidecar, parse_sidecar
@@ -158,10 +158,10 @@ def installed_hash(files: Mapping[str, bytes]) -> str:
 # --- files and the package -----------------------------------------------------------------------
 
 
-class SkillFileRef(BaseModel):
+class SkillFileRef(Model):
     """One file of a package: path, ``text``/``binary``, media type, size and SHA-256."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     path: str
     kind: Literal["text", "binary"]

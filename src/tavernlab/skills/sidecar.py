@@ -7,20 +7,19 @@ as one short line (``Invalid agents/tauritavern.json: unknown field `x```).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field, ValidationError
 
+from tavernlab.ondisk import Model
 from tavernlab.skills.errors import InvalidSkillPackage
 
 SIDECAR_PATH = "agents/tauritavern.json"
 SIDECAR_VERSION = 1
 
 
-class _SidecarModel(BaseModel):
+class _SidecarModel(Model):
     """camelCase only, strict types, unknown fields rejected (upstream ``deny_unknown_fields``)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", strict=True,
-                              frozen=True)
+    model_config = ConfigDict(populate_by_name=False, extra="forbid", strict=True, frozen=True)
 
 
 class RecommendedContext(_SidecarModel):

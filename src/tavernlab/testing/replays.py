@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tavernlab.replay import Bundle, ReplayReport
-    from tavernlab.replay.session import SkillSources
+    from tavernlab.replay.replaying import SkillSources
 
 
 def assert_replays(bundle: Bundle | str | Path, skills: SkillSources | None = None, *,

@@ -16,9 +16,8 @@ import contextlib
 import json
 from html import escape
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from tavernlab.host import Run
 from tavernlab.notebook.widgets.preview import node_preview
 from tavernlab.notebook.widgets.snapshots import plural
 from tavernlab.notebook.widgets.timeline_detail import describe
@@ -67,10 +66,8 @@ def _tree(files: RunFiles, *, hidden: bool) -> TreeState:
 
 
 def _previews(files: RunFiles, state: TreeState) -> dict[str, Any]:
-    # node_preview reads through ``scope`` and ``fs`` only, which RunFiles has
-    reader = cast(Run, files)
-    return {row["path"]: node_preview(reader, state.get(row["path"]), row["path"], 10 ** 9,
-                                      state.count_below(row["path"]))
+    return {row["path"]: node_preview(files.scope, files.fs, state.get(row["path"]), row["path"],
+                                      10 ** 9, state.count_below(row["path"]))
             for row in state.rows() if row["kind"] != "directory"}
 
 

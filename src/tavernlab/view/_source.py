@@ -59,7 +59,8 @@ def lab_run(lab: Lab, run_id: str) -> RunFiles:
     """The run ``run_id`` of ``lab``, read in place."""
     status = lab.live.shown_status(lab.index.load(run_id))  # before this reader holds it
     run = lab.open_run(run_id)
-    return RunFiles(run.id, status, run.dir, run.workspace_dir, run.scope, run.fs,
+    return RunFiles(run.id, status, run.dir, run.workspace_dir, run.internals.scope,
+                    run.internals.fs,
                     _records(run.id, run.dir))
 
 

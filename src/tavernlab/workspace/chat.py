@@ -21,8 +21,8 @@ from pydantic import Field
 
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData
-from tavernlab.events import Model
 from tavernlab.locks import file_lock
+from tavernlab.ondisk import Model
 from tavernlab.workspace.ids import ChatKind, check_stable_chat_id, workspace_id
 from tavernlab.workspace.persist import PersistRepository
 from tavernlab.workspace.records import read_json, write_json

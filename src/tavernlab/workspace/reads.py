@@ -22,7 +22,7 @@ class ReadRecord:
 
 
 class ReadRecords:
-    """The read records of one tool session, keyed by workspace path.
+    """The read records of one invocation's tool calls, keyed by workspace path.
 
     The shell and scripts never touch them: after a shell edit, ``write_file`` (replace) and
     ``apply_patch`` fail as stale until the model reads the file again.

@@ -9,7 +9,7 @@ set or moved the candidate and is never null): the host marks the tool call runn
 :meth:`MutationTracker.acting`, and every change that sets or moves the candidate records that
 id in ``candidate_call_id``. Work that is not a tool call gets its own id the same way: a
 ``run.js(...)`` job acts as ``job_<32 hex>`` (minted from the lab's ids). A change made
-through ``run.scope`` outside any call or job (the notebook acting as the host itself) is
+through ``run.internals.scope`` outside any call or job (the notebook acting as the host itself) is
 attributed to :data:`HOST_ACTOR`, ``host``. Attribution assumes one call or job at a time,
 which is how a run executes them.
 """
@@ -26,7 +26,7 @@ from tavernlab.paths import WorkspacePath, extension
 TEXT_EXTENSIONS: frozenset[str] = frozenset({"md", "markdown", "txt", "text"})
 
 #: Who changes files outside any tool call or ``run.js`` job (the notebook, through
-#: ``run.scope``): the ``callId`` of an auto-commit of such a change.
+#: ``run.internals.scope``): the ``callId`` of an auto-commit of such a change.
 HOST_ACTOR = "host"
 
 

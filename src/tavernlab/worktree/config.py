@@ -21,7 +21,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -29,6 +28,7 @@ from pydantic import (
 )
 
 from tavernlab.cancel import CancelToken
+from tavernlab.ondisk import Model
 from tavernlab.worktree.errors import ConfigError, SpawnError
 from tavernlab.worktree.git import DEFAULT_REF, END_OF_OPTIONS, git_run
 from tavernlab.worktree.names import check_relative_path
@@ -47,8 +47,8 @@ _NOT_FOUND_MARKERS = (
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True, frozen=True)
+class _Model(Model):
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
     def to_json(self) -> dict[str, Any]:
         """The upstream JSON shape: camelCase keys, absent values left out."""

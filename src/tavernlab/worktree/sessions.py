@@ -2,7 +2,7 @@
 
 The registry is read straight off disk: every ``~/.agentproto/workspaces/<slug>/sessions.json``
 bucket plus the legacy ``~/.agentproto/sessions.json``, merged by session id with bucket rows
-winning. Each row becomes a session record with upstream's ``SessionRef`` fields — ``id``,
+winning. Each row becomes a :data:`SessionRef`, upstream's name and fields — ``id``,
 ``startedAt`` and ``status`` (strings) are required, ``label``, ``endedAt``, ``cwd``,
 ``adapterSlug``, ``model``, ``authMode`` (or ``auth.mode``), ``costUsd``, ``tokensIn`` and
 ``tokensOut`` are kept when well typed — and a row that is not one is dropped.
@@ -25,18 +25,19 @@ _OPTIONAL_NUMBERS = ("costUsd", "tokensIn", "tokensOut")
 _ORDER = ("id", "label", "startedAt", "endedAt", "status", "cwd", "adapterSlug", "model",
           "authMode", "costUsd", "tokensIn", "tokensOut")
 
-SessionRecord = dict[str, Any]
+#: One agentproto session as the registry lists it (upstream's ``SessionRef``).
+SessionRef = dict[str, Any]
 
 
-def session_record(row: Any) -> SessionRecord | None:
-    """A registry row as a session record, or ``None`` when the row is malformed."""
+def session_ref(row: Any) -> SessionRef | None:
+    """A registry row as a :data:`SessionRef`, or ``None`` when the row is malformed."""
     if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in _REQUIRED):
         return None
     fields = dict(row)
     auth = row.get("auth")
     if "authMode" not in fields and isinstance(auth, dict):
         fields["authMode"] = auth.get("mode")
-    record: SessionRecord = {}
+    record: SessionRef = {}
     for key in _ORDER:
         value = fields.get(key)
         if key in _REQUIRED:
@@ -52,20 +53,20 @@ def session_record(row: Any) -> SessionRecord | None:
     return record
 
 
-def session_records(rows: Iterable[Any]) -> list[SessionRecord]:
-    """The well-formed rows as session records (idempotent on records)."""
-    return [record for row in rows if (record := session_record(row)) is not None]
+def session_refs(rows: Iterable[Any]) -> list[SessionRef]:
+    """The well-formed rows as :data:`SessionRef` rows (idempotent on them)."""
+    return [record for row in rows if (record := session_ref(row)) is not None]
 
 
-def _read_sessions(path: Path) -> list[SessionRecord]:
+def _read_sessions(path: Path) -> list[SessionRef]:
     data = json.loads(path.read_text(encoding="utf-8"))
     rows = data.get("sessions") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise ValueError("not a session list")
-    return session_records(rows)
+    return session_refs(rows)
 
 
-def load_sessions(path: str | os.PathLike[str] | None = None) -> list[SessionRecord] | None:
+def load_sessions(path: str | os.PathLike[str] | None = None) -> list[SessionRef] | None:
     """Session records of the registry (see the module docstring).
 
     A file holds ``{"sessions": [...]}`` (upstream) or a bare list (tavernlab accepts both).
@@ -82,7 +83,7 @@ def load_sessions(path: str | os.PathLike[str] | None = None) -> list[SessionRec
     existing = [source for source in sources if source.exists()]
     if not existing:
         return []
-    merged: dict[str, SessionRecord] = {}
+    merged: dict[str, SessionRef] = {}
     readable = 0
     for source in existing:  # buckets first: on a shared id the bucket row wins
         try:
@@ -95,9 +96,9 @@ def load_sessions(path: str | os.PathLike[str] | None = None) -> list[SessionRec
     return list(merged.values()) if readable else None
 
 
-def sessions_in(path: str, sessions: Sequence[Any]) -> list[SessionRecord]:
+def sessions_in(path: str, sessions: Sequence[Any]) -> list[SessionRef]:
     """Well-formed sessions whose cwd is the worktree or below it."""
-    return [s for s in session_records(sessions)
+    return [s for s in session_refs(sessions)
             if isinstance(s.get("cwd"), str) and is_within(s["cwd"], path)]
 
 

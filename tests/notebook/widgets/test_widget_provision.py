@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tavernlab.cancel import CancelToken
 from tavernlab.notebook.widgets import ProvisionProgress, progress_for
 from tavernlab.notebook.widgets.provision import PREPARE
 from tavernlab.worktree.errors import BaseRefNotFoundError, ProvisionCancelledError
@@ -189,3 +190,16 @@ def test_events_drive_the_phases_with_their_times() -> None:
     assert 'data-phase="queue" data-outcome="ok"' in data["text/html"]
     assert "compiling" in data["text/html"]
     progress.close()
+
+
+def test_the_widget_and_the_observer_it_fills_have_two_names() -> None:
+    import tavernlab.notebook as face
+    from tavernlab.notebook.widgets.plugin import WidgetProgress
+
+    assert "ProvisionObserver" in face.__all__ and "ProvisionProgress" not in face.__all__
+    assert not hasattr(face, "ProvisionProgress")
+    adapter = WidgetProgress("named", CancelToken())
+    observer: face.ProvisionObserver = adapter  # the widget's adapter fills the protocol
+    assert isinstance(adapter.widget, ProvisionProgress) and adapter.widget.slug == "named"
+    observer.close("failed")
+    assert adapter.widget.outcome == "failed"

@@ -65,7 +65,8 @@ class FileTree(LiveWidget):
             self.selected = selected
 
     def _access_of(self, path: str, directory: bool) -> Access:
-        return self._run.scope.policy.access(WorkspacePath.parse(path), directory=directory)
+        return self._run.internals.scope.policy.access(WorkspacePath.parse(path),
+                                                       directory=directory)
 
     def _build(self, path: str, show_hidden: bool) -> TreeState:
         return TreeState(self._run.tree(path, include_hidden=show_hidden), self._access_of,
@@ -113,7 +114,8 @@ class FileTree(LiveWidget):
             selected = self.selected
             if "preview" in names or (selected and any(
                     selected == p or selected.startswith(p + "/") for p in touched)):
-                out["preview"] = node_preview(self._run, self._state.get(selected), selected,
+                out["preview"] = node_preview(self._run.internals.scope, self._run.internals.fs,
+                                              self._state.get(selected), selected,
                                               self.preview_lines,
                                               self._state.count_below(selected))
             return out

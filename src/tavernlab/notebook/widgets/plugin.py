@@ -17,7 +17,7 @@ from IPython.display import display
 from tavernlab.cancel import CancelToken
 from tavernlab.notebook.commands import Subcommand, natural
 from tavernlab.notebook.progress import set_progress_factory
-from tavernlab.notebook.session import NotebookSession
+from tavernlab.notebook.state import NotebookState
 from tavernlab.notebook.widgets.fallback import refresh_static_views
 from tavernlab.notebook.widgets.file_tree import FileTree
 from tavernlab.notebook.widgets.provision import ProvisionProgress, progress_for
@@ -54,10 +54,10 @@ class WidgetProgress:
             self._handle.update(self.widget)
 
 
-def _tree(session: NotebookSession, args: argparse.Namespace) -> Any:
+def _tree(state: NotebookState, args: argparse.Namespace) -> Any:
     if args.static or args.depth is not None:
-        return session.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
-    return FileTree(session.run, args.path, show_hidden=args.hidden)
+        return state.run.tree(args.path, depth=args.depth, include_hidden=args.hidden)
+    return FileTree(state.run, args.path, show_hidden=args.hidden)
 
 
 def _tree_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,8 +70,8 @@ def _tree_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the tree as it is now (a TreeNode), not the live widget")
 
 
-def _timeline(session: NotebookSession, args: argparse.Namespace) -> Any:
-    return Timeline(session.run)
+def _timeline(state: NotebookState, args: argparse.Namespace) -> Any:
+    return Timeline(state.run)
 
 
 TREE = Subcommand("tree", "the current run's workspace as the model sees it, live (a "

@@ -12,21 +12,22 @@ from __future__ import annotations
 from typing import Any
 
 from tavernlab.errors import TavernlabError
-from tavernlab.host import Run
 from tavernlab.notebook.widgets.tree_state import Entry
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import sha256_hex
+from tavernlab.workspace.fs import WorkspaceFs, sha256_hex
+from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 #: Lines the pane shows at first and adds per "more".
 PREVIEW_LINES = 200
 
 
-def read_node(run: Run, entry: Entry) -> bytes:
-    """The bytes of a file node, as the tree shows it."""
+def read_node(scope: ScopedWorkspaceFs, fs: WorkspaceFs, entry: Entry) -> bytes:
+    """The bytes of a file node, as the tree shows it: a visible node through the main
+    agent's view ``scope``, a hidden one through the run's storage port ``fs``."""
     path = WorkspacePath.parse(entry.path)
     if entry.access.visible:
-        return run.scope.read_file(path, None)
-    return run.fs.read_file(path, None)
+        return scope.read_file(path, None)
+    return fs.read_file(path, None)
 
 
 def decode_text(data: bytes) -> str | None:
@@ -39,9 +40,10 @@ def decode_text(data: bytes) -> str | None:
         return None
 
 
-def node_preview(run: Run, entry: Entry | None, path: str, lines: int,
-                 entries_below: int = 0) -> dict[str, Any]:
-    """The side pane's content for ``path`` (``entry`` is its node, ``None`` once gone)."""
+def node_preview(scope: ScopedWorkspaceFs, fs: WorkspaceFs, entry: Entry | None, path: str,
+                 lines: int, entries_below: int = 0) -> dict[str, Any]:
+    """The side pane's content for ``path`` (``entry`` is its node, ``None`` once gone),
+    read through ``scope`` (visible files) or ``fs`` (the run's hidden files)."""
     if not path:
         return {}
     if entry is None:
@@ -53,7 +55,7 @@ def node_preview(run: Run, entry: Entry | None, path: str, lines: int,
     if entry.kind == "refused":
         return {**head, "kind": "refused", "message": f"refused: {entry.reason}"}
     try:
-        data = read_node(run, entry)
+        data = read_node(scope, fs, entry)
     except TavernlabError as exc:
         return {**head, "kind": "error", "message": f"{exc.code}: {exc.message}"}
     head.update(size=len(data), sha256=sha256_hex(data))

@@ -1,6 +1,6 @@
 """The notebook's current lab, current run and current worktree, and which cell is which round.
 
-A :class:`NotebookSession` belongs to one loaded extension. Its lab is created on first use
+A :class:`NotebookState` belongs to one loaded extension. Its lab is created on first use
 at the configured path (default ``./.tavernlab``: JupyterLab starts a kernel in the notebook's
 folder, so the lab sits beside the notebook); another lab is opened with ``%tavern lab PATH``,
 which creates none unless given ``--create`` (a typo never makes a new, empty lab).
@@ -11,14 +11,14 @@ notebook's path relative to the kernel's folder, as Jupyter tells the kernel: ``
 do not share a chat. When the kernel does not know its notebook (a terminal, nbclient) or
 ``chat_per_notebook`` is off, the run works in the shared chat :data:`DEFAULT_CHAT`, and
 ``%tavern status`` says which and why. Both can be switched (``%tavern run new|open``, or
-:meth:`NotebookSession.use_lab` / :meth:`use_run` from Python with a lab of your own, for
+:meth:`NotebookState.use_lab` / :meth:`use_run` from Python with a lab of your own, for
 example one with a fixed clock).
 
 Rounds: with ``round_per_cell`` on, every cell that uses a run is one model round, whether it
 uses a magic or calls the run from Python (``run.call_tool``, ``run.shell``, ``run.js``, on
-any run of the process). The session remembers, per run, the cell and round of its last use;
+any run of the process). The state remembers, per run, the cell and round of its last use;
 when a *later* cell uses the run while it is still in that round, the round ends first: a
-magic calls :meth:`NotebookSession.enter_cell`, and the session is the host's round watcher
+magic calls :meth:`NotebookState.enter_cell`, and the state is the host's round watcher
 (:func:`tavernlab.host.rounds.watch_rounds`) for the work itself. So an interrupted cell (its
 round is cancelled) never leaves the next cell answering ``tool.round_cancelled``, and two
 calls in one cell share a round.
@@ -100,7 +100,7 @@ class _Use:
     round: int
 
 
-class NotebookSession:
+class NotebookState:
     """Current lab, run and worktree of one notebook, plus the cell-to-round bookkeeping."""
 
     def __init__(self, shell: Any, settings: Settings) -> None:
@@ -142,7 +142,7 @@ class NotebookSession:
     def use_lab(self, lab: Lab | str | Path, *, clock: Clock | None = None,
                 ids: IdFactory | None = None, create: bool = True) -> Lab:
         """Make ``lab`` (a :class:`Lab`, or a path opened as one with ``clock`` and ``ids``)
-        current; the current run is forgotten. A lab this session opened itself is closed
+        current; the current run is forgotten. A lab this state opened itself is closed
         when it is replaced. ``create=False`` refuses a path that holds no lab yet (and
         changes nothing)."""
         if not isinstance(lab, Lab) and not create and not is_lab(Path(lab).resolve()):
@@ -301,7 +301,7 @@ class NotebookSession:
         return self.proxy
 
     def close(self) -> None:
-        """Close the proxy and the lab this session opened (unloading the extension), and
+        """Close the proxy and the lab this state opened (unloading the extension), and
         stop watching rounds."""
         self._unwatch()
         self.forget_lab()

@@ -1,7 +1,7 @@
 """Playing a bundle's run again: a fresh lab prepared as the recorded one stood, the actions
 played in order, then the comparison.
 
-:meth:`ReplaySession.prepare` builds the lab (a temporary directory unless ``lab`` names an
+:meth:`Replay.prepare` builds the lab (a temporary directory unless ``lab`` names an
 empty or missing one) before the run starts, without touching the recorded clock: the bound
 skills are installed (from the bundle, or another version from ``skills={name: path}``)
 through a repository with its own clock, the chat's host file is restored from the run's
@@ -10,15 +10,15 @@ through a repository with its own clock, the chat's host file is restored from t
 :class:`~tavernlab.clock.SequentialIds` and the run started with its recorded parameters.
 Everything is written below the lab directory (each target is checked).
 
-:meth:`ReplaySession.play` plays the actions one after another (tavernlab choice: a run that
+:meth:`Replay.play` plays the actions one after another (tavernlab choice: a run that
 overlapped actions, such as a ``run.js`` on a thread during a tool call, replays them in
 sequence). A recorded cancellation is replayed by cancelling the same action once it runs
 (``run.cancel`` from a helper thread: a tool call as soon as it can be cancelled, a ``run.js``
 job once a sandbox worker runs it), so an outcome that depended on how far the work had got
 (output printed before the cancel) can differ. A tool call interrupted by
-KeyboardInterrupt, writes made through ``run.fs``/``run.scope`` outside any action and
-changes to the lab by other runs are not actions and are not replayed; the comparison
-reports what they changed.
+KeyboardInterrupt, writes made through ``run.internals.fs``/``run.internals.scope`` outside
+any action and changes to the lab by other runs are not actions and are not replayed; the
+comparison reports what they changed.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ SkillSources = Mapping[str, str | Path]
 CANCEL_POLL_S = 0.002
 
 
-class ReplaySession:
+class Replay:
     """A bundle's run, replayed in a lab of its own; use :meth:`prepare`."""
 
     def __init__(self, bundle: Bundle, lab: Lab, run: Run, skills: list[SkillVersions],
@@ -88,7 +88,7 @@ class ReplaySession:
 
     @classmethod
     def prepare(cls, bundle: Bundle | str | Path, lab: str | Path | None = None,
-                skills: SkillSources | None = None) -> ReplaySession:
+                skills: SkillSources | None = None) -> Replay:
         """A lab holding what the run found when it started, and the run started again."""
         loaded = bundle if isinstance(bundle, Bundle) else read_bundle(bundle)
         if loaded.manifest.agent is not None:
@@ -174,7 +174,7 @@ class ReplaySession:
             run.resume()
 
     def _invocation(self, call: ToolCall) -> Invocation:
-        for invocation in (self.run.main, *self.run.subagents):
+        for invocation in (self.run.internals.main, *self.run.subagents):
             if invocation.id == call.invocation_id:
                 return invocation
         raise ReplaySetupError(f"no agent `{call.invocation_id}` to make {call.call_id}")
@@ -182,9 +182,9 @@ class ReplaySession:
     # -- verifying ------------------------------------------------------------------------------
 
     def verify(self) -> ReplayReport:
-        """Compare what was played so far with the recording. Once the session is closed
+        """Compare what was played so far with the recording. Once the replay is closed
         (its lab may be gone) this is the report of the last comparison, so a notebook's
-        verify cell can run again; a session closed before any comparison refuses."""
+        verify cell can run again; a replay closed before any comparison refuses."""
         if self.closed:
             if self._report is None:
                 raise ReplaySetupError("this replay was closed before it was verified: "
@@ -218,7 +218,7 @@ class ReplaySession:
         if self.temporary:
             shutil.rmtree(self.lab.root, ignore_errors=True)
 
-    def __enter__(self) -> ReplaySession:
+    def __enter__(self) -> Replay:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -276,14 +276,14 @@ def open_replay_lab(bundle: Bundle, root: Path, skills: SkillSources | None
     return versions, record, target, Lab(root, clock=clock, ids=ids)
 
 
-def _cancel_when_running(session: ReplaySession, reason: str, done: threading.Event,
+def _cancel_when_running(replay: Replay, reason: str, done: threading.Event,
                          job_thread: int | None) -> None:
     """Cancel the action being played once it runs (a js job: once a worker runs it for
     ``job_thread``), or give up when it ends."""
-    pool = session.lab.services.js_pool
+    pool = replay.lab.services.js_pool
     while not done.is_set():
         running = job_thread is None or job_thread in pool.running_jobs()
-        if running and session.run.cancel(reason):
+        if running and replay.run.cancel(reason):
             return
         done.wait(CANCEL_POLL_S)
 
