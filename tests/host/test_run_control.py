@@ -45,7 +45,7 @@ def test_the_default_tools_keep_their_ids_and_order() -> None:
 
 
 def test_the_hosts_call_context_is_a_run_control_context(run: Run) -> None:
-    call = CallContext(run._core, run.main, "call_x", "workspace.finish", 1)
+    call = CallContext(run._core, run.internals.main, "call_x", "workspace.finish", 1)
     assert isinstance(call, RunControlContext)
     assert (call.agent_mode, call.is_chat) == ("main", True)
 
@@ -69,7 +69,7 @@ def test_without_the_hosts_capabilities_run_control_is_not_available(
     put(run, "output/main.md", "body")
     status = run.status
     spec = next(spec for spec in RUN_CONTROL_TOOLS if spec.id == tool)
-    bare = StorageOnly(CallContext(run._core, run.main, "call_y", tool, 1))
+    bare = StorageOnly(CallContext(run._core, run.internals.main, "call_y", tool, 1))
     assert not isinstance(bare, RunControlContext)
     assert spec.available is not None
     assert spec.available(bare) == ("tool.not_available",  # type: ignore[arg-type]
@@ -78,7 +78,7 @@ def test_without_the_hosts_capabilities_run_control_is_not_available(
         spec.handler(bare, Arguments(args, spec.arguments))  # type: ignore[arg-type]
     assert (info.value.code, info.value.message) == (
         "tool.not_available", f"{alias} is not available for this task.")
-    assert run.explicit_commits == 0
+    assert run.internals.explicit_commits == 0
     assert run.status == status
     assert run.chat is not None and run.chat.messages == []
 

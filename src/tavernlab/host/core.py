@@ -42,8 +42,8 @@ from tavernlab.host.invocation import Invocation
 from tavernlab.host.ledger import RunLedger
 from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
-from tavernlab.workspace import layout
 from tavernlab.ondisk import Model
+from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext

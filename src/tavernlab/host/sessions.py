@@ -28,8 +28,8 @@ from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory, rfc3339
 from tavernlab.errors import InvalidData, NotFound
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
-from tavernlab.workspace import layout
 from tavernlab.ondisk import Model
+from tavernlab.workspace import layout
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import dump_model, read_json, write_json

@@ -10,8 +10,8 @@ from tavernlab.models import ModelProvider
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.errors import ReplaySetupError
 from tavernlab.replay.model_runs import replay_model_run
-from tavernlab.replay.report import ReplayReport
 from tavernlab.replay.replaying import Replay, SkillSources
+from tavernlab.replay.report import ReplayReport
 
 
 def replay_bundle(bundle: Bundle | str | Path, lab: str | Path | None = None,

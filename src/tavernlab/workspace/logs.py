@@ -40,8 +40,8 @@ from tavernlab.events import (
 )
 from tavernlab.events.journal import TORN_TEXT_CHARS
 from tavernlab.locks import locked_open
-from tavernlab.workspace import layout
 from tavernlab.ondisk import Model
+from tavernlab.workspace import layout
 from tavernlab.workspace.log_reading import (
     anchor_of,
     collector_paused,

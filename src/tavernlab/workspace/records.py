@@ -17,8 +17,8 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticSerializationError, to_json
 
 from tavernlab.errors import InvalidData
-from tavernlab.workspace import atomic, layout
 from tavernlab.ondisk import Model
+from tavernlab.workspace import atomic, layout
 
 RunStatus = Literal[
     "created", "initializing_workspace", "assembling_context", "calling_model",
