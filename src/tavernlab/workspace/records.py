@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import re
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from tavernlab.errors import InvalidData
 from tavernlab.events import Model
+from tavernlab.workspace.atomic import unique_hex
 
 RunStatus = Literal[
     "created", "initializing_workspace", "assembling_context", "calling_model",
@@ -35,9 +35,9 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "partial_success", "
 # --- JSON files --------------------------------------------------------------------------
 
 
-def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: bool = False,
-               fresh: bool = False, exclusive: bool = False,
-               staging: Path | None = None) -> None:
+def write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2,
+               ascii_only: bool = False, fresh: bool = False, exclusive: bool = False,
+               staging: str | os.PathLike[str] | None = None) -> None:
     """Write JSON atomically: temp file in the same directory, flush, rename over ``path``.
 
     ``ascii_only`` escapes every non-ASCII character (used for data that may hold text that
@@ -58,6 +58,13 @@ def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: boo
     _write_bytes(path, content, fresh=fresh, staging=staging)
 
 
+def write_text_atomically(path: str | os.PathLike[str], text: str, *,
+                          staging: str | os.PathLike[str] | None = None) -> None:
+    """Write ``text`` (a JSON document, given a final newline here) the way :func:`write_json`
+    does: a temporary file renamed over ``path``."""
+    _write_bytes(path, (text + "\n").encode("utf-8"), staging=staging)
+
+
 def write_model(path: Path, model: Model) -> None:
     """``write_json(path, dump_model(model))``, byte for byte, serialized by pydantic-core in
     one pass (a persist state's manifest and a run's persist snapshot list every file). Only
@@ -72,15 +79,21 @@ def write_model(path: Path, model: Model) -> None:
     _write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def _temp_for(path: Path, staging: Path | None) -> Path:
+def _temp_for(path: str | os.PathLike[str], staging: str | os.PathLike[str] | None) -> str:
     """A temporary name for ``path``'s new bytes: ``.<name>.tmp-<pid>-<32 hex>`` (the
     writer's process id lets a cleaner tell a dead writer's leftover from a live write)."""
-    name = f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    return path.with_name(name) if staging is None else staging / name
+    head, sep, name = os.fspath(path).rpartition("/")
+    name = f".{name}.tmp-{os.getpid()}-{unique_hex()}"
+    return f"{head}{sep}{name}" if staging is None else f"{os.fspath(staging)}/{name}"
 
 
-def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
-                 staging: Path | None = None) -> None:
+def _parent_of(path: str | os.PathLike[str]) -> None:
+    """Create the folders above ``path`` (when a write found them missing)."""
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+
+
+def _write_bytes(path: str | os.PathLike[str], content: bytes, *, fresh: bool = False,
+                 staging: str | os.PathLike[str] | None = None) -> None:
     """Write ``content`` atomically (see :func:`write_json`)."""
     if fresh:
         try:
@@ -96,7 +109,7 @@ def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
         except FileNotFoundError:
             if staging is None:
                 raise
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _parent_of(path)
             os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -104,7 +117,8 @@ def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
         raise
 
 
-def _link_new(path: Path, content: bytes, staging: Path | None) -> None:
+def _link_new(path: str | os.PathLike[str], content: bytes,
+              staging: str | os.PathLike[str] | None) -> None:
     """Create ``path`` holding ``content``, whole, or raise ``FileExistsError`` when it
     exists (see :func:`write_json`)."""
     temp = _temp_for(path, staging)
@@ -113,7 +127,7 @@ def _link_new(path: Path, content: bytes, staging: Path | None) -> None:
         try:
             os.link(temp, path)
         except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _parent_of(path)
             os.link(temp, path)
     finally:
         with contextlib.suppress(OSError):
@@ -175,13 +189,13 @@ def _plain(data: Any) -> bool:
     return True
 
 
-def _create(path: Path, data: bytes) -> None:
+def _create(path: str | os.PathLike[str], data: bytes) -> None:
     """Create ``path`` exclusively (and its parents when missing) holding ``data``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _parent_of(path)
         fd = os.open(path, flags, 0o644)
     try:
         view = memoryview(data)
@@ -200,6 +214,20 @@ def read_json(path: Path) -> Any:
 def dump_model(model: Model) -> dict[str, Any]:
     """A model as upstream JSON: aliases, no ``None`` fields."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def model_text(model: Model) -> str:
+    """``pretty_json(dump_model(model))``, the same text, serialized by pydantic-core in one
+    pass when it is sure to be the same: the model's own fields hold no float (true of the
+    records this is used for) and its extra fields are plain data (a float or a lone
+    surrogate among them takes the long way, as :func:`pretty_json` does)."""
+    extra = model.__pydantic_extra__
+    if not extra or _plain(extra):
+        try:
+            return model.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+        except PydanticSerializationError:  # a lone surrogate: json's handling
+            pass
+    return pretty_json(dump_model(model))
 
 
 # --- run.json ------------------------------------------------------------------------------
