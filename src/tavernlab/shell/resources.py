@@ -108,6 +108,13 @@ def _serve(queue: SimpleQueue[HelperCall | None]) -> None:
 DEFAULT_HELPER = MainThreadHelper()
 
 
+# The C functions behind ``signal.signal`` and ``signal.getsignal`` (whose wrappers turn
+# numbers and handlers into enums: a third of the watch's cost per call).
+_SIGINT = int(signal.SIGINT)
+_signal_handler: Callable[[int, Any], Any] = getattr(signal, "_signal", signal).signal
+_getsignal: Callable[[int], Any] = getattr(signal, "_signal", signal).getsignal
+
+
 class Interrupted:
     """What :meth:`InterruptWatch.begin` returns: whether a keyboard interrupt arrived."""
 
@@ -169,7 +176,7 @@ class InterruptWatch:
         ``None`` when this thread cannot be watched this way (see the class notes: nothing
         was changed then, and :meth:`end` must not be called)."""
         if (threading.current_thread() is not threading.main_thread()
-                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+                or _getsignal(_SIGINT) is not signal.default_int_handler):
             return None
         previous_fd = signal.set_wakeup_fd(self._start(), warn_on_full_buffer=False)
         if previous_fd != -1:  # an event loop's: left as it was
@@ -182,7 +189,7 @@ class InterruptWatch:
 
         try:
             self._token = token
-            signal.signal(signal.SIGINT, note)
+            _signal_handler(_SIGINT, note)
         except BaseException:  # an interrupt before the handler was in place
             self.end()
             raise
@@ -192,7 +199,7 @@ class InterruptWatch:
         """Stop watching (after a :meth:`begin` that returned a value): the default handler
         and no wake-up descriptor are back."""
         self._token = None
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _signal_handler(_SIGINT, signal.default_int_handler)
         signal.set_wakeup_fd(-1)
 
 
