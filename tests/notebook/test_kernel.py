@@ -80,6 +80,22 @@ def test_an_interrupt_cancels_the_job_and_the_next_cell_runs(kernel: Kernel) -> 
     assert texts(messages) == "next\n"
 
 
+def test_an_interrupt_cancels_a_shell_call_and_the_next_cell_runs(kernel: Kernel) -> None:
+    def interrupt_when_ready(msg: dict[str, object]) -> None:
+        content = msg["content"]
+        if msg["msg_type"] == "stream" and "ready" in content["text"]:  # type: ignore[index]
+            kernel.manager.interrupt_kernel()
+
+    reply, messages = kernel.execute("%ws_shell echo ready; sleep 60; echo never",
+                                     on_message=interrupt_when_ready)
+    assert (reply["content"]["status"], reply["content"]["ename"]) == ("error",
+                                                                       "KeyboardInterrupt")
+    assert "never" not in texts(messages)
+    reply, messages = kernel.execute("%ws_shell echo next")
+    assert reply["content"]["status"] == "ok"
+    assert texts(messages) == "next\n"
+
+
 def test_the_first_output_arrives_before_the_cell_ends(kernel: Kernel) -> None:
     code = ("%%js\nconsole.log('first');\nconst start = Date.now();\n"
             "while (Date.now() - start < 2000) {}\nconsole.log('last')")

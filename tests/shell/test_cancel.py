@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -115,3 +116,71 @@ def test_a_keyboard_interrupt_cancels_the_call_and_is_re_raised(ws: Workspace) -
     assert ws.read("scratch/before.txt") == "x\n"
     assert not ws.exists("scratch/after.txt")
     assert ws.scope.tracker.candidate is None
+
+
+def interrupt_during(ws: Workspace, command: str, token: CancelToken) -> None:
+    """Run ``command`` on the main thread and press Ctrl-C (a ``SIGINT`` to the process) once
+    ``scratch/before.txt`` exists; the call must re-raise the interrupt."""
+    def interrupt_once_running() -> None:
+        while not ws.exists("scratch/before.txt"):
+            time.sleep(0.002)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_running).start()
+    with pytest.raises(KeyboardInterrupt):
+        ws.shell(command, token=token)
+
+
+def test_an_interrupt_during_a_file_operation_lets_it_finish_then_is_re_raised(
+        ws: Workspace) -> None:
+    # the interrupt arrives while the interpreter's write waits inside storage, on the main
+    # thread: the write completes, nothing after it starts, then the interrupt is raised
+    assert threading.current_thread() is threading.main_thread()
+    token = CancelToken()
+    held = threading.Event()
+
+    def hold_until_interrupted() -> None:
+        with ws.fs.lock.shared():
+            held.set()
+            while not lock_waiter_blocked(ws.fs):
+                time.sleep(0.002)
+            os.kill(os.getpid(), signal.SIGINT)
+            while not token.cancelled:
+                time.sleep(0.002)
+
+    holder = threading.Thread(target=hold_until_interrupted)
+    holder.start()
+    held.wait()
+    with pytest.raises(KeyboardInterrupt):
+        ws.shell("echo x > /output/main.md; echo y > /output/next.txt", token=token)
+    holder.join()
+    assert token.cancelled
+    assert ws.read("output/main.md") == "x\n"
+    assert not ws.exists("output/next.txt")
+
+
+def test_a_shell_call_leaves_the_interrupt_handling_as_it_found_it(ws: Workspace) -> None:
+    assert ws.shell("echo hi").stdout == "hi\n"
+    interrupt_during(ws, "echo x > /scratch/before.txt; sleep 60", CancelToken())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.set_wakeup_fd(-1) == -1  # no wake-up descriptor left behind
+
+
+def test_with_a_wakeup_descriptor_of_its_own_an_interrupt_still_cancels(ws: Workspace
+                                                                        ) -> None:
+    # an event loop that handles signals has set one: the call leaves it alone
+    mine, other = socket.socketpair()
+    mine.setblocking(False)
+    previous = signal.set_wakeup_fd(mine.fileno())
+    try:
+        token = CancelToken()
+        interrupt_during(ws, "echo x > /scratch/before.txt; sleep 60; echo y > "
+                         "/scratch/after.txt", token)
+        assert token.cancelled
+        assert not ws.exists("scratch/after.txt")
+        assert signal.set_wakeup_fd(mine.fileno()) == mine.fileno()  # still the loop's
+        assert other.recv(16) == bytes([signal.SIGINT])  # and it was told of the signal
+    finally:
+        signal.set_wakeup_fd(previous)
+        mine.close()
+        other.close()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tavernlab.host import Lab, Run
-from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult
+from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult, ShellToolResult
 from tavernlab.shell.tool import BASE_DESCRIPTION, shell_tools
 from tavernlab.workspace.profile import Profile, WorkspaceSettings
 from tavernlab.workspace.tooling import ToolResult
@@ -335,3 +335,36 @@ def test_invocations_run_shells_in_parallel_with_their_own_views(run: Run) -> No
                            "cat: /scratch/x.md: workspace path `scratch/x.md` was not found.")
     assert box["main"].content.splitlines()[1:] == [
         "output", "persist", "plan", "scratch", "skills", "summaries", "tool-results"]
+
+
+def test_a_stored_result_read_back_takes_its_outcome_from_the_error_code(run: Run) -> None:
+    # an interpreter failure has no status line; text that looks like one stays its text
+    plain = ToolResult(content="Exit code: 7\nboom", structured={"exitCode": None,
+                                                                 "outputTruncated": False},
+                       is_error=True, error_code="workspace.shell_failed")
+    recovered = ShellResult.from_tool_result(plain)
+    assert (recovered.outcome, recovered.exit_code, recovered.stdout, recovered.stderr) == (
+        ShellOutcome.FAILED, None, "", "Exit code: 7\nboom")
+    timed_out = ShellResult.from_tool_result(ToolResult(
+        content="Command timed out.\npartial", structured={"exitCode": None,
+                                                          "outputTruncated": True},
+        is_error=True, error_code="workspace.shell_timeout"))
+    assert (timed_out.outcome, timed_out.stdout, timed_out.output_truncated) == (
+        ShellOutcome.TIMED_OUT, "partial", True)
+    ok = ShellResult.from_tool_result(ToolResult(
+        content="Exit code: 0\nhi", structured={"exitCode": 0, "outputTruncated": False}))
+    assert (ok.outcome, ok.exit_code, ok.stdout, ok.is_error) == (
+        ShellOutcome.COMPLETED, 0, "hi", False)
+
+
+def test_a_refused_workdir_carries_the_shell_result_it_was_built_with(run: Run) -> None:
+    result = run.call_tool("workspace.shell", {"command": "pwd", "workdir": "/nope"})
+    assert isinstance(result, ShellToolResult)
+    assert result.shell == ShellResult(ShellOutcome.FAILED, None, "",
+                                       "workdir `/nope` is not a workspace directory", False)
+    assert stored(run, result) == {
+        "callId": result.call_id, "toolId": "workspace.shell",
+        "content": "workdir `/nope` is not a workspace directory",
+        "structured": {"error": {"code": "workspace.shell_failed",
+                                 "message": "workdir `/nope` is not a workspace directory"}},
+        "isError": True, "errorCode": "workspace.shell_failed", "resourceRefs": []}

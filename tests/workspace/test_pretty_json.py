@@ -4,13 +4,15 @@ run records and persist states stays byte for byte the same)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tavernlab.workspace.records import pretty_json
+from tavernlab.events import Model
+from tavernlab.workspace.records import dump_model, model_text, pretty_json
 
 _LEAF = (st.none() | st.booleans() | st.integers() | st.floats() | st.text()
          | st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)))
@@ -67,3 +69,27 @@ def test_write_model_writes_what_write_json_of_the_dump_writes(tmp_path: Path) -
         write_model(tmp_path / "model.json", manifest)
         write_json(tmp_path / "json.json", dump_model(manifest))
         assert (tmp_path / "model.json").read_bytes() == (tmp_path / "json.json").read_bytes()
+
+
+class _Sample(Model):
+    """A record with a timestamp, optional fields and room for extra ones."""
+
+    name: str
+    when: datetime
+    note: str | None = None
+    refs: dict[str, str] | None = None
+
+
+@pytest.mark.parametrize("extra", [
+    {},
+    {"blockedReason": "a tool call with no result"},
+    {"ratio": 1e16, "half": 0.5},  # floats: json's forms, not pydantic-core's
+    {"nested": {"a": [1, None, "ü"], "b": True}},
+    {"text": "lone \ud800 surrogate"},
+], ids=["none", "text", "floats", "nested", "surrogate"])
+def test_model_text_is_the_pretty_json_of_the_dumped_model(extra: dict[str, object]) -> None:
+    sample = _Sample(name="é ✓ \"q\"", when=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+                     refs={"z": "1", "a": "2"}, **extra)
+    assert model_text(sample) == pretty_json(dump_model(sample))
+    assert model_text(sample.model_copy(update={"note": "set"})) == pretty_json(
+        dump_model(sample.model_copy(update={"note": "set"})))

@@ -316,8 +316,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                       loop=loop)
     record_name = tool_record_name(ctx.round, ctx.call_id)
     refusal = unstorable(arguments)
-    args_path = core.dir / layout.tool_args_path(invocation.id, record_name)
-    relative = str(args_path.relative_to(core.dir))
+    relative = layout.tool_args_path(invocation.id, record_name)
+    args_path = f"{core.dir}/{relative}"
     try:
         if loop is None:
             write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
@@ -326,7 +326,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
         else:
             write_new_json(args_path, arguments, core.staging)
     except FileExistsError:
-        raise _duplicate(core, ctx, args_path) from None
+        raise _duplicate(core, ctx, relative) from None
     except OSError as exc:  # nothing of the call is recorded: the run goes on
         raise FileIo("write", relative, exc) from None
     scope = EventScope(invocation_id=invocation.id)
@@ -410,7 +410,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     return stored, interrupted
 
 
-def write_new_json(path: Path, value: Any, staging: Path | None = None) -> None:
+def write_new_json(path: str | Path, value: Any, staging: str | Path | None = None) -> None:
     """Write ``value`` as pretty JSON (non-ASCII kept; escaped only when the text holds a
     lone surrogate) to a file that must not exist yet, whole (a tool call's stored arguments
     or an invocation's tool snapshot: a second call with the same id in the same round is
@@ -452,12 +452,12 @@ def _host_fault(core: RunCore, ctx: CallContext, started: float, scope: EventSco
         core.fail(message)
 
 
-def _duplicate(core: RunCore, ctx: CallContext, args_path: Path) -> WriteConflict:
+def _duplicate(core: RunCore, ctx: CallContext, relative: str) -> WriteConflict:
     """A second call with an id already used in this round: its arguments are never
     written over the first call's (whose records stay as they are), and the run fails
     before the second call starts."""
-    error = WriteConflict(str(args_path.relative_to(core.dir)), "already_exists",
-                          actual_sha256=hashlib.sha256(args_path.read_bytes()).hexdigest())
+    error = WriteConflict(relative, "already_exists", actual_sha256=hashlib.sha256(
+        (core.dir / relative).read_bytes()).hexdigest())
     error.not_started = True  # type: ignore[attr-defined]  # the call never started
     if ctx.loop is None:  # the loop ends a run it drives itself
         core.fail(f"duplicate tool call id `{ctx.call_id}` in round {ctx.round}: {error}")

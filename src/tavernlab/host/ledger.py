@@ -35,7 +35,12 @@ from tavernlab.host.index import RunIndex
 from tavernlab.workspace import layout
 from tavernlab.workspace.fs import STAGING_DIR_NAME
 from tavernlab.workspace.logs import EventLog, JournalLog
-from tavernlab.workspace.records import RunRecord, dump_model, write_json
+from tavernlab.workspace.records import (
+    RunRecord,
+    dump_model,
+    model_text,
+    write_text_atomically,
+)
 
 #: The counters checkpoint of a run (beside ``events.jsonl``).
 CHECKPOINTS = "counters.jsonl"
@@ -58,7 +63,9 @@ class RunLedger:
         self.journal = journal
         self._summary = summary
         self._checkpoint = checkpoint
-        self._written: dict[str, Any] | None = None  # run.json as last written
+        self._written: str | None = None  # run.json as last written
+        self._path = f"{run_dir}/{layout.RUN_RECORD}"
+        self._staging = f"{run_dir}/{STAGING_DIR_NAME}"
         self._dirty = True
         #: The status the index entry shows (``None``: not written by this process yet).
         self.indexed_status: str | None = None
@@ -81,13 +88,13 @@ class RunLedger:
         """Write ``run.json`` now if it changed."""
         if not self._dirty:
             return
-        data = dump_model(self.record)
-        if data != self._written:
+        text = model_text(self.record)
+        if text != self._written:
             try:
-                write_json(self.dir / layout.RUN_RECORD, data, staging=self.dir / STAGING_DIR_NAME)
+                write_text_atomically(self._path, text, staging=self._staging)
             except OSError as exc:  # still due: written with the next change
                 raise FileIo("write", layout.RUN_RECORD, exc) from None
-            self._written = data
+            self._written = text
         self._dirty = False
 
     def sync(self, batch_ended: bool) -> None:

@@ -53,6 +53,8 @@ from tavernlab.shell.commands import ASYNC_BUILTINS, ShellCommands, builtin_name
 from tavernlab.shell.limits import MAX_STREAM_BYTES
 from tavernlab.shell.resources import (
     DEFAULT_HELPER,
+    INTERRUPTS,
+    InterruptWatch,
     MainThreadHelper,
     ShellOptions,
     ShellResources,
@@ -140,22 +142,36 @@ def _is_timeout(error: str) -> bool:
 
 def execute_interruptibly(bash: bashkit.Bash, command: str,
                           on_output: Callable[[str, str], None], cancel: CancelToken,
-                          helper: MainThreadHelper = DEFAULT_HELPER) -> bashkit.ExecResult:
+                          helper: MainThreadHelper = DEFAULT_HELPER,
+                          interrupts: InterruptWatch = INTERRUPTS) -> bashkit.ExecResult:
     """``bash.execute_sync(command)``, interruptible from the keyboard in the main thread.
 
-    On the main thread (a notebook cell, the CLI) the interpreter runs on a helper thread
-    while the main thread waits, so a Jupyter interrupt or Ctrl-C reaches Python at once: it
-    cancels the call (``cancel``), the main thread keeps waiting until the interpreter and
-    every file operation it started have finished, then the ``KeyboardInterrupt`` is
-    re-raised. On any other thread the interpreter simply runs in place.
+    On the main thread (a notebook cell, the CLI) a Jupyter interrupt or Ctrl-C cancels the
+    call (``cancel``) at once; the main thread keeps waiting until the interpreter and every
+    file operation it started have finished, then the ``KeyboardInterrupt`` is re-raised.
+    The interpreter runs in place, under :class:`~tavernlab.shell.resources.InterruptWatch`
+    (an interrupt is noted, never raised inside one of its callbacks); where that watch does
+    not apply (another ``SIGINT`` handler, a signal wake-up descriptor already set) it runs on
+    the helper thread while the main thread waits, interruptibly. On any other thread the
+    interpreter simply runs in place.
     """
     if threading.current_thread() is not threading.main_thread():
         return bash.execute_sync(command, on_output=on_output)
+    seen = interrupts.begin(cancel)
+    if seen is not None:
+        try:
+            result: bashkit.ExecResult = bash.execute_sync(command, on_output=on_output)
+        finally:
+            interrupts.end()
+        if seen.arrived:
+            cancel.cancel("interrupted")  # already, unless it came as the call returned
+            raise KeyboardInterrupt
+        return result
     call = helper.submit(bash.execute_sync, command, on_output=on_output)
     interrupted: KeyboardInterrupt | None = None
     while True:
         try:
-            result: bashkit.ExecResult = call.wait()
+            result = call.wait()
             break
         except KeyboardInterrupt as exc:
             interrupted = interrupted or exc

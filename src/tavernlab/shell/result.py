@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tavernlab.errors import ToolError
 from tavernlab.workspace.tooling import ToolResult
 
 
@@ -27,9 +28,10 @@ ERROR_CODES: dict[ShellOutcome, str] = {
     ShellOutcome.FAILED: "workspace.shell_failed",
 }
 
+#: The outcome each error code stands for (a stored result's ``errorCode`` tells it).
+OUTCOMES: dict[str, ShellOutcome] = {code: outcome for outcome, code in ERROR_CODES.items()}
+
 OUTPUT_TRUNCATED = "Output truncated."
-_STATUS_LINES = {"Command cancelled.": ShellOutcome.CANCELLED,
-                 "Command timed out.": ShellOutcome.TIMED_OUT}
 
 
 def status_line(outcome: ShellOutcome, exit_code: int | None) -> str:
@@ -124,25 +126,41 @@ class ShellResult:
     def from_tool_result(cls, result: ToolResult) -> ShellResult:
         """The shell result behind a ``workspace.shell`` tool result (``tool_result`` set).
 
-        Results produced in this process carry it (:class:`ShellToolResult`). Any other
-        result - a refusal before the shell ran (``tool.invalid_arguments``, a bad
-        ``workdir``, ``tool.round_cancelled``...) or one read back from ``tool-results/`` -
-        is rebuilt from its content: a status line gives the outcome and the rest becomes
-        ``stdout`` (stored results do not keep the two streams apart); without a status line
-        the outcome is ``FAILED`` and the content is ``stderr``.
+        Results produced in this process carry it (:class:`ShellToolResult`: the shell's
+        own result, as the call built it, and the refusal of a bad ``workdir``). Any other
+        result - one read back from ``tool-results/`` - is rebuilt from what it stored: the
+        error code gives the outcome (no error code: completed) and ``structured`` the exit
+        status and truncation; for an outcome with a status line the text after that line
+        becomes ``stdout`` (stored results do not keep the two streams apart), and a failure
+        (which has none), or an error code that is not the shell's, keeps the whole content
+        as ``stderr``.
         """
         if isinstance(result, ShellToolResult) and result.shell is not None:
             return replace(result.shell, tool_result=result)
         structured = result.structured if isinstance(result.structured, dict) else {}
-        exit_code = structured.get("exitCode")
-        first, _, rest = result.content.partition("\n")
-        outcome = _STATUS_LINES.get(first, ShellOutcome.COMPLETED
-                                    if first.startswith("Exit code: ") else None)
-        if outcome is None:
+        outcome = (OUTCOMES.get(result.error_code or "", ShellOutcome.FAILED)
+                   if result.is_error else ShellOutcome.COMPLETED)
+        if outcome is ShellOutcome.FAILED:
             return cls(ShellOutcome.FAILED, None, "", result.content, False,
                        list(result.resource_refs), result)
-        return cls(outcome, exit_code if isinstance(exit_code, int) else None, rest, "",
+        exit_code = structured.get("exitCode")
+        return cls(outcome, exit_code if outcome is ShellOutcome.COMPLETED
+                   and isinstance(exit_code, int) else None,
+                   result.content.partition("\n")[2], "",
                    bool(structured.get("outputTruncated")), list(result.resource_refs), result)
+
+    @classmethod
+    def refused(cls, error: ToolError) -> ShellToolResult:
+        """The tool result of a call the shell refused before running anything (a bad
+        ``workdir``): stored like any refusal (content = the message, ``structured`` =
+        ``{error: {code, message}}``), carrying the failed shell result whose ``stderr`` is
+        the message."""
+        plain = ToolResult.from_error(error)
+        return ShellToolResult(
+            content=plain.content, structured=plain.structured, is_error=True,
+            error_code=plain.error_code, resource_refs=plain.resource_refs,
+            shell=cls(ShellOutcome.FAILED, None, "", plain.content, False,
+                      list(plain.resource_refs)))
 
 
 @dataclass(slots=True)

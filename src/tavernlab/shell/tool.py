@@ -5,7 +5,9 @@ unknown keys, a missing ``command`` and wrong types fail with ``tool.invalid_arg
 handler runs :func:`~tavernlab.shell.execute.execute_shell` over the calling agent's scoped
 view with the run's frozen context, the call's cancel token and the run's shell deadline, and
 returns the shell's tool result (a :class:`~tavernlab.shell.result.ShellToolResult`, so
-``ShellResult.from_tool_result`` recovers stdout and stderr).
+``ShellResult.from_tool_result`` recovers stdout and stderr). A bad ``workdir`` is refused
+the same way: its stored result is the refusal's, and the shell result it carries is a
+failure whose stderr is the message (nothing is ever parsed back from the formatted text).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tavernlab.clock import is_deterministic, seed_from
+from tavernlab.errors import ToolError
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.shell.resources import ShellOptions, ShellResources
+from tavernlab.shell.result import ERROR_CODES, ShellOutcome, ShellResult
 from tavernlab.workspace.tooling import (
     Arguments,
     ToolContext,
@@ -39,6 +43,9 @@ Shell edits create no read records: read a file again before rewriting or
 patching it with the text tools."""
 
 ARGUMENT_NAMES = ("command", "workdir")
+
+#: The refusal of a bad ``workdir`` (the shell's own failure code).
+SHELL_FAILED = ERROR_CODES[ShellOutcome.FAILED]
 
 #: Upstream's base description of the shell, what a model is shown (before the Profile's
 #: context appends its ``Prefer …`` sentence); :data:`DESCRIPTION` is the longer guide.
@@ -66,9 +73,14 @@ def shell_tools(resources: ShellResources | Callable[[], ShellResources] | None 
         options = ShellOptions(clock=ctx.clock if fixed else None,
                                seed=seed_from(ctx.ids) if fixed else 0, on_output=ctx.output)
         chosen = resources() if callable(resources) else resources or ShellResources()
-        result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
-                               deadline_s=ctx.shell_deadline_s, token=ctx.token,
-                               resources=chosen, options=options)
+        try:
+            result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
+                                   deadline_s=ctx.shell_deadline_s, token=ctx.token,
+                                   resources=chosen, options=options)
+        except ToolError as error:
+            if error.code != SHELL_FAILED:  # the host's refusals (invalid arguments)
+                raise
+            return ShellResult.refused(error)  # a bad workdir: a failed shell, as built
         return result.to_tool_result()
 
     return (ToolSpec(TOOL_ID, shell_tool, True, BASE_DESCRIPTION, ARGUMENT_NAMES,

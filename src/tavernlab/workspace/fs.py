@@ -342,7 +342,10 @@ class WorkspaceFs:
             # The whole path is walked first, so its errors name it.
             if self.containment.check(path) is None and guard.kind == "must_match_sha256":
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
-            if path.parent is not None:
+            # The walk validated every existing folder on the way: when it reached the
+            # parent, there is nothing to create.
+            if (path.parent is not None
+                    and self.containment.host(path.parent) not in self.containment.directories):
                 self._mkdir_locked(path.parent, recursive=True)
             return self._write_locked(path, data, guard)
 

@@ -8,6 +8,7 @@ with :func:`write_json` (temp file + atomic rename) so a reader never sees half 
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -33,9 +34,9 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "partial_success", "
 # --- JSON files --------------------------------------------------------------------------
 
 
-def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: bool = False,
-               fresh: bool = False, exclusive: bool = False,
-               staging: Path | None = None) -> None:
+def write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2,
+               ascii_only: bool = False, fresh: bool = False, exclusive: bool = False,
+               staging: str | os.PathLike[str] | None = None) -> None:
     """Write JSON atomically: temp file in the same directory, flush, rename over ``path``.
 
     ``ascii_only`` escapes every non-ASCII character (used for data that may hold text that
@@ -56,6 +57,13 @@ def write_json(path: Path, data: Any, *, indent: int | None = 2, ascii_only: boo
     _write_bytes(path, content, fresh=fresh, staging=staging)
 
 
+def write_text_atomically(path: str | os.PathLike[str], text: str, *,
+                          staging: str | os.PathLike[str] | None = None) -> None:
+    """Write ``text`` (a JSON document, given a final newline here) the way :func:`write_json`
+    does: a temporary file renamed over ``path``."""
+    _write_bytes(path, (text + "\n").encode("utf-8"), staging=staging)
+
+
 def write_model(path: Path, model: Model) -> None:
     """``write_json(path, dump_model(model))``, byte for byte, serialized by pydantic-core in
     one pass (a persist state's manifest and a run's persist snapshot list every file). Only
@@ -70,8 +78,8 @@ def write_model(path: Path, model: Model) -> None:
     _write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
-                 staging: Path | None = None) -> None:
+def _write_bytes(path: str | os.PathLike[str], content: bytes, *, fresh: bool = False,
+                 staging: str | os.PathLike[str] | None = None) -> None:
     """Write ``content`` atomically (see :func:`write_json`)."""
     if fresh:
         try:
@@ -82,7 +90,8 @@ def _write_bytes(path: Path, content: bytes, *, fresh: bool = False,
     atomic.publish(path, content, temp=atomic.writer_temp(path, staging), parents=True)
 
 
-def _link_new(path: Path, content: bytes, staging: Path | None) -> None:
+def _link_new(path: str | os.PathLike[str], content: bytes,
+              staging: str | os.PathLike[str] | None) -> None:
     """Create ``path`` holding ``content``, whole, or raise ``FileExistsError`` when it
     exists (see :func:`write_json`)."""
     atomic.create_new(path, content, temp=atomic.writer_temp(path, staging), parents=True)
@@ -152,6 +161,20 @@ def read_json(path: Path) -> Any:
 def dump_model(model: Model) -> dict[str, Any]:
     """A model as upstream JSON: aliases, no ``None`` fields."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def model_text(model: Model) -> str:
+    """``pretty_json(dump_model(model))``, the same text, serialized by pydantic-core in one
+    pass when it is sure to be the same: the model's own fields hold no float (true of the
+    records this is used for) and its extra fields are plain data (a float or a lone
+    surrogate among them takes the long way, as :func:`pretty_json` does)."""
+    extra = model.__pydantic_extra__
+    if not extra or _plain(extra):
+        try:
+            return model.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+        except PydanticSerializationError:  # a lone surrogate: json's handling
+            pass
+    return pretty_json(dump_model(model))
 
 
 # --- run.json ------------------------------------------------------------------------------
