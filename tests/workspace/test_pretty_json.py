@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tavernlab.events import Model
+from tavernlab.ondisk import Model
 from tavernlab.workspace.records import dump_model, model_text, pretty_json
 
 _LEAF = (st.none() | st.booleans() | st.integers() | st.floats() | st.text()
