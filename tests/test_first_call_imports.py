@@ -1,0 +1,50 @@
+"""What the first tool call of a fresh process loads: ``from tavernlab import Lab``, a run
+started and one ``workspace.write_file`` import only the workspace, the host and the event
+models they use, never the notebook, the JavaScript sandbox, the shell, the providers or the
+agent loop (read from ``sys.modules`` of a fresh process; no timing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+#: Third-party packages the first call never imports.
+HEAVY = ("IPython", "ipykernel", "ipywidgets", "anywidget", "nbformat", "nbclient",
+         "jupyter_client", "jsbox", "bashkit", "tree_sitter", "tree_sitter_javascript", "yaml",
+         "mcp", "openai", "anthropic", "httpx", "h11", "git")
+#: tavernlab packages the first call never imports.
+UNUSED = ("tavernlab.agent", "tavernlab.models", "tavernlab.notebook", "tavernlab.view",
+          "tavernlab.views", "tavernlab.replay", "tavernlab.worktree", "tavernlab.mcp_server",
+          "tavernlab.mcp_client", "tavernlab.cli", "tavernlab.demo", "tavernlab.js.pool",
+          "tavernlab.js.command", "tavernlab.js.kit", "tavernlab.shell.session",
+          "tavernlab.skills.package")
+
+FIRST_CALL = (
+    "import sys, tempfile\n"
+    "from tavernlab import Lab\n"
+    "lab = Lab(sys.argv[1])\n"
+    "run = lab.start_run(chat_id='c')\n"
+    "result = run.call_tool('workspace.write_file', {'path': 'output/a.md', 'content': 'x'})\n"
+    "assert not result.is_error, result\n"
+    "lab.close()\n"
+    "import json; print(json.dumps(sorted(sys.modules)))\n"
+)
+
+
+def first_call_modules(where: Path) -> list[str]:
+    """The ``sys.modules`` keys after a fresh process's first call, in a lab at ``where``."""
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL, str(where)], capture_output=True,
+                          text=True, check=True, timeout=120)
+    modules: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return modules
+
+
+def test_the_first_call_loads_no_heavy_package(tmp_path: Path) -> None:
+    modules = first_call_modules(tmp_path / "lab")
+    assert "tavernlab.workspace.tools.writing" in modules
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+    assert sorted(m for m in modules
+                  if any(m == u or m.startswith(u + ".") for u in UNUSED)) == []
+    assert (tmp_path / "lab").is_dir()
