@@ -339,7 +339,9 @@ def measure(samples: int, profile_runs: int) -> tuple[list[Row], list[str]]:
                  f"{LIMIT}x (f)")
     lines.append(f"  (f): {describe(traced)}")
     lines.append(f"  for reference: pydantic alone (import, one model, one validation) "
-                 f"{wall['pydantic']:.1f} ms wall {cpu['pydantic']:.1f} ms CPU; (b) with "
+                 f"{wall['pydantic']:.1f} ms wall {cpu['pydantic']:.1f} ms CPU, "
+                 f"{wall['pydantic'] / wall['floor']:.2f}x (f) wall, "
+                 f"{cpu['pydantic'] / cpu['floor']:.2f}x (f) CPU; (b) with "
                  f"PYDANTIC_DISABLE_PLUGINS=__all__ {wall['no-plugins']:.1f} ms wall "
                  f"{cpu['no-plugins']:.1f} ms CPU")
     lines.append("where (b) goes, inside the process (median ms):")
