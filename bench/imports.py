@@ -26,9 +26,11 @@ variable: tavernlab never sets it), so the report can say what of (b) is pydanti
 
 Printed: the median wall time of each (and the CPU time the children used, less sensitive to
 the load), the ratio (b)/(f) (the median of the per-sample ratios) and the target: (b) <= 2.5x
-its plain floor (f), measured in the same run. Then where (b) spends its
-time: the median of each step inside the process, and the top 10 modules by cumulative and by
-self import time (``-X importtime``, medians over a few runs). Bytecode is cached in a
+its plain floor (f), measured in the same run, with the load average read before and after
+the samples (a busy machine makes the row noisy). Then where (b) spends its time: the median
+of each step inside the process (and, in other fresh processes, of a second ``start_run`` and
+its first call after the first ones), and the top 10 modules by cumulative and by self import
+time (``-X importtime``, medians over a few runs). Bytecode is cached in a
 temporary ``PYTHONPYCACHEPREFIX`` (warmed first), as it is for an installed package, even when
 the environment sets ``PYTHONDONTWRITEBYTECODE``.
 
