@@ -45,6 +45,7 @@ from tavernlab.host.sessions import SessionStore
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.logs import json_string
 from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.persist import PersistSnapshot
@@ -60,7 +61,6 @@ from tavernlab.workspace.records import (
     dump_model,
     read_json,
     write_json,
-    write_model,
 )
 
 if TYPE_CHECKING:  # the skill engine is loaded only by a run that binds or reopens skills
@@ -131,7 +131,8 @@ class RunFactory:
                           FrozenContext(snapshot or {}, macros), chat, bound, mount,
                           main_id="inv_root" if loop else None)
         core.ledger.write_record()
-        with core.feed.batch():
+        # tens of thousands of acyclic objects for a large persist state: no collection
+        with collector_paused(), core.feed.batch():
             _initialize(core, snapshot or {}, origin)
             if host_chat is not None:
                 (run_dir / "input" / "host_chat.json").write_bytes(host_chat)
@@ -140,7 +141,7 @@ class RunFactory:
                                               core.fs.containment.links, base)
             core.persist_snapshot = persist
             core.activities.record(persist_changes(persist))
-            write_model(run_dir / "input" / "persist_snapshot.json", persist)
+            persist.write(run_dir / "input" / "persist_snapshot.json")
             core.emit(PersistentProjectionInitialized, ProjectionSummary(
                 base_state_id=persist_base, files=len(persist.files),
                 directories=len(persist.directories or [])))

@@ -23,10 +23,11 @@ import os
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339
+from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339, stamps
 from tavernlab.errors import FileIo
 from tavernlab.events import (
     EVENT_TYPES,
@@ -177,16 +178,17 @@ class JournalLog(SequencedLog):
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        now = events.clock.now
         head = f', "runId": {json_string(events.run_id)}, "timestamp": "'
         middle = (f'", "level": {json_string(kind.default_level())}, "type": '
                   f'{json_string(type_name)}, "payload": ')
         with collector_paused():  # tens of thousands of acyclic dicts (see log_reading)
-            return [(None, _unnumbered(ident, type_name,
-                                       f'"id": {json_string(ident)}{head}{rfc3339(now())}'
-                                       f'{middle}{payload}}}', anchored=True))
-                    for ident, payload in zip(many_ids(events.ids, "jrn", len(payloads)),
-                                              payloads, strict=True)]
+            idents = many_ids(events.ids, "jrn", len(payloads))
+            moments = stamps(events.clock, len(payloads))
+            # each what _unnumbered(..., anchored=True) makes, inline (a call per record)
+            return [(None, {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
+                            "rest": f'"id": {json_string(ident)}{head}{moment}{middle}'
+                                    f'{payload}}}\n'.encode()})
+                    for ident, moment, payload in zip(idents, moments, payloads, strict=True)]
 
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
@@ -373,14 +375,15 @@ def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: in
         if not notes:
             return
         journal._catch_up(fd, size)
-        lines = []
-        offset = size
         for number, data in enumerate(notes, start=journal.last_seq + 1):
             data["seq"] = number
-            line = _line(data)
-            if data["type"] in OFFSET_TYPES:
-                journal.written_at[data["id"]] = offset
-            offset += len(line)
-            lines.append(line)
+        # _line of each (every journal record is anchored), inline: one format per record
+        lines = [b'{"seq": %d, "eventSeq": %d, %b' % (data["seq"], data["eventSeq"],
+                                                      data["rest"]) for data in notes]
+        kept = [index for index, data in enumerate(notes) if data["type"] in OFFSET_TYPES]
+        if kept:
+            offsets = list(accumulate(map(len, lines), initial=size))
+            for index in kept:
+                journal.written_at[notes[index]["id"]] = offsets[index]
         _written(journal, lambda: journal._write_anchored(
             fd, size, lines, [data["eventSeq"] for data in notes]))

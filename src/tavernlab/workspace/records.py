@@ -72,6 +72,13 @@ def write_model(path: Path, model: Model) -> None:
     _write_bytes(path, (text + "\n").encode("utf-8"))
 
 
+def write_json_text(path: Path, text: str) -> None:
+    """Write JSON text already rendered (the newline :func:`write_json` ends a file with is
+    added) atomically, as :func:`write_json` writes a file; ``UnicodeEncodeError`` (a lone
+    surrogate) before anything is written."""
+    _write_bytes(path, (text + "\n").encode("utf-8"))
+
+
 def _temp_for(path: Path, staging: Path | None) -> Path:
     """A temporary name for ``path``'s new bytes: ``.<name>.tmp-<pid>-<32 hex>`` (the
     writer's process id lets a cleaner tell a dead writer's leftover from a live write)."""
