@@ -273,12 +273,14 @@ class PersistRepository:
                 persist_dir.mkdir()
                 raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not "
                                    "match its manifest")
-            if links is not None:
-                found = tree.files
-                links.add_all((key, found[path]) for path, key in made)
-            return PersistSnapshot(base_state_id=base_state_id,
-                                   files=sorted(entries),  # by path: the first field
-                                   directories=sorted(tree.directories))
+            if links is not None:  # (key, content) of each link, paired in C
+                links.add_all(zip(map(itemgetter(1), made),
+                                  map(tree.files.__getitem__, map(itemgetter(0), made)),
+                                  strict=True))
+            # the manifest's entries were validated when it was read
+            return PersistSnapshot.model_construct(
+                base_state_id=base_state_id, files=sorted(entries),  # by path: the first field
+                directories=sorted(tree.directories))
 
     # -- publication ---------------------------------------------------------------------
 
