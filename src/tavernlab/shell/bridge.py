@@ -194,7 +194,10 @@ class WorkspaceBridge:
 
     def _stat(self, path: WorkspacePath | None, metadata: WorkspaceMetadata) -> VfsStat:
         """What ``stat`` reports for a node of ``metadata`` (its mode: :meth:`_mode`)."""
-        mode = self._mode(path, metadata.is_dir)
+        return self._vfs_stat(metadata, self._mode(path, metadata.is_dir))
+
+    def _vfs_stat(self, metadata: WorkspaceMetadata, mode: int) -> VfsStat:
+        """The :class:`VfsStat` of a node of ``metadata`` shown with ``mode``."""
         if self.file_time is not None:
             return VfsStat(metadata.is_dir, metadata.bytes, mode, self.file_time,
                            self.file_time)
@@ -263,10 +266,15 @@ class WorkspaceBridge:
         children = []
         remember = self.scope.fs.containment.generation == generation
         parsed = self._parsed
+        # below a root every child has the same mode for its kind (see _mode)
+        modes = None if target is None else {kind: self._mode(target.join("x"), kind)
+                                             for kind in (False, True)}
         for entry in entries:
             text = entry.path
             child = WorkspacePath(text)
-            result = self._stat(child, entry.metadata)
+            metadata = entry.metadata
+            result = (self._stat(child, metadata) if modes is None
+                      else self._vfs_stat(metadata, modes[metadata.is_dir]))
             if remember:
                 self._stats[child] = result
             name = child.name
