@@ -25,6 +25,7 @@ from tavernlab.clock import (
     parse_rfc3339,
     rfc3339,
     rfc3339_millis,
+    stamps,
 )
 
 
@@ -224,3 +225,21 @@ def test_many_ids_are_the_ids_new_would_mint_in_order() -> None:
     plain = OnlyNew()
     assert many_ids(plain, "jrn", 2) == [f"jrn_{1:032x}", f"jrn_{2:032x}"]
     assert plain.asked == 2
+
+
+def test_stamps_of_a_fixed_clock_are_its_readings_one_by_one() -> None:
+    start = datetime(2026, 12, 1, 9, 30, 59, 999_998, tzinfo=UTC)
+    one, other = (FixedClock(start=start, step=timedelta(microseconds=1)) for _ in range(2))
+    assert stamps(one, 4) == [rfc3339(other.now()) for _ in range(4)] == [
+        "2026-12-01T09:30:59.999998Z", "2026-12-01T09:30:59.999999Z", "2026-12-01T09:31:00Z",
+        "2026-12-01T09:31:00.000001Z"]
+    assert stamps(one, 0) == []
+
+
+def test_stamps_of_the_system_clock_are_readings_in_order() -> None:
+    before = datetime.now(UTC)
+    taken = stamps(SystemClock(), 2000)
+    after = datetime.now(UTC)
+    moments = [parse_rfc3339(text) for text in taken]
+    assert before <= moments[0] and moments == sorted(moments) and moments[-1] <= after
+    assert [rfc3339(moment) for moment in moments] == taken

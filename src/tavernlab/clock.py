@@ -357,6 +357,26 @@ def rfc3339(moment: datetime) -> str:
     return f"{head}.{micro:06d}Z" if micro else f"{head}Z"
 
 
+def stamps(clock: Clock, count: int) -> list[str]:
+    """:func:`rfc3339` of ``count`` readings of ``clock`` taken one after the other (one per
+    record of a batch, as one by one). The system clock is read as ``datetime.now(UTC)``
+    reads it (``time.time_ns()``, to the microsecond below), without a ``datetime`` each: a
+    run started from a large persist state stamps a record per file."""
+    if type(clock) is not SystemClock:
+        now = clock.now
+        return [rfc3339(now()) for _ in range(count)]
+    out: list[str] = []
+    append = out.append
+    heads: dict[int, str] = {}
+    for _ in range(count):
+        second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+        head = heads.get(second)
+        if head is None:
+            head = heads[second] = datetime.fromtimestamp(second, UTC).isoformat()[:-6]
+        append(f"{head}.{micro:06d}Z" if micro else f"{head}Z")
+    return out
+
+
 #: ``YYYY-MM-DDTHH:MM:SS`` of the seconds :func:`rfc3339` formatted lately.
 _SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
 

@@ -33,7 +33,7 @@ from tavernlab.events import Event, EventScope, JournalRecord, Level
 from tavernlab.locks import shared_lock_if_present
 from tavernlab.ondisk import Model
 from tavernlab.workspace.log_reading import collector_paused
-from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records, model_of
+from tavernlab.workspace.logs import Built, EventLog, JournalLog, append_records, models_of
 
 E = TypeVar("E", bound=Event)
 J = TypeVar("J", bound=JournalRecord)
@@ -162,7 +162,8 @@ class RunFeed:
             self.on_written(batch_ended)
         if self._subscribers:
             for make, data in pending:
-                self._tell(model_of(make, data))
+                for record in models_of(make, data):
+                    self._tell(record)
 
     def _tell(self, record: Event) -> None:
         for subscription in self._subscribers:

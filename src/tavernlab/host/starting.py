@@ -46,6 +46,7 @@ from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext
+from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.logs import json_string
 from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.persist import PersistSnapshot
@@ -61,7 +62,6 @@ from tavernlab.workspace.records import (
     dump_model,
     read_json,
     write_json,
-    write_model,
 )
 
 if TYPE_CHECKING:  # the skill engine is loaded only by a run that binds or reopens skills
@@ -132,7 +132,8 @@ class RunFactory:
                           FrozenContext(snapshot or {}, macros), chat, bound, mount,
                           main_id="inv_root" if loop else None)
         core.ledger.write_record()
-        with core.feed.batch():
+        # tens of thousands of acyclic objects for a large persist state: no collection
+        with collector_paused(), core.feed.batch():
             _initialize(core, snapshot or {}, origin)
             if host_chat is not None:
                 (run_dir / layout.HOST_CHAT).write_bytes(host_chat)
@@ -141,7 +142,7 @@ class RunFactory:
                                               core.fs.containment.links, base)
             core.persist_snapshot = persist
             core.activities.record(persist_changes(persist))
-            write_model(run_dir / layout.PERSIST_SNAPSHOT, persist)
+            persist.write(run_dir / layout.PERSIST_SNAPSHOT)
             if layout.PERSIST in core.profile.policy().visible_roots:
                 core.emit(PersistentProjectionInitialized, RootList(roots=[layout.PERSIST]))
             _assemble(core, bound, loop=loop)

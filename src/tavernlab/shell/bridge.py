@@ -47,7 +47,7 @@ from tavernlab.errors import (
     WorkspaceError,
 )
 from tavernlab.js.budget import InputBudget
-from tavernlab.paths import WorkspacePath, display
+from tavernlab.paths import MAX_PATH_BYTES, MAX_PATH_SEGMENTS, WorkspacePath, display
 from tavernlab.shell.limits import MAX_DIR_ENTRIES, MAX_FILE_READ_BYTES
 from tavernlab.shell.vfs import VfsError, VfsErrorKind, VfsStat
 from tavernlab.workspace.contract import not_found
@@ -57,6 +57,8 @@ from tavernlab.workspace.scope import ScopedWorkspaceFs
 ROOT_NOT_A_FILE = "workspace root is not a file entry"
 _UNSEEN = object()
 BACKSLASH_IN_PATH = "use / in workspace paths"
+#: A path text of at most this many characters is within the byte bound whatever they are.
+_SURELY_SHORT = MAX_PATH_BYTES // 4
 
 _ERRNO_KINDS: dict[int, VfsErrorKind] = {
     errno.ENOENT: VfsErrorKind.NOT_FOUND,
@@ -147,6 +149,8 @@ class WorkspaceBridge:
         #: What ``stat`` answered, by path, while the storage port changed nothing (its
         #: generation); everything is forgotten at the port's next change or lock release.
         self._stats: dict[WorkspacePath | None, VfsStat] = {}
+        #: The mode bits by (root, below the root, directory) (see :meth:`_mode`).
+        self._modes: dict[tuple[str | None, bool, bool], int] = {}
         self._generation = -1
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -170,15 +174,30 @@ class WorkspaceBridge:
         except InvalidData as error:
             raise posix_error(error) from None
 
-    def _stat(self, path: WorkspacePath | None, metadata: WorkspaceMetadata) -> VfsStat:
+    def _mode(self, path: WorkspacePath | None, is_dir: bool) -> int:
         """Mode bits show the policy (they are informational; bashkit does not enforce
         them): a directory is ``rwx`` when entries may be created in it (a writable
-        directory or a writable root), a file ``rw`` when it may be written."""
-        access = self.scope.policy.access(path, directory=metadata.is_dir)
-        if metadata.is_dir:
-            mode = 0o755 if access.creates_children else 0o555
-        else:
-            mode = 0o644 if access.writable else 0o444
+        directory or a writable root), a file ``rw`` when it may be written. The policy's
+        answer depends on the path's root, whether the path is a root itself, and the
+        node's kind only, so it is asked once per such kind in a call."""
+        key = (None, False, is_dir) if path is None else (
+            path.text.partition("/")[0], "/" in path.text, is_dir)
+        mode = self._modes.get(key)
+        if mode is None:
+            access = self.scope.policy.access(path, directory=is_dir)
+            if is_dir:
+                mode = 0o755 if access.creates_children else 0o555
+            else:
+                mode = 0o644 if access.writable else 0o444
+            self._modes[key] = mode
+        return mode
+
+    def _stat(self, path: WorkspacePath | None, metadata: WorkspaceMetadata) -> VfsStat:
+        """What ``stat`` reports for a node of ``metadata`` (its mode: :meth:`_mode`)."""
+        return self._vfs_stat(metadata, self._mode(path, metadata.is_dir))
+
+    def _vfs_stat(self, metadata: WorkspaceMetadata, mode: int) -> VfsStat:
+        """The :class:`VfsStat` of a node of ``metadata`` shown with ``mode``."""
         if self.file_time is not None:
             return VfsStat(metadata.is_dir, metadata.bytes, mode, self.file_time,
                            self.file_time)
@@ -246,12 +265,27 @@ class WorkspaceBridge:
             raise read_error(error) from None
         children = []
         remember = self.scope.fs.containment.generation == generation
+        parsed = self._parsed
+        # below a root every child has the same mode for its kind (see _mode)
+        modes = None if target is None else {kind: self._mode(target.join("x"), kind)
+                                             for kind in (False, True)}
         for entry in entries:
-            child = WorkspacePath(entry.path)
-            result = self._stat(child, entry.metadata)
+            text = entry.path
+            child = WorkspacePath(text)
+            metadata = entry.metadata
+            result = (self._stat(child, metadata) if modes is None
+                      else self._vfs_stat(metadata, modes[metadata.is_dir]))
             if remember:
                 self._stats[child] = result
-            children.append((child.name, result))
+            name = child.name
+            if "\\" not in name and len(text) <= _SURELY_SHORT and \
+                    text.count("/") < MAX_PATH_SEGMENTS:
+                # what parse_shell_path gives for the child's shell text: the listed path
+                # itself (a listed name has no NUL, no "/", is UTF-8 and is not "." or
+                # ".."; the bounds hold), so a command that stats each listed entry by
+                # its full path (find) parses none of them
+                parsed.setdefault(f"/{text}", child)
+            children.append((name, result))
         return children
 
     def exists(self, path: str) -> bool:

@@ -172,6 +172,11 @@ def _timestamp(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
+#: Whether this platform's ``lstat`` reports a creation time (a field of every result or
+#: of none: a directory listing builds metadata for each entry).
+_HAS_BIRTHTIME = hasattr(os.stat_result, "st_birthtime")
+
+
 def metadata_from_stat(st: os.stat_result) -> WorkspaceMetadata:
     """The metadata of a node from its ``lstat``."""
     if stat.S_ISDIR(st.st_mode):
@@ -180,11 +185,11 @@ def metadata_from_stat(st: os.stat_result) -> WorkspaceMetadata:
     else:
         kind = "file"
         size = st.st_size
-    created = getattr(st, "st_birthtime", None)
+    created = getattr(st, "st_birthtime", None) if _HAS_BIRTHTIME else None
     return WorkspaceMetadata(
         kind=kind,
         bytes=size,
-        modified=_timestamp(st.st_mtime),
+        modified=datetime.fromtimestamp(st.st_mtime, tz=UTC),
         created=_timestamp(created) if created is not None else None,
     )
 

@@ -23,10 +23,11 @@ import os
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
+from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339
+from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339, stamps
 from tavernlab.errors import FileIo
 from tavernlab.events import (
     EVENT_TYPES,
@@ -65,6 +66,9 @@ OFFSET_TYPES = frozenset({"subagent_started"})
 #: after the line is numbered (:func:`model_of`): a function that makes it, or ``None`` to
 #: parse it from the line (records built in bulk). Either way the payload was checked, and
 #: the line encoded, before anything is written.
+#: Journal records built in bulk (:meth:`JournalLog.lines_of`) are one entry of many lines:
+#: its ``lines`` are the records' ``rest`` bytes and ``ids`` their ids, numbered one after
+#: the other when written (``seq`` is then the first one's), all anchored alike.
 Maker = Callable[[dict[str, Any]], Event]
 Built = tuple[Maker | None, dict[str, Any]]
 
@@ -180,16 +184,19 @@ class JournalLog(SequencedLog):
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        now = events.clock.now
         head = f', "runId": {json_string(events.run_id)}, "timestamp": "'
         middle = (f'", "level": {json_string(kind.default_level())}, "type": '
                   f'{json_string(type_name)}, "payload": ')
-        with collector_paused():  # tens of thousands of acyclic dicts (see log_reading)
-            return [(None, _unnumbered(ident, type_name,
-                                       f'"id": {json_string(ident)}{head}{rfc3339(now())}'
-                                       f'{middle}{payload}}}', anchored=True))
-                    for ident, payload in zip(many_ids(events.ids, "jrn", len(payloads)),
-                                              payloads, strict=True)]
+        if not payloads:
+            return []
+        with collector_paused():  # tens of thousands of acyclic objects (see log_reading)
+            idents = many_ids(events.ids, "jrn", len(payloads))
+            moments = stamps(events.clock, len(payloads))
+            # each record's rest as _unnumbered(..., anchored=True) encodes it, in one entry
+            lines = [f'"id": {json_string(ident)}{head}{moment}{middle}{payload}}}\n'.encode()
+                     for ident, moment, payload in zip(idents, moments, payloads, strict=True)]
+        return [(None, {"seq": 0, "eventSeq": 0, "id": idents[0], "type": type_name,
+                        "rest": lines[0], "lines": lines, "ids": idents})]
 
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
@@ -231,6 +238,15 @@ class JournalLog(SequencedLog):
 def model_of(make: Maker | None, data: dict[str, Any]) -> Event:
     """The model of a written (numbered) record."""
     return make(data) if make is not None else parse_records([_line(data)])[0]
+
+
+def models_of(make: Maker | None, data: dict[str, Any]) -> list[Event]:
+    """The models of a written entry: its record's, or each of a bulk entry's, in order."""
+    if "lines" not in data:
+        return [model_of(make, data)]
+    first, anchor = data["seq"], data["eventSeq"]
+    return parse_records([b'{"seq": %d, "eventSeq": %d, %b' % (number, anchor, rest)
+                          for number, rest in enumerate(data["lines"], start=first)])
 
 
 _PAYLOADS: dict[type[Any], type[Any]] = {}
@@ -376,14 +392,29 @@ def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: in
         if not notes:
             return
         journal._catch_up(fd, size)
-        lines = []
-        offset = size
-        for number, data in enumerate(notes, start=journal.last_seq + 1):
+        lines: list[bytes] = []
+        anchors: list[int] = []
+        kept: list[tuple[str, int]] = []  # (id, index of its line) of the OFFSET_TYPES
+        number = journal.last_seq + 1
+        for data in notes:
             data["seq"] = number
-            line = _line(data)
+            anchor = data["eventSeq"]
+            bulk = data.get("lines")
+            if bulk is None:  # _line (every journal record is anchored), inline
+                if data["type"] in OFFSET_TYPES:
+                    kept.append((data["id"], len(lines)))
+                lines.append(b'{"seq": %d, "eventSeq": %d, %b' % (number, anchor, data["rest"]))
+                anchors.append(anchor)
+                number += 1
+                continue
             if data["type"] in OFFSET_TYPES:
-                journal.written_at[data["id"]] = offset
-            offset += len(line)
-            lines.append(line)
-        _written(journal, lambda: journal._write_anchored(
-            fd, size, lines, [data["eventSeq"] for data in notes]))
+                kept += zip(data["ids"], range(len(lines), len(lines) + len(bulk)), strict=True)
+            lines += [b'{"seq": %d, "eventSeq": %d, %b' % (seq, anchor, rest)
+                      for seq, rest in enumerate(bulk, start=number)]
+            anchors += repeat(anchor, len(bulk))
+            number += len(bulk)
+        if kept:
+            offsets = list(accumulate(map(len, lines), initial=size))
+            for ident, index in kept:
+                journal.written_at[ident] = offsets[index]
+        _written(journal, lambda: journal._write_anchored(fd, size, lines, anchors))

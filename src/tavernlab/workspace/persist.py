@@ -31,12 +31,14 @@ tavernlab choices where upstream is unknown (documented here and in the docstrin
 from __future__ import annotations
 
 import contextlib
+import json.encoder
 import os
 import shutil
 import uuid
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
+from operator import itemgetter
 from pathlib import Path
 
 from pydantic import Field, ValidationError
@@ -53,6 +55,7 @@ from tavernlab.workspace.log_reading import collector_paused
 from tavernlab.workspace.persist_tree import (
     ChangeList,
     FileList,
+    NotTheManifest,
     Tree,
     copy_tree,
     diff_trees,
@@ -62,7 +65,10 @@ from tavernlab.workspace.persist_tree import (
     materialize,
     scan_tree,
 )
-from tavernlab.workspace.records import read_json, write_model
+from tavernlab.workspace.records import read_json, write_model, write_text_atomically
+
+#: A JSON string as ``json`` writes it with non-ASCII kept (pydantic-core escapes alike).
+_json_string: Callable[[str], str] = json.encoder.encode_basestring
 
 STATES_DIR = "persistent-states"
 MANIFEST = "manifest.json"
@@ -80,6 +86,36 @@ class PersistSnapshot(Model):
     base_state_id: str | None = None
     files: FileList = Field(default_factory=list)
     directories: list[str] | None = None
+
+    def json_text(self) -> str:
+        """The snapshot's file text: what :func:`~tavernlab.workspace.records.write_model`
+        writes for it (indented by two, camelCase keys in field order, an absent base or
+        directory list left out), rendered directly (a large state's snapshot lists every
+        file, and a dict per entry for the generic serializer cost more than the text)."""
+        string = _json_string
+        parts = [] if self.base_state_id is None else [
+            f'  "baseStateId": {string(self.base_state_id)}']
+        if self.files:
+            entries = ",\n".join([
+                f'    {{\n      "path": {string(path)},\n      "sha256": {string(digest)},\n'
+                f'      "bytes": {size}\n    }}' for path, digest, size in self.files])
+            parts.append(f'  "files": [\n{entries}\n  ]')
+        else:
+            parts.append('  "files": []')
+        if self.directories is not None:
+            names = ",\n".join([f"    {string(name)}" for name in self.directories])
+            parts.append(f'  "directories": [\n{names}\n  ]' if names
+                         else '  "directories": []')
+        return "{\n" + ",\n".join(parts) + "\n}"
+
+    def write(self, path: Path) -> None:
+        """Write the snapshot to ``path`` (:meth:`json_text`, atomically); a file name that
+        is not UTF-8 goes through :func:`~tavernlab.workspace.records.write_model`, which
+        handles it as it does for any model."""
+        try:
+            write_text_atomically(path, self.json_text())
+        except UnicodeEncodeError:
+            write_model(path, self)
 
     def directory_set(self) -> set[str]:
         """The base directories (derived from file parents when not recorded)."""
@@ -222,20 +258,30 @@ class PersistRepository:
         source = self.state_dir(base_state_id) / PERSIST_ROOT
         if persist_dir.exists():
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
+        entries = manifest.files
+        # (sha256, size) by path, built in C (no Python frame per file)
+        contents = dict(zip(map(itemgetter(0), entries),
+                            zip(map(itemgetter(1), entries), map(itemgetter(2), entries),
+                                strict=True), strict=True))
         with collector_paused():  # see publish
-            tree, made = link_tree(source, persist_dir, link=links is not None)
-        contents = {f.path: (f.sha256, f.bytes) for f in manifest.files}
-        if tree.files.keys() != contents.keys() or any(
-                size != contents[path][1] for path, (_, size) in tree.files.items()):
-            shutil.rmtree(persist_dir)
-            persist_dir.mkdir()
-            raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not match "
-                               "its manifest")
-        if links is not None:
-            links.add_all((key, contents[path]) for path, key in made)
-        return PersistSnapshot(base_state_id=base_state_id,
-                               files=sorted(manifest.files),  # by path: the first field
-                               directories=sorted(tree.directories))
+            try:
+                tree, made = link_tree(source, persist_dir, link=links is not None,
+                                       expected=contents)
+            except NotTheManifest:
+                tree = None
+            if tree is None or len(tree.files) != len(contents):  # every file, each listed
+                shutil.rmtree(persist_dir)
+                persist_dir.mkdir()
+                raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not "
+                                   "match its manifest")
+            if links is not None:  # (key, content) of each link, paired in C
+                links.add_all(zip(map(itemgetter(1), made),
+                                  map(tree.files.__getitem__, map(itemgetter(0), made)),
+                                  strict=True))
+            # the manifest's entries were validated when it was read
+            return PersistSnapshot.model_construct(
+                base_state_id=base_state_id, files=sorted(entries),  # by path: the first field
+                directories=sorted(tree.directories))
 
     # -- publication ---------------------------------------------------------------------
 

@@ -121,7 +121,7 @@ class SequencedLog:
                 os.ftruncate(fd, size)
             raise
         if self._indexed_to == size:  # the index was complete: keep it so
-            self._offsets.extend(accumulate((len(line) for line in lines[:-1]), initial=size))
+            self._offsets.extend(accumulate(map(len, lines[:-1]), initial=size))
             self._indexed_to = size + len(data)
         self._known_size = size + len(data)
         self._seq += len(lines)
