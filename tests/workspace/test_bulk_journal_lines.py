@@ -29,7 +29,8 @@ def written(root: Path, *, bulk: bool) -> tuple[bytes, list[object]]:
     one event and one journal record already written."""
     events, journal = logs(root)
     append_records(events, journal, [events.build(RunCreated, RunCreation(
-        target={}, presentation="foreground", generation_type="normal"))])
+        workspace_id="ws_1", stable_chat_id="chat_1", persist_base_state_id=None, target={},
+        presentation="foreground", generation_type="normal"))])
     journal.append(FileChanged, CHANGES[0])
     payloads = [json.dumps(change.model_dump(mode="json", by_alias=True), ensure_ascii=False)
                 for change in CHANGES[1:]]

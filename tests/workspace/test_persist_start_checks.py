@@ -22,8 +22,8 @@ def published(lab: Lab) -> tuple[str, Path]:
     run = lab.start_run(chat_id="alice")
     for path, text in (("persist/a/one.md", "one"), ("persist/a/b/two.md", "two!"),
                        ("persist/top.md", "top")):
-        run.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
-    run.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
+        run.internals.scope.write_text(WorkspacePath(path), text, WriteGuard.unchecked())
+    run.internals.scope.write_text(WorkspacePath("output/main.md"), "body", WriteGuard.unchecked())
     assert not run.call_tool("workspace.commit", {}).is_error
     assert not run.finish().is_error
     assert run.persist_state_id is not None
@@ -62,7 +62,7 @@ def test_an_intact_state_starts_with_its_files(tmp_path: Path) -> None:
     lab = Lab(tmp_path / "lab")
     state, _ = published(lab)
     run = lab.start_run(chat_id="alice", persist_base=state)
-    assert sorted(f.path for f in run.persist_snapshot.files) == ["a/b/two.md", "a/one.md",
+    assert sorted(f.path for f in run.internals.persist_snapshot.files) == ["a/b/two.md", "a/one.md",
                                                                  "top.md"]
     assert (run.workspace_dir / "persist" / "a" / "b" / "two.md").read_text() == "two!"
     lab.close()
