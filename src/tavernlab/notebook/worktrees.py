@@ -1,15 +1,21 @@
 """``%worktree``: agentproto worktrees from a notebook, mirroring ``tavernlab worktree``.
 
-The repository defaults to the git repository around the notebook (the kernel's working
-directory); every tool runs against the current lab's worktree runtime
-(``lab.services.worktree``). ``new`` provisions with live progress (:mod:`.progress`) and
-makes the new worktree the *current worktree*, the default of ``gate``, ``run``, ``start``,
-``stop`` and ``services`` (``--worktree PATH|SLUG`` names another). ``agent`` runs the
-``worktree-agent`` workflow (the flags of ``worktree-agent run``, with ``--repo`` defaulting to
-the notebook's repository): provision with the same progress, the coding step on the agentproto
-daemon, the gate's output streamed, the approval asked in the notebook. Services started here
-live in the kernel until ``stop``, ``rm`` or the kernel's exit, behind this notebook's proxy
-(``proxy`` starts or shows it; ``start`` starts it on a free port when needed).
+Every command and its flags come from the table of :mod:`tavernlab.worktree.commands`, which
+``tavernlab worktree`` is built from too (the command line's own flags are ``--json`` and
+``--run``/``--lab``, which name what the notebook has as its current run). The repository
+defaults to the git repository around the notebook (the kernel's working directory); every
+tool runs against the current lab's worktree runtime (``lab.services.worktree``), through
+the current run when it offers the worktree tools (:data:`SUMMARY` gives the rule).
+
+``new`` provisions with live progress (:mod:`.progress`) and makes the new worktree the
+*current worktree*, the default of ``gate``, ``run``, ``start``, ``stop`` and ``services``
+(``--worktree PATH|SLUG`` names another); ``rm`` and ``archive`` forget it when they remove
+it. ``agent`` runs the ``worktree-agent`` workflow (the flags of ``worktree-agent run``, with
+``--repo`` defaulting to the notebook's repository): provision with the same progress, the
+coding step on the agentproto daemon, the gate's output streamed, the approval asked in the
+notebook. Services started here live in the kernel until ``stop``, ``rm`` or the kernel's
+exit, behind this notebook's proxy (``proxy`` starts or shows it; ``start`` starts it on a
+free port when needed, or on ``--proxy-port``).
 
 A kernel interrupt during ``new`` takes the provision's cancellation path (slot released,
 install killed, worktree and branch removed), prints ``cancelled after 1.2 s`` and re-raises
@@ -19,14 +25,15 @@ install killed, worktree and branch removed), prints ``cancelled after 1.2 s`` a
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
+import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 
 from tavernlab.cancel import CancelToken
+from tavernlab.host import Run
 from tavernlab.notebook.commands import CommandTable, Subcommand
 from tavernlab.notebook.completion import completes_with, local_paths, no_values
 from tavernlab.notebook.display import WorktreeResult
@@ -35,23 +42,29 @@ from tavernlab.notebook.output import CellOutput, Stopwatch
 from tavernlab.notebook.progress import start_progress
 from tavernlab.notebook.session import NotebookSession, WorktreeRef
 from tavernlab.worktree.agent_args import CannotAsk, CliUsageError, build_input, make_approve
-from tavernlab.worktree.agent_args import add_arguments as add_agent_arguments
 from tavernlab.worktree.commands import (
+    NOTEBOOK,
+    Command,
     Target,
-    add_gc_arguments,
-    add_new_arguments,
-    add_rm_arguments,
-    add_script_arguments,
-    add_target_arguments,
+    ToolCaller,
+    archive,
+    commands_for,
     find_linked,
+    gate,
     gc_options,
+    list_repo,
     list_services,
-    new_input,
     new_repo,
+    new_request,
+    proxy_info,
     remove,
+    repo_of,
+    run_caller,
     run_script,
+    start_services,
     stop_service,
     target_of,
+    tool_caller,
 )
 from tavernlab.worktree.context import ProvisionContext, run_with_provision_context
 from tavernlab.worktree.daemon import DaemonAgentHost, resolve_mcp_url
@@ -59,14 +72,21 @@ from tavernlab.worktree.errors import DaemonUnreachableError, ProvisionCancelled
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF, git, git_run, resolves_to_commit
-from tavernlab.worktree.listing import WorktreeRecord, list_worktrees, main_repo_root, real
-from tavernlab.worktree.tools import call_tool
+from tavernlab.worktree.listing import WorktreeRecord, main_repo_root, real
+from tavernlab.worktree.tool_inputs import ProvisionInput
 from tavernlab.worktree.workflow import run_worktree_agent
 
 SUMMARY = """%worktree COMMAND [OPTIONS]: git worktrees for agents (like `tavernlab worktree`).
 
 The repository defaults to the git repository around the notebook; `new` makes the new
-worktree the current one, which the other commands use unless given --worktree."""
+worktree the current one, which the other commands use unless given --worktree.
+
+Inside a run: when the notebook has a current run (one `%tavern run new|open`, `%ws_shell`
+or another magic already started; `%worktree` never starts one) that is still active and
+offers the worktree tools (its lab was made with `tools=[*DEFAULT_TOOLS, worktree_tools]`),
+the tool calls of new, gate, run, start, stop, services, rm and archive are that run's own
+calls: they are in its events, journal and timeline, in the cell's round. Otherwise they
+run outside any run. ls, gc, proxy and agent never go through a run."""
 
 #: The ``Examples`` block of ``%worktree?``: one magic call a line.
 EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
@@ -75,8 +95,11 @@ EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
 %worktree start web
 %worktree ls
 %worktree rm fix-login --delete-branch
+%worktree archive fix-login --keep-branch
 %worktree gc
-%worktree gc --apply"""
+%worktree gc --apply
+%tavern lab ./lab-with-worktree-tools
+%worktree new in-run --no-setup  # with a current run offering the tools: one of its calls"""
 
 BASE = DEFAULT_REF
 
@@ -106,48 +129,75 @@ def _base(session: NotebookSession, repo: str, given: str | None) -> str:
     return base
 
 
-def _repo(args: argparse.Namespace) -> str:
-    return main_repo_root(os.path.abspath(args.repo or "."))
-
-
 def find_worktree_ref(repo: str, ref: str) -> WorktreeRecord:
     """The linked worktree named by ``ref``: its path, or its slug (the folder name, or the
     branch ``wt/<slug>``)."""
     return find_linked(repo, ref)
 
 
+def tool_run(session: NotebookSession) -> Run | None:
+    """The run ``%worktree``'s tool calls go through (see :data:`SUMMARY`): the current run
+    when there is one, it is active and it offers the worktree tools; else ``None``."""
+    if not session.has_run:
+        return None
+    run = session.run
+    if run.record.is_terminal or not any(spec.id == "worktree.provision" for spec in run.tools):
+        return None
+    return run
+
+
+def _caller(session: NotebookSession) -> ToolCaller:
+    """Through :func:`tool_run` (the cell entering its round), else outside any run on the
+    lab's worktree runtime."""
+    run = tool_run(session)
+    if run is None:
+        return tool_caller(session.lab.services.worktree)
+    session.enter_cell(run)
+    return run_caller(run)
+
+
+def _current(session: NotebookSession) -> Callable[[], Target]:
+    def current() -> Target:
+        ref = session.current_worktree()
+        return Target(ref.repo, ref.path, ref.branch)
+
+    return current
+
+
 def _target(session: NotebookSession, args: argparse.Namespace) -> Target:
-    return target_of(args, current=lambda: Target(*_current(session)))
+    return target_of(args, current=_current(session))
 
 
-def _current(session: NotebookSession) -> tuple[str, str, str]:
-    ref = session.current_worktree()
-    return ref.repo, ref.path, ref.branch
+def _forget(session: NotebookSession, path: str) -> None:
+    """The current worktree is no more once ``path`` is removed."""
+    if session.worktree is not None and real(session.worktree.path) == real(path):
+        session.worktree = None
 
 
 def _new(session: NotebookSession, args: argparse.Namespace) -> Any:
     repo = new_repo(args)
-    result = _provision(session, repo, new_input(args, repo=repo,
-                                                 base=_base(session, repo, args.base)))
+    result = _provision(session, repo, args.slug, lambda: new_request(
+        args, repo=repo, base=_base(session, repo, args.base)))
     return WorktreeResult(f"worktree {args.slug}", result)
 
 
-def _provision(session: NotebookSession, repo: str, tool_input: dict[str, Any]) -> Any:
-    """``worktree.provision`` with the progress display (an interrupt cancels it); the new
-    worktree becomes the current one."""
-    slug = tool_input["slug"]
+def _provision(session: NotebookSession, repo: str, slug: str,
+               request: Callable[[], ProvisionInput]) -> Any:
+    """``worktree.provision`` of ``request()`` with the progress display (bad input closes it
+    ``failed``; an interrupt cancels the provision); the new worktree becomes the current
+    one."""
     token = CancelToken()
     progress = start_progress(slug, token)
     watch = Stopwatch()
     context = ProvisionContext(caller_key="notebook", signal=token, on_progress=progress.update,
                                 on_output=progress.output)
-    runtime = session.lab.services.worktree
     try:
-        result = run_with_provision_context(
-            context, lambda: call_tool("worktree.provision", tool_input, runtime))
-    except ProvisionCancelledError as exc:
+        built = request()
+        call = _caller(session)
+        result = run_with_provision_context(context, lambda: call("worktree.provision", built))
+    except (ProvisionCancelledError, KeyboardInterrupt) as exc:
         progress.close("cancelled")
-        if exc.interrupted:
+        if isinstance(exc, KeyboardInterrupt) or exc.interrupted:
             CellOutput(session.shell).note(watch.cancelled_line())
             raise cell_interrupted() from None
         raise
@@ -157,14 +207,6 @@ def _provision(session: NotebookSession, repo: str, tool_input: dict[str, Any]) 
     progress.close("ok")
     session.worktree = WorktreeRef(repo, result["cwd"], result["branch"])
     return result
-
-
-def _new_arguments(parser: argparse.ArgumentParser) -> None:
-    add_new_arguments(parser)
-    actions = {a.dest: a for a in parser._actions}
-    completes_with(actions["slug"], no_values)  # a new slug is the user's to choose
-    for dest in ("repo", "dir", "setup_log"):
-        completes_with(actions[dest], local_paths)
 
 
 def _kernel_ask(prompt: str) -> str:
@@ -209,73 +251,79 @@ def _agent(session: NotebookSession, args: argparse.Namespace) -> Any:
     with host:
         result = run_worktree_agent(
             inputs, host, approve, session.lab.services.worktree,
-            provision=lambda tool_input: _provision(session, repo, tool_input),
+            provision=lambda request: _provision(session, repo, request.slug,
+                                                 lambda: request),
             on_gate_line=lambda stream, line: out.js_chunk(stream, line + "\n"))
     out.finish()
-    current = session.worktree
-    if result["cleanup"].get("removed") and current is not None \
-            and real(current.path) == real(result["cwd"]):
-        session.worktree = None
+    if result["cleanup"].get("removed"):
+        _forget(session, result["cwd"])
     return WorktreeResult(f"worktree-agent {inputs['slug']}", result)
 
 
-def _agent_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = add_agent_arguments(parser)
-    completes_with(actions["--repo"], local_paths)
-    for flag in ("--slug", "--task", "--gate", "--deps-cmd", "--write-file"):
-        completes_with(actions[flag], no_values)
-
-
 def _ls(session: NotebookSession, args: argparse.Namespace) -> Any:
-    repo = _repo(args)
-    return WorktreeResult(f"worktrees of {repo}", list_worktrees(repo))
-
-
-def _command_line(words: list[str]) -> str:
-    """One word is the command line as written; several are quoted and joined."""
-    return words[0] if len(words) == 1 else shlex.join(words)
+    repo, records = list_repo(args)
+    return WorktreeResult(f"worktrees of {repo}", records)
 
 
 def _gate(session: NotebookSession, args: argparse.Namespace) -> Any:
-    if not args.cmd:
-        raise UsageError("%worktree gate: give the check command (%worktree gate CMD)")
-    target = _target(session, args)
-    cmd = _command_line(args.cmd)
-    result = call_tool("worktree.run-gate", {"cwd": target.path, "cmd": cmd},
-                       session.lab.services.worktree)
-    return WorktreeResult(f"gate {cmd!r} in {target.path}", result)
+    path, cmd, result = gate(args, _caller(session), current=_current(session))
+    return WorktreeResult(f"gate {cmd!r} in {path}", result)
 
 
 def _run(session: NotebookSession, args: argparse.Namespace) -> Any:
-    result = run_script(_target(session, args), args, session.lab.services.worktree)
+    result = run_script(_target(session, args), args, _caller(session))
     return WorktreeResult(f"script {args.script}", result)
 
 
 def _start(session: NotebookSession, args: argparse.Namespace) -> Any:
+    """Start the services behind the notebook's proxy (started on ``--proxy-port``, or a
+    free port, when it is not running or runs on another port). One script shows its
+    status, several ``{proxyPort, services}``. With ``--seconds`` the cell serves that long
+    and then stops them."""
     target = _target(session, args)
-    tool_input = {"repoRoot": target.repo, "worktreePath": target.path,
-                  "branch": target.branch, "base": args.base, "script": args.script,
-                  "proxyPort": session.proxy_port(start=True)}
-    result = call_tool("worktree.start-service", tool_input, session.lab.services.worktree)
-    return WorktreeResult(f"service {args.script}", result)
+    if args.proxy_port is not None and session.proxy_port(start=False) != args.proxy_port:
+        session.start_proxy(args.proxy_port)
+    port = session.proxy_port(start=True)
+    assert port is not None
+    statuses = start_services(target, args, port, _caller(session))
+    if args.seconds is not None:
+        _serve_for(session, target, args, args.seconds)
+    if len(statuses) == 1:
+        return WorktreeResult(f"service {args.scripts[0]}", statuses[0])
+    return WorktreeResult(f"services {', '.join(args.scripts)}",
+                          {"proxyPort": port, "services": statuses})
+
+
+def _serve_for(session: NotebookSession, target: Target, args: argparse.Namespace,
+               seconds: float) -> None:
+    """Wait ``seconds`` (an interrupt ends the wait early), then stop the started services."""
+    with contextlib.suppress(KeyboardInterrupt):
+        time.sleep(seconds)
+    for name in args.scripts:
+        stop_service(target, argparse.Namespace(script=name), _caller(session))
 
 
 def _stop(session: NotebookSession, args: argparse.Namespace) -> Any:
-    result = stop_service(_target(session, args), args, session.lab.services.worktree)
+    result = stop_service(_target(session, args), args, _caller(session))
     return WorktreeResult(f"stop {args.script}", result)
 
 
 def _services(session: NotebookSession, args: argparse.Namespace) -> Any:
-    result = list_services(_target(session, args), args, session.proxy_port(start=False),
-                           session.lab.services.worktree)
+    port = args.proxy_port if args.proxy_port is not None else session.proxy_port(start=False)
+    result = list_services(_target(session, args), args, port, _caller(session))
     return WorktreeResult("services", result)
 
 
 def _rm(session: NotebookSession, args: argparse.Namespace) -> Any:
-    record, result = remove(args, session.lab.services.worktree)
-    if session.worktree is not None and real(session.worktree.path) == real(record["path"]):
-        session.worktree = None
+    record, result = remove(args, _caller(session))
+    _forget(session, record["path"])
     return WorktreeResult(f"removed {record['path']}", result)
+
+
+def _archive(session: NotebookSession, args: argparse.Namespace) -> Any:
+    target, result = archive(args, _caller(session), session.lab.services.worktree)
+    _forget(session, target.path)
+    return WorktreeResult(f"archived {target.path}", result)
 
 
 def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
@@ -284,7 +332,7 @@ def _gc(session: NotebookSession, args: argparse.Namespace) -> Any:
     plan's ``checkedAt`` stamps come from the lab's clock (so a fixed-clock notebook shows
     the same plan every time); the recent-write window stays on the system clock, since it
     is measured against the files' real modification times."""
-    repo = _repo(args)
+    repo = repo_of(args)
     options = gc_options(args, forge_for_repo(repo) or UnreachableForge(),
                          services=session.lab.services.worktree.services,
                          clock=session.lab.clock)
@@ -298,43 +346,47 @@ def _proxy(session: NotebookSession, args: argparse.Namespace) -> Any:
     if args.port is not None or session.proxy is None:
         session.start_proxy(args.port or 0)
     port = session.proxy_port(start=False)
-    return WorktreeResult("proxy", {"port": port, "url": f"http://127.0.0.1:{port}",
-                                    "hosts": session.lab.services.worktree.table.hosts()})
+    assert port is not None
+    return WorktreeResult("proxy", proxy_info(port, session.lab.services.worktree))
 
 
-_CURRENT = "the current worktree"
+def _new_completion(parser: argparse.ArgumentParser) -> None:
+    actions = {a.dest: a for a in parser._actions}
+    completes_with(actions["slug"], no_values)  # a new slug is the user's to choose
+    for dest in ("repo", "dir", "setup_log"):
+        completes_with(actions[dest], local_paths)
 
 
-def _gate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--worktree", metavar="PATH|SLUG", help="default: the current worktree")
-    parser.add_argument("--repo", help="repository of a --worktree SLUG")
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
-                        help="the check command (one quoted string, or words)")
+def _agent_completion(parser: argparse.ArgumentParser) -> None:
+    actions = {flag: a for a in parser._actions for flag in a.option_strings}
+    completes_with(actions["--repo"], local_paths)
+    for flag in ("--slug", "--task", "--gate", "--deps-cmd", "--write-file"):
+        completes_with(actions[flag], no_values)
 
 
-COMMANDS = (
-    Subcommand("new", "provision a worktree (live progress; interrupt cancels)", _new,
-               _new_arguments),
-    Subcommand("ls", "list the repository's worktrees", _ls,
-               lambda p: p.add_argument("--repo")),
-    Subcommand("gate", "run a check command in a worktree", _gate, _gate_arguments),
-    Subcommand("agent", "provision, run a coding agent on the agentproto daemon, gate, "
-               "approve and clean up", _agent, _agent_arguments),
-    Subcommand("run", "run a committed script once", _run,
-               lambda p: add_script_arguments(p, default_help=_CURRENT)),
-    Subcommand("start", "start a service behind the notebook's proxy", _start,
-               lambda p: add_script_arguments(p, default_help=_CURRENT)),
-    Subcommand("stop", "stop a service started in this kernel", _stop,
-               lambda p: add_script_arguments(p, default_help=_CURRENT)),
-    Subcommand("services", "list a worktree's declared services", _services,
-               lambda p: add_target_arguments(p, default_help=_CURRENT)),
-    Subcommand("rm", "stop services, run teardown and remove a worktree", _rm,
-               add_rm_arguments),
-    Subcommand("gc", "plan (or --apply) garbage collection of worktrees", _gc, add_gc_arguments),
-    Subcommand("proxy", "start (or show) the notebook's *.localhost proxy", _proxy,
-               lambda p: p.add_argument("--port", type=int, default=None,
-                                        help="0 or absent: a free port")),
-)
+#: Each command of the table's notebook surface, by name.
+HANDLERS: dict[str, Callable[[NotebookSession, argparse.Namespace], Any]] = {
+    "new": _new, "ls": _ls, "gate": _gate, "agent": _agent, "run": _run, "start": _start,
+    "stop": _stop, "services": _services, "rm": _rm, "archive": _archive, "gc": _gc,
+    "proxy": _proxy}
+
+#: Completion beyond each argument's metavar, by command.
+_COMPLETION: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "new": _new_completion, "agent": _agent_completion}
+
+
+def _arguments(command: Command) -> Callable[[argparse.ArgumentParser], None]:
+    def declare(parser: argparse.ArgumentParser) -> None:
+        command.declare(parser, NOTEBOOK)
+        extra = _COMPLETION.get(command.name)
+        if extra is not None:
+            extra(parser)
+
+    return declare
+
+
+COMMANDS = tuple(Subcommand(command.name, command.help_for(NOTEBOOK), HANDLERS[command.name],
+                            _arguments(command)) for command in commands_for(NOTEBOOK))
 
 
 def worktree_table(on_change: Callable[[], None] | None = None) -> CommandTable:

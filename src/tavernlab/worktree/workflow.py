@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from tavernlab.worktree.process import LineObserver
 from tavernlab.worktree.runtime import WorktreeRuntime
 from tavernlab.worktree.scripts import run_gate
-from tavernlab.worktree.tool_inputs import GateInput, validate_input
+from tavernlab.worktree.tool_inputs import GateInput, ProvisionInput, validate_input
 from tavernlab.worktree.tools import call_tool
 
 APPROVAL_PROMPT = "Gate passed. Approve worktree cleanup?"
@@ -66,18 +66,20 @@ class CallableAgentHost:
 def run_worktree_agent(inputs: dict[str, Any], host: AgentHost,
                        approve: Callable[[str], bool],
                        runtime: WorktreeRuntime | None = None, *,
-                       provision: Callable[[dict[str, Any]], Any] | None = None,
+                       provision: Callable[[ProvisionInput], Any] | None = None,
                        on_gate_line: LineObserver | None = None) -> dict[str, Any]:
     """Run the workflow; returns ``{cwd, branch, gate, cleanup}``.
 
-    ``provision(tool_input)``, when given, runs the ``worktree.provision`` step instead of a
-    plain tool call (a notebook wraps it in its progress display); ``on_gate_line(stream,
-    line)`` sees the gate's output lines as they are printed."""
-    provision_input = {key: inputs[key] for key in
-                       ("repoRoot", "slug", "base", "depsCmd", "copyGlobs", "linkPaths",
-                        "writeFiles") if inputs.get(key) is not None}
-    out = (provision(provision_input) if provision is not None
-           else call_tool("worktree.provision", provision_input, runtime))
+    The provision step takes the inputs that are ``worktree.provision``'s fields (those
+    given), validated as its request before anything runs. ``provision(request)``, when
+    given, runs that step instead of a plain tool call (a notebook wraps it in its progress
+    display); ``on_gate_line(stream, line)`` sees the gate's output lines as they are
+    printed."""
+    request = validate_input(ProvisionInput, {
+        key: value for key, value in inputs.items()
+        if key in ProvisionInput.wire_names() and value is not None})
+    out = (provision(request) if provision is not None
+           else call_tool("worktree.provision", request, runtime))
     cwd, branch = out["cwd"], out["branch"]
     handle = host.spawn(inputs.get("adapter") or "claude-code",
                         {"cwd": cwd, "workspaceSlug": inputs.get("workspaceSlug"),
