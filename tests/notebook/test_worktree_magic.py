@@ -164,7 +164,7 @@ def test_the_progress_display_is_a_seam(nb: Notebook, repo: Repo) -> None:
 def test_bad_input(nb: Notebook, repo: Repo) -> None:
     cases = {
         "%worktree": "%worktree: give a command (new, ls, gate, agent, run, start, stop, services, "
-                     "rm, gc, proxy); `%worktree?` shows their options",
+                     "rm, archive, gc, proxy); `%worktree?` shows their options",
         "%worktree new": "%worktree new: the following arguments are required: SLUG",
         "%worktree rm": "%worktree rm: the following arguments are required: PATH|SLUG",
         "%worktree gate": "%worktree gate: give the check command (%worktree gate CMD)",
