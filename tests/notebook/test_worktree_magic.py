@@ -268,3 +268,45 @@ def test_new_takes_the_command_lines_flags(nb: Notebook, repo: Repo, tmp_path: P
     assert bad.stdout == "usage: --write-file value is not valid JSON: {nope\n"
     by_slug = nb.cell(f"%worktree services --worktree flags --repo {repo.path}").value
     assert [(s["name"], s["status"]) for s in by_slug["services"]] == [("web", "exited")]
+
+
+def _tool_calls(run: object) -> list[tuple[str, str, str | None]]:
+    raw = [json.loads(line) for line in
+           (run.dir / "events.jsonl").read_text().splitlines()]  # type: ignore[attr-defined]
+    return [(e["type"], e["payload"]["toolId"], e["payload"].get("errorCode")) for e in raw
+            if e["type"] in ("tool_call_completed", "tool_call_failed")]
+
+
+def test_with_a_current_run_offering_the_tools_the_commands_are_its_calls(
+        nb: Notebook, repo: Repo, tmp_path: Path) -> None:
+    nb.cell("from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools\n"
+            "from tavernlab.notebook import current_session\n"
+            f"lab = Lab({str(tmp_path / 'tool-lab')!r}, tools=[*DEFAULT_TOOLS, worktree_tools])\n"
+            "current_session(get_ipython()).use_lab(lab)")
+    assert not current_session(nb.shell).has_run
+    outside = nb.cell("%worktree new before-run --no-setup")
+    assert outside.error is None
+    assert not current_session(nb.shell).has_run  # %worktree never starts a run
+    run = nb.cell("%tavern run new --chat wt").value
+    made = nb.cell("%worktree new in-run --no-setup")
+    assert made.error is None, made.stdout
+    assert made.value.data == {"cwd": str(repo.path.parent / "_worktrees" / "in-run"),
+                               "branch": "wt/in-run"}
+    assert nb.cell("%worktree gate true").value["passed"] is True
+    assert nb.cell("%worktree rm in-run").value.data == {"removed": True}
+    assert nb.cell("%worktree ls").value.data[1]["branch"] == "wt/before-run"  # not a tool
+    assert _tool_calls(run) == [
+        ("tool_call_completed", "worktree.provision", None),
+        ("tool_call_completed", "worktree.run-gate", None),
+        ("tool_call_completed", "worktree.cleanup", None)]
+    bad = nb.cell("%worktree gate --worktree nope true")  # named nothing: no call was made
+    assert isinstance(bad.error, ToolError) and len(_tool_calls(run)) == 3
+    nb.cell("current_session(get_ipython()).forget_lab(); lab.close()")
+
+
+def test_without_the_tools_the_current_run_is_left_alone(nb: Notebook, repo: Repo) -> None:
+    run = nb.cell("%tavern run new --chat plain").value
+    made = nb.cell("%worktree new no-tools --no-setup")
+    assert made.error is None, made.stdout
+    assert nb.cell("%worktree gate true").value["passed"] is True
+    assert _tool_calls(run) == []

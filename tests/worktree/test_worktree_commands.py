@@ -254,3 +254,64 @@ def test_every_form_of_a_request_names_the_camel_case_field(repo: Repo) -> None:
     assert ProvisionInput.wire_names() == {
         "repoRoot", "base", "slug", "branch", "dir", "depsCmd", "copyGlobs", "cloneGlobs",
         "linkPaths", "writeFiles", "runSetup", "setupLogPath", "retrySetupOnFailure"}
+
+
+# -- inside a run -----------------------------------------------------------------------------
+
+
+def _run_with_the_tools(lab_dir: Path) -> str:
+    from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools
+
+    with Lab(lab_dir, tools=[*DEFAULT_TOOLS, worktree_tools]) as lab:
+        return lab.start_run(chat_id="wt").id
+
+
+def _tool_events(lab_dir: Path, run_id: str) -> list[tuple[str, str, str | None]]:
+    from tavernlab.host import Lab
+
+    with Lab(lab_dir) as lab:
+        events = lab.open_run(run_id).dir / "events.jsonl"
+        raw = [json.loads(line) for line in events.read_text().splitlines()]
+    return [(e["type"], e["payload"]["toolId"], e["payload"].get("errorCode"))
+            for e in raw if e["type"] in ("tool_call_completed", "tool_call_failed")]
+
+
+def test_given_a_run_the_command_line_calls_the_tools_through_it(
+        repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_dir = tmp_path / "lab"
+    run_id = _run_with_the_tools(lab_dir)
+    monkeypatch.chdir(repo.path)
+    where = ["--run", run_id, "--lab", str(lab_dir)]
+    assert main(["worktree", "new", "in-run", "--no-setup", "--json", *where]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["branch"] == "wt/in-run"
+    assert main(["worktree", "gate", *where, "--worktree", "in-run", "true"]) == 0
+    Path(made["cwd"], "dirt.txt").write_text("x")
+    assert main(["worktree", "rm", "in-run", *where]) == 1
+    refused = capsys.readouterr().err
+    # the run's failed call carries the tool contract's envelope code, not the error class's
+    assert refused.startswith("passed (exit 0)\nerror: internal: worktree at ")
+    assert "is not clean; git refused to remove it" in refused
+    assert main(["worktree", "ls", "--json"]) == 0  # not a tool: no run involved
+    capsys.readouterr()
+    assert _tool_events(lab_dir, run_id)[:2] == [
+        ("tool_call_completed", "worktree.provision", None),
+        ("tool_call_completed", "worktree.run-gate", None)]
+    assert [e[:2] for e in _tool_events(lab_dir, run_id)[2:]] == [
+        ("tool_call_failed", "worktree.cleanup")]
+    # without --run the same command leaves the run alone
+    assert main(["worktree", "rm", "in-run", "--discard-untracked", "--delete-branch"]) == 0
+    assert len(_tool_events(lab_dir, run_id)) == 3
+
+
+def test_lab_without_run_is_a_usage_error(repo: Repo, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo.path)
+    assert main(["worktree", "gate", "--lab", str(tmp_path), "true"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "tavernlab: error: --lab names the lab of --run: give --run RUN_ID too\n")
+    assert main(["worktree", "gate", "--run", "run_x", "--lab", str(tmp_path / "none"),
+                 "true"]) == 1
+    assert capsys.readouterr().err.startswith("error: workspace.invalid_data: no lab at ")
