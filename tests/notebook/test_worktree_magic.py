@@ -310,3 +310,30 @@ def test_without_the_tools_the_current_run_is_left_alone(nb: Notebook, repo: Rep
     assert made.error is None, made.stdout
     assert nb.cell("%worktree gate true").value["passed"] is True
     assert _tool_calls(run) == []
+
+
+def test_archive_salvages_removes_and_forgets_the_current_worktree(
+        nb: Notebook, repo: Repo, tmp_path: Path) -> None:
+    made = nb.cell("%worktree new boxed --no-setup").value
+    Path(made["cwd"], "notes.txt").write_text("keep me")
+    salvage = tmp_path / "salvage"
+    archived = nb.cell(f"%worktree archive boxed --salvage-root {salvage}")
+    assert archived.error is None, archived.stdout
+    assert archived.value["manifest"]["untrackedFiles"] == ["notes.txt"]
+    assert Path(archived.value["salvageDir"], "untracked", "notes.txt").read_text() == "keep me"
+    assert not Path(made["cwd"]).exists() and repo.branches("wt/boxed") == ""
+    assert current_session(nb.shell).worktree is None
+
+
+def test_start_takes_the_command_lines_flags(nb: Notebook, repo: Repo) -> None:
+    nb.cell("%worktree new served")
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    served = nb.cell(f"%worktree start web --proxy-port {port} --seconds 0.1")
+    assert served.error is None, served.stdout
+    assert served.value["status"] == "running" and served.value["url"].endswith(f":{port}")
+    assert current_session(nb.shell).proxy_port(start=False) == port
+    listed = nb.cell(f"%worktree services --proxy-port {port}").value  # stopped after 0.1 s
+    assert [(s["name"], s["status"]) for s in listed["services"]] == [("web", "exited")]

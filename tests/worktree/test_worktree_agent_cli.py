@@ -242,3 +242,32 @@ def test_uncommitted_agent_work_blocks_cleanup(tmp_path: Path, repo: Repo,
     assert "Traceback" in done.stderr and "WorktreeNotRemovableError" in done.stderr
     worktree = Path(repo.root).parent / "_worktrees"
     assert any(p.name.endswith("agent-dirty") for p in worktree.rglob("*agent-dirty*"))
+
+
+def test_tavernlab_worktree_agent_is_the_same_workflow(tmp_path: Path, repo: Repo,
+                                                       daemon: Daemon) -> None:
+    """``tavernlab worktree agent`` takes the same flags (from the one command table), with
+    ``--repo`` defaulting to the current directory's repository."""
+    env = {**os.environ, "AGENTPROTO_MCP_URL": daemon.url}
+    done = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "via-table",
+         "--task", "write agent.txt", "--gate", "test -f agent.txt", "--yes", "--json"],
+        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
+        start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["branch"] == "wt/via-table" and out["cleanup"] == {"removed": True}
+    assert f"{PROMPT} — auto-approved (--yes)" in done.stderr
+    kept = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "kept",
+         "--task", "write agent.txt", "--gate", "exit 1"],
+        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
+        start_new_session=True)
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout == (f"{repo.path.parent / '_worktrees' / 'kept'}  (wt/kept): gate "
+                           "failed, kept (gate_failed)\n")
+    missing = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "x"],
+        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2
+    assert "tavernlab: error: missing required flag(s): --task, --gate" in missing.stderr
