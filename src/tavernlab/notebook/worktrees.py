@@ -49,7 +49,6 @@ from tavernlab.worktree.commands import (
     ToolCaller,
     archive,
     commands_for,
-    find_linked,
     gate,
     gc_options,
     list_repo,
@@ -72,7 +71,7 @@ from tavernlab.worktree.errors import DaemonUnreachableError, ProvisionCancelled
 from tavernlab.worktree.forge import UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF, git, git_run, resolves_to_commit
-from tavernlab.worktree.listing import WorktreeRecord, main_repo_root, real
+from tavernlab.worktree.listing import main_repo_root, real
 from tavernlab.worktree.tool_inputs import ProvisionInput
 from tavernlab.worktree.workflow import run_worktree_agent
 
@@ -127,12 +126,6 @@ def _base(session: NotebookSession, repo: str, given: str | None) -> str:
     if note is not None:
         CellOutput(session.shell).say(note)
     return base
-
-
-def find_worktree_ref(repo: str, ref: str) -> WorktreeRecord:
-    """The linked worktree named by ``ref``: its path, or its slug (the folder name, or the
-    branch ``wt/<slug>``)."""
-    return find_linked(repo, ref)
 
 
 def tool_run(session: NotebookSession) -> Run | None:
