@@ -21,7 +21,8 @@ in the kernel; on the command line ``start`` serves its own) and the command lin
   quoted string, or words joined with shell quoting). The older spelling ``gate DIR CMD``,
   a directory path (with a ``/``, or ``.``/``..``) as the first of several words, is
   ``gate --worktree DIR CMD``: a shell cannot run a directory, so no command changes meaning.
-  A gate runs in any directory it is given, as the tool does.
+  A gate runs in any directory it is given, as the tool does. Its options (``--json``
+  too) come before ``CMD``: every word from the command's first on is the command's.
 * ``new SLUG`` builds one provision request (:func:`new_request`, the tool's own input
   model); without ``--base`` each surface picks the base (the command line ``origin/main``,
   the notebook the same or, without it, the current branch, saying so).
