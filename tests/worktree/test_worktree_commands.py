@@ -315,3 +315,22 @@ def test_lab_without_run_is_a_usage_error(repo: Repo, tmp_path: Path,
     assert main(["worktree", "gate", "--run", "run_x", "--lab", str(tmp_path / "none"),
                  "true"]) == 1
     assert capsys.readouterr().err.startswith("error: workspace.invalid_data: no lab at ")
+
+
+def test_start_in_a_run_records_the_start_and_the_stop(
+        repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.commit_config({"scripts": {"web": {"command": "exec sleep 30", "type": "service"}}})
+    cwd = provision(repo, "served")
+    lab_dir = tmp_path / "lab"
+    run_id = _run_with_the_tools(lab_dir)
+    monkeypatch.chdir(repo.path)
+    assert main(["worktree", "start", "web", "--worktree", "served", "--proxy-port", "0",
+                 "--seconds", "0.1", "--json", "--run", run_id, "--lab", str(lab_dir)]) == 0
+    started = json.loads(capsys.readouterr().out)
+    assert [s["status"] for s in started["services"]] == ["running"]
+    assert _tool_events(lab_dir, run_id) == [
+        ("tool_call_completed", "worktree.start-service", None),
+        ("tool_call_completed", "worktree.stop-service", None)]
+    assert main(["worktree", "services", "--worktree", cwd, "--json"]) == 0
+    assert [s["status"] for s in json.loads(capsys.readouterr().out)["services"]] == ["exited"]

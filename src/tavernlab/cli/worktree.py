@@ -101,20 +101,27 @@ def _guard(handler: Handler) -> Handler:
 
 
 @contextlib.contextmanager
-def _caller(args: argparse.Namespace, runtime: WorktreeRuntime | None = None
-            ) -> Iterator[ToolCaller]:
-    """How this command calls the tools: through ``--run`` of ``--lab`` when given (the lab
-    opened with the worktree tools, closed afterwards), else directly on ``runtime``."""
+def _tools(args: argparse.Namespace, *, own_runtime: bool = False
+           ) -> Iterator[tuple[ToolCaller, WorktreeRuntime]]:
+    """How this command calls the tools, and the runtime they run on: through ``--run`` of
+    ``--lab`` when given (the lab opened with the worktree tools, on the lab's runtime, and
+    closed afterwards), else directly, on the process-wide runtime or, with ``own_runtime``,
+    on one of this command's own that is closed (its services stopped) at the end."""
     run_id = getattr(args, "run", None)
     if run_id is None:
         if getattr(args, "lab", None) is not None:
             raise UsageError("--lab names the lab of --run: give --run RUN_ID too")
-        yield tool_caller(runtime)
+        runtime = WorktreeRuntime() if own_runtime else default_runtime()
+        try:
+            yield tool_caller(runtime), runtime
+        finally:
+            if own_runtime:
+                runtime.close()
         return
     from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools
 
     with Lab(existing_lab_path(args), tools=[*DEFAULT_TOOLS, worktree_tools]) as lab:
-        yield run_caller(lab.open_run(run_id))
+        yield run_caller(lab.open_run(run_id)), lab.services.worktree
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -128,7 +135,7 @@ def _new(args: argparse.Namespace) -> int:
         print(f"[{clock.monotonic() - started:6.2f}s] {describe_event(event)}",
               file=sys.stderr, flush=True)
 
-    with _caller(args) as call:
+    with _tools(args) as (call, _):
         try:
             result = run_with_provision_context(
                 ProvisionContext(caller_key="cli", on_progress=progress),
@@ -153,7 +160,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    with _caller(args) as call:
+    with _tools(args) as (call, _):
         _, _, result = gate(args, call)
     _print_run(args, result)
     return 0 if result["passed"] else 1
@@ -170,37 +177,41 @@ def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    with _caller(args) as call:
+    with _tools(args) as (call, _):
         result = run_script(target_of(args), args, call)
     _print_run(args, result)
     return 0 if result["passed"] else 1
 
 
 def _start(args: argparse.Namespace) -> int:
+    """Serve in the foreground: the proxy and the services until Ctrl-C or ``--seconds``,
+    then stop the services (through the run too, with ``--run``) and the proxy."""
     target = target_of(args)
-    runtime = WorktreeRuntime()
-    proxy = runtime.start_proxy(port=args.proxy_port)
-    try:
-        with _caller(args, runtime) as call:
-            statuses = start_services(target, args, proxy.port, call)
-        _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
-            f"{s['name']}: {s['status']} pid {s['pid']} port {s['port']} → {s['url']}"
-            for s in statuses))
-        sys.stdout.flush()
-        clock = SYSTEM_CLOCK
-        deadline = None if args.seconds is None else clock.monotonic() + args.seconds
+    with _tools(args, own_runtime=True) as (call, runtime):
+        proxy = runtime.start_proxy(port=args.proxy_port)
         try:
-            while deadline is None or clock.monotonic() < deadline:
-                time.sleep(0.2)
-        except KeyboardInterrupt:
-            pass
-    finally:
-        runtime.close()
+            statuses = start_services(target, args, proxy.port, call)
+            _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
+                f"{s['name']}: {s['status']} pid {s['pid']} port {s['port']} → {s['url']}"
+                for s in statuses))
+            sys.stdout.flush()
+            clock = SYSTEM_CLOCK
+            deadline = None if args.seconds is None else clock.monotonic() + args.seconds
+            try:
+                while deadline is None or clock.monotonic() < deadline:
+                    time.sleep(0.2)
+            except KeyboardInterrupt:
+                pass
+        finally:
+            for name in args.scripts:
+                with contextlib.suppress(TavernlabError):
+                    stop_service(target, argparse.Namespace(script=name), call)
+            proxy.close()
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    with _caller(args) as call:
+    with _tools(args) as (call, _):
         result = stop_service(target_of(args), args, call)
     _emit(args, result, "stopped" if result["stopped"] else
           "not stopped (no running service in this process)")
@@ -208,7 +219,7 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _services(args: argparse.Namespace) -> int:
-    with _caller(args) as call:
+    with _tools(args) as (call, _):
         result = list_services(target_of(args), args, args.proxy_port, call)
     _emit(args, result, "\n".join(
         f"{s['name']}: {s['status']} port {s['port']} {s['url']}" for s in result["services"])
@@ -217,15 +228,15 @@ def _services(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    with _caller(args) as call:
+    with _tools(args) as (call, _):
         record, result = remove(args, call)
     _emit(args, result, f"removed {record['path']}")
     return 0
 
 
 def _archive(args: argparse.Namespace) -> int:
-    with _caller(args) as call:
-        target, result = archive(args, call, default_runtime())
+    with _tools(args) as (call, runtime):
+        target, result = archive(args, call, runtime)
     _emit(args, result, f"archived {target.path} to {result['salvageDir']}")
     return 0
 
