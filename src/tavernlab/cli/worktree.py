@@ -11,9 +11,10 @@ for example ``worktree.not_removable``) and exits non-zero.
 Every command and its flags come from the table of :mod:`tavernlab.worktree.commands`, which
 ``%worktree`` is built from too; this module prints what their handlers return.
 
-Inside a run: given ``--run RUN_ID --lab DIR`` (both, or neither), the commands that call a
-worktree tool (``new``, ``gate``, ``run``, ``start``, ``stop``, ``services``, ``rm``,
-``archive``) make each call through that run of that lab, so it is in the run's events,
+Inside a run: given ``--run RUN_ID`` (a run of ``--lab DIR``, default ``$TAVERNLAB_LAB``,
+else ``./.tavernlab``; ``--lab`` alone is a usage error), the commands that call a
+worktree tool (``new``, ``gate``, ``agent``, ``run``, ``start``, ``stop``, ``services``,
+``rm``, ``archive``) make each call through that run of that lab, so it is in the run's events,
 journal and timeline; the lab must offer the worktree tools (a lab opened here with them
 does). A failed call then reports the call's code (``error: cancelled: …``).
 
@@ -75,7 +76,7 @@ from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
 Handler = Callable[[argparse.Namespace], int]
 
 #: The commands whose tool calls go through ``--run`` when it is given.
-IN_RUN = ("new", "gate", "run", "start", "stop", "services", "rm", "archive")
+IN_RUN = ("new", "gate", "agent", "run", "start", "stop", "services", "rm", "archive")
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -283,8 +284,8 @@ def _agent(args: argparse.Namespace) -> int:
     except CliUsageError as exc:
         raise UsageError(exc.reason) from None
     inputs = {**parsed.input, "repoRoot": main_repo_root(parsed.input["repoRoot"])}
-    with DaemonAgentHost.connect() as host:
-        result = run_worktree_agent(inputs, host, make_approve(parsed.yes))
+    with _tools(args) as (call, runtime), DaemonAgentHost.connect() as host:
+        result = run_worktree_agent(inputs, host, make_approve(parsed.yes), runtime, call=call)
     cleanup = result["cleanup"]
     _emit(args, result, f"{result['cwd']}  ({result['branch']}): gate "
           f"{'passed' if result['gate']['passed'] else 'failed'}, "

@@ -84,8 +84,9 @@ Inside a run: when the notebook has a current run (one `%tavern run new|open`, `
 or another magic already started; `%worktree` never starts one) that is still active and
 offers the worktree tools (its lab was made with `tools=[*DEFAULT_TOOLS, worktree_tools]`),
 the tool calls of new, gate, run, start, stop, services, rm and archive are that run's own
-calls: they are in its events, journal and timeline, in the cell's round. Otherwise they
-run outside any run. ls, gc, proxy and agent never go through a run."""
+calls: they are in its events, journal and timeline, in the cell's round; so are agent's
+provision, gate and cleanup (its gate's output then shows when the gate ends rather than
+streaming). Otherwise they run outside any run. ls, gc and proxy call no tool."""
 
 #: The ``Examples`` block of ``%worktree?``: one magic call a line.
 EXAMPLES = """%worktree new fix-login --deps-cmd "npm ci"
@@ -227,7 +228,8 @@ def _connect_daemon() -> DaemonAgentHost:
 
 def _agent(session: NotebookSession, args: argparse.Namespace) -> Any:
     """The ``worktree-agent`` workflow: provision (with the progress display), the coding
-    step on the agentproto daemon, the gate (its output streamed), the approval (``--yes``,
+    step on the agentproto daemon, the gate (its output streamed; inside a run it is the
+    run's call, shown when it ends), the approval (``--yes``,
     else asked with ``input()`` when the kernel takes input, else refused: the worktree
     stays), then cleanup. The new worktree is the current one until the cleanup removes it."""
     try:
@@ -241,12 +243,15 @@ def _agent(session: NotebookSession, args: argparse.Namespace) -> Any:
     out = CellOutput(session.shell)
     approve = make_approve(parsed.yes, tty=lambda: True, ask=_kernel_ask,
                            unattended="this kernel takes no input")
+    in_run = tool_run(session) is not None
     with host:
         result = run_worktree_agent(
             inputs, host, approve, session.lab.services.worktree,
             provision=lambda request: _provision(session, repo, request.slug,
                                                  lambda: request),
-            on_gate_line=lambda stream, line: out.js_chunk(stream, line + "\n"))
+            on_gate_line=None if in_run else
+            lambda stream, line: out.js_chunk(stream, line + "\n"),
+            call=_caller(session))
     out.finish()
     if result["cleanup"].get("removed"):
         _forget(session, result["cwd"])

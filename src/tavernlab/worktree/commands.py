@@ -6,9 +6,9 @@ returns data.
 from it, so the two flag sets cannot drift apart; the command line prints what a handler
 returns (text or ``--json``), the notebook displays it. What differs between the surfaces is
 said by a :class:`Surface`: what a missing ``--worktree`` means and ``start``'s default
-proxy port. Two commands belong to one surface only: ``proxy`` (the notebook's proxy lives
-in the kernel; on the command line ``start`` serves its own) and the command line has
-``worktree-agent run`` for ``agent`` as well as ``tavernlab worktree agent``.
+proxy port. One command belongs to one surface only: ``proxy`` (the notebook's proxy lives
+in the kernel; on the command line ``start`` serves its own). The command line's own flags
+are ``--json`` and ``--run``/``--lab`` (what the notebook has as its current run).
 
 * ``--worktree PATH|SLUG`` names a worktree by its directory (any worktree of the directory's
   repository, the main checkout included) or by its slug (a linked worktree's folder name, or
