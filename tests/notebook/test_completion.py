@@ -55,7 +55,8 @@ def test_options_not_python_builtins(nb: Notebook) -> None:
 
 
 def test_worktree_agent_flags_complete(nb: Notebook, tmp_path: Path) -> None:
-    assert complete(nb, "%worktree a") == ["agent"]
+    assert complete(nb, "%worktree ag") == ["agent"]
+    assert complete(nb, "%worktree a") == ["agent", "archive"]
     assert complete(nb, "%worktree agent --co") == ["--copy-glob"]
     assert complete(nb, "%worktree agent --n") == ["--no-cleanup"]
     assert "--slug" not in complete(nb, "%worktree agent --slug x --")  # given already

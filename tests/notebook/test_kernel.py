@@ -3,6 +3,7 @@ notebook executed by nbclient, an interrupt of ``while(true){}``, and output tha
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,48 @@ def test_an_interrupt_cancels_a_provision_and_removes_its_worktree(
     assert lines[-1].endswith("done: cancelled")
     assert not (tmp_path / "_worktrees" / "slow").exists()
     assert repo.branches("wt/slow") == ""
+
+
+def test_a_provision_inside_a_run_is_its_call_and_an_interrupt_is_recorded(
+        kernel: Kernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "Tavern Lab")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "lab@example.invalid")
+    repo = make_repo(tmp_path)
+    reply, _ = kernel.execute(
+        "from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools\n"
+        "from tavernlab.notebook import current_state, set_progress_factory\n"
+        "set_progress_factory(None)\n"
+        f"tool_lab = Lab({str(tmp_path / 'lab')!r}, tools=[*DEFAULT_TOOLS, worktree_tools])\n"
+        "session = current_state(get_ipython())\n"
+        "session.use_lab(tool_lab)\n"
+        "run = session.new_run(chat_id='wt')")
+    assert reply["content"]["status"] == "ok"
+    reply, _ = kernel.execute(f"%worktree new quick --repo {repo.path} --no-setup")
+    assert reply["content"]["status"] == "ok"
+    lines: list[str] = []
+
+    def interrupt_during_deps(msg: dict[str, Any]) -> None:
+        if msg["msg_type"] in ("display_data", "update_display_data"):
+            lines.append(msg["content"]["data"]["text/plain"])
+            if lines[-1].endswith("slot granted, starting deps"):
+                kernel.manager.interrupt_kernel()
+
+    reply, messages = kernel.execute(
+        f"%worktree new slow --repo {repo.path} --deps-cmd 'sleep 60'",
+        on_message=interrupt_during_deps)
+    assert (reply["content"]["status"], reply["content"]["ename"]) == ("error",
+                                                                       "KeyboardInterrupt")
+    assert texts(messages, "stderr").startswith("cancelled after ")
+    assert not (tmp_path / "_worktrees" / "slow").exists()
+    assert repo.branches("wt/slow") == ""
+    reply, messages = kernel.execute(
+        "import json\n"
+        "calls = [json.loads(l) for l in (run.dir / 'events.jsonl').read_text().splitlines()]\n"
+        "print(json.dumps([(c['type'], c['payload']['toolId'], c['payload'].get('errorCode'))\n"
+        "    for c in calls if c['type'] in ('tool_call_completed', 'tool_call_failed')]))\n"
+        "session.forget_lab(); tool_lab.close()")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert json.loads(texts(messages).splitlines()[-1]) == [
+        ["tool_call_completed", "worktree.provision", None],
+        ["tool_call_failed", "worktree.provision", "tool.interrupted"]]

@@ -149,3 +149,25 @@ def test_usage_errors_name_the_flag(kernel: Kernel, repo: Repo) -> None:
     reply, _ = kernel.execute("%worktree agent --slug x --task t --gate g --write-file '{no'")
     assert reply["content"]["evalue"] == (
         "%worktree agent: --write-file value is not valid JSON: {no")
+
+
+def test_inside_a_run_offering_the_tools_the_workflow_is_its_calls(
+        kernel: Kernel, repo: Repo, daemon: Daemon, tmp_path: Path) -> None:
+    run(kernel, "from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools\n"
+                "from tavernlab.notebook import current_state\n"
+                f"tool_lab = Lab({str(tmp_path / 'tool-lab')!r}, "
+                "tools=[*DEFAULT_TOOLS, worktree_tools])\n"
+                "current_state().use_lab(tool_lab)\n"
+                "tool_run = current_state().new_run(chat_id='wt')")
+    messages = agent(kernel, repo, "nb-run", "echo in-run; test -f agent.txt", "--yes")
+    out = result_of(kernel)
+    assert out["gate"]["passed"] is True and out["cleanup"]["removed"] is True
+    assert "in-run\n" not in texts(messages)  # the gate is the run's call: not streamed
+    calls = json.loads(texts(run(kernel, (
+        "_events = [json.loads(l) for l in (tool_run.dir / 'events.jsonl').read_text()"
+        ".splitlines()]\n"
+        "print(json.dumps([(e['payload']['toolId'], e['payload']['isError']) for e in _events"
+        " if e['type'] in ('tool_call_completed', 'tool_call_failed')]))\n"
+        "current_state().forget_lab(); tool_lab.close()"))).splitlines()[-1])
+    assert calls == [["worktree.provision", False], ["worktree.run-gate", False],
+                     ["worktree.cleanup", False]]

@@ -164,7 +164,7 @@ def test_the_progress_display_is_a_seam(nb: Notebook, repo: Repo) -> None:
 def test_bad_input(nb: Notebook, repo: Repo) -> None:
     cases = {
         "%worktree": "%worktree: give a command (new, ls, gate, agent, run, start, stop, services, "
-                     "rm, gc, proxy); `%worktree?` shows their options",
+                     "rm, archive, gc, proxy); `%worktree?` shows their options",
         "%worktree new": "%worktree new: the following arguments are required: SLUG",
         "%worktree rm": "%worktree rm: the following arguments are required: PATH|SLUG",
         "%worktree gate": "%worktree gate: give the check command (%worktree gate CMD)",
@@ -268,3 +268,72 @@ def test_new_takes_the_command_lines_flags(nb: Notebook, repo: Repo, tmp_path: P
     assert bad.stdout == "usage: --write-file value is not valid JSON: {nope\n"
     by_slug = nb.cell(f"%worktree services --worktree flags --repo {repo.path}").value
     assert [(s["name"], s["status"]) for s in by_slug["services"]] == [("web", "exited")]
+
+
+def _tool_calls(run: object) -> list[tuple[str, str, str | None]]:
+    raw = [json.loads(line) for line in
+           (run.dir / "events.jsonl").read_text().splitlines()]  # type: ignore[attr-defined]
+    return [(e["type"], e["payload"]["toolId"], e["payload"].get("errorCode")) for e in raw
+            if e["type"] in ("tool_call_completed", "tool_call_failed")]
+
+
+def test_with_a_current_run_offering_the_tools_the_commands_are_its_calls(
+        nb: Notebook, repo: Repo, tmp_path: Path) -> None:
+    nb.cell("from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools\n"
+            "from tavernlab.notebook import current_state\n"
+            f"lab = Lab({str(tmp_path / 'tool-lab')!r}, tools=[*DEFAULT_TOOLS, worktree_tools])\n"
+            "current_state(get_ipython()).use_lab(lab)")
+    assert not current_state(nb.shell).has_run
+    outside = nb.cell("%worktree new before-run --no-setup")
+    assert outside.error is None
+    assert not current_state(nb.shell).has_run  # %worktree never starts a run
+    run = nb.cell("%tavern run new --chat wt").value
+    made = nb.cell("%worktree new in-run --no-setup")
+    assert made.error is None, made.stdout
+    assert made.value.data == {"cwd": str(repo.path.parent / "_worktrees" / "in-run"),
+                               "branch": "wt/in-run"}
+    assert nb.cell("%worktree gate true").value["passed"] is True
+    assert nb.cell("%worktree rm in-run").value.data == {"removed": True}
+    assert nb.cell("%worktree ls").value.data[1]["branch"] == "wt/before-run"  # not a tool
+    assert _tool_calls(run) == [
+        ("tool_call_completed", "worktree.provision", None),
+        ("tool_call_completed", "worktree.run-gate", None),
+        ("tool_call_completed", "worktree.cleanup", None)]
+    bad = nb.cell("%worktree gate --worktree nope true")  # named nothing: no call was made
+    assert isinstance(bad.error, ToolError) and len(_tool_calls(run)) == 3
+    nb.cell("current_state(get_ipython()).forget_lab(); lab.close()")
+
+
+def test_without_the_tools_the_current_run_is_left_alone(nb: Notebook, repo: Repo) -> None:
+    run = nb.cell("%tavern run new --chat plain").value
+    made = nb.cell("%worktree new no-tools --no-setup")
+    assert made.error is None, made.stdout
+    assert nb.cell("%worktree gate true").value["passed"] is True
+    assert _tool_calls(run) == []
+
+
+def test_archive_salvages_removes_and_forgets_the_current_worktree(
+        nb: Notebook, repo: Repo, tmp_path: Path) -> None:
+    made = nb.cell("%worktree new boxed --no-setup").value
+    Path(made["cwd"], "notes.txt").write_text("keep me")
+    salvage = tmp_path / "salvage"
+    archived = nb.cell(f"%worktree archive boxed --salvage-root {salvage}")
+    assert archived.error is None, archived.stdout
+    assert archived.value["manifest"]["untrackedFiles"] == ["notes.txt"]
+    assert Path(archived.value["salvageDir"], "untracked", "notes.txt").read_text() == "keep me"
+    assert not Path(made["cwd"]).exists() and repo.branches("wt/boxed") == ""
+    assert current_state(nb.shell).worktree is None
+
+
+def test_start_takes_the_command_lines_flags(nb: Notebook, repo: Repo) -> None:
+    nb.cell("%worktree new served")
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    served = nb.cell(f"%worktree start web --proxy-port {port} --seconds 0.1")
+    assert served.error is None, served.stdout
+    assert served.value["status"] == "running" and served.value["url"].endswith(f":{port}")
+    assert current_state(nb.shell).proxy_port(start=False) == port
+    listed = nb.cell(f"%worktree services --proxy-port {port}").value  # stopped after 0.1 s
+    assert [(s["name"], s["status"]) for s in listed["services"]] == [("web", "exited")]

@@ -62,8 +62,8 @@ def test_an_intact_state_starts_with_its_files(tmp_path: Path) -> None:
     lab = Lab(tmp_path / "lab")
     state, _ = published(lab)
     run = lab.start_run(chat_id="alice", persist_base=state)
-    assert sorted(f.path for f in run.internals.persist_snapshot.files) == ["a/b/two.md", "a/one.md",
-                                                                 "top.md"]
+    snapshot = run.internals.persist_snapshot
+    assert sorted(f.path for f in snapshot.files) == ["a/b/two.md", "a/one.md", "top.md"]
     assert (run.workspace_dir / "persist" / "a" / "b" / "two.md").read_text() == "two!"
     lab.close()
 

@@ -242,3 +242,54 @@ def test_uncommitted_agent_work_blocks_cleanup(tmp_path: Path, repo: Repo,
     assert "Traceback" in done.stderr and "WorktreeNotRemovableError" in done.stderr
     worktree = Path(repo.root).parent / "_worktrees"
     assert any(p.name.endswith("agent-dirty") for p in worktree.rglob("*agent-dirty*"))
+
+
+def test_tavernlab_worktree_agent_is_the_same_workflow(tmp_path: Path, repo: Repo,
+                                                       daemon: Daemon) -> None:
+    """``tavernlab worktree agent`` takes the same flags (from the one command table), with
+    ``--repo`` defaulting to the current directory's repository."""
+    env = {**os.environ, "AGENTPROTO_MCP_URL": daemon.url}
+    done = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "via-table",
+         "--task", "write agent.txt", "--gate", "test -f agent.txt", "--yes", "--json"],
+        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
+        start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["branch"] == "wt/via-table" and out["cleanup"] == {"removed": True}
+    assert f"{PROMPT} — auto-approved (--yes)" in done.stderr
+    kept = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "kept",
+         "--task", "write agent.txt", "--gate", "exit 1"],
+        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120,
+        start_new_session=True)
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout == (f"{repo.path.parent / '_worktrees' / 'kept'}  (wt/kept): gate "
+                           "failed, kept (gate_failed)\n")
+    missing = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "x"],
+        cwd=repo.path, env=env, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2
+    assert "tavernlab: error: missing required flag(s): --task, --gate" in missing.stderr
+
+
+def test_tavernlab_worktree_agent_with_a_run_makes_its_calls_there(
+        tmp_path: Path, repo: Repo, daemon: Daemon) -> None:
+    from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools
+
+    with Lab(tmp_path / "lab", tools=[*DEFAULT_TOOLS, worktree_tools]) as lab:
+        run_id = lab.start_run(chat_id="wt").id
+    done = subprocess.run(
+        [sys.executable, "-m", "tavernlab.cli", "worktree", "agent", "--slug", "in-run",
+         "--task", "write agent.txt", "--gate", "test -f agent.txt", "--yes", "--json",
+         "--run", run_id, "--lab", str(tmp_path / "lab")],
+        cwd=repo.path, env={**os.environ, "AGENTPROTO_MCP_URL": daemon.url},
+        capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cleanup"] == {"removed": True}
+    with Lab(tmp_path / "lab") as lab:
+        events = (lab.open_run(run_id).dir / "events.jsonl").read_text().splitlines()
+    calls = [json.loads(line)["payload"] for line in events]
+    assert [(c["toolId"], c["isError"]) for c in calls if "isError" in c] == [
+        ("worktree.provision", False), ("worktree.run-gate", False),
+        ("worktree.cleanup", False)]

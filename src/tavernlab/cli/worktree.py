@@ -3,16 +3,24 @@
 ``new`` provisions (with a live progress display on stderr; Ctrl-C cancels and cleans up),
 ``ls`` lists, ``gate``/``run`` run one-shot commands, ``start``/``stop``/``services`` manage
 services, ``rm`` cleans up, ``archive`` salvages then removes, ``gc`` plans or applies garbage
-collection. Every command takes ``--json``. Bad input prints one ``error: <code>: <message>``
-line (the error's own code, for example ``worktree.not_removable``) and exits non-zero.
+collection, ``agent`` runs the ``worktree-agent`` workflow (as ``worktree-agent run`` does,
+``--repo`` defaulting to the current directory's repository). Every command takes
+``--json``. Bad input prints one ``error: <code>: <message>`` line (the error's own code,
+for example ``worktree.not_removable``) and exits non-zero.
+
+Every command and its flags come from the table of :mod:`tavernlab.worktree.commands`, which
+``%worktree`` is built from too; this module prints what their handlers return.
+
+Inside a run: given ``--run RUN_ID`` (a run of ``--lab DIR``, default ``$TAVERNLAB_LAB``,
+else ``./.tavernlab``; ``--lab`` alone is a usage error), the commands that call a
+worktree tool (``new``, ``gate``, ``agent``, ``run``, ``start``, ``stop``, ``services``,
+``rm``, ``archive``) make each call through that run of that lab, so it is in the run's events,
+journal and timeline; the lab must offer the worktree tools (a lab opened here with them
+does). A failed call then reports the call's code (``error: cancelled: …``).
 
 Ctrl-C follows the rule of :mod:`tavernlab.cli`: ``new`` takes the cancellation path (the
 slot is released, the running install's process group killed, the half-made worktree and
 branch removed) and then exits 130 with ``cancelled``, without a traceback.
-
-``new``, ``run``, ``services``, ``stop``, ``rm`` and ``gc`` take the flags and the
-``--worktree PATH|SLUG`` rule that ``%worktree`` takes too (:mod:`tavernlab.worktree.commands`
-defines them once); this module prints what their handlers return.
 
 Services live in the process that started them (one supervisor per process, as upstream's
 CLI has its own): ``start`` therefore serves in the foreground behind the proxy until
@@ -23,31 +31,38 @@ fresh process finds no supervisor.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
-import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from tavernlab.cli.common import print_json
+from tavernlab.cli.common import existing_lab_path, print_json
 from tavernlab.clock import SYSTEM_CLOCK
-from tavernlab.errors import TavernlabError, ToolError
+from tavernlab.errors import TavernlabError, ToolError, UsageError
 from tavernlab.views import describe_event
+from tavernlab.worktree.agent_args import CliUsageError, build_input
 from tavernlab.worktree.commands import (
-    add_gc_arguments,
-    add_new_arguments,
-    add_rm_arguments,
-    add_script_arguments,
-    add_target_arguments,
+    CLI,
+    Command,
+    ToolCaller,
+    archive,
+    commands_for,
+    gate,
     gc_options,
+    list_repo,
     list_services,
-    new_input,
     new_repo,
+    new_request,
     remove,
+    repo_of,
+    run_caller,
     run_script,
+    start_services,
     stop_service,
     target_of,
+    tool_caller,
     write_file_spec,
 )
 from tavernlab.worktree.context import ProgressEvent, ProvisionContext, run_with_provision_context
@@ -55,12 +70,13 @@ from tavernlab.worktree.errors import ProvisionCancelledError
 from tavernlab.worktree.forge import Forge, UnreachableForge, forge_for_repo
 from tavernlab.worktree.gc import apply_gc, plan_gc
 from tavernlab.worktree.git import DEFAULT_REF
-from tavernlab.worktree.listing import find_worktree, list_worktrees, main_repo_root, real
+from tavernlab.worktree.listing import main_repo_root
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
-from tavernlab.worktree.salvage import salvage_worktree
-from tavernlab.worktree.tools import call_tool
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: The commands whose tool calls go through ``--run`` when it is given.
+IN_RUN = ("new", "gate", "agent", "run", "start", "stop", "services", "rm", "archive")
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -85,25 +101,34 @@ def _guard(handler: Handler) -> Handler:
     return run
 
 
-def _repo(args: argparse.Namespace) -> str:
-    return main_repo_root(os.path.abspath(args.repo or "."))
+@contextlib.contextmanager
+def _tools(args: argparse.Namespace, *, own_runtime: bool = False
+           ) -> Iterator[tuple[ToolCaller, WorktreeRuntime]]:
+    """How this command calls the tools, and the runtime they run on: through ``--run`` of
+    ``--lab`` when given (the lab opened with the worktree tools, on the lab's runtime, and
+    closed afterwards), else directly, on the process-wide runtime or, with ``own_runtime``,
+    on one of this command's own that is closed (its services stopped) at the end."""
+    run_id = getattr(args, "run", None)
+    if run_id is None:
+        if getattr(args, "lab", None) is not None:
+            raise UsageError("--lab names the lab of --run: give --run RUN_ID too")
+        runtime = WorktreeRuntime() if own_runtime else default_runtime()
+        try:
+            yield tool_caller(runtime), runtime
+        finally:
+            if own_runtime:
+                runtime.close()
+        return
+    from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools
 
-
-def _record_for(repo_root: str, path: str) -> dict[str, Any]:
-    record = find_worktree(repo_root, path)
-    if record is None or real(record["path"]) == real(repo_root):  # the main checkout
-        raise ToolError("not_found", f"not a linked worktree of {repo_root}: {path}")
-    return dict(record)
-
-
-def _new_input(args: argparse.Namespace) -> dict[str, Any]:
-    return new_input(args, repo=new_repo(args), base=args.base or DEFAULT_REF)
+    with Lab(existing_lab_path(args), tools=[*DEFAULT_TOOLS, worktree_tools]) as lab:
+        yield run_caller(lab.open_run(run_id)), lab.services.worktree
 
 
 def _new(args: argparse.Namespace) -> int:
     """Provision in this (the main) thread, so Ctrl-C reaches the provision itself and takes
     its cancellation path; an interrupted provision then becomes the CLI's ``cancelled``."""
-    tool_input = _new_input(args)
+    request = new_request(args, repo=new_repo(args), base=args.base or DEFAULT_REF)
     clock = SYSTEM_CLOCK
     started = clock.monotonic()
 
@@ -111,20 +136,21 @@ def _new(args: argparse.Namespace) -> int:
         print(f"[{clock.monotonic() - started:6.2f}s] {describe_event(event)}",
               file=sys.stderr, flush=True)
 
-    try:
-        result = run_with_provision_context(
-            ProvisionContext(caller_key="cli", on_progress=progress),
-            lambda: call_tool("worktree.provision", tool_input))
-    except ProvisionCancelledError as exc:
-        if exc.interrupted:
-            raise KeyboardInterrupt from exc
-        raise
+    with _tools(args) as (call, _):
+        try:
+            result = run_with_provision_context(
+                ProvisionContext(caller_key="cli", on_progress=progress),
+                lambda: call("worktree.provision", request))
+        except ProvisionCancelledError as exc:
+            if exc.interrupted:
+                raise KeyboardInterrupt from exc
+            raise
     _emit(args, result, f"{result['cwd']}  ({result['branch']})")
     return 0
 
 
 def _ls(args: argparse.Namespace) -> int:
-    records = list_worktrees(_repo(args))
+    _, records = list_repo(args)
     lines = []
     for record in records:
         label = record.get("branch") or "(detached)"
@@ -135,7 +161,8 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    result = call_tool("worktree.run-gate", {"cwd": os.path.abspath(args.cwd), "cmd": args.cmd})
+    with _tools(args) as (call, _):
+        _, _, result = gate(args, call)
     _print_run(args, result)
     return 0 if result["passed"] else 1
 
@@ -151,46 +178,50 @@ def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    result = run_script(target_of(args), args)
+    with _tools(args) as (call, _):
+        result = run_script(target_of(args), args, call)
     _print_run(args, result)
     return 0 if result["passed"] else 1
 
 
 def _start(args: argparse.Namespace) -> int:
+    """Serve in the foreground: the proxy and the services until Ctrl-C or ``--seconds``,
+    then stop the services (through the run too, with ``--run``) and the proxy."""
     target = target_of(args)
-    runtime = WorktreeRuntime()
-    proxy = runtime.start_proxy(port=args.proxy_port)
-    try:
-        where = {"repoRoot": target.repo, "worktreePath": target.path,
-                 "branch": target.branch, "base": args.base}
-        statuses = [call_tool("worktree.start-service", {**where, "script": name,
-                                                         "proxyPort": proxy.port}, runtime)
-                    for name in args.scripts]
-        _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
-            f"{s['name']}: {s['status']} pid {s['pid']} port {s['port']} → {s['url']}"
-            for s in statuses))
-        sys.stdout.flush()
-        clock = SYSTEM_CLOCK
-        deadline = None if args.seconds is None else clock.monotonic() + args.seconds
+    with _tools(args, own_runtime=True) as (call, runtime):
+        proxy = runtime.start_proxy(port=args.proxy_port)
         try:
-            while deadline is None or clock.monotonic() < deadline:
-                time.sleep(0.2)
-        except KeyboardInterrupt:
-            pass
-    finally:
-        runtime.close()
+            statuses = start_services(target, args, proxy.port, call)
+            _emit(args, {"proxyPort": proxy.port, "services": statuses}, "\n".join(
+                f"{s['name']}: {s['status']} pid {s['pid']} port {s['port']} → {s['url']}"
+                for s in statuses))
+            sys.stdout.flush()
+            clock = SYSTEM_CLOCK
+            deadline = None if args.seconds is None else clock.monotonic() + args.seconds
+            try:
+                while deadline is None or clock.monotonic() < deadline:
+                    time.sleep(0.2)
+            except KeyboardInterrupt:
+                pass
+        finally:
+            for name in args.scripts:
+                with contextlib.suppress(TavernlabError):
+                    stop_service(target, argparse.Namespace(script=name), call)
+            proxy.close()
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    result = stop_service(target_of(args), args)
+    with _tools(args) as (call, _):
+        result = stop_service(target_of(args), args, call)
     _emit(args, result, "stopped" if result["stopped"] else
           "not stopped (no running service in this process)")
     return 0
 
 
 def _services(args: argparse.Namespace) -> int:
-    result = list_services(target_of(args), args, args.proxy_port)
+    with _tools(args) as (call, _):
+        result = list_services(target_of(args), args, args.proxy_port, call)
     _emit(args, result, "\n".join(
         f"{s['name']}: {s['status']} port {s['port']} {s['url']}" for s in result["services"])
         or "no services declared")
@@ -198,28 +229,16 @@ def _services(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    record, result = remove(args)
+    with _tools(args) as (call, _):
+        record, result = remove(args, call)
     _emit(args, result, f"removed {record['path']}")
     return 0
 
 
 def _archive(args: argparse.Namespace) -> int:
-    """Stop services, salvage, run teardown and remove with both discard flags (upstream
-    implementation unknown; tavernlab's choice), deleting the branch unless --keep-branch."""
-    path = os.path.abspath(args.path)
-    repo = main_repo_root(path)
-    record = _record_for(repo, path)
-    default_runtime().services.dispose(record["path"])
-    branch = record.get("branch")
-    salvaged = salvage_worktree(repo, record["path"],
-                                slug=branch or os.path.basename(record["path"]),
-                                salvage_root=args.salvage_root)
-    call_tool("worktree.cleanup", {
-        "repoRoot": repo, "cwd": record["path"], "branch": branch,
-        "deleteBranch": bool(branch) and not args.keep_branch, "base": args.base,
-        "discardUntracked": True, "discardModified": True})
-    result = {"removed": True, "salvageDir": salvaged["dir"], "manifest": salvaged["manifest"]}
-    _emit(args, result, f"archived {record['path']} to {salvaged['dir']}")
+    with _tools(args) as (call, runtime):
+        target, result = archive(args, call, runtime)
+    _emit(args, result, f"archived {target.path} to {result['salvageDir']}")
     return 0
 
 
@@ -236,7 +255,7 @@ def _gc_forge(repo: str) -> Forge:
 
 
 def _gc(args: argparse.Namespace) -> int:
-    repo = _repo(args)
+    repo = repo_of(args)
     options = gc_options(args, _gc_forge(repo))
     plan = plan_gc(repo, options)
     if not args.apply:
@@ -253,62 +272,54 @@ def _gc(args: argparse.Namespace) -> int:
     return 0
 
 
-Command = Callable[[str, Handler, str], argparse.ArgumentParser]
+def _agent(args: argparse.Namespace) -> int:
+    """The ``worktree-agent`` workflow, as ``worktree-agent run`` runs it (approval on the
+    terminal), with ``--repo`` defaulting to the current directory's repository."""
+    from tavernlab.cli.worktree_agent import make_approve
+    from tavernlab.worktree.daemon import DaemonAgentHost
+    from tavernlab.worktree.workflow import run_worktree_agent
+
+    try:
+        parsed = build_input(vars(args), default_repo=".")
+    except CliUsageError as exc:
+        raise UsageError(exc.reason) from None
+    inputs = {**parsed.input, "repoRoot": main_repo_root(parsed.input["repoRoot"])}
+    with _tools(args) as (call, runtime), DaemonAgentHost.connect() as host:
+        result = run_worktree_agent(inputs, host, make_approve(parsed.yes), runtime, call=call)
+    cleanup = result["cleanup"]
+    _emit(args, result, f"{result['cwd']}  ({result['branch']}): gate "
+          f"{'passed' if result['gate']['passed'] else 'failed'}, "
+          + ("removed" if cleanup.get("removed") else f"kept ({cleanup.get('reason')})"))
+    return 0
 
 
-def _register_new(command: Command) -> None:
-    add_new_arguments(command("new", _new,
-                              "provision a worktree (progress on stderr; Ctrl-C cancels)"))
-    ls = command("ls", _ls, "list the repository's worktrees")
-    ls.add_argument("--repo", default=".")
-    gate = command("gate", _gate, "run a check command in a worktree")
-    gate.add_argument("cwd")
-    gate.add_argument("cmd")
+#: Each command of the table's command-line surface, by name.
+HANDLERS: dict[str, Handler] = {
+    "new": _new, "ls": _ls, "gate": _gate, "agent": _agent, "run": _run, "start": _start,
+    "stop": _stop, "services": _services, "rm": _rm, "archive": _archive, "gc": _gc}
 
 
-def _register_services(command: Command) -> None:
-    here = "the current directory"
-    run = command("run", _run, "run a committed script once")
-    add_script_arguments(run, default_help=here)
-    services = command("services", _services, "list declared services")
-    add_target_arguments(services, default_help=here)
-    services.add_argument("--proxy-port", type=int, default=None)
-    start = command("start", _start,
-                    "serve services behind the proxy in the foreground until Ctrl-C")
-    start.add_argument("scripts", nargs="+", metavar="script")
-    add_target_arguments(start, default_help=here)
-    start.add_argument("--proxy-port", type=int, default=18780, help="0 picks a free port")
-    start.add_argument("--seconds", type=float, help="stop after this many seconds")
-    stop = command("stop", _stop, "stop a service started by this process")
-    add_script_arguments(stop, default_help=here)
-
-
-def _register_removal(command: Command) -> None:
-    add_rm_arguments(command("rm", _rm, "stop services, run teardown and remove a worktree"))
-    archive = command("archive", _archive, "salvage a worktree's changes, then remove it")
-    archive.add_argument("path")
-    archive.add_argument("--base", default=DEFAULT_REF)
-    archive.add_argument("--keep-branch", action="store_true")
-    archive.add_argument("--salvage-root", help="default ~/.agentproto/worktree-salvage")
-    add_gc_arguments(command("gc", _gc, "plan (or --apply) garbage collection of worktrees"))
+def _declare(command: Command, sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--json", action="store_true", help="print JSON")
+    command.declare(sub, CLI)
+    if command.name in IN_RUN:
+        sub.add_argument("--run", metavar="RUN_ID", default=None,
+                         help="make the tool calls through this run of --lab (recorded there)")
+        sub.add_argument("--lab", metavar="DIR", default=None,
+                         help="the lab of --run (default: $TAVERNLAB_LAB, else ./.tavernlab)")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``tavernlab worktree new|ls|gate|run|start|stop|services|rm|archive|gc``."""
+    """Add ``tavernlab worktree`` and every command of the worktree command table."""
     parser = subparsers.add_parser("worktree", help="git worktrees for agents",
                                    description="Provision, gate, serve and clean up git "
                                    "worktrees (agentproto's worktree package).")
     commands = parser.add_subparsers(dest="worktree_command", metavar="COMMAND", required=True)
-
-    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--json", action="store_true", help="print JSON")
-        sub.set_defaults(func=_guard(handler))
-        return sub
-
-    _register_new(command)
-    _register_services(command)
-    _register_removal(command)
+    for command in commands_for(CLI):
+        help_text = command.help_for(CLI)
+        sub = commands.add_parser(command.name, help=help_text, description=help_text)
+        _declare(command, sub)
+        sub.set_defaults(func=_guard(HANDLERS[command.name]))
 
 
-__all__ = ["register", "write_file_spec"]
+__all__ = ["HANDLERS", "IN_RUN", "register", "write_file_spec"]

@@ -35,7 +35,6 @@ from tavernlab.worktree.context import Phase, ProvisionContext, current_provisio
 from tavernlab.worktree.environment import HookContext
 from tavernlab.worktree.errors import BaseRefNotFoundError, HookError, ProvisionCancelledError
 from tavernlab.worktree.git import (
-    DEFAULT_REF,
     END_OF_OPTIONS,
     git_failure,
     git_run,
@@ -49,6 +48,7 @@ from tavernlab.worktree.names import default_branch_name, default_worktree_dir
 from tavernlab.worktree.process import run_shell
 from tavernlab.worktree.removal import remove_worktree_fast
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
+from tavernlab.worktree.tool_inputs import ProvisionInput
 
 T = TypeVar("T")
 
@@ -58,25 +58,6 @@ class ProvisionOutput(TypedDict):
 
     cwd: str
     branch: str
-
-
-@dataclass(frozen=True)
-class ProvisionRequest:
-    """Validated ``worktree.provision`` input (see :class:`tools.ProvisionInput`)."""
-
-    repo_root: str
-    slug: str
-    base: str = DEFAULT_REF
-    branch: str | None = None
-    dir: str | None = None
-    deps_cmd: str | None = None
-    copy_globs: list[str] | None = None
-    clone_globs: list[str] | None = None
-    link_paths: list[str] | None = None
-    write_files: list[WriteFileSpec] | None = None
-    run_setup: bool = True
-    setup_log_path: str | None = None
-    retry_setup_on_failure: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +72,7 @@ class ProvisionPlan:
     setup: list[str]
 
 
-def resolve_plan(request: ProvisionRequest, repo_root: str, *,
+def resolve_plan(request: ProvisionInput, repo_root: str, *,
                  signal: CancelToken | None = None
                  ) -> tuple[ProvisionPlan, AgentprotoConfig | None]:
     """Load both configuration files (unless ``runSetup`` is false) and apply precedence.
@@ -172,9 +153,9 @@ def first_heavy_phase(plan: ProvisionPlan) -> Phase | None:
     return None
 
 
-def provision_worktree(request: ProvisionRequest,
+def provision_worktree(request: ProvisionInput,
                        runtime: WorktreeRuntime | None = None) -> ProvisionOutput:
-    """Provision a worktree from validated input (see :func:`tools.provision`).
+    """Provision a worktree from a validated request (see :func:`tools.provision`).
 
     The ambient :class:`ProvisionContext` supplies the caller key, cancel signal, progress
     observer and (tavernlab's addition) the observer of the deps and setup hooks' output
@@ -187,7 +168,7 @@ def provision_worktree(request: ProvisionRequest,
 class _Provisioning:
     """One provision from ``git worktree add`` to ``done``."""
 
-    def __init__(self, request: ProvisionRequest, runtime: WorktreeRuntime) -> None:
+    def __init__(self, request: ProvisionInput, runtime: WorktreeRuntime) -> None:
         self.request = request
         self.runtime = runtime
         self.root = os.path.abspath(request.repo_root)

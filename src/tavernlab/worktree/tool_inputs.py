@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -23,11 +23,34 @@ from tavernlab.worktree.config import RelativePath, WriteFileSpec
 from tavernlab.worktree.git import DEFAULT_REF
 from tavernlab.worktree.names import SLUG_MESSAGE, check_ref_name, is_slug
 
+M = TypeVar("M", bound="ToolInput")
+
 
 class ToolInput(BaseModel):
-    """Strict, frozen, camelCase-aliased, unknown fields rejected."""
+    """Strict, frozen, camelCase-aliased, unknown fields rejected.
+
+    One model is the input in every form: camelCase on the wire (:meth:`wire`, what a tool
+    call carries), snake_case in Python (the attributes, and :meth:`from_python`'s keywords).
+    Errors always name the camelCase field, whichever form the values came in."""
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, frozen=True)
+
+    @classmethod
+    def from_python(cls, **values: Any) -> Self:
+        """Validate snake_case keyword values (``None`` means not given); a violation is
+        ``ToolError("input_invalid", …)`` naming the camelCase fields, as for wire input."""
+        aliases = {name: field.alias or name for name, field in cls.model_fields.items()}
+        return validate_input(cls, {aliases.get(key, key): value
+                                    for key, value in values.items() if value is not None})
+
+    def wire(self) -> dict[str, Any]:
+        """The camelCase input as a tool call carries it (only the fields that were given)."""
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+    @classmethod
+    def wire_names(cls) -> frozenset[str]:
+        """The camelCase names of the input's fields."""
+        return frozenset(field.alias or name for name, field in cls.model_fields.items())
 
 
 def _absolute(field: str) -> Callable[[Any], Any]:
@@ -62,7 +85,9 @@ def _check_slug(value: Any) -> Any:
 
 
 class ProvisionInput(ToolInput):
-    """``worktree.provision`` 0.3.0 input."""
+    """``worktree.provision`` 0.3.0 input: the one form of a provision request, from the
+    tool call, the command layer and the ``worktree-agent`` workflow to the provisioning
+    itself."""
 
     repo_root: str = Field(alias="repoRoot")
     base: str = DEFAULT_REF
@@ -155,8 +180,11 @@ def _validation_text(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def validate_input(model: type[ToolInput], data: Any) -> Any:
-    """Validate tool input; a violation raises ``ToolError("input_invalid", …)``."""
+def validate_input(model: type[M], data: Any) -> M:
+    """Validate tool input (an instance of ``model`` is already valid and returned as is);
+    a violation raises ``ToolError("input_invalid", …)``."""
+    if isinstance(data, model):
+        return data
     try:
         return model.model_validate(data)
     except ValidationError as exc:

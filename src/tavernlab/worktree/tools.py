@@ -28,8 +28,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic.alias_generators import to_camel
-
 from tavernlab.errors import TavernlabError, ToolError
 from tavernlab.workspace.tooling import (
     Arguments,
@@ -45,8 +43,8 @@ from tavernlab.worktree.context import (
     current_provision_context,
     run_with_provision_context,
 )
-from tavernlab.worktree.errors import envelope_code
-from tavernlab.worktree.provision import ProvisionRequest, provision_worktree
+from tavernlab.worktree.errors import ProvisionCancelledError, envelope_code
+from tavernlab.worktree.provision import provision_worktree
 from tavernlab.worktree.runtime import WorktreeRuntime, default_runtime
 from tavernlab.worktree.scripts import run_gate as _run_gate
 from tavernlab.worktree.scripts import run_script as _run_script
@@ -66,16 +64,6 @@ from tavernlab.worktree.tool_inputs import (
 )
 
 Body = Callable[[Any, WorktreeRuntime], Any]
-
-
-def _provision(data: ProvisionInput, runtime: WorktreeRuntime) -> Any:
-    request = ProvisionRequest(
-        repo_root=data.repo_root, slug=data.slug, base=data.base, branch=data.branch,
-        dir=data.dir, deps_cmd=data.deps_cmd, copy_globs=data.copy_globs,
-        clone_globs=data.clone_globs, link_paths=data.link_paths, write_files=data.write_files,
-        run_setup=data.run_setup, setup_log_path=data.setup_log_path,
-        retry_setup_on_failure=data.retry_setup_on_failure)
-    return provision_worktree(request, runtime)
 
 
 def _cleanup(data: CleanupInput, runtime: WorktreeRuntime) -> Any:
@@ -107,7 +95,9 @@ class WorktreeHandler:
     :class:`ToolError` with its envelope code so the model is told, not the run failed. In a
     run, a provision without an ambient provisioning context of its caller's gets one whose
     cancel signal is the call's token, so cancelling the call (``run.cancel()``) cancels the
-    provision and removes its worktree.
+    provision and removes its worktree. An interrupt (Ctrl-C, a kernel interrupt) during a
+    provision removes the worktree too and then reaches the host as the interrupt it was, so
+    the call is recorded as interrupted and the caller sees the ``KeyboardInterrupt``.
     """
 
     def __init__(self, input_model: type[ToolInput], body: Body,
@@ -117,7 +107,8 @@ class WorktreeHandler:
         self.runtime = runtime
 
     def run(self, tool_input: Any, runtime: WorktreeRuntime | None = None) -> Any:
-        """Validate ``tool_input`` and run the tool; returns its upstream output shape."""
+        """Validate ``tool_input`` (camelCase, or an instance of the input model) and run the
+        tool; returns its upstream output shape."""
         data = validate_input(self.input_model, tool_input)
         return self.body(data, runtime or self.runtime())
 
@@ -131,6 +122,10 @@ class WorktreeHandler:
                 output = self.run(raw)
         except ToolError:
             raise
+        except ProvisionCancelledError as exc:
+            if exc.interrupted:  # the host's rule for an interrupt: record it, re-raise it
+                raise KeyboardInterrupt from exc
+            raise ToolError(envelope_code(exc), exc.message) from exc
         except TavernlabError as exc:
             raise ToolError(envelope_code(exc), exc.message) from exc
         return ToolResult(content=compact_json(output), structured=output)
@@ -226,7 +221,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 #: risk, title, description.
 _DECLARED: tuple[tuple[str, str, type[ToolInput], Body, str | None, str, int, str, str],
                  ...] = (
-    ("worktree.provision", "0.3.0", ProvisionInput, _provision, "fs:write", "auto", 1,
+    ("worktree.provision", "0.3.0", ProvisionInput, provision_worktree, "fs:write", "auto", 1,
      "Provision worktree",
      "Create a git worktree on a new branch cut from base, then run its declarative "
      "lifecycle (links, written files, clone, dependencies, copies, setup hooks). "
@@ -283,9 +278,10 @@ def worktree_tool_specs(runtime: Callable[[], WorktreeRuntime] = default_runtime
 TOOLS: dict[str, ToolSpec] = {spec.id: spec for spec in worktree_tool_specs()}
 
 
-def call_tool(name: str, tool_input: dict[str, Any],
+def call_tool(name: str, tool_input: Mapping[str, Any] | ToolInput,
               runtime: WorktreeRuntime | None = None) -> Any:
-    """Run a worktree tool by name and return its upstream output shape.
+    """Run a worktree tool by name and return its upstream output shape. ``tool_input`` is
+    its camelCase input, or an already validated instance of the tool's input model.
 
     Raises ``ToolError("not_found")`` for an unknown tool, ``ToolError("input_invalid")``
     for bad input (before anything changes) and the tool's own errors unchanged.
@@ -310,7 +306,7 @@ def error_envelope(exc: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": error}
 
 
-def invoke_tool(name: str, tool_input: dict[str, Any],
+def invoke_tool(name: str, tool_input: Mapping[str, Any] | ToolInput,
                 runtime: WorktreeRuntime | None = None) -> dict[str, Any]:
     """Run a tool inside the host envelope; never raises for a tool failure."""
     try:
@@ -324,47 +320,44 @@ def invoke_tool(name: str, tool_input: dict[str, Any],
 
 def provision(repo_root: str, slug: str, **options: Any) -> Any:
     """``worktree.provision`` with snake_case options (``base``, ``deps_cmd``, …)."""
-    return call_tool("worktree.provision", _camel({"repo_root": repo_root, "slug": slug,
-                                                   **options}))
+    return call_tool("worktree.provision", ProvisionInput.from_python(
+        repo_root=repo_root, slug=slug, **options))
 
 
 def run_gate(cwd: str, cmd: str) -> Any:
     """``worktree.run-gate``: ``{passed, exitCode, stdout, stderr}``."""
-    return call_tool("worktree.run-gate", {"cwd": cwd, "cmd": cmd})
+    return call_tool("worktree.run-gate", GateInput.from_python(cwd=cwd, cmd=cmd))
 
 
 def cleanup(repo_root: str, cwd: str, **options: Any) -> Any:
     """``worktree.cleanup`` with snake_case options (``delete_branch``, ``discard_untracked``…)."""
-    return call_tool("worktree.cleanup", _camel({"repo_root": repo_root, "cwd": cwd, **options}))
+    return call_tool("worktree.cleanup", CleanupInput.from_python(
+        repo_root=repo_root, cwd=cwd, **options))
 
 
 def run_script(repo_root: str, worktree_path: str, branch: str, script: str,
                **options: Any) -> Any:
     """``worktree.run-script``."""
-    return call_tool("worktree.run-script", _camel({
-        "repo_root": repo_root, "worktree_path": worktree_path, "branch": branch,
-        "script": script, **options}))
+    return call_tool("worktree.run-script", ScriptInput.from_python(
+        repo_root=repo_root, worktree_path=worktree_path, branch=branch, script=script,
+        **options))
 
 
 def start_service(repo_root: str, worktree_path: str, branch: str, script: str,
                   **options: Any) -> Any:
     """``worktree.start-service`` (``base``, ``proxy_port``)."""
-    return call_tool("worktree.start-service", _camel({
-        "repo_root": repo_root, "worktree_path": worktree_path, "branch": branch,
-        "script": script, **options}))
+    return call_tool("worktree.start-service", StartServiceInput.from_python(
+        repo_root=repo_root, worktree_path=worktree_path, branch=branch, script=script,
+        **options))
 
 
 def stop_service(worktree_path: str, script: str) -> Any:
     """``worktree.stop-service``: ``{stopped}``."""
-    return call_tool("worktree.stop-service", {"worktreePath": worktree_path, "script": script})
+    return call_tool("worktree.stop-service", StopServiceInput.from_python(
+        worktree_path=worktree_path, script=script))
 
 
 def list_services(repo_root: str, worktree_path: str, branch: str, **options: Any) -> Any:
     """``worktree.list-services``: ``{services: […]}``."""
-    return call_tool("worktree.list-services", _camel({
-        "repo_root": repo_root, "worktree_path": worktree_path, "branch": branch, **options}))
-
-
-def _camel(options: dict[str, Any]) -> dict[str, Any]:
-    """snake_case options as the tools' camelCase input (the rule every model uses)."""
-    return {to_camel(key): value for key, value in options.items() if value is not None}
+    return call_tool("worktree.list-services", ListServicesInput.from_python(
+        repo_root=repo_root, worktree_path=worktree_path, branch=branch, **options))

@@ -23,7 +23,13 @@ from typing import Any, Protocol
 from tavernlab.worktree.process import LineObserver
 from tavernlab.worktree.runtime import WorktreeRuntime
 from tavernlab.worktree.scripts import run_gate
-from tavernlab.worktree.tool_inputs import GateInput, validate_input
+from tavernlab.worktree.tool_inputs import (
+    CleanupInput,
+    GateInput,
+    ProvisionInput,
+    ToolInput,
+    validate_input,
+)
 from tavernlab.worktree.tools import call_tool
 
 APPROVAL_PROMPT = "Gate passed. Approve worktree cleanup?"
@@ -66,35 +72,42 @@ class CallableAgentHost:
 def run_worktree_agent(inputs: dict[str, Any], host: AgentHost,
                        approve: Callable[[str], bool],
                        runtime: WorktreeRuntime | None = None, *,
-                       provision: Callable[[dict[str, Any]], Any] | None = None,
-                       on_gate_line: LineObserver | None = None) -> dict[str, Any]:
+                       provision: Callable[[ProvisionInput], Any] | None = None,
+                       on_gate_line: LineObserver | None = None,
+                       call: Callable[[str, ToolInput], Any] | None = None) -> dict[str, Any]:
     """Run the workflow; returns ``{cwd, branch, gate, cleanup}``.
 
-    ``provision(tool_input)``, when given, runs the ``worktree.provision`` step instead of a
-    plain tool call (a notebook wraps it in its progress display); ``on_gate_line(stream,
-    line)`` sees the gate's output lines as they are printed."""
-    provision_input = {key: inputs[key] for key in
-                       ("repoRoot", "slug", "base", "depsCmd", "copyGlobs", "linkPaths",
-                        "writeFiles") if inputs.get(key) is not None}
-    out = (provision(provision_input) if provision is not None
-           else call_tool("worktree.provision", provision_input, runtime))
+    The provision step takes the inputs that are ``worktree.provision``'s fields (those
+    given), validated as its request before anything runs. ``call(tool_id, request)``, when
+    given, makes the tool calls (a surface passes a run's, so they are recorded there);
+    otherwise they run directly on ``runtime``. ``provision(request)``, when given, runs the
+    provision step instead (a notebook wraps it in its progress display); ``on_gate_line(stream,
+    line)`` sees the gate's output lines as they are printed (the gate then runs as the tool
+    does, validated the same way, but not through ``call``)."""
+    def direct(tool_id: str, request: ToolInput) -> Any:
+        return call_tool(tool_id, request, runtime)
+
+    call = call or direct
+    request = validate_input(ProvisionInput, {
+        key: value for key, value in inputs.items()
+        if key in ProvisionInput.wire_names() and value is not None})
+    out = provision(request) if provision is not None else call("worktree.provision", request)
     cwd, branch = out["cwd"], out["branch"]
     handle = host.spawn(inputs.get("adapter") or "claude-code",
                         {"cwd": cwd, "workspaceSlug": inputs.get("workspaceSlug"),
                          "stepId": "code"})
     host.send_and_wait(handle, inputs["task"])
-    gate_input = {"cwd": cwd, "cmd": inputs["gateCmd"]}
+    gate_input = GateInput.from_python(cwd=cwd, cmd=inputs["gateCmd"])
     if on_gate_line is None:
-        gate = call_tool("worktree.run-gate", gate_input, runtime)
-    else:  # the same tool, validated the same way, with its lines streamed
-        checked = validate_input(GateInput, gate_input)
-        gate = run_gate(checked.cwd, checked.cmd, on_line=on_gate_line)
+        gate = call("worktree.run-gate", gate_input)
+    else:
+        gate = run_gate(gate_input.cwd, gate_input.cmd, on_line=on_gate_line)
     if not gate["passed"]:
         cleanup: dict[str, Any] = {"removed": False, "reason": "gate_failed"}
     elif approve(APPROVAL_PROMPT):
-        cleanup = call_tool("worktree.cleanup", {
-            "repoRoot": inputs["repoRoot"], "cwd": cwd, "branch": branch,
-            "deleteBranch": inputs.get("deleteBranch", True)}, runtime)
+        cleanup = call("worktree.cleanup", CleanupInput.from_python(
+            repo_root=inputs["repoRoot"], cwd=cwd, branch=branch,
+            delete_branch=inputs.get("deleteBranch", True)))
     else:
         cleanup = {"removed": False, "reason": "cleanup_rejected"}
     return {"cwd": cwd, "branch": branch, "gate": gate, "cleanup": cleanup}
