@@ -52,15 +52,15 @@ from tavernlab.worktree.commands import (
     gate,
     gc_options,
     list_repo,
-    list_services,
+    list_target_services,
     new_repo,
     new_request,
     remove,
     repo_of,
     run_caller,
-    run_script,
+    run_target_script,
     start_services,
-    stop_service,
+    stop_target_service,
     target_of,
     tool_caller,
     write_file_spec,
@@ -179,7 +179,7 @@ def _print_run(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     with _tools(args) as (call, _):
-        result = run_script(target_of(args), args, call)
+        result = run_target_script(target_of(args), args, call)
     _print_run(args, result)
     return 0 if result["passed"] else 1
 
@@ -206,14 +206,14 @@ def _start(args: argparse.Namespace) -> int:
         finally:
             for name in args.scripts:
                 with contextlib.suppress(TavernlabError):
-                    stop_service(target, argparse.Namespace(script=name), call)
+                    stop_target_service(target, argparse.Namespace(script=name), call)
             proxy.close()
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
     with _tools(args) as (call, _):
-        result = stop_service(target_of(args), args, call)
+        result = stop_target_service(target_of(args), args, call)
     _emit(args, result, "stopped" if result["stopped"] else
           "not stopped (no running service in this process)")
     return 0
@@ -221,7 +221,7 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _services(args: argparse.Namespace) -> int:
     with _tools(args) as (call, _):
-        result = list_services(target_of(args), args, args.proxy_port, call)
+        result = list_target_services(target_of(args), args, args.proxy_port, call)
     _emit(args, result, "\n".join(
         f"{s['name']}: {s['status']} port {s['port']} {s['url']}" for s in result["services"])
         or "no services declared")

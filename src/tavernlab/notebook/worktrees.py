@@ -52,16 +52,16 @@ from tavernlab.worktree.commands import (
     gate,
     gc_options,
     list_repo,
-    list_services,
+    list_target_services,
     new_repo,
     new_request,
     proxy_info,
     remove,
     repo_of,
     run_caller,
-    run_script,
+    run_target_script,
     start_services,
-    stop_service,
+    stop_target_service,
     target_of,
     tool_caller,
 )
@@ -269,7 +269,7 @@ def _gate(state: NotebookState, args: argparse.Namespace) -> Any:
 
 
 def _run(state: NotebookState, args: argparse.Namespace) -> Any:
-    result = run_script(_target(state, args), args, _caller(state))
+    result = run_target_script(_target(state, args), args, _caller(state))
     return WorktreeResult(f"script {args.script}", result)
 
 
@@ -298,17 +298,17 @@ def _serve_for(state: NotebookState, target: Target, args: argparse.Namespace,
     with contextlib.suppress(KeyboardInterrupt):
         time.sleep(seconds)
     for name in args.scripts:
-        stop_service(target, argparse.Namespace(script=name), _caller(state))
+        stop_target_service(target, argparse.Namespace(script=name), _caller(state))
 
 
 def _stop(state: NotebookState, args: argparse.Namespace) -> Any:
-    result = stop_service(_target(state, args), args, _caller(state))
+    result = stop_target_service(_target(state, args), args, _caller(state))
     return WorktreeResult(f"stop {args.script}", result)
 
 
 def _services(state: NotebookState, args: argparse.Namespace) -> Any:
     port = args.proxy_port if args.proxy_port is not None else state.proxy_port(start=False)
-    result = list_services(_target(state, args), args, port, _caller(state))
+    result = list_target_services(_target(state, args), args, port, _caller(state))
     return WorktreeResult("services", result)
 
 

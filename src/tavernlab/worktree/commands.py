@@ -296,7 +296,7 @@ def gate(args: argparse.Namespace, call: ToolCaller,
 # -- run, start, stop, services ---------------------------------------------------------------
 
 
-def run_script(target: Target, args: argparse.Namespace, call: ToolCaller) -> Any:
+def run_target_script(target: Target, args: argparse.Namespace, call: ToolCaller) -> Any:
     """``run SCRIPT``: ``worktree.run-script`` in the target."""
     return call("worktree.run-script", ScriptInput.from_python(**where(target, args),
                                                                script=args.script))
@@ -322,7 +322,7 @@ def start_services(target: Target, args: argparse.Namespace, proxy_port: int,
         **where(target, args), script=name, proxy_port=proxy_port)) for name in args.scripts]
 
 
-def stop_service(target: Target, args: argparse.Namespace, call: ToolCaller) -> Any:
+def stop_target_service(target: Target, args: argparse.Namespace, call: ToolCaller) -> Any:
     """``stop SCRIPT``: ``worktree.stop-service`` in the target."""
     return call("worktree.stop-service", StopServiceInput.from_python(
         worktree_path=target.path, script=args.script))
@@ -336,7 +336,7 @@ def add_services_arguments(parser: argparse.ArgumentParser, surface: Surface) ->
                         + ("none" if surface.name == "cli" else "the notebook's proxy") + ")")
 
 
-def list_services(target: Target, args: argparse.Namespace, proxy_port: int | None,
+def list_target_services(target: Target, args: argparse.Namespace, proxy_port: int | None,
                   call: ToolCaller) -> Any:
     """``services``: ``worktree.list-services`` of the target."""
     return call("worktree.list-services", ListServicesInput.from_python(
