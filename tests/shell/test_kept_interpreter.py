@@ -15,7 +15,7 @@ import pytest
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import FixedClock
 from tavernlab.shell import ShellOutcome, ShellResult, execute_shell
-from tavernlab.shell.engine import KeptInterpreters
+from tavernlab.shell.interpreters import KeptInterpreters
 from tavernlab.shell.resources import ShellOptions, ShellResources
 
 from .conftest import Workspace

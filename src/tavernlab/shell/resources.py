@@ -17,7 +17,7 @@ from tavernlab.clock import Clock
 
 if TYPE_CHECKING:
     from tavernlab.js.pool import WorkerPool
-    from tavernlab.shell.engine import KeptInterpreters
+    from tavernlab.shell.interpreters import KeptInterpreters
 
 
 class HelperCall:
