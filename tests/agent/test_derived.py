@@ -9,7 +9,7 @@ from typing import Any
 from tests.agent.scripts import by_call, call, finish, payloads, stored, turn, write
 
 from tavernlab import Lab
-from tavernlab.workspace.ids import tool_record_name
+from tavernlab.layout import tool_record_name
 
 NUDGE_34 = (
     "[system reminder, direct output recovery attempt 1] You replied with plain text, but "

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import get_args
 
+import tavernlab.layout as layout
 from tavernlab.events.journal import TornTail
 from tavernlab.host import Run
-from tavernlab.workspace import layout
 from tavernlab.workspace.policy import DEFAULT_ROOTS, READ_ONLY_ROOTS, RESERVED_ROOT_NAMES
 from tavernlab.workspace.profile import Profile
 
@@ -97,7 +97,7 @@ def test_no_other_module_spells_the_layout() -> None:
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel == "workspace/layout.py" or rel in _ELSEWHERE:
+        if rel == "layout.py" or rel in _ELSEWHERE:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docs = {id(node.value) for node in ast.walk(tree)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.agent._loop import AgentLoop, DeltaObserver
 from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._tools import build_snapshot
@@ -24,7 +25,6 @@ from tavernlab.host.lab import Lab
 from tavernlab.host.run import Run
 from tavernlab.host.starting import resolve_profile
 from tavernlab.models import ModelProvider, Usage
-from tavernlab.workspace import layout
 from tavernlab.workspace.profile import ModelBinding, Profile
 from tavernlab.workspace.records import write_json
 from tavernlab.workspace.tooling import ToolSpec

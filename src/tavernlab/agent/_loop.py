@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.agent._delegation import Delegation
 from tavernlab.agent._failure import LoopError, failure_payload
 from tavernlab.agent._frames import CANCELLED_MESSAGE, Frame, LoopCancelled
@@ -110,7 +111,6 @@ from tavernlab.models import (
 )
 from tavernlab.models import ToolResult as ModelToolResult
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import write_json

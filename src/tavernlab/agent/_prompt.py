@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import tavernlab.layout as layout
 from tavernlab.agent._tools import Mode, ToolSnapshot, visible_roots_text, writable_roots_text
-from tavernlab.workspace import layout
 from tavernlab.workspace.profile import Profile
 
 #: The last line of the default prompt.

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.agent._mcp import unique_alias
 from tavernlab.errors import AgentError
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.models import ModelTool
-from tavernlab.workspace import layout
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.tooling import ToolSpec
 

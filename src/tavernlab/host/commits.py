@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
     AgentInvocationCompleted,
@@ -45,7 +46,6 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.persist import StateManifest
 from tavernlab.workspace.records import ChatTarget, dump_model

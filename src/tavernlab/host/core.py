@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import tavernlab.layout as layout
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory, is_deterministic, rfc3339
 from tavernlab.errors import InvalidData, RunStateError
@@ -43,7 +44,6 @@ from tavernlab.host.ledger import RunLedger
 from tavernlab.host.restore import call_number, restore
 from tavernlab.js.limits import DEFAULT_DEADLINE_S
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext

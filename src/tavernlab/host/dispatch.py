@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import FileIo, ToolError, WorkspaceError, WriteConflict
@@ -73,10 +74,9 @@ from tavernlab.host.invocation import Invocation
 from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.restore import call_number
 from tavernlab.host.results import results_path, store_result
+from tavernlab.layout import tool_record_name
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace import layout
 from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.ids import tool_record_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.reads import ReadRecords
 from tavernlab.workspace.records import write_json

@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+import tavernlab.layout as layout
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import InvalidData
 from tavernlab.events import JsJobEnd, JsJobFinished, JsJobStart, JsJobStarted
 from tavernlab.host.core import RunCore
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import sha256_hex
 from tavernlab.workspace.records import write_json
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.clock import (
     RANDOM_IDS,
     SYSTEM_CLOCK,
@@ -59,7 +60,6 @@ from tavernlab.host.run import Run
 from tavernlab.host.services import LabServices
 from tavernlab.host.sessions import Session, SessionStore
 from tavernlab.host.starting import RunFactory, resolve_profile
-from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.ids import ChatKind
 from tavernlab.workspace.logs import EventLog, JournalLog

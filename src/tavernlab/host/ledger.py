@@ -30,9 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import tavernlab.layout as layout
 from tavernlab.errors import FileIo
 from tavernlab.host.index import RunIndex
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import STAGING_DIR_NAME
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.records import (

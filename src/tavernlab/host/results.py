@@ -12,6 +12,7 @@ a file already there belongs to another call, whose result stays as it is.
 
 from __future__ import annotations
 
+import tavernlab.layout as layout
 from tavernlab.events import (
     Level,
     StoredResult,
@@ -22,7 +23,6 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.invocation import Invocation
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WriteGuard
 from tavernlab.workspace.records import pretty_json
 from tavernlab.workspace.tooling import ToolResult

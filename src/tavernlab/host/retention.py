@@ -21,12 +21,12 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, TavernlabError
 from tavernlab.events import TERMINAL_EVENT_TYPES
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.records import RunRecord, dump_model, read_json, write_json
 
 SLIM_KEEP = frozenset({layout.RUN_RECORD, layout.EVENTS})

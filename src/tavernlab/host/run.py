@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, RunStateError, ToolError
 from tavernlab.events import Event, RunCancelRequested
 from tavernlab.host import commits, dispatch, rounds
@@ -30,7 +31,6 @@ from tavernlab.host.registry import ToolRegistry
 from tavernlab.host.services import LabServices
 from tavernlab.paths import WorkspacePath
 from tavernlab.shell.result import ShellResult
-from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.context import FrozenContext
 from tavernlab.workspace.fs import WorkspaceFs

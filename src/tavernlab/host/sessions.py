@@ -24,12 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory, rfc3339
 from tavernlab.errors import InvalidData, NotFound
 from tavernlab.host.index import RunIndex
 from tavernlab.locks import file_lock
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import dump_model, read_json, write_json

@@ -25,6 +25,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import tavernlab.layout as layout
 from tavernlab.clock import Clock, IdFactory
 from tavernlab.errors import InvalidData, SkillUnavailable
 from tavernlab.events import (
@@ -42,7 +43,6 @@ from tavernlab.events import (
 from tavernlab.host.core import RunCore
 from tavernlab.host.index import RunIndex
 from tavernlab.host.sessions import SessionStore
-from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.context import FrozenContext

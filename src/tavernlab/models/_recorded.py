@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tavernlab.layout as layout
 from tavernlab.cancel import CancelToken
 from tavernlab.models._canonical import ModelRequest, ModelResponse
 from tavernlab.models._errors import ModelCallError, ModelCancelled
@@ -31,7 +32,6 @@ from tavernlab.models._provider import (
     ToolCallDelta,
     next_provider_state,
 )
-from tavernlab.workspace import layout
 
 ROOT_INVOCATION_ID = "inv_root"
 _ROUND_FILE = re.compile(r"^round-(\d{3,})\.json$")

@@ -36,9 +36,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+import tavernlab.layout as layout
 from tavernlab.events import Event, job_label
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.records import TERMINAL_STATUSES
 
 

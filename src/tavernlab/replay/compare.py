@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+import tavernlab.layout as layout
 from tavernlab.events import Event, parse_event
 from tavernlab.host import Run
 from tavernlab.host.feed import order_key
@@ -44,7 +45,6 @@ from tavernlab.replay.errors import BundleInvalid
 from tavernlab.replay.manifest import Tree
 from tavernlab.replay.report import Divergence, DivergenceKind
 from tavernlab.replay.trees import scan_tree
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import INTERNAL_NAMES
 
 #: Envelope fields of a record: compared only after the content matched.

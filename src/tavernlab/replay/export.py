@@ -31,6 +31,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import tavernlab.layout as layout
 from tavernlab.events import Event
 from tavernlab.host import Run
 from tavernlab.host.index import RunIndex
@@ -61,7 +62,6 @@ from tavernlab.replay.trees import scan_tree
 from tavernlab.skills.errors import SkillError
 from tavernlab.skills.package import SkillPackage
 from tavernlab.skills.source import load_directory
-from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.fs import INTERNAL_NAMES
 from tavernlab.workspace.records import read_json

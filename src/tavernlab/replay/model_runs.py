@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tavernlab.layout as layout
 from tavernlab.agent import AgentHandle, start_agent
 from tavernlab.cancel import CancelToken
 from tavernlab.host import Lab, Run
@@ -68,7 +69,6 @@ from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
 from tavernlab.replay.manifest import AgentRecording
 from tavernlab.replay.replaying import SkillSources, lab_root, open_replay_lab
 from tavernlab.replay.report import Divergence, LiveContinuation, RecordedModelCall, ReplayReport
-from tavernlab.workspace import layout
 
 #: The code of a model call the replay refused because its request differed.
 DIVERGED = "replay.model_request_diverged"

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+import tavernlab.layout as layout
 from tavernlab.clock import FixedClock, SequentialIds, clock_from_settings, ids_from_settings
 from tavernlab.errors import TavernlabError
 from tavernlab.host import Lab, Run
@@ -58,7 +59,6 @@ from tavernlab.replay.trees import inside, write_tree
 from tavernlab.skills.index import SkillScope
 from tavernlab.skills.repository import SkillRepository
 from tavernlab.skills.source import load_inline
-from tavernlab.workspace import layout
 from tavernlab.workspace.chat import Chat
 from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import ChatTarget, RunRecord

@@ -60,11 +60,11 @@ from typing import Any
 
 import nbformat
 
+import tavernlab.layout as layout
 from tavernlab.errors import InvalidData
 from tavernlab.replay.actions import JsJob, NextRound, Resume, Subagent, ToolCall
 from tavernlab.replay.bundle import Bundle, read_bundle
 from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
-from tavernlab.workspace import layout
 from tavernlab.workspace.atomic import replace_durably
 
 #: How the setup cell makes ``run`` the extension's current run (an assumption, see above).

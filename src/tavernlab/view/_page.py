@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+import tavernlab.layout as layout
 from tavernlab.notebook.widgets.preview import node_preview
 from tavernlab.notebook.widgets.snapshots import plural
 from tavernlab.notebook.widgets.timeline_detail import describe
@@ -27,7 +28,6 @@ from tavernlab.paths import WorkspacePath
 from tavernlab.replay.report import ReplayReport, report_html
 from tavernlab.view._source import RunFiles
 from tavernlab.views.markup import STATUS_COLOURS, fold, pre
-from tavernlab.workspace import layout
 from tavernlab.workspace.tree import build_tree
 
 STATIC = Path(__file__).resolve().parents[1] / "notebook" / "widgets" / "static"

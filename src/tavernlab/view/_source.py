@@ -15,12 +15,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tavernlab.layout as layout
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
 from tavernlab.events import Event
 from tavernlab.host import Lab
 from tavernlab.host.feed import RunFeed
 from tavernlab.replay.bundle import Bundle
-from tavernlab.workspace import layout
 from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.logs import EventLog, JournalLog
 from tavernlab.workspace.profile import Profile

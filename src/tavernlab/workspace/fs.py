@@ -40,6 +40,12 @@ from tavernlab.errors import (
     PathIsDirectory,
     WriteConflict,
 )
+from tavernlab.layout import (
+    CALL_COUNTER_NAME,
+    INTERNAL_NAMES,
+    LOCK_FILE_NAME,
+    STAGING_DIR_NAME,
+)
 from tavernlab.locks import LeasableLock
 from tavernlab.paths import WorkspacePath, display
 from tavernlab.workspace import atomic
@@ -61,12 +67,6 @@ from tavernlab.workspace.contract import (
     not_found,
     sha256_hex,
     walk_entries,
-)
-from tavernlab.workspace.layout import (
-    CALL_COUNTER_NAME,
-    INTERNAL_NAMES,
-    LOCK_FILE_NAME,
-    STAGING_DIR_NAME,
 )
 
 #: The contract's values are part of the port's surface: callers import them from here.

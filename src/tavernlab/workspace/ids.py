@@ -67,13 +67,3 @@ def check_call_id(value: object, what: str = "call_id") -> str:
     shown = repr(value[:_SHOWN]) + (f"... ({len(value)} characters)"
                                    if len(value) > _SHOWN else "")
     raise InvalidData(f"{what} must match [A-Za-z0-9_.:-]{{1,256}}: {shown}")
-
-
-def call_stem(call_id: str) -> str:
-    """``call_`` + hex of the first 8 bytes of SHA-256(call id): the tool-result file stem."""
-    return "call_" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:16]
-
-
-def tool_record_name(round_number: int, call_id: str) -> str:
-    """``round-NNN-call_<16 hex>``."""
-    return f"round-{round_number:03d}-{call_stem(call_id)}"

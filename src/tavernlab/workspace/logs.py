@@ -27,6 +27,7 @@ from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tavernlab.layout as layout
 from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339, stamps
 from tavernlab.errors import FileIo
 from tavernlab.events import (
@@ -42,7 +43,6 @@ from tavernlab.events import (
 from tavernlab.events.journal import TORN_TEXT_CHARS
 from tavernlab.locks import locked_open
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.log_reading import (
     anchor_of,
     collector_paused,

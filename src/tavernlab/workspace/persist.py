@@ -43,11 +43,11 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+import tavernlab.layout as layout
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
 from tavernlab.errors import InvalidData, PersistStateError
 from tavernlab.locks import file_lock
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.containment import LabLinks
 from tavernlab.workspace.file_cache import ParsedFiles, identity
 from tavernlab.workspace.ids import check_dir_name

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tavernlab.errors import InvalidData
+from tavernlab.layout import DEFAULT_ROOTS as DEFAULT_ROOTS  # the policy's default
+from tavernlab.layout import RESERVED_NAMES, TOOL_RESULTS
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.layout import DEFAULT_ROOTS as DEFAULT_ROOTS  # the policy's default
-from tavernlab.workspace.layout import RESERVED_NAMES, TOOL_RESULTS
 
 #: Roots the runtime always makes visible and never writable.
 READ_ONLY_ROOTS: tuple[str, ...] = (TOOL_RESULTS, "skills")

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
+import tavernlab.layout as layout
 from tavernlab.ondisk import Model
-from tavernlab.workspace import layout
 from tavernlab.workspace.ids import check_dir_name
 from tavernlab.workspace.policy import DEFAULT_ROOTS, Policy
 

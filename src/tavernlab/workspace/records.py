@@ -17,9 +17,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticSerializationError, to_json
 
+import tavernlab.layout as layout
 from tavernlab.errors import InvalidData
 from tavernlab.ondisk import Model
-from tavernlab.workspace import atomic, layout
+from tavernlab.workspace import atomic
 
 RunStatus = Literal[
     "created", "initializing_workspace", "assembling_context", "calling_model",

@@ -25,7 +25,7 @@ bytes of the SHA-256 of its call id: :func:`tool_record_name`.
 
 from __future__ import annotations
 
-from tavernlab.workspace.ids import tool_record_name
+import hashlib
 
 __all__ = [
     "CALL_COUNTER_NAME", "DEFAULT_ROOTS", "EVENTS", "HOST_CHAT", "INPUT", "INTERNAL_NAMES",
@@ -36,6 +36,17 @@ __all__ = [
     "model_response_path", "tool_args_dir", "tool_args_path", "tool_record_name",
     "tool_result_path", "tool_result_view_path", "tool_snapshot_path",
 ]
+
+
+def call_stem(call_id: str) -> str:
+    """``call_`` + hex of the first 8 bytes of SHA-256(call id): the tool-result file stem."""
+    return "call_" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:16]
+
+
+def tool_record_name(round_number: int, call_id: str) -> str:
+    """``round-NNN-call_<16 hex>``."""
+    return f"round-{round_number:03d}-{call_stem(call_id)}"
+
 
 #: The run record.
 RUN_RECORD = "run.json"
