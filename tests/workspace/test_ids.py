@@ -11,13 +11,8 @@ import pytest
 from tavernlab.clock import RANDOM_IDS
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
-from tavernlab.workspace.ids import (
-    call_stem,
-    check_dir_name,
-    check_stable_chat_id,
-    tool_record_name,
-    workspace_id,
-)
+from tavernlab.layout import call_stem, tool_record_name
+from tavernlab.workspace.ids import check_dir_name, check_stable_chat_id, workspace_id
 
 
 def test_workspace_ids_of_the_acceptance_list() -> None:
