@@ -46,15 +46,13 @@ import jsbox
 from timing import Comparison, Row, emit, load_average, row, table_options
 
 from tavernlab.cancel import CancelToken
-from tavernlab.js.command import run_js_command
-from tavernlab.js.legacy import SkillScriptRequest, run_skill_script
-from tavernlab.js.limits import MEMORY_LIMIT, STACK_LIMIT
-from tavernlab.js.pool import WorkerPool
-from tavernlab.js.process import WorkerProcess
-from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.macros import FrozenMacros
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.js import SkillScriptRequest, WorkerPool, run_js_command, run_skill_script
+from tavernlab.js._limits import MEMORY_LIMIT, STACK_LIMIT
+from tavernlab.js._process import WorkerProcess
+from tavernlab.workspace.macros import FrozenContext, FrozenMacros
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 MAIN = ("import { workspace } from '@tauritavern/runtime';\n"
         "import { slug } from './lib/slug.js';\n"

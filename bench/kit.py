@@ -31,15 +31,14 @@ from pathlib import Path
 
 import jsbox
 
-from tavernlab.js.command import run_js_command
-from tavernlab.js.kit.pins import PINS, KitPin
-from tavernlab.js.kit.provider import KitSettings, fetch_kit
-from tavernlab.js.limits import MEMORY_LIMIT, STACK_LIMIT
-from tavernlab.js.pool import WorkerPool
-from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.macros import FrozenMacros
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.js import WorkerPool, run_js_command
+from tavernlab.js._limits import MEMORY_LIMIT, STACK_LIMIT
+from tavernlab.js.kit import KitPin, KitSettings, fetch_kit
+from tavernlab.js.kit._pins import PINS
+from tavernlab.workspace.macros import FrozenContext, FrozenMacros
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 BARE_ENTRY = "/<eval>"
 

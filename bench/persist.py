@@ -37,7 +37,7 @@ from timing import (
 
 from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.storage._fs import WriteGuard
 
 FILES_PER_DIR = 100
 

@@ -36,8 +36,8 @@ import tavernlab
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
 from tavernlab.replay import Replay, read_bundle, replay_many
-from tavernlab.replay.many import replay_one
-from tavernlab.workspace.profile import Profile
+from tavernlab.replay._many import replay_one
+from tavernlab.workspace.roots import Profile
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ test).
    same pipeline on the same tree (a real process, real files). Target: <= 3x. Measured on a
    fresh directory of tmpfs and of the real disk.
 3. The glue floor of that pipeline: the same kept bashkit interpreter kind, the same ctypes
-   callbacks (:mod:`tavernlab.shell.vfs_abi`) serving the same tree, but answered by plain
+   callbacks (:mod:`tavernlab.shell._vfs_abi`) serving the same tree, but answered by plain
    ``os`` calls (:class:`PlainFs`: no path parsing, no containment walk, no policy, no
    budget, no tool-call records). Printed against ``bash -c`` (a floor row), and the full
    tool call is measured against it (target <= 1.3x). The note gives the callbacks the
@@ -47,8 +47,8 @@ from timing import (
 
 from tavernlab.host import Lab
 from tavernlab.shell import execute_shell
-from tavernlab.shell.vfs import VfsError, VfsErrorKind, VfsStat
-from tavernlab.shell.vfs_abi import ExportedFilesystem
+from tavernlab.shell._vfs import VfsError, VfsErrorKind, VfsStat
+from tavernlab.shell._vfs_abi import ExportedFilesystem
 
 PIPELINE = ("find {root}scratch/notes -type f -name '*.md' | sort | head -n 800 "
             "| xargs grep -l lantern | wc -l")

@@ -286,7 +286,7 @@ def append_locked(path: Path, data: bytes) -> None:
 def bench_run(lab: Any) -> Any:
     """A run of ``lab`` whose tool-call budget never runs out (a full benchmark makes more
     calls than the default profile's 200)."""
-    from tavernlab.workspace.profile import Profile
+    from tavernlab.workspace.roots import Profile
 
     profile = Profile()
     profile.tools.max_calls_per_run = None

@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tavernlab.host import Lab, Run
-from tavernlab.notebook.widgets import FileTree, Timeline
-from tavernlab.notebook.widgets.timeline_state import TIMELINE_TYPES, TimelineState
+from tavernlab.notebook.widgets import TIMELINE_TYPES, FileTree, Timeline, TimelineState
 
 
 def median_ms(call: Callable[[], object], repeats: int) -> float:

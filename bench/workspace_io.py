@@ -28,8 +28,10 @@ from pathlib import Path
 
 from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
-from tavernlab.workspace.persist import PersistRepository, PersistSnapshot
+from tavernlab.workspace.persist import PersistSnapshot
+from tavernlab.workspace.persist._persist import PersistRepository
+from tavernlab.workspace.storage import WorkspaceFs
+from tavernlab.workspace.storage._fs import WriteGuard
 
 SIZES = (1024, 64 * 1024, 1024 * 1024)
 SEARCH_FILES = 1000

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tavernlab.worktree import call_tool
-from tavernlab.worktree.globs import clone_entries
+from tavernlab.worktree._globs import clone_entries
 
 IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
             "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
@@ -131,8 +131,8 @@ server.serve_forever()
 
 PROXY = """
 import sys
-from tavernlab.worktree.proxy import start_proxy
-from tavernlab.worktree.proxy_table import ProxyTable
+from tavernlab.worktree._proxy import start_proxy
+from tavernlab.worktree._proxy_table import ProxyTable
 
 table = ProxyTable()
 table.set("svc.localhost", int(sys.argv[1]))

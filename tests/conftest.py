@@ -6,7 +6,7 @@ The rule of :func:`no_leftover_processes`: when the session ends, every process 
 descends from the test process (the pytest process, or one pytest-xdist worker — each worker
 checks its own descendants, so the workers themselves and their siblings are never looked
 at) must be gone, except the worker processes of the JavaScript pool that lives for the
-session (``tavernlab.js.pool.default_pool().worker_pids()``: the pool owns them and closes
+session (``tavernlab.js.default_pool().worker_pids()``: the pool owns them and closes
 them at exit) and multiprocessing's resource tracker (started by the first process pool or
 dask cluster of the session; it exits with the interpreter). Zombies count as gone. So that
 a process that escaped its parent (a double-forked or orphaned grandchild) is still seen,
@@ -31,11 +31,11 @@ import pytest
 from process_tree import PROC, command_line, live_descendants, session_owned
 
 from tavernlab.host import Lab, Run
-from tavernlab.js.kit.cache import CACHE_ENV
-from tavernlab.js.kit.provider import KitSettings, fetch_kit
-from tavernlab.js.kit.registry import REGISTRY_ENV, registry_url
+from tavernlab.js.kit import KitSettings, fetch_kit
+from tavernlab.js.kit._cache import CACHE_ENV
+from tavernlab.js.kit._registry import REGISTRY_ENV, registry_url
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.storage._fs import WriteGuard
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ def session_owned() -> set[int]:
     tracker_pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
     if isinstance(tracker_pid, int):
         owned.add(tracker_pid)
-    pool = sys.modules.get("tavernlab.js.pool")
+    pool = sys.modules.get("tavernlab.js._pool")
     if pool is not None:
         with contextlib.suppress(Exception):
             owned.update(pool.default_pool().worker_pids())

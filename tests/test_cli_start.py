@@ -54,11 +54,11 @@ def test_each_module_registers_its_rows_of_the_table_in_order(module: str) -> No
 def test_the_table_lists_each_modules_commands_together() -> None:
     modules = [entry.module for entry in COMMANDS.values()]
     assert modules == sorted(modules, key=modules.index)
-    assert COMMAND_MODULES == ("tavernlab.cli.demo", "tavernlab.cli.workspace",
-                               "tavernlab.cli.shell", "tavernlab.cli.skills", "tavernlab.cli.kit",
-                               "tavernlab.cli.worktree", "tavernlab.cli.kernel",
-                               "tavernlab.cli.replay", "tavernlab.cli.view",
-                               "tavernlab.cli.agent", "tavernlab.cli.mcp")
+    assert COMMAND_MODULES == ("tavernlab.cli._demo", "tavernlab.cli._workspace",
+                               "tavernlab.cli._shell", "tavernlab.cli._skills",
+                               "tavernlab.cli._kit", "tavernlab.cli._worktree",
+                               "tavernlab.cli._kernel", "tavernlab.cli._replay",
+                               "tavernlab.cli._view", "tavernlab.cli._agent", "tavernlab.cli._mcp")
 
 
 def test_help_from_the_table_is_the_help_of_every_module_loaded() -> None:
@@ -86,9 +86,9 @@ def test_the_command_is_the_first_word_that_is_not_an_option(argv: list[str],
 def test_import_tavernlab_loads_no_command_and_nothing_heavy() -> None:
     modules = loaded_modules("import tavernlab")
     assert heavy_in(modules) == []
-    assert [m for m in modules if m.startswith(("tavernlab.cli", "tavernlab.notebook",
-                                                 "tavernlab.replay", "tavernlab.workspace",
-                                                 "tavernlab.worktree", "tavernlab.host.lab"))] == []
+    unwanted = ("tavernlab.cli", "tavernlab.notebook", "tavernlab.replay",
+                "tavernlab.workspace", "tavernlab.worktree", "tavernlab.host._lab")
+    assert [m for m in modules if m.startswith(unwanted)] == []
 
 
 def test_help_loads_no_command_module_and_nothing_heavy() -> None:
@@ -99,9 +99,9 @@ def test_help_loads_no_command_module_and_nothing_heavy() -> None:
 
 def test_a_command_loads_its_own_module_only() -> None:
     modules = loaded_modules(HELP.replace("['--help']", "['kernel', '--help']"))
-    assert [m for m in modules if m.startswith("tavernlab.cli.")] == ["tavernlab.cli.kernel"]
+    assert [m for m in modules if m.startswith("tavernlab.cli.")] == ["tavernlab.cli._kernel"]
     assert heavy_in(modules) == []
     modules = loaded_modules(HELP.replace("['--help']", "['runs', '--help']"))
     assert [m for m in modules if m.startswith("tavernlab.cli.")] == [
-        "tavernlab.cli.common", "tavernlab.cli.workspace"]
+        "tavernlab.cli._common", "tavernlab.cli._workspace"]
     assert "IPython" not in modules and "nbformat" not in modules

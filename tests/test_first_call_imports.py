@@ -17,9 +17,9 @@ HEAVY = ("IPython", "ipykernel", "ipywidgets", "anywidget", "nbformat", "nbclien
 #: tavernlab packages the first call never imports.
 UNUSED = ("tavernlab.agent", "tavernlab.models", "tavernlab.notebook", "tavernlab.view",
           "tavernlab.views", "tavernlab.replay", "tavernlab.worktree", "tavernlab.mcp_server",
-          "tavernlab.mcp_client", "tavernlab.cli", "tavernlab.demo", "tavernlab.js.pool",
-          "tavernlab.js.command", "tavernlab.js.kit", "tavernlab.shell.session",
-          "tavernlab.skills.package")
+          "tavernlab.mcp_client", "tavernlab.cli", "tavernlab.demo", "tavernlab.js._pool",
+          "tavernlab.js._command", "tavernlab.js.kit", "tavernlab.shell.session",
+          "tavernlab.skills._package")
 
 FIRST_CALL = (
     "import sys, tempfile\n"
@@ -43,7 +43,7 @@ def first_call_modules(where: Path) -> list[str]:
 
 def test_the_first_call_loads_no_heavy_package(tmp_path: Path) -> None:
     modules = first_call_modules(tmp_path / "lab")
-    assert "tavernlab.workspace.tools.writing" in modules
+    assert "tavernlab.workspace.tools._writing" in modules
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(m for m in modules
                   if any(m == u or m.startswith(u + ".") for u in UNUSED)) == []

@@ -39,7 +39,7 @@ FLOORS: dict[str, int] = {
 
 
 def unit_of(module: str) -> str:
-    """``tavernlab.host.run`` -> ``host``; ``tavernlab`` -> ``__init__``."""
+    """``tavernlab.host._run`` -> ``host``; ``tavernlab`` -> ``__init__``."""
     parts = module.split(".")
     assert parts[0] == "tavernlab", module
     return parts[1] if len(parts) > 1 else "__init__"
@@ -151,7 +151,7 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("import tavernlab.host.run\n", ["tavernlab.host.run"]),
+    ("import tavernlab.host._run\n", ["tavernlab.host._run"]),
     ("def f():\n    from tavernlab.cli import main\n", ["tavernlab.cli"]),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tavernlab.host import Lab\n",
      ["typing", "tavernlab.host"]),

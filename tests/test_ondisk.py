@@ -9,24 +9,24 @@ import pytest
 from pydantic import ValidationError
 
 from tavernlab.events import Event, ToolCallCompleted
-from tavernlab.host.retention import RetentionSettings
-from tavernlab.host.sessions import SessionRecord
+from tavernlab.host._retention import RetentionSettings
+from tavernlab.host._sessions import SessionRecord
 from tavernlab.ondisk import Model
-from tavernlab.replay.manifest import BundleManifest
-from tavernlab.skills.binding import SkillScopeRefs
-from tavernlab.skills.index import SkillIndexEntry, SkillScope
-from tavernlab.skills.package import SkillFileRef
-from tavernlab.skills.sidecar import RecommendedContext, Sidecar
-from tavernlab.workspace.chat import ChatFile
+from tavernlab.replay._manifest import BundleManifest
+from tavernlab.skills import SkillIndexEntry, SkillScope
+from tavernlab.skills._binding import SkillScopeRefs
+from tavernlab.skills._package import SkillFileRef
+from tavernlab.skills._sidecar import RecommendedContext, Sidecar
 from tavernlab.workspace.persist import PersistSnapshot
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.persist._chat import ChatFile
 from tavernlab.workspace.records import RunRecord
-from tavernlab.worktree.config import AgentprotoConfig, LocalWorktreeConfig
+from tavernlab.workspace.roots import Profile
+from tavernlab.worktree._config import AgentprotoConfig, LocalWorktreeConfig
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tavernlab"
 
 #: Pydantic models that are not files: a worktree tool's arguments.
-NOT_ON_DISK = {"worktree/tool_inputs.py": ["ToolInput"]}
+NOT_ON_DISK = {"worktree/_tool_inputs.py": ["ToolInput"]}
 
 
 class Sample(Model):

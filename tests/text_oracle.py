@@ -1,6 +1,6 @@
 """The word count as it was before windowing, kept verbatim as the
 oracle the windowed :func:`tavernlab.workspace.text.count_words` must agree with: the tests
-(``tests/workspace/test_text_metrics.py``) check it, ``bench/text_metrics.py`` times it. It is
+(``tests/workspace/text/test_text_metrics.py``) check it, ``bench/text_metrics.py`` times it. It is
 frozen on purpose: it must not share the implementation's class table, or a mistake there
 would agree with itself."""
 

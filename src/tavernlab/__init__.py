@@ -10,7 +10,7 @@ the :mod:`tavernlab.replay` package (``tavernlab.replay.replay(bundle)``),
 Importing this package registers providers for ``run.export`` and the agent loop
 (``Lab.run_agent``, ``Lab.start_agent``, ``Lab.tool_definitions`` load
 :mod:`tavernlab.agent` on first use) with the host's presenter registry
-(:mod:`tavernlab.host.presentation`): the first ``run.export(path)`` imports
+(:mod:`tavernlab.host._presentation`): the first ``run.export(path)`` imports
 :mod:`tavernlab.replay`, which registers the exporter. The host never imports the replay
 layer itself.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tavernlab.host.presentation import register_provider
+from tavernlab.host import register_provider
 
 if TYPE_CHECKING:
     from tavernlab import replay, worktree
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tavernlab.host import Lab, Run
     from tavernlab.paths import WorkspacePath
     from tavernlab.replay import ReplayReport, replay_many
-    from tavernlab.workspace.tooling import ToolResult
+    from tavernlab.workspace.tools import ToolResult
 
 __all__ = ["Lab", "ReplayReport", "Run", "TavernlabError", "ToolResult", "WorkspacePath",
            "load_ipython_extension", "replay", "replay_many", "unload_ipython_extension",
@@ -39,11 +39,11 @@ __all__ = ["Lab", "ReplayReport", "Run", "TavernlabError", "ToolResult", "Worksp
 __version__ = "0.1.0"
 
 _HOMES = {
-    "Lab": "tavernlab.host.lab",
+    "Lab": "tavernlab.host._lab",
     "ReplayReport": "tavernlab.replay",
-    "Run": "tavernlab.host.run",
+    "Run": "tavernlab.host._run",
     "TavernlabError": "tavernlab.errors",
-    "ToolResult": "tavernlab.workspace.tooling",
+    "ToolResult": "tavernlab.workspace.tools._tooling",
     "WorkspacePath": "tavernlab.paths",
     "replay_many": "tavernlab.replay",
 }

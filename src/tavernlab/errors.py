@@ -17,7 +17,7 @@ their module when they live beside their engine)::
     │   ├── FileIo                      workspace.file_io
     │   ├── Cancelled                   workspace.cancelled
     │   ├── LockTimeout                 workspace.lock_timeout (a lock held too long elsewhere)
-    │   └── InputBudgetExceeded         shell.input_budget_exceeded   (js/budget.py)
+    │   └── InputBudgetExceeded         shell.input_budget_exceeded   (js/_budget.py)
     ├── ToolError                       <tool code>      a recoverable model tool result
     ├── AgentError                      agent.*          the host: runs, macros, persist states
     │   ├── RunStateError               agent.run_state_invalid
@@ -25,7 +25,7 @@ their module when they live beside their engine)::
     │   ├── MacroLimitExceeded          agent.macro_limit_exceeded
     │   ├── PersistStateError           agent.persistent_state_*
     │   └── LoopError                   <code>           the agent loop's own (agent/_failure.py)
-    ├── SandboxError                    js.error         the JavaScript sandbox (js/errors.py)
+    ├── SandboxError                    js.error         the JavaScript sandbox (js/_errors.py)
     │   ├── WorkerStartError            js.sandbox_failed
     │   ├── PoolClosedError             js.pool_closed
     │   ├── CapabilityError             js.capability_failed   (seen by the guest only)
@@ -41,7 +41,7 @@ their module when they live beside their engine)::
     │       ├── KitBuildFailed          js.kit_build_failed
     │       ├── KitUnavailable          js.kit_unavailable
     │       └── UnknownKitModule        js.kit_unknown_module
-    ├── SkillError                      skill.*          skill packages (skills/errors.py)
+    ├── SkillError                      skill.*          skill packages (skills/_errors.py)
     │   ├── InvalidSkillPackage         skill.invalid_package
     │   ├── InvalidSkillScope           skill.invalid_scope
     │   ├── SkillNotFound               skill.not_found
@@ -49,7 +49,7 @@ their module when they live beside their engine)::
     │   ├── InvalidSkillIndex           skill.invalid_index
     │   ├── SkillStorageError           skill.storage_failed
     │   └── SkillOutputExists           skill.output_exists
-    ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/errors.py)
+    ├── WorktreeError                   worktree.*       agentproto worktrees (worktree/_errors.py)
     │   ├── GitError                    worktree.git_failed
     │   │   └── BaseRefNotFoundError    worktree.base_not_found
     │   ├── SpawnError                  worktree.spawn_failed
@@ -65,14 +65,14 @@ their module when they live beside their engine)::
     │   ├── ServiceError                worktree.service_not_declared
     │   ├── DaemonUnreachableError      worktree.daemon_unreachable
     │   └── DaemonToolError             worktree.daemon_tool_failed
-    ├── NotebookError                   notebook.*       notebook cells (notebook/errors.py)
+    ├── NotebookError                   notebook.*       notebook cells (notebook/_errors.py)
     │   ├── JSError                     notebook.js_exit  a ``%%js`` cell exited non-zero
     │   └── ShellError                  workspace.shell_* a ``%ws_shell`` call's error result
     ├── ModelError                      model.*          a model call (models/_errors.py)
     │   ├── ModelCallError              <code>           classified for the retry policy
     │   ├── ModelCancelled              agent.cancelled  the run was cancelled mid-call
     │   └── ModelSpecError              model.*          a model name that names no provider
-    ├── ReplayError                     replay.*         record and replay (replay/errors.py)
+    ├── ReplayError                     replay.*         record and replay (replay/_errors.py)
     │   ├── RunNotExportable            replay.run_not_exportable
     │   ├── BundleTooLarge              replay.bundle_too_large
     │   ├── BundleInvalid               replay.bundle_invalid
@@ -303,25 +303,25 @@ class PersistStateError(AgentError):
 
 
 class SandboxError(TavernlabError):
-    """Root of the JavaScript sandbox's errors (leaves in :mod:`tavernlab.js.errors`)."""
+    """Root of the JavaScript sandbox's errors (leaves in :mod:`tavernlab.js._errors`)."""
 
     code = "js.error"
 
 
 class SkillError(TavernlabError):
-    """Root of the skill-package errors (leaves in :mod:`tavernlab.skills.errors`)."""
+    """Root of the skill-package errors (leaves in :mod:`tavernlab.skills._errors`)."""
 
     code = "skill.error"
 
 
 class WorktreeError(TavernlabError):
-    """Root of the worktree errors (leaves in :mod:`tavernlab.worktree.errors`)."""
+    """Root of the worktree errors (leaves in :mod:`tavernlab.worktree._errors`)."""
 
     code = "worktree.error"
 
 
 class NotebookError(TavernlabError):
-    """Root of the notebook surface's errors (leaves in :mod:`tavernlab.notebook.errors`)."""
+    """Root of the notebook surface's errors (leaves in :mod:`tavernlab.notebook._errors`)."""
 
     code = "notebook.error"
 
@@ -334,7 +334,7 @@ class ModelError(TavernlabError):
 
 
 class ReplayError(TavernlabError):
-    """Root of the record-and-replay errors (leaves in :mod:`tavernlab.replay.errors`)."""
+    """Root of the record-and-replay errors (leaves in :mod:`tavernlab.replay._errors`)."""
 
     code = "replay.error"
 

@@ -14,7 +14,7 @@ from tests.agent.scripts import call, default_agent_responses, finish, payloads,
 from tavernlab import Lab
 from tavernlab.errors import AgentError, UsageError
 from tavernlab.models import ModelRequest, ModelResponse, Scripted, TextDelta
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.roots import Profile
 
 
 def _agent_threads() -> list[threading.Thread]:

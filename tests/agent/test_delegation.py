@@ -8,7 +8,7 @@ from typing import Any
 from tests.agent.scripts import call, events, failure, finish, payloads, stored, turn, write
 
 from tavernlab import Lab
-from tavernlab.workspace.profile import DEFAULT_ALLOWED_TOOLS
+from tavernlab.workspace.roots._profile import DEFAULT_ALLOWED_TOOLS
 
 WRITER_TOOLS = ["workspace.list_files", "workspace.read_file", "workspace.write_file",
                 "workspace.commit", "workspace.finish"]

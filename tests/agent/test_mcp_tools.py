@@ -370,7 +370,7 @@ def test_aliases_are_normalized_cut_to_64_bytes_and_made_unique() -> None:
     ("workspace.shell", "shell"), ("builtin:workspace.finish", "finish"),
     ("builtin:workspace.read_file", "tool")])
 def test_the_timeline_marks_mcp_calls_as_their_own_kind(tool_id: str, kind: str) -> None:
-    from tavernlab.notebook.widgets.timeline_state import kind_of_tool
+    from tavernlab.notebook.widgets._timeline_state import kind_of_tool
 
     assert kind_of_tool(tool_id) == kind
 
@@ -429,8 +429,8 @@ def test_a_credential_reaches_the_server_from_the_environment_and_is_never_writt
 def test_a_tool_listed_twice_is_a_duplicate_id_in_the_snapshot(lab: Lab) -> None:
     from tavernlab.agent import build_snapshot
     from tavernlab.errors import AgentError
-    from tavernlab.workspace.profile import Profile
-    from tavernlab.workspace.tooling import ToolResult, ToolSpec
+    from tavernlab.workspace.roots import Profile
+    from tavernlab.workspace.tools import ToolResult, ToolSpec
 
     tool = ToolSpec(id="mcp/s/t", handler=lambda ctx, args: ToolResult(content=""),
                     mutating=False, description="t", arguments=(),
@@ -447,8 +447,8 @@ def test_a_servers_tools_are_declared_as_tool_specs_and_shown_from_them(lab: Lab
     declared alias); the snapshot shows what the declaration holds."""
     from tavernlab.agent import build_snapshot
     from tavernlab.agent._mcp import McpTools
-    from tavernlab.workspace.profile import Profile
-    from tavernlab.workspace.tooling import ToolSpec
+    from tavernlab.workspace.roots import Profile
+    from tavernlab.workspace.tools import ToolSpec
 
     profile = Profile.model_validate(mcp_profile(
         {"s": stdio("issues", toolDescriptions={"echo": {"description": "Say it again."}})}))

@@ -23,10 +23,9 @@ import pytest
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
 from tavernlab.replay import read_bundle, replay
-from tavernlab.skills import SkillRepository
-from tavernlab.skills.source import load_directory
-from tavernlab.workspace.atomic import TEMP_PREFIX
-from tavernlab.workspace.fs import STAGING_DIR_NAME
+from tavernlab.skills import SkillRepository, load_directory
+from tavernlab.workspace.storage import STAGING_DIR_NAME
+from tavernlab.workspace.storage._atomic import TEMP_PREFIX
 
 WORKER = Path(__file__).with_name("fault_worker.py")
 #: Longest a worker may take (it is killed, and the test fails, past it).

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 from tavernlab.replay import read_bundle
-from tavernlab.workspace.fs import STAGING_DIR_NAME
+from tavernlab.workspace.storage import STAGING_DIR_NAME
 
 from .conftest import Ledger, Worked, check_lab, check_skills, deterministic_lab, work
 

@@ -15,7 +15,7 @@ import pytest
 
 from tavernlab.errors import RunStateError, WriteConflict
 from tavernlab.host import Lab, Run
-from tavernlab.workspace.fs import CALL_COUNTER_NAME
+from tavernlab.workspace.storage import CALL_COUNTER_NAME
 
 
 def requested_ids(run: Run) -> list[str]:

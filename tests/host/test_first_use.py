@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from tavernlab.host import LabServices
-from tavernlab.js.errors import PoolClosedError
+from tavernlab.js._errors import PoolClosedError
 
 #: Modules the first ``workspace.write_file`` of a process must not load.
-ENGINES = ("bashkit", "jsbox", "tavernlab.js.pool", "tavernlab.js.command",
-           "tavernlab.js.kit", "tavernlab.shell.engine", "tavernlab.skills.binding",
-           "tavernlab.skills.repository", "tavernlab.worktree", "tavernlab.host.retention")
+ENGINES = ("bashkit", "jsbox", "tavernlab.js._pool", "tavernlab.js._command",
+           "tavernlab.js.kit", "tavernlab.shell._engine", "tavernlab.skills._binding",
+           "tavernlab.skills._repository", "tavernlab.worktree", "tavernlab.host._retention")
 
 SCRIPT = """\
 import json, subprocess, sys
@@ -62,7 +62,7 @@ def test_the_first_write_loads_no_engine_and_each_engine_works_after(tmp_path: P
     assert report["js"] == "42\n"
     assert report["services"] == {"services": []}
     # (jsbox runs in the worker processes, never in this one)
-    assert {"tavernlab.js.pool", "tavernlab.shell.engine", "tavernlab.worktree",
+    assert {"tavernlab.js._pool", "tavernlab.shell._engine", "tavernlab.worktree",
             "bashkit"} <= set(report["after"])
 
 

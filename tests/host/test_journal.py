@@ -27,11 +27,10 @@ from tavernlab.events import (
     RootList,
     StatusChanged,
 )
-from tavernlab.host import Lab, Run
-from tavernlab.host.feed import order_key
-from tavernlab.host.starting import persist_changes
+from tavernlab.host import Lab, Run, order_key
+from tavernlab.host._starting import persist_changes
 from tavernlab.workspace.persist import PersistSnapshot
-from tavernlab.workspace.persist_tree import FileEntry
+from tavernlab.workspace.persist._persist_tree import FileEntry
 
 WRITE_JS = "import {workspace} from '@tauritavern/runtime';"
 
@@ -450,9 +449,9 @@ def test_a_reader_never_sees_half_of_an_append(lab: Lab) -> None:
     process would) waits and sees the whole batch, in order (seen as a flaky cross-process
     ``lab.follow`` test: a journal record came after events it is anchored before)."""
     from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
-    from tavernlab.host.feed import RunFeed
+    from tavernlab.events import EventLog, JournalLog
+    from tavernlab.host import RunFeed
     from tavernlab.locks import locked_open
-    from tavernlab.workspace.logs import EventLog, JournalLog
 
     run = lab.start_run(chat_id="alice")
     run.call_tool("workspace.write_file", {"path": "output/a.md", "content": "x"})
@@ -480,8 +479,8 @@ def test_a_reader_never_sees_half_of_an_append(lab: Lab) -> None:
 
 def test_reading_never_creates_a_missing_log(lab: Lab) -> None:
     from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
-    from tavernlab.host.feed import RunFeed
-    from tavernlab.workspace.logs import EventLog, JournalLog
+    from tavernlab.events import EventLog, JournalLog
+    from tavernlab.host import RunFeed
 
     run = lab.start_run(chat_id="alice")
     gone = run.dir / "elsewhere" / "events.jsonl"

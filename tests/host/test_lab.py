@@ -13,10 +13,10 @@ import pytest
 import tavernlab
 from tavernlab.errors import RunStateError, ToolError
 from tavernlab.host import DEFAULT_TOOLS, Lab, LabServices, ToolRegistry
-from tavernlab.host.registry import workspace_tools
-from tavernlab.workspace.profile import Profile
+from tavernlab.host._registry import workspace_tools
 from tavernlab.workspace.records import read_json
-from tavernlab.workspace.tooling import ToolResult, ToolSpec
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.tools import ToolResult, ToolSpec
 
 
 def test_the_public_surface() -> None:
@@ -34,7 +34,7 @@ def test_the_public_surface() -> None:
 
 
 def test_reload_then_a_new_lab_works(tmp_path: Path) -> None:
-    code = ("import importlib, tavernlab.shell.tool as m; importlib.reload(m); "
+    code = ("import importlib, tavernlab.shell._tool as m; importlib.reload(m); "
             "from tavernlab import Lab; "
             f"print(Lab({str(tmp_path / 'x')!r}).start_run(chat_id='a').shell('echo ok').stdout,"
             " end='')")
@@ -130,7 +130,7 @@ def test_replay_is_a_plain_package_with_a_replay_function() -> None:
 
 
 def test_the_upward_seam_accepts_only_its_listed_names() -> None:
-    from tavernlab.host import presentation
+    from tavernlab.host import _presentation as presentation
 
     assert presentation.UPWARD == ("run.show", "run.export", "agent.run", "agent.start",
                                    "agent.tool_definitions")

@@ -17,16 +17,17 @@ from tavernlab.events import (
     ContextAssembled,
     ContextSummary,
     Event,
+    EventLog,
     FileChange,
     FileChanged,
+    JournalLog,
     StatusChange,
     StatusChanged,
     parse_event,
 )
 from tavernlab.host import Lab, Run
-from tavernlab.host.ledger import CHECKPOINT_EVERY_RECORDS, CHECKPOINTS
-from tavernlab.workspace.logs import EventLog, JournalLog
-from tavernlab.workspace.profile import Profile
+from tavernlab.host._ledger import CHECKPOINT_EVERY_RECORDS, CHECKPOINTS
+from tavernlab.workspace.roots import Profile
 
 
 def unlimited(lab: Lab) -> Run:

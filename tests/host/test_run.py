@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tavernlab.host import Run
-from tavernlab.host.run import RunInternals
+from tavernlab.host._run import RunInternals
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.storage._fs import WriteGuard
 
 USER_MEMBERS = [
     "call_tool", "cancel", "chat", "dir", "events", "export", "files", "finish", "id",

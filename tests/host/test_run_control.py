@@ -9,12 +9,10 @@ from collections.abc import Callable
 import pytest
 
 from tavernlab.errors import ToolError
-from tavernlab.host import DEFAULT_TOOLS, Lab, LabServices, Run, ToolRegistry
-from tavernlab.host.dispatch import CallContext
-from tavernlab.host.registry import run_control_tools
-from tavernlab.host.run_control import RUN_CONTROL_TOOLS, RunControlContext
-from tavernlab.workspace.tooling import Arguments, ToolContext
-from tavernlab.workspace.tools import WORKSPACE_TOOLS
+from tavernlab.host import DEFAULT_TOOLS, CallContext, Lab, LabServices, Run, ToolRegistry
+from tavernlab.host._registry import run_control_tools
+from tavernlab.host._run_control import RUN_CONTROL_TOOLS, RunControlContext
+from tavernlab.workspace.tools import WORKSPACE_TOOLS, Arguments, ToolContext
 
 #: The ``put`` fixture (tests/conftest.py): a shell-like unchecked write.
 Put = Callable[[Run, str, str], None]
@@ -26,9 +24,9 @@ def test_the_run_control_declarations_are_the_hosts() -> None:
     assert [spec.id for spec in RUN_CONTROL_TOOLS] == list(RUN_CONTROL)
     assert [spec.id for spec in run_control_tools(LabServices.shared())] == list(RUN_CONTROL)
     for spec in RUN_CONTROL_TOOLS:
-        assert spec.handler.__module__ == "tavernlab.host.run_control", spec.id
+        assert spec.handler.__module__ == "tavernlab.host._run_control", spec.id
         assert spec.available is not None
-        assert spec.available.__module__ == "tavernlab.host.run_control", spec.id
+        assert spec.available.__module__ == "tavernlab.host._run_control", spec.id
     assert not {spec.id for spec in WORKSPACE_TOOLS} & set(RUN_CONTROL)
     assert run_control_tools in DEFAULT_TOOLS
 

@@ -37,8 +37,8 @@ from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
 from tavernlab.replay import Bundle, read_bundle
-from tavernlab.replay.bundle import sha256_of
-from tavernlab.replay.walkthrough import notebook_from_bundle
+from tavernlab.replay._bundle import sha256_of
+from tavernlab.replay._walkthrough import notebook_from_bundle
 
 KERNEL_SPEC = Path(__file__).resolve().parents[2] / "kernel-spec" / "tavernlab"
 #: The word every payload carries, so that a generated cell can be searched for it.

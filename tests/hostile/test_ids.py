@@ -26,7 +26,7 @@ import tavernlab
 from tavernlab.clock import RESERVE_BLOCK, FixedClock, SequentialIds
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
-from tavernlab.host.reservations import FILE_NAME
+from tavernlab.host._reservations import FILE_NAME
 from tavernlab.replay import replay
 
 SEED = "hostile-ids"

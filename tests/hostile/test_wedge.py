@@ -23,22 +23,22 @@ from typing import TypeVar
 
 import pytest
 
-import tavernlab.js.kit.registry as registry_module
+import tavernlab.js.kit._registry as registry_module
 from tavernlab.errors import InvalidData
 from tavernlab.host import Lab, Run
-from tavernlab.js.command import run_js_command
-from tavernlab.js.errors import KitDownloadFailed
-from tavernlab.js.kit.cache import CACHE_ENV
-from tavernlab.js.kit.pins import PINS_BY_MODULE, kit_key
-from tavernlab.js.kit.provider import KitSettings, fetch_module
-from tavernlab.js.kit.registry import REGISTRY_ENV
+from tavernlab.js import run_js_command
+from tavernlab.js._errors import KitDownloadFailed
+from tavernlab.js.kit import KitSettings, kit_key
+from tavernlab.js.kit._cache import CACHE_ENV
+from tavernlab.js.kit._pins import PINS_BY_MODULE
+from tavernlab.js.kit._provider import fetch_module
+from tavernlab.js.kit._registry import REGISTRY_ENV
 from tavernlab.paths import MAX_PATH_BYTES, MAX_PATH_SEGMENTS, WorkspacePath
-from tavernlab.skills.errors import InvalidSkillIndex
-from tavernlab.workspace.atomic import NotRegularFile, read_regular
-from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.macros import FrozenMacros
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.skills._errors import InvalidSkillIndex
+from tavernlab.workspace.macros import FrozenContext, FrozenMacros
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import NotRegularFile, WorkspaceFs, read_regular
 
 T = TypeVar("T")
 
@@ -232,8 +232,8 @@ def test_fifo_in_the_kit_cache_reads_as_missing_in_kit_status(planted_cache: Pat
 #: fail on it, free the descriptors, wait again. It prints ``port``, ``full`` and ``freed``.
 EXHAUSTED_PROXY = textwrap.dedent("""\
     import os, resource, sys, time
-    from tavernlab.worktree.proxy import start_proxy
-    from tavernlab.worktree.proxy_table import ProxyTable
+    from tavernlab.worktree._proxy import start_proxy
+    from tavernlab.worktree._proxy_table import ProxyTable
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     proxy = start_proxy(table=ProxyTable())
     print(proxy.port, flush=True)
@@ -400,7 +400,7 @@ def test_a_lock_a_stopped_process_keeps_is_waited_for_a_bounded_time(
         lab: Lab, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     from tavernlab.errors import LockTimeout
     from tavernlab.locks import LOCK_WAIT_ENV
-    from tavernlab.workspace.fs import LOCK_FILE_NAME
+    from tavernlab.workspace.storage._fs import LOCK_FILE_NAME
 
     monkeypatch.setenv(LOCK_WAIT_ENV, "0.5")
     lock = run.workspace_dir / LOCK_FILE_NAME

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tavernlab.cancel import CancelToken
-from tavernlab.js.command import CommandResult, run_js_command
-from tavernlab.workspace.context import FrozenContext
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.macros import FrozenMacros
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.js import CommandResult, run_js_command
+from tavernlab.workspace.macros import FrozenContext, FrozenMacros
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 #: A frozen prompt snapshot with world info, variables of every JSON type and macros.
 SNAPSHOT: dict[str, Any] = {

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.builtins import COMMAND_BUILTINS, BuiltinModule, BuiltinModules
-from tavernlab.js.command import fit_failure_report
-from tavernlab.js.command_line import parse_command_line
-from tavernlab.js.help import HELP_TEXT, help_text
-from tavernlab.js.limits import (
+from tavernlab.js._builtins import COMMAND_BUILTINS, BuiltinModule, BuiltinModules
+from tavernlab.js._command import fit_failure_report
+from tavernlab.js._command_line import parse_command_line
+from tavernlab.js._help import HELP_TEXT, help_text
+from tavernlab.js._limits import (
     EXIT_CODE_INVALID,
     INTERRUPT_REASONS,
     LINE_EXCEEDED,
@@ -320,7 +320,7 @@ def test_the_runner_never_calls_default_or_main(workspace: Path, js: JsRunner) -
 def test_only_console_and_process_are_added(js: JsRunner) -> None:
     names = "console.log(JSON.stringify(Object.getOwnPropertyNames(globalThis).sort()))"
     command = set(json.loads(js("-e", names).stdout))
-    from tavernlab.js.legacy import SkillScriptRequest, run_skill_script
+    from tavernlab.js import SkillScriptRequest, run_skill_script
 
     legacy = set(run_skill_script(SkillScriptRequest(
         skill="g", entry="scripts/g.js", args={}, visible_roots=(), writable_roots=(),

@@ -1,4 +1,4 @@
-"""Deterministic time and randomness in jobs: the rule of tavernlab.js.determinism."""
+"""Deterministic time and randomness in jobs: the rule of tavernlab.js._determinism."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from tavernlab.clock import FixedClock, epoch_ms
-from tavernlab.js.determinism import random_state, time_origin
-from tavernlab.js.legacy import SkillScriptRequest, run_skill_script
+from tavernlab.js import SkillScriptRequest, run_skill_script
+from tavernlab.js._determinism import random_state, time_origin
 
 from .conftest import JsRunner
 

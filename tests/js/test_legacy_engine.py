@@ -9,19 +9,16 @@ from typing import Any
 
 import pytest
 
-from tavernlab.js.errors import (
-    SkillScriptContextError,
+from tavernlab.js import (
     SkillScriptError,
-    SkillScriptValidationError,
-)
-from tavernlab.js.legacy import (
-    ScriptWrite,
-    SkillScriptOutcome,
     SkillScriptRequest,
+    SkillScriptValidationError,
     SnapshotFile,
     legacy_context,
     run_skill_script,
 )
+from tavernlab.js._errors import SkillScriptContextError
+from tavernlab.js._legacy import ScriptWrite, SkillScriptOutcome
 from tavernlab.workspace.macros import FrozenMacros
 
 from .conftest import SNAPSHOT, frozen, max_overlap

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.budget import InputBudget
-from tavernlab.js.builtins import RUNTIME_MODULE, BuiltinModule, BuiltinModules
-from tavernlab.js.errors import ModuleLoadError
-from tavernlab.js.limits import IMPORT_ATTRIBUTES, MODULE_NOT_AVAILABLE
-from tavernlab.js.loaders import SnapshotModuleLoader, WorkspaceModuleLoader, join_relative
-from tavernlab.js.modules import build_module_graph
-from tavernlab.js.scan import scan_module
+from tavernlab.js import RUNTIME_MODULE, InputBudget, join_relative, scan_module
+from tavernlab.js._builtins import BuiltinModule, BuiltinModules
+from tavernlab.js._errors import ModuleLoadError
+from tavernlab.js._limits import IMPORT_ATTRIBUTES, MODULE_NOT_AVAILABLE
+from tavernlab.js._loaders import SnapshotModuleLoader, WorkspaceModuleLoader
+from tavernlab.js._modules import build_module_graph
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 from .conftest import write

@@ -11,10 +11,9 @@ import pytest
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import SandboxError, TavernlabError
 from tavernlab.host import Lab
-from tavernlab.js import errors as js_errors
-from tavernlab.js.command import CommandResult, run_js_command
-from tavernlab.js.errors import PoolClosedError
-from tavernlab.js.pool import WorkerPool, default_pool
+from tavernlab.js import CommandResult, WorkerPool, default_pool, run_js_command
+from tavernlab.js import _errors as js_errors
+from tavernlab.js._errors import PoolClosedError
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 from .conftest import frozen, wait_for

@@ -19,10 +19,10 @@ import pytest
 
 from tavernlab.cancel import CancelToken
 from tavernlab.host import Lab
-from tavernlab.js.command import CommandResult, run_js_command
-from tavernlab.js.pool import WorkerPool, default_pool
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.js import CommandResult, WorkerPool, default_pool, run_js_command
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 from .conftest import JsRunner, frozen, max_overlap, wait_for
 

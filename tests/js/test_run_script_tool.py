@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from tavernlab.host import Lab, Run
-from tavernlab.host.dispatch import CallContext
-from tavernlab.js.errors import SkillScriptContextError, SkillScriptValidationError
-from tavernlab.js.legacy import ScriptWrite, SnapshotFile
-from tavernlab.skills.run_script import build_request, write_back
-from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.workspace.tooling import Arguments, ToolResult
+from tavernlab.host import CallContext, Lab, Run
+from tavernlab.js import SkillScriptValidationError, SnapshotFile
+from tavernlab.js._errors import SkillScriptContextError
+from tavernlab.js._legacy import ScriptWrite
+from tavernlab.skills._run_script import build_request, write_back
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.roots._profile import WorkspaceSettings
+from tavernlab.workspace.tools import Arguments, ToolResult
 
 from .conftest import SNAPSHOT, write
 

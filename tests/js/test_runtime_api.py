@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.budget import InputBudget
-from tavernlab.skills.binding import SkillBinding
-from tavernlab.skills.index import GLOBAL_SCOPE
-from tavernlab.skills.mount import BoundSkillsMount
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.js import InputBudget
+from tavernlab.skills import BoundSkillsMount, SkillBinding
+from tavernlab.skills._index import GLOBAL_SCOPE
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 from .conftest import JsRunner, frozen, write
 
@@ -307,7 +307,7 @@ def skilled_scope(tmp_path: Path, workspace: Path) -> ScopedWorkspaceFs:
 
 
 def test_skill_scripts_run_from_the_read_only_mount(skilled_scope: ScopedWorkspaceFs) -> None:
-    from tavernlab.js.command import run_js_command
+    from tavernlab.js import run_js_command
 
     result = run_js_command(["/skills/style/scripts/run.js", "--flag", "x y"],
                             scope=skilled_scope, context=frozen())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.output import OutputStream
+from tavernlab.js._output import OutputStream
 
 from .conftest import JsRunner, write
 

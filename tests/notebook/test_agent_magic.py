@@ -14,7 +14,7 @@ from typing import Any
 from model_servers import ModelServer
 from notebook_support import Kernel, Notebook, texts
 
-from tavernlab.notebook.agent_cell import AgentMagics
+from tavernlab.notebook._agent_cell import AgentMagics
 
 TEXT = "I will write the answer to output/main.md and commit it."
 REASONING = "The task wants one file."

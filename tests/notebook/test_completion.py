@@ -15,7 +15,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from notebook_support import Kernel, Notebook
 
 from tavernlab.notebook import current_state
-from tavernlab.notebook.completion import MAGIC_COMPLETERS, parser_completer
+from tavernlab.notebook._completion import MAGIC_COMPLETERS, parser_completer
 
 SKILL = "---\nname: {name}\ndescription: Says hello.\n---\nHello.\n"
 

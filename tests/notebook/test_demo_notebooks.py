@@ -34,7 +34,7 @@ from nbclient import NotebookClient
 from notebook_support import REPO
 from process_tree import command_line, live_descendants
 
-from tavernlab.js.kit.cache import CACHE_ENV, cache_root
+from tavernlab.js.kit._cache import CACHE_ENV, cache_root
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 #: Set to ``1`` in the environment to write the executed notebooks back (regenerate).

@@ -11,7 +11,7 @@ from notebook_support import Notebook
 
 import tavernlab
 from tavernlab.notebook import TavernMagics, current_state
-from tavernlab.workspace.tooling import ToolResult
+from tavernlab.workspace.tools import ToolResult
 
 MAGICS = {"line": ["tavern", "js", "ws_shell", "worktree"], "cell": ["js", "ws_shell"]}
 

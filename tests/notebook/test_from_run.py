@@ -15,7 +15,7 @@ from tavernlab.cli import main
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab
 from tavernlab.replay import Replay
-from tavernlab.replay.errors import ReplaySetupError
+from tavernlab.replay._errors import ReplaySetupError
 
 SKILL_MD = ("---\nname: greet\ndescription: Greets someone.\n---\n"
             "Run `js /skills/greet/scripts/hi.js NAME`.\n")

@@ -8,7 +8,7 @@ import json
 from IPython.core.error import UsageError
 from notebook_support import Notebook
 
-from tavernlab.js.command import CommandResult
+from tavernlab.js import CommandResult
 from tavernlab.notebook import JSError
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from notebook_support import KERNEL_SPEC
 
-from tavernlab.cli.kernel import shipped_spec
+from tavernlab.cli._kernel import shipped_spec
 
 
 def _tavernlab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

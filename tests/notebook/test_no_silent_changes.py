@@ -14,7 +14,7 @@ from notebook_support import Notebook, start_kernel, stop_kernel
 from tavernlab.cli import main
 from tavernlab.events import EVENT_TYPES, JOURNAL_TYPES
 from tavernlab.host import Lab
-from tavernlab.host.lab import LAB_GITIGNORE
+from tavernlab.host._lab import LAB_GITIGNORE
 from tavernlab.notebook import current_state
 
 

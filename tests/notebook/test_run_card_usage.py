@@ -9,7 +9,7 @@ from typing import Any
 
 from tavernlab import Lab
 from tavernlab.models import Scripted
-from tavernlab.notebook.display import run_html, run_text
+from tavernlab.notebook._display import run_html, run_text
 
 
 def _turn(alias: str, arguments: dict[str, Any], tokens: tuple[int, int]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from notebook_support import Notebook
 from tavernlab.errors import ToolError
 from tavernlab.host import Run
 from tavernlab.notebook import ShellError, current_state
-from tavernlab.shell.result import ShellOutcome
+from tavernlab.shell import ShellOutcome
 
 
 def test_the_line_form_reaches_the_shell_exactly_as_typed(nb: Notebook) -> None:

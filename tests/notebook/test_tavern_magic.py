@@ -13,10 +13,10 @@ from notebook_support import Notebook
 from tavernlab.clock import DEFAULT_EPOCH, FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
 from tavernlab.notebook import Subcommand, current_state, register_tavern_command
-from tavernlab.notebook.display import EventList, SkillList
-from tavernlab.skills.report import SkillInstallReport
-from tavernlab.workspace.tooling import ToolResult
-from tavernlab.workspace.tree import TreeNode
+from tavernlab.notebook._display import EventList, SkillList
+from tavernlab.skills import SkillInstallReport
+from tavernlab.workspace.scope import TreeNode
+from tavernlab.workspace.tools import ToolResult
 
 SKILL = """---
 name: hello

@@ -21,11 +21,11 @@ from tavernlab.cancel import CancelToken
 from tavernlab.errors import ToolError
 from tavernlab.errors import UsageError as TavernUsageError
 from tavernlab.notebook import current_state, set_progress_factory
-from tavernlab.notebook.display import WorktreeResult
-from tavernlab.worktree.context import Outcome, OutputLine, ProgressEvent
-from tavernlab.worktree.proxy_table import proxy_table
-from tavernlab.worktree.scheduler import ProvisionScheduler, reset_provision_scheduler
-from tavernlab.worktree.services import default_registry
+from tavernlab.notebook._display import WorktreeResult
+from tavernlab.worktree import Outcome, OutputLine, ProgressEvent
+from tavernlab.worktree._proxy_table import proxy_table
+from tavernlab.worktree._scheduler import ProvisionScheduler, reset_provision_scheduler
+from tavernlab.worktree._services import default_registry
 
 CONFIG = {
     "worktree": {"setup": 'echo "set up $AGENTPROTO_BRANCH_NAME" > setup-ran.txt'},

@@ -16,7 +16,7 @@ import pytest
 
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.js.kit.provider import KitSettings
+from tavernlab.js.kit import KitSettings
 
 ROLL = ("import {workspace} from '@tauritavern/runtime';\n"
         "const n = Number(process.argv[2] ?? 1);\n"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 import tavernlab
-import tavernlab.replay.bundle as bundle_module
-import tavernlab.replay.export as export_module
+import tavernlab.replay._bundle as bundle_module
+import tavernlab.replay._export as export_module
 from tavernlab.cli import main
 from tavernlab.errors import TavernlabError
 from tavernlab.replay import FORMAT_VERSION, read_bundle
-from tavernlab.replay.errors import BundleInvalid, BundleTooLarge, BundleVersionUnsupported
+from tavernlab.replay._errors import BundleInvalid, BundleTooLarge, BundleVersionUnsupported
 
 from .conftest import deterministic_lab
 

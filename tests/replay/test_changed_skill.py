@@ -9,8 +9,8 @@ import pytest
 import tavernlab
 from tavernlab.cli import main
 from tavernlab.replay import SkillVersions
-from tavernlab.replay.errors import ReplaySetupError
-from tavernlab.skills.package import installed_hash
+from tavernlab.replay._errors import ReplaySetupError
+from tavernlab.skills._package import installed_hash
 
 from .conftest import ROLL, SKILL, Recorded, write_package
 

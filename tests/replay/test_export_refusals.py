@@ -9,7 +9,7 @@ import pytest
 
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.replay.errors import RunNotExportable
+from tavernlab.replay._errors import RunNotExportable
 
 from .conftest import SKILL, deterministic_lab, write_package
 

@@ -16,7 +16,7 @@ import tavernlab.agent  # registers Lab.run_agent
 from tavernlab.host import Lab
 from tavernlab.models import Scripted
 from tavernlab.replay import FORMAT_VERSION, read_bundle, replay
-from tavernlab.replay.actions import Resume
+from tavernlab.replay._actions import Resume
 from tavernlab.workspace.records import read_json
 
 from .conftest import deterministic_lab

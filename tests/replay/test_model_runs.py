@@ -24,7 +24,7 @@ import tavernlab.models
 from tavernlab.cli import main
 from tavernlab.models import Scripted
 from tavernlab.replay import FORMAT_VERSION, Replay, read_bundle
-from tavernlab.replay.errors import BundleInvalid, ReplaySetupError
+from tavernlab.replay._errors import BundleInvalid, ReplaySetupError
 from tavernlab.workspace.records import read_json
 
 from .conftest import deterministic_lab, write_package
@@ -523,7 +523,7 @@ def test_a_delegated_task_replays_identically(tmp_path: Path) -> None:
 
 
 def test_a_handoff_replays_identically(tmp_path: Path) -> None:
-    from tavernlab.workspace.profile import DEFAULT_ALLOWED_TOOLS
+    from tavernlab.workspace.roots._profile import DEFAULT_ALLOWED_TOOLS
 
     handing_off = {"tools": {"allow": [*DEFAULT_ALLOWED_TOOLS, "agent.handoff"]}}
     responses = [

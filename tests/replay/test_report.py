@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tavernlab.replay import Divergence, ReplayReport, SkillVersions
-from tavernlab.replay.compare import text_diff
-from tavernlab.replay.report import report_html, side_by_side
+from tavernlab.replay import Divergence, ReplayReport, SkillVersions, report_html
+from tavernlab.replay._compare import text_diff
+from tavernlab.replay._report import side_by_side
 
 DIFF = text_diff("a\nsame\n<old>\n", "a\nsame\n<new>\nextra\n", "output/x.md")
 

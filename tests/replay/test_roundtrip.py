@@ -11,7 +11,7 @@ from pathlib import Path
 import tavernlab
 from tavernlab.cli import main
 from tavernlab.replay import FORMAT_VERSION, Replay, read_bundle
-from tavernlab.replay.actions import describe
+from tavernlab.replay._actions import describe
 
 from .conftest import Recorded, deterministic_lab
 

@@ -12,7 +12,7 @@ import nbformat
 
 from tavernlab.cli import main
 from tavernlab.replay import read_bundle
-from tavernlab.replay.walkthrough import notebook_from_bundle
+from tavernlab.replay._walkthrough import notebook_from_bundle
 
 from .conftest import Recorded
 

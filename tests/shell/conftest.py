@@ -12,8 +12,9 @@ import tavernlab.shell  # noqa: F401  (registers workspace.shell)
 from tavernlab.cancel import CancelToken
 from tavernlab.paths import WorkspacePath
 from tavernlab.shell import ShellResult, execute_shell
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.scope import DEFAULT_ROOTS, Policy, ScopedWorkspaceFs
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import DEFAULT_ROOTS, Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 ShellRunner = Callable[..., ShellResult]
 

@@ -20,10 +20,11 @@ from tavernlab.errors import (
     WriteConflict,
 )
 from tavernlab.shell import ShellOutcome, execute_shell
-from tavernlab.shell.bridge import posix_error
-from tavernlab.shell.vfs import VfsErrorKind
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.shell._bridge import posix_error
+from tavernlab.shell._vfs import VfsErrorKind
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 from .conftest import Workspace
 

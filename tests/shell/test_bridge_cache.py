@@ -15,7 +15,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.errors import InvalidData
 from tavernlab.paths import WorkspacePath
 from tavernlab.shell import ShellOutcome
-from tavernlab.workspace.fs import UNSUPPORTED_NODE, WorkspaceFs
+from tavernlab.workspace.storage import UNSUPPORTED_NODE, WorkspaceFs
 
 from .conftest import Workspace
 

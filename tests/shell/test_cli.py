@@ -57,7 +57,7 @@ def test_refused_calls_and_bad_input(lab_dir: Path, run_id: str,
 def test_timeout_status(lab_dir: Path, run_id: str, capsys: pytest.CaptureFixture[str],
                         monkeypatch: pytest.MonkeyPatch) -> None:
     # a run opened by the command starts with the host's default deadline
-    monkeypatch.setattr("tavernlab.host.core.DEFAULT_DEADLINE_S", 0.3)
+    monkeypatch.setattr("tavernlab.host._core.DEFAULT_DEADLINE_S", 0.3)
     assert main(["shell", run_id, "echo start; while :; do :; done", "--lab", str(lab_dir)]) == 124
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("start\n", "Command timed out.\n")

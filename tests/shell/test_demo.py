@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 from tavernlab.demo import SECTIONS
-from tavernlab.demo import shell as shell_section
+from tavernlab.demo import _shell as shell_section
 
 
 def test_shell_demo_section(tmp_path: Path) -> None:
@@ -21,4 +21,4 @@ def test_shell_demo_section(tmp_path: Path) -> None:
     assert "✗ workspace.shell_exit\n    Exit code: 7" in text
     assert "-- candidate after the failed call: None" in text
     assert "(commit requests so far: 1)" in text
-    assert SECTIONS.index("tavernlab.demo.shell") > SECTIONS.index("tavernlab.demo.workspace")
+    assert SECTIONS.index("tavernlab.demo._shell") > SECTIONS.index("tavernlab.demo._workspace")

@@ -1,5 +1,5 @@
 """The helper thread that runs interpreters for main-thread callers
-(:class:`tavernlab.shell.resources.MainThreadHelper`)."""
+(:class:`tavernlab.shell.MainThreadHelper`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tavernlab.shell.resources import MainThreadHelper
+from tavernlab.shell import MainThreadHelper
 
 
 def test_calls_run_in_order_on_one_thread_and_hand_back_results_and_errors() -> None:

@@ -14,9 +14,9 @@ import pytest
 
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import FixedClock
-from tavernlab.shell import ShellOutcome, ShellResult, execute_shell
-from tavernlab.shell.interpreters import KeptInterpreters
-from tavernlab.shell.resources import ShellOptions, ShellResources
+from tavernlab.shell import ShellOutcome, ShellResources, ShellResult, execute_shell
+from tavernlab.shell._interpreters import KeptInterpreters
+from tavernlab.shell._resources import ShellOptions
 
 from .conftest import Workspace
 
@@ -175,7 +175,7 @@ def test_calls_on_several_threads_never_share_an_interpreter(ws: Workspace) -> N
 def test_a_workdir_gone_since_its_check_is_still_where_the_command_runs(
         ws: Workspace, cache: KeptInterpreters) -> None:
     # the engine alone (the workdir check is the adapter's): never the root instead
-    from tavernlab.shell.engine import BashkitEngine
+    from tavernlab.shell._engine import BashkitEngine
 
     engine = BashkitEngine(ws.scope, None, ShellResources(interpreters=cache))
     run = engine.run("pwd; ls", "/scratch/gone", 1e18, CancelToken(), ShellOptions())
@@ -191,7 +191,7 @@ def test_an_interrupted_call_drops_its_interpreter_and_the_next_call_runs(
     import signal
     import time
 
-    from tavernlab.shell import vfs_abi
+    from tavernlab.shell import _vfs_abi as vfs_abi
 
     assert call(ws, cache, "echo warm").exit_code == 0
     exports = len(vfs_abi._EXPORTS)

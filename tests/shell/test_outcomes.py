@@ -8,7 +8,7 @@ import pytest
 
 from tavernlab.errors import ToolError
 from tavernlab.shell import ShellOutcome
-from tavernlab.shell.result import format_content
+from tavernlab.shell._result import format_content
 
 from .conftest import Workspace
 

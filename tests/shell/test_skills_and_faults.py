@@ -9,9 +9,9 @@ import pytest
 
 from tavernlab.paths import WorkspacePath
 from tavernlab.skills import BoundSkillsMount, SkillRepository, resolve_effective_skills
-from tavernlab.workspace.fs import WorkspaceDirectoryEntry, WorkspaceMetadata
 from tavernlab.workspace.macros import FrozenMacros
 from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.storage import WorkspaceDirectoryEntry, WorkspaceMetadata
 
 from .conftest import Workspace
 

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from tavernlab.host import Lab, Run
-from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult, ShellToolResult
-from tavernlab.shell.tool import BASE_DESCRIPTION, shell_tools
-from tavernlab.workspace.profile import Profile, WorkspaceSettings
-from tavernlab.workspace.tooling import ToolResult
+from tavernlab.shell import DESCRIPTION, ShellOutcome, ShellResult, ShellToolResult, shell_tools
+from tavernlab.shell._tool import BASE_DESCRIPTION
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.roots._profile import WorkspaceSettings
+from tavernlab.workspace.tools import ToolResult
 
 from .conftest import lock_waiter_blocked
 from .test_cancel import JS_TWO_WRITES, PYTHON_TWO_WRITES

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 
-from tavernlab.shell import vfs_abi
+from tavernlab.shell import _vfs_abi as vfs_abi
 
 from .conftest import Workspace
 

@@ -12,9 +12,8 @@ import pytest
 
 from tavernlab.cli import main
 from tavernlab.host import Lab
-from tavernlab.js.command import CommandResult
-from tavernlab.skills.errors import InvalidSkillPackage
-from tavernlab.skills.scaffold import scaffold_skill
+from tavernlab.js import CommandResult
+from tavernlab.skills import InvalidSkillPackage, scaffold_skill
 
 
 def tavernlab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -159,7 +158,7 @@ def test_tavern_lab_is_deterministic(tavern_lab):
 
 
 def test_skill_run_binds_the_skills(skill_run, tmp_path):
-    from tavernlab.skills.scaffold import scaffold_skill
+    from tavernlab.skills._scaffold import scaffold_skill
     one = scaffold_skill("one", tmp_path)
     scaffold_skill("two", tmp_path)
     run = skill_run(tmp_path / "one", skills=[tmp_path / "two"])
@@ -184,7 +183,7 @@ def test_the_plugin_fixtures_in_a_fresh_pytest(tmp_path: Path) -> None:
 
 REPLAY_TEST = '''
 import pytest
-from tavernlab.skills.scaffold import scaffold_skill
+from tavernlab.skills._scaffold import scaffold_skill
 from tavernlab.testing import assert_replays
 
 

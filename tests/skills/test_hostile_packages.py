@@ -16,13 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tavernlab.skills import InvalidPackage, InvalidSkillPackage, SkillRepository
-from tavernlab.skills.frontmatter import (
+from tavernlab.skills import InvalidPackage, InvalidSkillPackage, SkillRepository, load_inline
+from tavernlab.skills._frontmatter import (
     MAX_FRONTMATTER_BYTES,
     MAX_FRONTMATTER_DEPTH,
     parse_frontmatter,
 )
-from tavernlab.skills.source import load_inline
 
 HEAD = "---\nname: hostile\ndescription: "
 LAUGHS = ("---\nname: lol\ndescription: Laughs.\nmetadata:\n"

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.skills import SkillRepository
-from tavernlab.skills.source import load_directory
+from tavernlab.skills import SkillRepository, load_directory
 
 SkillMaker = Callable[..., Path]
 

@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.skills import InvalidSkillPackage, SkillRepository
-from tavernlab.skills.archive import write_archive
-from tavernlab.skills.collection import InvalidPackage
-from tavernlab.skills.source import load_source
+from tavernlab.skills import (
+    InvalidPackage,
+    InvalidSkillPackage,
+    SkillRepository,
+    load_source,
+    write_archive,
+)
 
 SKILL_MD = "---\nname: demo\ndescription: Demo.\n---\n"
 

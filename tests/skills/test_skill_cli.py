@@ -12,7 +12,7 @@ import pytest
 
 from tavernlab.cli import main
 from tavernlab.host import Lab
-from tavernlab.host.lab import LAB_GITIGNORE
+from tavernlab.host._lab import LAB_GITIGNORE
 from tavernlab.skills import SkillRepository
 
 

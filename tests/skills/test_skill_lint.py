@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from tavernlab.cli import main
-from tavernlab.demo import shell as demo_shell
-from tavernlab.demo.skills import write_skill
-from tavernlab.js.limits import INPUT_BUDGET
-from tavernlab.skills.lint import lint_source
-from tavernlab.skills.source import load_directory, load_inline
+from tavernlab.demo import _shell as demo_shell
+from tavernlab.demo._skills import write_skill
+from tavernlab.js import INPUT_BUDGET
+from tavernlab.skills import lint_source, load_directory, load_inline
 
 V1_MESSAGE = ("`@tauritavern/runtime/v1` is the legacy runtime; V5 scripts import "
               "`@tauritavern/runtime` (`tavernlab skill migrate` rewrites it)")

@@ -19,13 +19,17 @@ from typing import Any
 import pytest
 
 from tavernlab.cli import main
-from tavernlab.demo.skills import write_skill
+from tavernlab.demo._skills import write_skill
 from tavernlab.errors import NotFound
 from tavernlab.host import Lab, Run
-from tavernlab.skills.errors import SkillStorageError
-from tavernlab.skills.lint import lint_source
-from tavernlab.skills.migrate import plan_migration, write_migration
-from tavernlab.skills.source import load_directory, load_inline
+from tavernlab.skills import (
+    SkillStorageError,
+    lint_source,
+    load_directory,
+    load_inline,
+    plan_migration,
+    write_migration,
+)
 
 TESTS = Path(__file__).resolve().parents[1]
 CONTEXT: dict[str, Any] = {

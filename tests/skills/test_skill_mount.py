@@ -20,10 +20,11 @@ from tavernlab.skills import (
     resolve_effective_skills,
     skill_list,
 )
-from tavernlab.workspace.fs import WorkspaceFs
 from tavernlab.workspace.macros import FrozenMacros
-from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.scope import Policy, ScopedWorkspaceFs
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.scope._scope import Policy
+from tavernlab.workspace.storage import WorkspaceFs
 
 P = WorkspacePath.parse
 SNAPSHOT = {"macroContext": {"names": {"char": "Frozen Alice", "user": "Bob"}}}

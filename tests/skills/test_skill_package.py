@@ -8,9 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.skills import InvalidPackage, InvalidSkillPackage, SkillNotFound
-from tavernlab.skills.collection import find_skill_roots
-from tavernlab.skills.package import (
+from tavernlab.skills import (
+    InvalidPackage,
+    InvalidSkillPackage,
+    SkillNotFound,
+    load_inline,
+    load_source,
+    validate_skill_name,
+)
+from tavernlab.skills._collection import find_skill_roots
+from tavernlab.skills._package import (
     MAX_FILE_BYTES,
     MAX_TOTAL_BYTES,
     check_file_limits,
@@ -18,9 +25,7 @@ from tavernlab.skills.package import (
     media_type,
     normalize_skill_path,
     parse_frontmatter,
-    validate_skill_name,
 )
-from tavernlab.skills.source import load_inline, load_source
 
 HASH_OF_ACCEPTANCE_1 = "4c0b6cd70c030555acef709cfc70d4a0c5b44fa0056ff3eb9a33089ddb03a015"
 

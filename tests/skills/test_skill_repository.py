@@ -20,8 +20,8 @@ from tavernlab.skills import (
     SkillScope,
     SkillSource,
     SkillStorageError,
+    load_source,
 )
-from tavernlab.skills.source import load_source
 
 
 def _installed(repo: SkillRepository) -> list[str]:

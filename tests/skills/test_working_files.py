@@ -12,9 +12,9 @@ import pytest
 
 from tavernlab.cli import main
 from tavernlab.host import Lab
-from tavernlab.skills.archive import scan_archive
-from tavernlab.skills.collection import is_working_file
-from tavernlab.skills.source import load_source
+from tavernlab.skills import load_source
+from tavernlab.skills._archive import scan_archive
+from tavernlab.skills._collection import is_working_file
 
 SKILL_MD = "---\nname: demo\ndescription: Demo.\n---\n"
 #: The installed hash of exactly SKILL.md and scripts/a.js (the spec's example).

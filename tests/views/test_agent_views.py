@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tavernlab import Lab
-from tavernlab.host.feed import order_key
+from tavernlab.host import order_key
 from tavernlab.models import Usage
-from tavernlab.views import agent as views
+from tavernlab.views import _agent as views
 
 
 def test_a_tool_line_while_running_and_once_ended() -> None:

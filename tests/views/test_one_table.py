@@ -13,9 +13,9 @@ import jsbox
 import pytest
 
 from tavernlab.host import Run
-from tavernlab.views.markup import ACCESS_COLOURS, COLOURS, STATUS_COLOURS, format_size
-from tavernlab.views.tree import tree_html, tree_text
-from tavernlab.workspace.tree import TreeNode
+from tavernlab.views import COLOURS, STATUS_COLOURS, tree_html, tree_text
+from tavernlab.views._markup import ACCESS_COLOURS, format_size
+from tavernlab.workspace.scope import TreeNode
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tavernlab"
 STATIC = SRC / "notebook" / "widgets" / "static"
@@ -84,7 +84,7 @@ def test_the_tables_agree() -> None:
 def test_no_other_size_formatter_or_colour_literal() -> None:
     """Nobody but the markup module divides by 1024 to show a size or writes a status
     colour of the table as a literal."""
-    own = SRC / "views" / "markup.py"
+    own = SRC / "views" / "_markup.py"
     table = set(COLOURS.values())
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
@@ -114,7 +114,7 @@ def _rows(node: TreeNode, depth: int = 0) -> list[dict[str, object]]:
 
 
 def test_the_widget_snapshot_is_drawn_by_the_one_tree_renderer(run: Run) -> None:
-    from tavernlab.notebook.widgets import snapshots
+    from tavernlab.notebook.widgets import _snapshots as snapshots
 
     run.call_tool("workspace.write_file", {"path": "output/main.md", "content": "hello\n"})
     run.shell("mkdir -p scratch/a/b && printf 'x' > scratch/a/b/c.txt")
@@ -126,7 +126,7 @@ def test_the_widget_snapshot_is_drawn_by_the_one_tree_renderer(run: Run) -> None
                                      "│   └── main.md  6 B  writable"]
     assert snapshots.tree_html("Workspace", rows).endswith(
         tree_html(tree, title="Workspace") + "</div>")
-    source = (SRC / "notebook" / "widgets" / "snapshots.py").read_text(encoding="utf-8")
+    source = (SRC / "notebook" / "widgets" / "_snapshots.py").read_text(encoding="utf-8")
     assert "├" not in source and "<details" not in source
 
 

@@ -11,11 +11,11 @@ import pytest
 from tavernlab import views
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.host import Lab, Run
-from tavernlab.js.command import CommandResult
-from tavernlab.notebook.display import summarize_run
-from tavernlab.skills.index import SkillIndexEntry
-from tavernlab.views.markup import FOLD_LINES
-from tavernlab.workspace.tooling import ToolResult
+from tavernlab.js import CommandResult
+from tavernlab.notebook._display import summarize_run
+from tavernlab.skills import SkillIndexEntry
+from tavernlab.views._markup import FOLD_LINES
+from tavernlab.workspace.tools import ToolResult
 
 
 @pytest.fixture
@@ -108,11 +108,11 @@ def test_a_root_the_model_writes_in_wears_no_read_only_badge(fixed_run: Run) -> 
 
 def test_a_lab_folds_its_older_runs(tmp_path: Path) -> None:
     lab = Lab(tmp_path / "lab", clock=FixedClock(), ids=SequentialIds())
-    for _ in range(views.runs.RECENT_RUNS + 2):
+    for _ in range(views._runs.RECENT_RUNS + 2):
         lab.start_run(chat_id="c")
     html = views.lab_html(str(lab.root), lab.runs())
     assert "<details><summary>2 older runs</summary>" in html
-    assert html.count("<code>run_") == views.runs.RECENT_RUNS + 2
+    assert html.count("<code>run_") == views._runs.RECENT_RUNS + 2
     text = views.lab_text("/lab", lab.runs()[:1])
     assert text == ("Lab /lab (1 run)\n  run_0000000000000000000000000000000c  calling_model  "
                     "foreground chat c  2026-01-01 00:00:00")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.workspace import atomic
-from tavernlab.workspace.atomic import TEMP_PREFIX
+from tavernlab.workspace.storage import _atomic as atomic
+from tavernlab.workspace.storage._atomic import TEMP_PREFIX
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tavernlab"
 
@@ -157,7 +157,7 @@ def test_only_the_atomic_module_replaces_or_fsyncs_files() -> None:
     file over a target, fsyncs, or writes a file's temporary copy itself."""
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
-        if path == SRC / "workspace" / "atomic.py":
+        if path == SRC / "workspace" / "storage" / "_atomic.py":
             continue
         calls = _calls(ast.parse(path.read_text(encoding="utf-8")))
         for name in ("replace", "fsync", "fdatasync"):

@@ -8,8 +8,16 @@ import json
 from pathlib import Path
 
 from tavernlab.clock import FixedClock, SequentialIds
-from tavernlab.events import FileChange, FileChanged, RunCreated, RunCreation
-from tavernlab.workspace.logs import EventLog, JournalLog, append_records, models_of
+from tavernlab.events import (
+    EventLog,
+    FileChange,
+    FileChanged,
+    JournalLog,
+    RunCreated,
+    RunCreation,
+    append_records,
+    models_of,
+)
 
 CHANGES = [FileChange(path=f"persist/d/f{index}.md", change="created", node="file",
                       size=index, sha256=f"{index:064x}", writer="persist")

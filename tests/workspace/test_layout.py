@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import get_args
 
 import tavernlab.layout as layout
-from tavernlab.events.journal import TornTail
+from tavernlab.events._journal import TornTail
 from tavernlab.host import Run
-from tavernlab.workspace.policy import DEFAULT_ROOTS, READ_ONLY_ROOTS, RESERVED_ROOT_NAMES
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.roots import DEFAULT_ROOTS, READ_ONLY_ROOTS, RESERVED_ROOT_NAMES, Profile
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tavernlab"
 
@@ -88,9 +87,9 @@ _NAMES = re.compile(r"^(run\.json|manifest\.json|events\.jsonl|journal\.jsonl|to
 #: Where such a string is something else: a persist state's and a bundle's own manifest, a
 #: provider's wire field, a result's "output" label or envelope key, the demo's model
 #: arguments, the journal's ``Literal`` of its logs (pinned above to the layout).
-_ELSEWHERE = {"workspace/persist.py", "replay/bundle.py", "models/_claude.py",
-              "views/results.py", "worktree/tools.py", "demo/workspace.py", "demo/shell.py",
-              "events/journal.py"}
+_ELSEWHERE = {"workspace/persist/_persist.py", "replay/_bundle.py", "models/_claude.py",
+              "views/_results.py", "worktree/_tools.py", "demo/_workspace.py", "demo/_shell.py",
+              "events/_journal.py"}
 
 
 def test_no_other_module_spells_the_layout() -> None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tavernlab.workspace.persist import PersistSnapshot
-from tavernlab.workspace.persist_tree import FileEntry
+from tavernlab.workspace.persist._persist_tree import FileEntry
 from tavernlab.workspace.records import read_json, write_model
 
 _NAMES = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=12)

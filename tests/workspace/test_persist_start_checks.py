@@ -13,8 +13,8 @@ import pytest
 from tavernlab.errors import PersistStateError
 from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
-from tavernlab.workspace.persist_tree import NotTheManifest, link_tree
+from tavernlab.workspace.persist._persist_tree import NotTheManifest, link_tree
+from tavernlab.workspace.storage._fs import WriteGuard
 
 
 def published(lab: Lab) -> tuple[str, Path]:

@@ -17,7 +17,8 @@ from pathlib import Path
 from tavernlab.errors import WriteConflict
 from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
+from tavernlab.workspace.storage import WorkspaceFs
+from tavernlab.workspace.storage._fs import WriteGuard
 
 TARGET = WorkspacePath("scratch/counter.txt")
 
@@ -79,7 +80,7 @@ CHILD = textwrap.dedent("""
     import json, sys
     from tavernlab.errors import WriteConflict
     from tavernlab.paths import WorkspacePath
-    from tavernlab.workspace.fs import WorkspaceFs, WriteGuard
+    from tavernlab.workspace.storage._fs import WorkspaceFs, WriteGuard
 
     directory, name, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
     fs = WorkspaceFs(directory)

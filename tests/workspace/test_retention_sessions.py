@@ -11,7 +11,7 @@ import pytest
 from tavernlab.errors import InvalidData, NotFound
 from tavernlab.host import Lab, Run
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
+from tavernlab.workspace.storage._fs import WriteGuard
 
 
 @pytest.fixture

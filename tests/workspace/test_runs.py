@@ -11,13 +11,11 @@ import pytest
 
 from tavernlab.clock import SYSTEM_CLOCK, RandomIds
 from tavernlab.errors import TavernlabError
-from tavernlab.events import ContextAssembled, ContextSummary, ToolCallFailed
+from tavernlab.events import ContextAssembled, ContextSummary, EventLog, ToolCallFailed
 from tavernlab.host import DEFAULT_TOOLS, Lab
-from tavernlab.workspace.ids import workspace_id
-from tavernlab.workspace.logs import EventLog
-from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import RunRecord, read_json
-from tavernlab.workspace.tooling import ToolResult, ToolSpec
+from tavernlab.workspace.roots import Profile, workspace_id
+from tavernlab.workspace.tools import ToolResult, ToolSpec
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, ToolSpec
+from tavernlab.workspace.tools import Arguments, ToolContext, ToolResult, ToolSpec
 
 
 def test_the_tool_context_carries_only_what_the_storage_and_engine_tools_use() -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.worktree.proxy_table import proxy_table
-from tavernlab.worktree.scheduler import ProvisionScheduler, reset_provision_scheduler
-from tavernlab.worktree.services import default_registry
+from tavernlab.worktree._proxy_table import proxy_table
+from tavernlab.worktree._scheduler import ProvisionScheduler, reset_provision_scheduler
+from tavernlab.worktree._services import default_registry
 
 
 def run_git(cwd: Path, *args: str) -> str:

@@ -6,8 +6,8 @@ tests can pin how often the status engine asks.
 
 from __future__ import annotations
 
-from tavernlab.worktree.errors import ForgeUnavailableError
-from tavernlab.worktree.forge import PullRequest
+from tavernlab.worktree._errors import ForgeUnavailableError
+from tavernlab.worktree._forge import PullRequest
 
 
 class ListForge:

@@ -200,7 +200,7 @@ def test_signal_death_reports_minus_one(tmp_path: Path) -> None:
 def test_inherited_environment_with_caller_variables_on_top(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
-    from tavernlab.worktree.process import run_shell
+    from tavernlab.worktree._process import run_shell
 
     monkeypatch.setenv("TAVERNLAB_PARENT", "parent")
     monkeypatch.setenv("TAVERNLAB_BOTH", "parent")

@@ -13,7 +13,7 @@ import pytest
 
 from tavernlab.cli import main
 from tavernlab.demo import SECTIONS
-from tavernlab.demo import worktree as demo_worktree
+from tavernlab.demo import _worktree as demo_worktree
 
 from .conftest import Repo
 
@@ -121,7 +121,7 @@ def test_services_archive_and_gc_in_process(repo: Repo, capsys: pytest.CaptureFi
 
 
 def test_demo_section_is_last_and_plays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert SECTIONS[-1] == "tavernlab.demo.worktree"
+    assert SECTIONS[-1] == "tavernlab.demo._worktree"
     for role in ("AUTHOR", "COMMITTER"):  # the demo must not need a git identity
         monkeypatch.delenv(f"GIT_{role}_NAME")
         monkeypatch.delenv(f"GIT_{role}_EMAIL")
@@ -138,8 +138,9 @@ def test_demo_section_is_last_and_plays(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_gc_asks_github_when_origin_is_github_and_says_so_when_not(repo: Repo) -> None:
-    from tavernlab.cli.worktree import _gc_forge
-    from tavernlab.worktree.forge import GitHubForge, UnreachableForge
+    from tavernlab.cli._worktree import _gc_forge
+    from tavernlab.worktree import UnreachableForge
+    from tavernlab.worktree._forge import GitHubForge
 
     done = tavernlab("worktree", "gc", "--json", cwd=repo.path)
     assert done.returncode == 0, done.stderr

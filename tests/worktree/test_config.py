@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.worktree import ConfigError, call_tool
-from tavernlab.worktree.config import (
+from tavernlab.worktree._config import (
     WriteFileSpec,
     load_committed_config,
     load_local_config,

@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tavernlab.worktree import call_tool
-from tavernlab.worktree.cleanup import fast_remover
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc, reclaim_one_worktree
+from tavernlab.worktree import apply_gc, call_tool, plan_gc
+from tavernlab.worktree._cleanup import fast_remover
+from tavernlab.worktree._gc import GcOptions, reclaim_one_worktree
 
 from .conftest import Repo
 from .forges import ListForge, pull

@@ -10,14 +10,14 @@ import pytest
 
 from tavernlab.cancel import CancelToken
 from tavernlab.worktree import GlobTraversalError, ProvisionCancelledError
-from tavernlab.worktree.errors import GlobPatternError
-from tavernlab.worktree.globs import (
+from tavernlab.worktree._errors import GlobPatternError
+from tavernlab.worktree._globs import (
     CloneError,
     clone_entries,
     expand_clone_glob,
     expand_file_glob,
 )
-from tavernlab.worktree.process import RunResult, run_argv
+from tavernlab.worktree._process import RunResult, run_argv
 
 
 def touch(root: Path, rel: str, content: str = "x") -> None:

@@ -9,9 +9,15 @@ from typing import Any
 
 import pytest
 
-from tavernlab.worktree import ProvisionContext, ToolError, call_tool, run_with_provision_context
-from tavernlab.worktree.context import OutputLine, ProgressEvent
-from tavernlab.worktree.process import run_shell
+from tavernlab.worktree import (
+    OutputLine,
+    ProgressEvent,
+    ProvisionContext,
+    ToolError,
+    call_tool,
+    run_with_provision_context,
+)
+from tavernlab.worktree._process import run_shell
 
 from .conftest import Repo
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.worktree import HookError
-from tavernlab.worktree.environment import (
+from tavernlab.worktree._environment import (
     HookContext,
     ServiceEndpoint,
     peer_environment,
@@ -16,7 +16,7 @@ from tavernlab.worktree.environment import (
     service_token,
     turbo_cache_dir,
 )
-from tavernlab.worktree.hooks import run_setup, run_teardown
+from tavernlab.worktree._hooks import run_setup, run_teardown
 
 NOISE = "Failed to replace env in config: ${NODE_AUTH_TOKEN}"
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from tavernlab.errors import ToolError
-from tavernlab.worktree import ConfigError, call_tool
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
-from tavernlab.worktree.names import is_slug, ref_name_problem
+from tavernlab.worktree import ConfigError, apply_gc, call_tool, plan_gc
+from tavernlab.worktree._gc import GcOptions
+from tavernlab.worktree._names import is_slug, ref_name_problem
 
 from .conftest import Repo
 from .forges import ListForge

@@ -23,9 +23,9 @@ from tavernlab.worktree import (
     call_tool,
     run_with_provision_context,
 )
-from tavernlab.worktree.environment import HookContext
-from tavernlab.worktree.hooks import run_setup
-from tavernlab.worktree.process import pid_alive
+from tavernlab.worktree._environment import HookContext
+from tavernlab.worktree._hooks import run_setup
+from tavernlab.worktree._process import pid_alive
 
 from .conftest import Repo
 from .test_processes import gone, read_pid
@@ -76,8 +76,8 @@ def test_ctrl_c_during_deps_exits_130_and_cleans_up(repo: Repo, tmp_path: Path) 
 
 QUEUE = """
 import json, threading, time
-from tavernlab.worktree.limits import ProvisionLimits
-from tavernlab.worktree.scheduler import ProvisionScheduler
+from tavernlab.worktree._limits import ProvisionLimits
+from tavernlab.worktree._scheduler import ProvisionScheduler
 
 scheduler = ProvisionScheduler(ProvisionLimits(concurrency=1))
 holder = scheduler.acquire("/repo", "holder")
@@ -118,7 +118,7 @@ PROVISION = """
 import json, sys, threading, time
 from pathlib import Path
 from tavernlab.worktree import ProvisionCancelledError, call_tool, provision_scheduler
-from tavernlab.worktree.limits import ProvisionLimits
+from tavernlab.worktree._limits import ProvisionLimits
 
 repo, mode = sys.argv[1], sys.argv[2]
 scheduler = provision_scheduler()
@@ -258,7 +258,7 @@ import json, os, signal, sys, threading
 from tavernlab.cancel import CancelToken
 from tavernlab.worktree import (ProvisionCancelledError, ProvisionContext, call_tool,
                                 run_with_provision_context)
-from tavernlab.worktree import process
+from tavernlab.worktree import _process as process
 
 repo, points, marker = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 threading.Thread(target=threading.Event().wait, daemon=True).start()

@@ -17,8 +17,8 @@ from jupyter_client.manager import KernelManager
 
 from tavernlab.cancel import CancelToken
 from tavernlab.worktree import call_tool
-from tavernlab.worktree.process import group_members, pid_alive, run_shell
-from tavernlab.worktree.services import ServiceRegistry, default_registry
+from tavernlab.worktree._process import group_members, pid_alive, run_shell
+from tavernlab.worktree._services import ServiceRegistry, default_registry
 
 from .conftest import Repo
 from .netclient import wait_listening

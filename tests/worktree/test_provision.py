@@ -17,8 +17,8 @@ from tavernlab.worktree import (
     provision_scheduler,
     run_with_provision_context,
 )
-from tavernlab.worktree.errors import BaseRefNotFoundError
-from tavernlab.worktree.marker import git_dir_of, read_creation_marker
+from tavernlab.worktree._errors import BaseRefNotFoundError
+from tavernlab.worktree._marker import git_dir_of, read_creation_marker
 
 from .conftest import Repo, run_git
 
@@ -232,7 +232,7 @@ def test_snake_case_function_matches_tool(repo: Repo) -> None:
 
 def test_host_envelope_codes(repo: Repo) -> None:
     from tavernlab.worktree import ProvisionCancelledError, WorktreeNotRemovableError
-    from tavernlab.worktree.tools import error_envelope
+    from tavernlab.worktree._tools import error_envelope
 
     assert error_envelope(ToolError("not_found", "gone")) == {
         "ok": False, "error": {"code": "not_found", "message": "gone"}}

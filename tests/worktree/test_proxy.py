@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.worktree.ports import ephemeral_port
-from tavernlab.worktree.proxy import ProxyServer, start_proxy
-from tavernlab.worktree.proxy_table import ProxyTable
+from tavernlab.worktree import ProxyServer
+from tavernlab.worktree._ports import ephemeral_port
+from tavernlab.worktree._proxy import start_proxy
+from tavernlab.worktree._proxy_table import ProxyTable
 
 from .netclient import dechunk, http_request, recv_until, wait_listening, websocket_echo
 

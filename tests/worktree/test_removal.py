@@ -12,14 +12,14 @@ import pytest
 
 from tavernlab.clock import FixedClock
 from tavernlab.worktree import call_tool
-from tavernlab.worktree.errors import GitError
-from tavernlab.worktree.removal import (
+from tavernlab.worktree._errors import GitError
+from tavernlab.worktree._removal import (
     ensure_trash_deleter,
     remove_worktree_fast,
     sweep_worktree_trash,
 )
+from tavernlab.worktree._salvage import salvage_worktree, sanitize
 from tavernlab.worktree.routines import routine_front_matter
-from tavernlab.worktree.salvage import salvage_worktree, sanitize
 
 from .conftest import Repo, make_repo
 from .test_scheduler_git import wait_until

@@ -15,14 +15,20 @@ import pytest
 import tavernlab.errors
 import tavernlab.worktree
 from tavernlab.clock import FixedClock, SequentialIds
-from tavernlab.worktree import WorktreeRuntime, call_tool, default_runtime, provision_scheduler
-from tavernlab.worktree import errors as worktree_errors
-from tavernlab.worktree.errors import envelope_code
-from tavernlab.worktree.gc import GcOptions, plan_gc
-from tavernlab.worktree.limits import ProvisionLimits
-from tavernlab.worktree.marker import read_creation_marker
-from tavernlab.worktree.process import pid_alive
-from tavernlab.worktree.scheduler import ProvisionScheduler
+from tavernlab.worktree import (
+    WorktreeRuntime,
+    call_tool,
+    default_runtime,
+    plan_gc,
+    provision_scheduler,
+)
+from tavernlab.worktree import _errors as worktree_errors
+from tavernlab.worktree._errors import envelope_code
+from tavernlab.worktree._gc import GcOptions
+from tavernlab.worktree._limits import ProvisionLimits
+from tavernlab.worktree._marker import read_creation_marker
+from tavernlab.worktree._process import pid_alive
+from tavernlab.worktree._scheduler import ProvisionScheduler
 
 from .conftest import Repo
 from .forges import ListForge, pull
@@ -141,7 +147,7 @@ def test_envelope_codes_are_one_mapping() -> None:
 
 
 def test_memo_file_written_by_gc_is_upstream_shaped(repo: Repo) -> None:
-    from tavernlab.worktree.forge import VerdictMemo
+    from tavernlab.worktree._forge import VerdictMemo
 
     cwd = Path(call_tool("worktree.provision", {"repoRoot": repo.root, "slug": "memo"})["cwd"])
     (cwd / "m.txt").write_text("m")

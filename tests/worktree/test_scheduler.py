@@ -17,8 +17,8 @@ from tavernlab.worktree import (
     current_provision_context,
     run_with_provision_context,
 )
-from tavernlab.worktree.limits import ProvisionLimits, parse_cap, parse_provision_limits
-from tavernlab.worktree.scheduler import Lease, ProvisionScheduler
+from tavernlab.worktree._limits import ProvisionLimits, parse_cap, parse_provision_limits
+from tavernlab.worktree._scheduler import Lease, ProvisionScheduler
 
 INF = math.inf
 

@@ -19,7 +19,7 @@ from tavernlab.worktree import (
     provision_scheduler,
     run_with_provision_context,
 )
-from tavernlab.worktree.scheduler import ProvisionLimits
+from tavernlab.worktree._scheduler import ProvisionLimits
 
 from .conftest import Repo
 

@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.worktree import ToolError, call_tool, proxy_table, start_proxy
-from tavernlab.worktree.errors import ServiceError
-from tavernlab.worktree.hostnames import (
-    default_branch,
-    service_hostname,
-    service_url,
-    slugify,
-)
-from tavernlab.worktree.ports import allocate_port, ephemeral_port, is_port_free
-from tavernlab.worktree.proxy import ProxyServer
-from tavernlab.worktree.proxy_table import ProxyTable, strip_port
-from tavernlab.worktree.services import default_registry, stop_service
+from tavernlab.worktree import ProxyServer, ToolError, call_tool, proxy_table, start_proxy
+from tavernlab.worktree._errors import ServiceError
+from tavernlab.worktree._hostnames import default_branch, service_hostname, service_url, slugify
+from tavernlab.worktree._ports import allocate_port, ephemeral_port, is_port_free
+from tavernlab.worktree._proxy_table import ProxyTable, strip_port
+from tavernlab.worktree._services import default_registry, stop_service
 
 from .conftest import Repo
 from .netclient import get_json, http_request, wait_listening, websocket_echo

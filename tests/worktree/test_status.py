@@ -14,20 +14,19 @@ from typing import Any
 import pytest
 
 from tavernlab.clock import FixedClock
-from tavernlab.worktree import ForgeUnavailableError, call_tool
-from tavernlab.worktree.errors import GitError
-from tavernlab.worktree.forge import GitHubForge, VerdictMemo, parse_github_remote
-from tavernlab.worktree.listing import is_within, parse_worktree_list
-from tavernlab.worktree.status import (
+from tavernlab.worktree import ForgeUnavailableError, call_tool, list_worktree_statuses
+from tavernlab.worktree._errors import GitError
+from tavernlab.worktree._forge import GitHubForge, VerdictMemo, parse_github_remote
+from tavernlab.worktree._listing import is_within, parse_worktree_list
+from tavernlab.worktree._status import (
     base_divergence,
     classify,
     integration_status,
-    list_worktree_statuses,
     liveness,
     load_sessions,
     provenance,
 )
-from tavernlab.worktree.tree import tree_status
+from tavernlab.worktree._tree import tree_status
 
 from .conftest import Repo
 from .forges import ListForge, pull

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tavernlab.host import DEFAULT_TOOLS, Lab, worktree_tools
-from tavernlab.worktree.tools import SCHEMAS, TOOLS, call_tool
+from tavernlab.worktree._tools import SCHEMAS, TOOLS, call_tool
 
 from .conftest import make_repo
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.worktree import WorktreeNotRemovableError, call_tool
-from tavernlab.worktree.errors import GitError
-from tavernlab.worktree.gc import GcOptions, apply_gc, plan_gc
-from tavernlab.worktree.ladder import classify_tip
-from tavernlab.worktree.removal import remove_worktree_fast
-from tavernlab.worktree.tree import tree_status
+from tavernlab.worktree import WorktreeNotRemovableError, apply_gc, call_tool, plan_gc
+from tavernlab.worktree._errors import GitError
+from tavernlab.worktree._gc import GcOptions
+from tavernlab.worktree._ladder import classify_tip
+from tavernlab.worktree._removal import remove_worktree_fast
+from tavernlab.worktree._tree import tree_status
 
 from .conftest import Repo
 from .forges import ListForge

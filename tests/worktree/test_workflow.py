@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.worktree import WorktreeNotRemovableError
-from tavernlab.worktree.workflow import APPROVAL_PROMPT, CallableAgentHost, run_worktree_agent
+from tavernlab.worktree import WorktreeNotRemovableError, run_worktree_agent
+from tavernlab.worktree._workflow import APPROVAL_PROMPT, CallableAgentHost
 
 from .conftest import Repo
 

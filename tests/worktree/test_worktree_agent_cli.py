@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.cli.worktree_agent import USAGE, CliUsageError, make_approve, parse_args
-from tavernlab.worktree.daemon import DaemonAgentHost
-from tavernlab.worktree.errors import DaemonUnreachableError
+from tavernlab.cli._worktree_agent import USAGE, CliUsageError, make_approve, parse_args
+from tavernlab.worktree import DaemonAgentHost, DaemonUnreachableError
 
 from .conftest import Repo
 
@@ -79,7 +78,7 @@ def daemon(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Daemon]:
 def run_cli(args: list[str], daemon_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The real command in a new session: no controlling terminal, so ``/dev/tty`` fails."""
     env = {**os.environ, "AGENTPROTO_MCP_URL": daemon_url}
-    return subprocess.run([sys.executable, "-m", "tavernlab.cli.worktree_agent", *args],
+    return subprocess.run([sys.executable, "-m", "tavernlab.cli._worktree_agent", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
                           start_new_session=True, stdin=subprocess.DEVNULL)
 

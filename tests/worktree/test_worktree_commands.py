@@ -1,5 +1,5 @@
 """The worktree commands both surfaces share: one rule for ``--worktree PATH|SLUG`` and one
-``rm PATH|SLUG``, seen through :mod:`tavernlab.worktree.commands` and through the command
+``rm PATH|SLUG``, seen through :mod:`tavernlab.worktree._commands` and through the command
 line (the notebook's side is in ``tests/notebook/test_worktree_magic.py``)."""
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ import pytest
 
 from tavernlab.cli import main
 from tavernlab.errors import ToolError
-from tavernlab.worktree.commands import (
+from tavernlab.worktree import (
     CLI,
-    COMMANDS,
     NOTEBOOK,
+    ProvisionInput,
     Target,
-    add_new_arguments,
     commands_for,
-    find_linked,
     gate,
     new_request,
-    resolve_target,
 )
-from tavernlab.worktree.tool_inputs import ProvisionInput, ToolInput
-from tavernlab.worktree.tools import call_tool
+from tavernlab.worktree._commands import COMMANDS, add_new_arguments, find_linked, resolve_target
+from tavernlab.worktree._tool_inputs import ToolInput
+from tavernlab.worktree._tools import call_tool
 
 from .conftest import Repo
 
@@ -98,7 +96,7 @@ def _flags(parser: argparse.ArgumentParser) -> dict[str, tuple[object, ...]]:
 
 
 def _cli_parsers() -> dict[str, argparse.ArgumentParser]:
-    from tavernlab.cli import worktree as cli_worktree
+    from tavernlab.cli import _worktree as cli_worktree
 
     root = argparse.ArgumentParser(prog="tavernlab")
     cli_worktree.register(root.add_subparsers())
@@ -109,10 +107,10 @@ def _cli_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_the_command_line_and_the_magic_take_the_same_flags() -> None:
-    from tavernlab.cli.worktree import HANDLERS as CLI_HANDLERS
-    from tavernlab.cli.worktree import IN_RUN
-    from tavernlab.notebook.worktrees import HANDLERS as NOTEBOOK_HANDLERS
-    from tavernlab.notebook.worktrees import worktree_table
+    from tavernlab.cli._worktree import HANDLERS as CLI_HANDLERS
+    from tavernlab.cli._worktree import IN_RUN
+    from tavernlab.notebook._worktrees import HANDLERS as NOTEBOOK_HANDLERS
+    from tavernlab.notebook._worktrees import worktree_table
 
     names = [command.name for command in COMMANDS]
     assert names == ["new", "ls", "gate", "agent", "run", "start", "stop", "services", "rm",
@@ -138,7 +136,7 @@ def test_the_command_line_and_the_magic_take_the_same_flags() -> None:
 def test_start_proxy_port_defaults_by_surface_and_the_help_says_where() -> None:
     cli = _cli_parsers()["start"]
     assert cli.parse_args(["web"]).proxy_port == 18780
-    from tavernlab.notebook.worktrees import worktree_table
+    from tavernlab.notebook._worktrees import worktree_table
 
     table = worktree_table()
     start = table.get("start")
@@ -238,7 +236,7 @@ def test_new_builds_one_provision_request(repo: Repo, tmp_path: Path) -> None:
 
 
 def test_every_form_of_a_request_names_the_camel_case_field(repo: Repo) -> None:
-    from tavernlab.worktree.tools import provision as provision_snake
+    from tavernlab.worktree._tools import provision as provision_snake
 
     with pytest.raises(ToolError) as snake:
         provision_snake(repo.root, "esc", copy_globs=["../x"])

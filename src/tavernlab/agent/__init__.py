@@ -18,7 +18,7 @@ piece as a :class:`LiveDelta`, never written to the run's records).
 
 Importing this package registers ``agent.run``, ``agent.start`` and
 ``agent.tool_definitions`` with the host's presenter registry, which is how
-:class:`~tavernlab.host.lab.Lab` reaches it without importing it.
+:class:`~tavernlab.host.Lab` reaches it without importing it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from tavernlab.agent._frames import CANCELLED_MESSAGE
 from tavernlab.agent._loop import AgentLoop, LiveDelta
 from tavernlab.agent._prompt import default_system_prompt
 from tavernlab.agent._tools import ToolSnapshot, build_snapshot
-from tavernlab.host.presentation import register_presenter
+from tavernlab.host import register_presenter
 
 __all__ = [
     "CANCELLED_MESSAGE", "DEFAULT_CHAT_ID", "AgentHandle", "AgentLoop", "AgentOutcome",

@@ -21,13 +21,11 @@ from tavernlab.agent._loop import AgentLoop, DeltaObserver
 from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._tools import build_snapshot
 from tavernlab.errors import AgentError, UsageError
-from tavernlab.host.lab import Lab
-from tavernlab.host.run import Run
-from tavernlab.host.starting import resolve_profile
+from tavernlab.host import Lab, Run, resolve_profile
 from tavernlab.models import ModelProvider, Usage
-from tavernlab.workspace.profile import ModelBinding, Profile
 from tavernlab.workspace.records import write_json
-from tavernlab.workspace.tooling import ToolSpec
+from tavernlab.workspace.roots import ModelBinding, Profile
+from tavernlab.workspace.tools import ToolSpec
 
 #: The chat a run starts in when no ``chat_id`` is given.
 DEFAULT_CHAT_ID = "agent"
@@ -147,7 +145,7 @@ BINDING_PROVIDERS = {"openai_compatible": "OpenAICompatible", "openai": "OpenAIC
 def provider_from(model: Any, profile: Profile) -> tuple[ModelProvider, bool]:
     """The provider the loop calls, and whether the loop made it (and so closes it): a
     provider as given; a model binding (``{provider, model, baseUrl?, apiKeyEnv?,
-    params?}``, as a mapping or :class:`~tavernlab.workspace.profile.ModelBinding`) made into
+    params?}``, as a mapping or :class:`~tavernlab.workspace.roots.ModelBinding`) made into
     its client; ``None``, the Profile's ``model``."""
     if isinstance(model, ModelProvider):
         return model, False

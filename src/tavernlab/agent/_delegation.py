@@ -36,8 +36,8 @@ from tavernlab.events import (
     EventScope,
     TaskFacts,
 )
-from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.tooling import Arguments, ToolContext, ToolResult, compact_json
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.tools import Arguments, ToolContext, ToolResult, compact_json
 
 Operation = Literal["delegate", "handoff"]
 #: How the results of finished delegated tasks are announced to their parent.

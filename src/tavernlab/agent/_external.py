@@ -28,8 +28,7 @@ from tavernlab.agent._frames import CANCELLED_MESSAGE, Frame, LoopCancelled
 from tavernlab.agent._loop import AgentLoop
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import AgentError, RunStateError
-from tavernlab.host.lab import Lab
-from tavernlab.host.run import Run
+from tavernlab.host import Lab, Run
 from tavernlab.models import (
     DeltaCallback,
     ModelRequest,
@@ -37,7 +36,7 @@ from tavernlab.models import (
     ModelTool,
     ToolInvocation,
 )
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.roots import Profile
 
 #: The task a run started for an external agent records as its first user message.
 EXTERNAL_TASK = "An external agent drives this run through tavernlab's MCP server."

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from tavernlab.errors import AgentError, TavernlabError
-from tavernlab.events.lifecycle import ERROR_CODE as CODE
+from tavernlab.events import ERROR_CODE as CODE
 from tavernlab.models import ModelCallError
 
 USER_RETRYABLE_CODES = frozenset({"model.tool_call_required", "agent.tool_after_finish",

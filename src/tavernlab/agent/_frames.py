@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tavernlab.agent._tools import Mode, ToolSnapshot
-from tavernlab.host.dispatch import ToolGate
-from tavernlab.host.invocation import Invocation
+from tavernlab.host import Invocation, ToolGate
 from tavernlab.models import ModelRequest
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.roots import Profile
 
 if TYPE_CHECKING:
-    from tavernlab.host.core import RunCore
+    from tavernlab.host import RunCore
 
 #: What ``run_cancelled`` says when the user cancels.
 CANCELLED_MESSAGE = "Generation cancelled by user"

@@ -5,7 +5,7 @@
 snapshot, the model binding, ``context_assembled``), then per round a model step (the request,
 the call with the retry policy, ``model-responses/``, the response appended to the transcript,
 drift recovery for a response without tool calls) and a tools step (each call, in the model's
-order, through the host's dispatch with a :class:`~tavernlab.host.dispatch.LoopCall`, its
+order, through the host's dispatch with a :class:`~tavernlab.host.LoopCall`, its
 result appended as its own ``tool`` message, the round's auto-commit candidate, the automatic
 commit at the end of the round), until a completion tool is accepted; then ``finish_run``
 (persist publication, the metadata link) and the finalisation that chooses the terminal status
@@ -90,13 +90,20 @@ from tavernlab.events import (
     WorkspaceFileWritten,
     WorkspacePatchApplied,
 )
-from tavernlab.host import dispatch
-from tavernlab.host.commits import CommitLedger, host_commit, publish_persist
-from tavernlab.host.core import RunCore
-from tavernlab.host.dispatch import CallContext, LoopCall, ToolGate, write_new_json
-from tavernlab.host.invocation import Invocation
-from tavernlab.host.registry import ToolRegistry
-from tavernlab.host.run import Run
+from tavernlab.host import (
+    CallContext,
+    CommitLedger,
+    Invocation,
+    LoopCall,
+    Run,
+    RunCore,
+    ToolGate,
+    ToolRegistry,
+    call_tool,
+    host_commit,
+    publish_persist,
+    write_new_json,
+)
 from tavernlab.models import (
     Delta,
     ModelCallError,
@@ -111,12 +118,12 @@ from tavernlab.models import (
 )
 from tavernlab.models import ToolResult as ModelToolResult
 from tavernlab.paths import WorkspacePath
-from tavernlab.workspace.fs import WriteGuard
-from tavernlab.workspace.profile import Profile
 from tavernlab.workspace.records import write_json
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.scope import is_text_file
+from tavernlab.workspace.storage import WriteGuard
 from tavernlab.workspace.text import text_metrics
-from tavernlab.workspace.tooling import ToolResult, ToolSpec
-from tavernlab.workspace.tracking import is_text_file
+from tavernlab.workspace.tools import ToolResult, ToolSpec
 
 #: Where a failing ``on_delta`` observer is reported (it never breaks the run).
 LOG = logging.getLogger("tavernlab.subscribers")
@@ -244,7 +251,7 @@ class AgentLoop:
         skills = self._skills()
         stored_skills: list[dict[str, Any]] = []
         if skills:  # the skill engine is loaded only by a run that binds skills
-            from tavernlab.skills.binding import bindings_to_json
+            from tavernlab.skills import bindings_to_json
 
             stored_skills = bindings_to_json(core.skills)
         write_json(core.dir / layout.RESOLVED_SKILLS, stored_skills)
@@ -570,7 +577,7 @@ class AgentLoop:
                 control=self.delegation, owns_status=frame.owns_run_status,
                 cancel=self.token, readers=self._readers(frame))
             try:
-                result = dispatch.call_tool(core, self.registry, invocation, binding.native,
+                result = call_tool(core, self.registry, invocation, binding.native,
                                             call.arguments, call.call_id, loop=loop_call)
             except LoopCancelled:
                 raise

@@ -8,7 +8,7 @@ the first time an invocation's Profile names it (through
 tools at the start of every invocation; every connection the run opened is closed when the
 run ends, which for a stdio server ends its process.
 
-Each listed tool is declared as a :class:`~tavernlab.workspace.tooling.ToolSpec`, the same
+Each listed tool is declared as a :class:`~tavernlab.workspace.tools.ToolSpec`, the same
 contract as a builtin's: an external tool (``builtin=False``) whose id is
 ``mcp/<server>/<tool>`` and whose declared alias is ``mcp__<server>__<tool>`` with both
 segments normalized (runs of characters outside ``[A-Za-z0-9-]`` become one ``_``, trimmed),
@@ -48,8 +48,8 @@ from tavernlab.mcp_client import (
     McpConnection,
     StdioServer,
 )
-from tavernlab.workspace.profile import McpServerSettings, Profile
-from tavernlab.workspace.tooling import Arguments, ToolResult, ToolSpec
+from tavernlab.workspace.roots import McpServerSettings, Profile
+from tavernlab.workspace.tools import Arguments, ToolResult, ToolSpec
 
 #: The prefix of every MCP tool id.
 MCP_PREFIX = "mcp/"

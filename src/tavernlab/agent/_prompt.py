@@ -16,7 +16,7 @@ from typing import Any
 
 import tavernlab.layout as layout
 from tavernlab.agent._tools import Mode, ToolSnapshot, visible_roots_text, writable_roots_text
-from tavernlab.workspace.profile import Profile
+from tavernlab.workspace.roots import Profile
 
 #: The last line of the default prompt.
 CLOSING_LINE = "Anyway: TOOLS&SKILLS IS ALL YOU NEED"

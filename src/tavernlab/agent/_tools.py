@@ -23,10 +23,10 @@ from typing import Any, Literal
 import tavernlab.layout as layout
 from tavernlab.agent._mcp import unique_alias
 from tavernlab.errors import AgentError
-from tavernlab.host.registry import ToolRegistry
+from tavernlab.host import ToolRegistry
 from tavernlab.models import ModelTool
-from tavernlab.workspace.profile import Profile
-from tavernlab.workspace.tooling import ToolSpec
+from tavernlab.workspace.roots import Profile
+from tavernlab.workspace.tools import ToolSpec
 
 BUILTIN_PREFIX = "builtin:"
 #: The roots every invocation can read, appended to the Profile's visible roots.

@@ -24,10 +24,10 @@ __all__ = ["MARKER", "PLAYED", "SECTIONS", "deliberate_error", "run_demo", "star
 
 #: Section modules, in play order.
 SECTIONS: tuple[str, ...] = (
-    "tavernlab.demo.workspace",
-    "tavernlab.demo.skills",
-    "tavernlab.demo.shell",
-    "tavernlab.demo.worktree",
+    "tavernlab.demo._workspace",
+    "tavernlab.demo._skills",
+    "tavernlab.demo._shell",
+    "tavernlab.demo._worktree",
 )
 
 

@@ -1,11 +1,11 @@
 """Run events: one pydantic model per event type, tagged by ``type`` (docs/events.md).
 
-:mod:`~tavernlab.events.base` holds the envelope (:class:`Event`, built on the on-disk
-base :class:`tavernlab.ondisk.Model`); the families are :mod:`~tavernlab.events.lifecycle`
-(creation, status, invocations, the end), :mod:`~tavernlab.events.calls` (tool calls and
-file events) and :mod:`~tavernlab.events.commits` (chat commits, persist states),
-:mod:`~tavernlab.events.agent` (the agent loop: model calls, drift, the host handshake);
-:mod:`~tavernlab.events.journal` holds the records of ``journal.jsonl`` (what upstream does
+:mod:`~tavernlab.events._base` holds the envelope (:class:`Event`, built on the on-disk
+base :class:`tavernlab.ondisk.Model`); the families are :mod:`~tavernlab.events._lifecycle`
+(creation, status, invocations, the end), :mod:`~tavernlab.events._calls` (tool calls and
+file events) and :mod:`~tavernlab.events._commits` (chat commits, persist states),
+:mod:`~tavernlab.events._agent` (the agent loop: model calls, drift, the host handshake);
+:mod:`~tavernlab.events._journal` holds the records of ``journal.jsonl`` (what upstream does
 not log). :data:`RunEvent` and :data:`JournalEntry` are
 the discriminated unions; :func:`parse_event` reads any line of
 ``events.jsonl``, typed or not. These are data only; rendering is :mod:`tavernlab.views`.
@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tavernlab.events.agent import (
+from tavernlab.events._agent import (
     AgentAwaitCompleted,
     AgentAwaitStarted,
     AgentDelegateStarted,
@@ -70,7 +70,7 @@ from tavernlab.events.agent import (
     TaskReturnFacts,
     TaskReturnRecorded,
 )
-from tavernlab.events.base import (
+from tavernlab.events._base import (
     EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
     Event,
@@ -78,7 +78,7 @@ from tavernlab.events.base import (
     Level,
     parse_event,
 )
-from tavernlab.events.calls import (
+from tavernlab.events._calls import (
     FileWritten,
     StoredResult,
     StoredResultView,
@@ -93,7 +93,7 @@ from tavernlab.events.calls import (
     WorkspaceFileWritten,
     WorkspacePatchApplied,
 )
-from tavernlab.events.commits import (
+from tavernlab.events._commits import (
     ChatCommitRequest,
     ChatCommitRequested,
     CommitOutcome,
@@ -108,7 +108,7 @@ from tavernlab.events.commits import (
     PersistentStateMetadataUpdateRequested,
     RunCommitted,
 )
-from tavernlab.events.journal import (
+from tavernlab.events._journal import (
     JOB_LABEL_CHARS,
     JOURNAL_TYPES,
     ChangeKind,
@@ -128,7 +128,8 @@ from tavernlab.events.journal import (
     Writer,
     job_label,
 )
-from tavernlab.events.lifecycle import (
+from tavernlab.events._lifecycle import (
+    ERROR_CODE,
     AgentInvocationCompleted,
     AgentInvocationCreated,
     ContextAssembled,
@@ -153,6 +154,21 @@ from tavernlab.events.lifecycle import (
     TaskReturnCompleted,
     WorkspaceInitialized,
     WorkspaceTarget,
+)
+from tavernlab.events._log import (
+    Built,
+    EventLog,
+    JournalLog,
+    append_records,
+    json_string,
+    models_of,
+    repair_logs,
+)
+from tavernlab.events._reading import (
+    collector_paused,
+    last_line,
+    parse_records,
+    seq_of_last_line,
 )
 
 #: Every journal record type, discriminated on ``type``.
@@ -182,6 +198,7 @@ RunEvent = Annotated[
 ]
 
 __all__ = [
+    "ERROR_CODE",
     "EVENT_TYPES",
     "JOB_LABEL_CHARS",
     "JOURNAL_TYPES",
@@ -205,6 +222,7 @@ __all__ = [
     "AgentTaskQueued",
     "AgentTaskRegistered",
     "AgentTaskStarted",
+    "Built",
     "ChangeKind",
     "ChatCommitCompleted",
     "ChatCommitFailed",
@@ -219,6 +237,7 @@ __all__ = [
     "DriftRecovery",
     "DriftRecoveryAttempted",
     "Event",
+    "EventLog",
     "EventScope",
     "FileChange",
     "FileChanged",
@@ -230,6 +249,7 @@ __all__ = [
     "InvocationRef",
     "InvocationStart",
     "JournalEntry",
+    "JournalLog",
     "JournalRecord",
     "JsJobEnd",
     "JsJobFinished",
@@ -307,6 +327,14 @@ __all__ = [
     "WorkspacePatchApplied",
     "WorkspaceTarget",
     "Writer",
+    "append_records",
+    "collector_paused",
     "job_label",
+    "json_string",
+    "last_line",
+    "models_of",
     "parse_event",
+    "parse_records",
+    "repair_logs",
+    "seq_of_last_line",
 ]

@@ -32,10 +32,7 @@ from tavernlab.models._canonical import (
     Usage,
 )
 from tavernlab.models._decode import check_stop_reason, decode_tool_calls
-from tavernlab.models._errors import (
-    ModelCancelled,
-    invalid_response,
-)
+from tavernlab.models._errors import ModelCancelled, invalid_response
 from tavernlab.models._http import (
     BodyReader,
     SdkErrors,

@@ -19,17 +19,17 @@ from typing import Any
 
 from IPython.core.getipython import get_ipython
 
-from tavernlab.notebook.commands import Subcommand
-from tavernlab.notebook.errors import JSError, ShellError
-from tavernlab.notebook.extension import (
+from tavernlab.notebook._commands import Subcommand
+from tavernlab.notebook._errors import JSError, ShellError
+from tavernlab.notebook._extension import (
     load_ipython_extension,
     loaded_magics,
     unload_ipython_extension,
 )
-from tavernlab.notebook.magics import TavernMagics
-from tavernlab.notebook.output import CellRouter
-from tavernlab.notebook.progress import ProvisionObserver, TextProgress, set_progress_factory
-from tavernlab.notebook.state import NotebookState
+from tavernlab.notebook._magics import TavernMagics
+from tavernlab.notebook._output import CellRouter
+from tavernlab.notebook._progress import ProvisionObserver, TextProgress, set_progress_factory
+from tavernlab.notebook._state import NotebookState
 
 
 def _magics(ip: Any = None) -> TavernMagics:

@@ -9,28 +9,47 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tavernlab.shell.engine import BashkitEngine, EngineRun, ShellEngine
-    from tavernlab.shell.execute import execute_shell
-    from tavernlab.shell.result import ShellOutcome, ShellResult, ShellToolResult
-    from tavernlab.shell.tool import DESCRIPTION, TOOL_ID
+    from tavernlab.shell._engine import BashkitEngine, EngineRun, ShellEngine
+    from tavernlab.shell._execute import execute_shell
+    from tavernlab.shell._resources import DEFAULT_HELPER, MainThreadHelper, ShellResources
+    from tavernlab.shell._result import (
+        OUTPUT_TRUNCATED,
+        ShellOutcome,
+        ShellResult,
+        ShellToolResult,
+        status_line,
+    )
+    from tavernlab.shell._tool import DESCRIPTION, TOOL_ID, shell_tools
 
 _HOMES = {
-    "BashkitEngine": "tavernlab.shell.engine", "EngineRun": "tavernlab.shell.engine",
-    "ShellEngine": "tavernlab.shell.engine", "execute_shell": "tavernlab.shell.execute",
-    "ShellOutcome": "tavernlab.shell.result", "ShellResult": "tavernlab.shell.result",
-    "ShellToolResult": "tavernlab.shell.result", "DESCRIPTION": "tavernlab.shell.tool",
-    "TOOL_ID": "tavernlab.shell.tool",
+    "BashkitEngine": "tavernlab.shell._engine", "EngineRun": "tavernlab.shell._engine",
+    "ShellEngine": "tavernlab.shell._engine", "execute_shell": "tavernlab.shell._execute",
+    "ShellOutcome": "tavernlab.shell._result", "ShellResult": "tavernlab.shell._result",
+    "ShellToolResult": "tavernlab.shell._result", "DESCRIPTION": "tavernlab.shell._tool",
+    "TOOL_ID": "tavernlab.shell._tool",
+    "DEFAULT_HELPER": "tavernlab.shell._resources",
+    "MainThreadHelper": "tavernlab.shell._resources",
+    "OUTPUT_TRUNCATED": "tavernlab.shell._result",
+    "ShellResources": "tavernlab.shell._resources",
+    "shell_tools": "tavernlab.shell._tool",
+    "status_line": "tavernlab.shell._result",
 }
 __all__ = [
+    "DEFAULT_HELPER",
     "DESCRIPTION",
+    "OUTPUT_TRUNCATED",
     "TOOL_ID",
     "BashkitEngine",
     "EngineRun",
+    "MainThreadHelper",
     "ShellEngine",
     "ShellOutcome",
+    "ShellResources",
     "ShellResult",
     "ShellToolResult",
     "execute_shell",
+    "shell_tools",
+    "status_line",
 ]
 
 

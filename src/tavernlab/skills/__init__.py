@@ -1,8 +1,8 @@
 """Skill packages, the installed-skill repository and the read-only ``skills/`` mount.
 
 See docs/js-and-skills.md (``lint`` and ``migrate`` check and rewrite a skill's
-scripts for the V5 ``js`` runner: :mod:`tavernlab.skills.lint`,
-:mod:`tavernlab.skills.migrate`). ``lab.skills`` is a :class:`SkillRepository`;
+scripts for the V5 ``js`` runner: :mod:`tavernlab.skills._lint`,
+:mod:`tavernlab.skills._migrate`). ``lab.skills`` is a :class:`SkillRepository`;
 :func:`bind_skills` (over :func:`resolve_effective_skills`) binds an Invocation's skills and
 :class:`BoundSkillsMount` serves them, macro-projected, under ``skills/``.
 
@@ -16,16 +16,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tavernlab.skills.binding import (
+    from tavernlab.skills._archive import read_archive_files, write_archive
+    from tavernlab.skills._binding import (
         SkillBinding,
         SkillScopeRefs,
         bind_skills,
+        bindings_from_json,
+        bindings_to_json,
         render_skill_prompt,
         resolve_effective_skills,
         skill_list,
     )
-    from tavernlab.skills.collection import InvalidPackage, SourceScan
-    from tavernlab.skills.errors import (
+    from tavernlab.skills._collection import InvalidPackage, SourceScan
+    from tavernlab.skills._compat_tools import SKILL_COMPAT_TOOLS
+    from tavernlab.skills._errors import (
         InvalidSkillIndex,
         InvalidSkillPackage,
         InvalidSkillScope,
@@ -35,46 +39,81 @@ if TYPE_CHECKING:
         SkillOutputExists,
         SkillStorageError,
     )
-    from tavernlab.skills.index import SkillIndexEntry, SkillScope, SkillSourceRef
-    from tavernlab.skills.mount import BoundSkillsMount
-    from tavernlab.skills.package import SkillFileRef, SkillPackage
-    from tavernlab.skills.report import SkillInstallReport, SkillInstallResult, SkillSource
-    from tavernlab.skills.repository import SkillRepository
+    from tavernlab.skills._index import SkillIndexEntry, SkillScope, SkillSourceRef
+    from tavernlab.skills._lint import lint_source
+    from tavernlab.skills._migrate import (
+        MigrationPlan,
+        located_notes,
+        plan_migration,
+        write_migration,
+    )
+    from tavernlab.skills._mount import BoundSkillsMount
+    from tavernlab.skills._package import SkillFileRef, SkillPackage, validate_skill_name
+    from tavernlab.skills._report import (
+        ConflictChoice,
+        SkillInstallReport,
+        SkillInstallResult,
+        SkillSource,
+    )
+    from tavernlab.skills._repository import SkillRepository
+    from tavernlab.skills._run_script import run_script_tools
+    from tavernlab.skills._scaffold import scaffold_skill
+    from tavernlab.skills._source import load_directory, load_inline, load_source
 
 _HOMES = {
-    "BoundSkillsMount": "tavernlab.skills.mount",
-    "InvalidPackage": "tavernlab.skills.collection",
-    "InvalidSkillIndex": "tavernlab.skills.errors",
-    "InvalidSkillPackage": "tavernlab.skills.errors",
-    "InvalidSkillScope": "tavernlab.skills.errors",
-    "SkillBinding": "tavernlab.skills.binding",
-    "SkillConflict": "tavernlab.skills.errors",
-    "SkillError": "tavernlab.skills.errors",
-    "SkillFileRef": "tavernlab.skills.package",
-    "SkillIndexEntry": "tavernlab.skills.index",
-    "SkillInstallReport": "tavernlab.skills.report",
-    "SkillInstallResult": "tavernlab.skills.report",
-    "SkillNotFound": "tavernlab.skills.errors",
-    "SkillOutputExists": "tavernlab.skills.errors",
-    "SkillPackage": "tavernlab.skills.package",
-    "SkillRepository": "tavernlab.skills.repository",
-    "SkillScope": "tavernlab.skills.index",
-    "SkillScopeRefs": "tavernlab.skills.binding",
-    "SkillSource": "tavernlab.skills.report",
-    "SkillSourceRef": "tavernlab.skills.index",
-    "SkillStorageError": "tavernlab.skills.errors",
-    "SourceScan": "tavernlab.skills.collection",
-    "bind_skills": "tavernlab.skills.binding",
-    "render_skill_prompt": "tavernlab.skills.binding",
-    "resolve_effective_skills": "tavernlab.skills.binding",
-    "skill_list": "tavernlab.skills.binding",
+    "BoundSkillsMount": "tavernlab.skills._mount",
+    "InvalidPackage": "tavernlab.skills._collection",
+    "InvalidSkillIndex": "tavernlab.skills._errors",
+    "InvalidSkillPackage": "tavernlab.skills._errors",
+    "InvalidSkillScope": "tavernlab.skills._errors",
+    "SkillBinding": "tavernlab.skills._binding",
+    "SkillConflict": "tavernlab.skills._errors",
+    "SkillError": "tavernlab.skills._errors",
+    "SkillFileRef": "tavernlab.skills._package",
+    "SkillIndexEntry": "tavernlab.skills._index",
+    "SkillInstallReport": "tavernlab.skills._report",
+    "SkillInstallResult": "tavernlab.skills._report",
+    "SkillNotFound": "tavernlab.skills._errors",
+    "SkillOutputExists": "tavernlab.skills._errors",
+    "SkillPackage": "tavernlab.skills._package",
+    "SkillRepository": "tavernlab.skills._repository",
+    "SkillScope": "tavernlab.skills._index",
+    "SkillScopeRefs": "tavernlab.skills._binding",
+    "SkillSource": "tavernlab.skills._report",
+    "SkillSourceRef": "tavernlab.skills._index",
+    "SkillStorageError": "tavernlab.skills._errors",
+    "SourceScan": "tavernlab.skills._collection",
+    "bind_skills": "tavernlab.skills._binding",
+    "render_skill_prompt": "tavernlab.skills._binding",
+    "resolve_effective_skills": "tavernlab.skills._binding",
+    "skill_list": "tavernlab.skills._binding",
+    "ConflictChoice": "tavernlab.skills._report",
+    "MigrationPlan": "tavernlab.skills._migrate",
+    "SKILL_COMPAT_TOOLS": "tavernlab.skills._compat_tools",
+    "bindings_from_json": "tavernlab.skills._binding",
+    "bindings_to_json": "tavernlab.skills._binding",
+    "lint_source": "tavernlab.skills._lint",
+    "load_directory": "tavernlab.skills._source",
+    "load_inline": "tavernlab.skills._source",
+    "load_source": "tavernlab.skills._source",
+    "located_notes": "tavernlab.skills._migrate",
+    "plan_migration": "tavernlab.skills._migrate",
+    "read_archive_files": "tavernlab.skills._archive",
+    "run_script_tools": "tavernlab.skills._run_script",
+    "scaffold_skill": "tavernlab.skills._scaffold",
+    "validate_skill_name": "tavernlab.skills._package",
+    "write_archive": "tavernlab.skills._archive",
+    "write_migration": "tavernlab.skills._migrate",
 }
 __all__ = [
+    "SKILL_COMPAT_TOOLS",
     "BoundSkillsMount",
+    "ConflictChoice",
     "InvalidPackage",
     "InvalidSkillIndex",
     "InvalidSkillPackage",
     "InvalidSkillScope",
+    "MigrationPlan",
     "SkillBinding",
     "SkillConflict",
     "SkillError",
@@ -93,9 +132,23 @@ __all__ = [
     "SkillStorageError",
     "SourceScan",
     "bind_skills",
+    "bindings_from_json",
+    "bindings_to_json",
+    "lint_source",
+    "load_directory",
+    "load_inline",
+    "load_source",
+    "located_notes",
+    "plan_migration",
+    "read_archive_files",
     "render_skill_prompt",
     "resolve_effective_skills",
+    "run_script_tools",
+    "scaffold_skill",
     "skill_list",
+    "validate_skill_name",
+    "write_archive",
+    "write_migration",
 ]
 
 

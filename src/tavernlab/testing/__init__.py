@@ -26,7 +26,7 @@ runs a skill's ``tests/`` with this plugin. Example (what ``tavernlab skill new`
 
 from __future__ import annotations
 
-from tavernlab.testing.plugin import skill_run, tavern_lab
-from tavernlab.testing.replays import assert_replays
+from tavernlab.testing._plugin import skill_run, tavern_lab
+from tavernlab.testing._replays import assert_replays
 
 __all__ = ["assert_replays", "skill_run", "tavern_lab"]

@@ -20,8 +20,7 @@ import json
 from pathlib import Path
 
 from tavernlab.host import Lab
-from tavernlab.replay.bundle import BUNDLE_SUFFIX, read_bundle
-from tavernlab.replay.report import ReplayReport
+from tavernlab.replay import BUNDLE_SUFFIX, ReplayReport, read_bundle
 from tavernlab.view._page import MODEL_RESPONSES, build_page, report_from_json
 from tavernlab.view._serve import PageServer, serve_until_interrupted
 from tavernlab.view._source import RunFiles, bundle_run, lab_run

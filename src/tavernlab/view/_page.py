@@ -19,16 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import tavernlab.layout as layout
-from tavernlab.notebook.widgets.preview import node_preview
-from tavernlab.notebook.widgets.snapshots import plural
-from tavernlab.notebook.widgets.timeline_detail import describe
-from tavernlab.notebook.widgets.timeline_state import TIMELINE_TYPES, Bar, TimelineState
-from tavernlab.notebook.widgets.tree_state import TreeState
+from tavernlab.notebook.widgets import (
+    TIMELINE_TYPES,
+    Bar,
+    TimelineState,
+    TreeState,
+    describe,
+    node_preview,
+    plural,
+)
 from tavernlab.paths import WorkspacePath
-from tavernlab.replay.report import ReplayReport, report_html
+from tavernlab.replay import ReplayReport, report_html
 from tavernlab.view._source import RunFiles
-from tavernlab.views.markup import STATUS_COLOURS, fold, pre
-from tavernlab.workspace.tree import build_tree
+from tavernlab.views import STATUS_COLOURS, fold, pre
+from tavernlab.workspace.scope import build_tree
 
 STATIC = Path(__file__).resolve().parents[1] / "notebook" / "widgets" / "static"
 #: Where a run keeps the model's answer of each round (written by the agent loop).
@@ -130,7 +134,7 @@ def _rounds(files: RunFiles, state: TimelineState) -> str:
 
 def report_from_json(document: dict[str, Any]) -> ReplayReport:
     """A :class:`ReplayReport` read back from what ``tavernlab replay --json`` prints."""
-    from tavernlab.replay.report import Divergence, SkillVersions
+    from tavernlab.replay import Divergence, SkillVersions
 
     return ReplayReport(
         bundle=document["bundle"], run_id=document["runId"], actions=document["actions"],

@@ -17,15 +17,13 @@ from pathlib import Path
 
 import tavernlab.layout as layout
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK
-from tavernlab.events import Event
-from tavernlab.host import Lab
-from tavernlab.host.feed import RunFeed
-from tavernlab.replay.bundle import Bundle
-from tavernlab.workspace.fs import WorkspaceFs
-from tavernlab.workspace.logs import EventLog, JournalLog
-from tavernlab.workspace.profile import Profile
+from tavernlab.events import Event, EventLog, JournalLog
+from tavernlab.host import Lab, RunFeed
+from tavernlab.replay import Bundle
 from tavernlab.workspace.records import read_json
+from tavernlab.workspace.roots import Profile
 from tavernlab.workspace.scope import ScopedWorkspaceFs
+from tavernlab.workspace.storage import WorkspaceFs
 
 
 @dataclass

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tavernlab.js.kit.pins import KitPin
+from tavernlab.js.kit import KitPin
 
 
 class LocalRegistry:

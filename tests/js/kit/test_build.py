@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.errors import KitBuildFailed
-from tavernlab.js.kit.build import build_module
-from tavernlab.js.kit.pins import PINS_BY_MODULE, CommonJsBuild, EsmBuild, KitPin
+from tavernlab.js._errors import KitBuildFailed
+from tavernlab.js.kit import KitPin
+from tavernlab.js.kit._build import build_module
+from tavernlab.js.kit._pins import PINS_BY_MODULE, CommonJsBuild, EsmBuild
 
 from ..conftest import JsRunner, write
 

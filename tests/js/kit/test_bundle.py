@@ -1,4 +1,4 @@
-"""The kit's ES module bundler (:mod:`tavernlab.js.kit.bundle`), run in the real sandbox.
+"""The kit's ES module bundler (:mod:`tavernlab.js.kit._bundle`), run in the real sandbox.
 
 Each bundle is written to a workspace file and imported by a ``js -e`` script, so the
 engine itself checks what the bundler produced.
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.errors import KitBuildFailed
-from tavernlab.js.kit.bundle import bundle_esm, export_name
+from tavernlab.js._errors import KitBuildFailed
+from tavernlab.js.kit._bundle import bundle_esm, export_name
 
 from ..conftest import JsRunner, write
 

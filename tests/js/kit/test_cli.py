@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tavernlab.cli import main
-from tavernlab.js.kit.cache import CACHE_ENV
-from tavernlab.js.kit.pins import PINS, PINS_BY_MODULE, kit_key
-from tavernlab.js.kit.provider import KitSettings
-from tavernlab.js.kit.registry import REGISTRY_ENV, download_tarball
+from tavernlab.js.kit import KitSettings, kit_key
+from tavernlab.js.kit._cache import CACHE_ENV
+from tavernlab.js.kit._pins import PINS, PINS_BY_MODULE
+from tavernlab.js.kit._registry import REGISTRY_ENV, download_tarball
 
 from .conftest import LocalRegistry
 

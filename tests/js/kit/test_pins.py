@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.kit.cache import cache_root
-from tavernlab.js.kit.pins import (
-    DEFAULT_REGISTRY,
-    KIT_MODULES,
-    PINS,
-    PINS_BY_MODULE,
-    kit_key,
-)
-from tavernlab.js.kit.registry import registry_url
+from tavernlab.js.kit import KIT_MODULES, kit_key
+from tavernlab.js.kit._cache import cache_root
+from tavernlab.js.kit._pins import DEFAULT_REGISTRY, PINS, PINS_BY_MODULE
+from tavernlab.js.kit._registry import registry_url
 
 
 def test_the_six_libraries_at_the_spec_versions() -> None:

@@ -9,19 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tavernlab.js.errors import KitDownloadFailed, KitIntegrityMismatch, KitUnavailable
-from tavernlab.js.kit.cache import KitCache
-from tavernlab.js.kit.pins import PINS, PINS_BY_MODULE, kit_key
-from tavernlab.js.kit.provider import (
-    KitProgress,
-    KitSettings,
-    fetch_kit,
-    fetch_module,
-    kit_module_source,
-    kit_status,
-)
-from tavernlab.js.kit.registry import download_tarball
-from tavernlab.js.kit.tarball import integrity_of
+from tavernlab.js._errors import KitDownloadFailed, KitIntegrityMismatch, KitUnavailable
+from tavernlab.js.kit import KitProgress, KitSettings, fetch_kit, kit_key, kit_status
+from tavernlab.js.kit._cache import KitCache
+from tavernlab.js.kit._pins import PINS, PINS_BY_MODULE
+from tavernlab.js.kit._provider import fetch_module, kit_module_source
+from tavernlab.js.kit._registry import download_tarball
+from tavernlab.js.kit._tarball import integrity_of
 
 from .conftest import LocalRegistry
 

@@ -12,16 +12,20 @@ from pathlib import Path
 
 import pytest
 
-import tavernlab.skills.run_script  # noqa: F401  (registers skill.run_script)
+import tavernlab.skills._run_script  # noqa: F401  (registers skill.run_script)
 from tavernlab.host import Lab
-from tavernlab.js.budget import InputBudget
-from tavernlab.js.errors import SkillScriptError
-from tavernlab.js.kit.cache import CACHE_ENV
-from tavernlab.js.kit.pins import PINS, PINS_BY_MODULE, CommonJsBuild, kit_key
-from tavernlab.js.kit.provider import KitSettings, kit_module_source
-from tavernlab.js.kit.registry import REGISTRY_ENV, download_tarball
-from tavernlab.js.legacy import SkillScriptRequest, run_skill_script
-from tavernlab.js.limits import LEGACY_MAX_MODULES
+from tavernlab.js import (
+    LEGACY_MAX_MODULES,
+    InputBudget,
+    SkillScriptError,
+    SkillScriptRequest,
+    run_skill_script,
+)
+from tavernlab.js.kit import KitSettings, kit_key
+from tavernlab.js.kit._cache import CACHE_ENV
+from tavernlab.js.kit._pins import PINS, PINS_BY_MODULE, CommonJsBuild
+from tavernlab.js.kit._provider import kit_module_source
+from tavernlab.js.kit._registry import REGISTRY_ENV, download_tarball
 
 from ..conftest import JsRunner, write
 from .conftest import LocalRegistry

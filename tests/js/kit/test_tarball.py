@@ -8,9 +8,10 @@ import tarfile
 
 import pytest
 
-from tavernlab.js.errors import KitBuildFailed, KitIntegrityMismatch
-from tavernlab.js.kit.pins import PINS_BY_MODULE, KitPin
-from tavernlab.js.kit.tarball import (
+from tavernlab.js._errors import KitBuildFailed, KitIntegrityMismatch
+from tavernlab.js.kit import KitPin
+from tavernlab.js.kit._pins import PINS_BY_MODULE
+from tavernlab.js.kit._tarball import (
     MAX_UNPACKED_BYTES,
     integrity_of,
     read_package,

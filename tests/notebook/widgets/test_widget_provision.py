@@ -15,11 +15,11 @@ import pytest
 
 from tavernlab.cancel import CancelToken
 from tavernlab.notebook.widgets import ProvisionProgress, progress_for
-from tavernlab.notebook.widgets.provision import PREPARE
-from tavernlab.worktree.errors import BaseRefNotFoundError, ProvisionCancelledError
-from tavernlab.worktree.limits import ProvisionLimits
-from tavernlab.worktree.runtime import WorktreeRuntime
-from tavernlab.worktree.scheduler import ProvisionScheduler
+from tavernlab.notebook.widgets._provision import PREPARE
+from tavernlab.worktree import ProvisionCancelledError, WorktreeRuntime
+from tavernlab.worktree._errors import BaseRefNotFoundError
+from tavernlab.worktree._limits import ProvisionLimits
+from tavernlab.worktree._scheduler import ProvisionScheduler
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -194,7 +194,7 @@ def test_events_drive_the_phases_with_their_times() -> None:
 
 def test_the_widget_and_the_observer_it_fills_have_two_names() -> None:
     import tavernlab.notebook as face
-    from tavernlab.notebook.widgets.plugin import WidgetProgress
+    from tavernlab.notebook.widgets._plugin import WidgetProgress
 
     assert "ProvisionObserver" in face.__all__ and "ProvisionProgress" not in face.__all__
     assert not hasattr(face, "ProvisionProgress")

@@ -10,11 +10,11 @@ import ipywidgets  # type: ignore[import-untyped]
 import pytest
 
 from tavernlab.host import Run
-from tavernlab.host.presentation import _PRESENTERS
+from tavernlab.host._presentation import _PRESENTERS
 from tavernlab.notebook import widgets
 from tavernlab.notebook.widgets import FileTree, RunView, Timeline, show_run
-from tavernlab.notebook.widgets.snapshots import SNAPSHOT_LIMIT, format_duration
-from tavernlab.views.markup import format_size
+from tavernlab.notebook.widgets._snapshots import SNAPSHOT_LIMIT, format_duration
+from tavernlab.views._markup import format_size
 
 Opened = Callable[[Any], Any]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

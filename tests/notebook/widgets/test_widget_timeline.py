@@ -13,8 +13,8 @@ import pytest
 import traitlets
 
 from tavernlab.host import Run
-from tavernlab.notebook.widgets import Timeline
-from tavernlab.notebook.widgets.timeline_state import TimelineState, call_status
+from tavernlab.notebook.widgets import Timeline, TimelineState
+from tavernlab.notebook.widgets._timeline_state import call_status
 
 Opened = Callable[[Any], Any]
 WAIT_FOR_GO = "while [ ! -f scratch/go ]; do sleep 0.05; done; echo seen"

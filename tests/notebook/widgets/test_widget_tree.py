@@ -15,9 +15,8 @@ import traitlets
 
 from tavernlab.events import FileChange
 from tavernlab.host import Run
-from tavernlab.notebook.widgets import FileTree
-from tavernlab.notebook.widgets.tree_state import TreeState
-from tavernlab.workspace.policy import Access
+from tavernlab.notebook.widgets import FileTree, TreeState
+from tavernlab.workspace.roots import Access
 
 Opened = Callable[[Any], Any]
 

@@ -15,7 +15,7 @@ What the magics call (``%tavern tree``, ``%tavern timeline``, ``%worktree new``)
 
 ``progress`` is also the seam the command line's text progress uses: it is callable as the
 ``on_progress`` observer (``progress(event)``) and ``progress.context(caller_key)`` returns a
-whole :class:`~tavernlab.worktree.context.ProvisionContext` (its signal is what Cancel
+whole :class:`~tavernlab.worktree.ProvisionContext` (its signal is what Cancel
 cancels, its ``on_output`` takes the hook lines), for a caller that runs the provision
 itself with :func:`~tavernlab.worktree.run_with_provision_context`. A cancelled provision
 raises ``ProvisionCancelledError`` (``interrupted`` tells a kernel interrupt from the
@@ -24,12 +24,34 @@ button), exactly as without the widget.
 
 from __future__ import annotations
 
-from tavernlab.host.presentation import register_presenter
-from tavernlab.notebook.widgets.file_tree import FileTree
-from tavernlab.notebook.widgets.provision import ProvisionProgress, progress_for
-from tavernlab.notebook.widgets.run_view import RunView, show_run
-from tavernlab.notebook.widgets.timeline import Timeline
+from tavernlab.host import register_presenter
+from tavernlab.notebook.widgets._file_tree import FileTree
+from tavernlab.notebook.widgets._plugin import load_widgets, unload_widgets
+from tavernlab.notebook.widgets._preview import node_preview
+from tavernlab.notebook.widgets._provision import ProvisionProgress, progress_for
+from tavernlab.notebook.widgets._run_view import RunView, show_run
+from tavernlab.notebook.widgets._snapshots import plural
+from tavernlab.notebook.widgets._timeline import Timeline
+from tavernlab.notebook.widgets._timeline_detail import describe
+from tavernlab.notebook.widgets._timeline_state import TIMELINE_TYPES, Bar, TimelineState
+from tavernlab.notebook.widgets._tree_state import TreeState
 
-__all__ = ["FileTree", "ProvisionProgress", "RunView", "Timeline", "progress_for", "show_run"]
+__all__ = [
+    "TIMELINE_TYPES",
+    "Bar",
+    "FileTree",
+    "ProvisionProgress",
+    "RunView",
+    "Timeline",
+    "TimelineState",
+    "TreeState",
+    "describe",
+    "load_widgets",
+    "node_preview",
+    "plural",
+    "progress_for",
+    "show_run",
+    "unload_widgets",
+]
 
 register_presenter("run.show", show_run)

@@ -3,26 +3,34 @@
 ``workspace.list_files``, ``workspace.search_files``, ``workspace.read_file``,
 ``workspace.write_file`` and ``workspace.apply_patch`` (the shell lives in
 :mod:`tavernlab.shell`; ``workspace.commit``, ``workspace.finish`` and ``task.return`` are run
-control, the host's own tools in :mod:`tavernlab.host.run_control`). Each handler validates its
+control, the host's own tools in :mod:`tavernlab.host._run_control`). Each handler validates its
 allow-listed arguments, works through the calling Invocation's scoped view and returns a
-:class:`~tavernlab.workspace.tooling.ToolResult`; recoverable failures raise
-:class:`~tavernlab.workspace.tooling.ToolError` with the upstream code.
+:class:`~tavernlab.workspace.tools.ToolResult`; recoverable failures raise
+:class:`~tavernlab.workspace.tools._tooling.ToolError` with the upstream code.
 
 Messages upstream does not fix are tavernlab's choices, documented next to each constant.
 """
 
 from __future__ import annotations
 
-from tavernlab.workspace.tooling import (
+from tavernlab.workspace.tools._common import require_visible, storage_error
+from tavernlab.workspace.tools._listing import list_files
+from tavernlab.workspace.tools._reading import READ_FILE_ARGUMENTS, read_file
+from tavernlab.workspace.tools._search import search_files
+from tavernlab.workspace.tools._tooling import (
+    Arguments,
+    ToolContext,
+    ToolResult,
     ToolSpec,
+    compact_json,
+    file_not_found,
     integer_property,
+    invalid_arguments,
     object_schema,
+    parse_tool_path,
     string_property,
 )
-from tavernlab.workspace.tools.listing import list_files
-from tavernlab.workspace.tools.reading import READ_FILE_ARGUMENTS, read_file
-from tavernlab.workspace.tools.search import search_files
-from tavernlab.workspace.tools.writing import (
+from tavernlab.workspace.tools._writing import (
     PATCH_EMPTY,
     PATCH_NO_CHANGE,
     PATCH_NOT_FOUND,
@@ -101,7 +109,30 @@ WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
 )
 
 __all__ = [
-    "PATCH_EMPTY", "PATCH_NOT_FOUND", "PATCH_NO_CHANGE", "PATCH_REQUIRES_FULL_READ",
-    "PATCH_REQUIRES_READ", "PATCH_STALE", "READ_FILE_ARGUMENTS", "WORKSPACE_TOOLS",
-    "apply_patch", "list_files", "read_file", "search_files", "write_file",
+    "PATCH_EMPTY",
+    "PATCH_NOT_FOUND",
+    "PATCH_NO_CHANGE",
+    "PATCH_REQUIRES_FULL_READ",
+    "PATCH_REQUIRES_READ",
+    "PATCH_STALE",
+    "READ_FILE_ARGUMENTS",
+    "WORKSPACE_TOOLS",
+    "Arguments",
+    "ToolContext",
+    "ToolResult",
+    "ToolSpec",
+    "apply_patch",
+    "compact_json",
+    "file_not_found",
+    "integer_property",
+    "invalid_arguments",
+    "list_files",
+    "object_schema",
+    "parse_tool_path",
+    "read_file",
+    "require_visible",
+    "search_files",
+    "storage_error",
+    "string_property",
+    "write_file",
 ]

@@ -36,7 +36,7 @@ function h(tag, attrs = {}, ...children) {
   return node;
 }
 
-// The figures of tavernlab.views.markup.format_size (a test compares the two): tenths of the
+// The figures of tavernlab.views._markup.format_size (a test compares the two): tenths of the
 // largest unit reached, rounded half to even on the exact quotient (toFixed would round
 // 1.25 up where Python rounds it to 1.2).
 function formatSize(size) {

@@ -1,0 +1,175 @@
+"""One worker process as the parent sees it: spawn, readiness, messages, death, kill.
+
+Workers are clean ``subprocess`` children (``sys.executable -m tavernlab.js._worker FD
+RSS_LIMIT``), not ``fork`` copies: they inherit no threads, locks or kernel state, only one end
+of a Unix socket pair, and run in their own session so a terminal Ctrl-C reaches only the
+parent. Their stderr goes to a temporary file whose tail explains a death. Startup costs about
+0.1 s (measured in ``bench/js_sandbox.py``).
+
+Waiting never polls on a timer: the parent sleeps in ``poll(2)`` on the worker's socket and on
+the job's wake pipe (:class:`~tavernlab.js._stopping.StopRequest`) until a message, a stop
+request or the deadline arrives. A worker that dies closes its end of the socket, which wakes
+the reader with an end-of-file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import IO, Any
+
+from tavernlab.js._errors import WorkerStartError
+from tavernlab.js._limits import WORKER_RSS_LIMIT
+
+
+class WorkerProcess:
+    """One worker process and the parent's end of its socket pair.
+
+    ``rss_limit`` is handed to the worker: after a job it frees the job's memory and, if its
+    resident set still exceeds the limit, announces ``("retire", rss)`` and exits while idle.
+    ``rss`` is the resident set (bytes) the worker reported with its last outcome: what it
+    held, idle and cleaned up, when it took that job (``None`` before its first job, or where
+    ``/proc`` is unavailable).
+    """
+
+    def __init__(self, rss_limit: int = WORKER_RSS_LIMIT) -> None:
+        self.rss_limit = rss_limit
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: Connection | None = None
+        self.log: IO[bytes] | None = None
+        self.pid: int | None = None
+        self.ready = False
+        self.rss: int | None = None
+        self._poller: Any = None
+
+    def start(self) -> None:
+        """Spawn the process (does not wait for it to be ready)."""
+        mine, theirs = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tavernlab.js._worker", str(theirs.fileno()),
+                 str(self.rss_limit)],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=self.log, env=env, start_new_session=True)
+        finally:
+            theirs.close()
+        self.conn = Connection(mine.detach())
+        self._poller = select.poll()
+        self._poller.register(self.conn.fileno(), select.POLLIN)
+        self.pid = self.proc.pid
+        self.ready = False
+        self.rss = None
+
+    def restart(self) -> None:
+        """Kill the process (if alive) and spawn a fresh one in its place."""
+        self.kill()
+        self.start()
+
+    def wait(self, deadline: float, wake_fd: int | None = None) -> bool:
+        """Sleep until the worker has something to read, ``wake_fd`` is readable or
+        ``deadline`` (a ``time.monotonic()`` instant, ``inf`` for none) passes; returns whether
+        the worker is readable."""
+        poller = self._poller
+        if wake_fd is not None:
+            poller.register(wake_fd, select.POLLIN)
+        try:
+            remaining = deadline - time.monotonic()
+            timeout = None if math.isinf(remaining) else max(remaining, 0.0) * 1000
+            events = poller.poll(timeout)
+        finally:
+            if wake_fd is not None:
+                poller.unregister(wake_fd)
+        assert self.conn is not None
+        return any(fd == self.conn.fileno() for fd, _ in events)
+
+    def readable(self) -> bool:
+        """Whether a message (or an end-of-file) is waiting, without sleeping."""
+        return bool(self._poller.poll(0))
+
+    def wait_ready(self, deadline: float, wake_fd: int | None = None) -> bool:
+        """Wait for ``("ready", pid)``; ``False`` when the deadline passed or ``wake_fd`` woke
+        us first. Raises :class:`WorkerStartError` if the process died."""
+        assert self.conn is not None
+        while not self.ready:
+            if not self.wait(deadline, wake_fd):
+                return False
+            try:
+                message = self.conn.recv()
+            except (EOFError, OSError):
+                raise WorkerStartError(
+                    f"The JavaScript worker process could not start: {self.death()}") from None
+            self.ready = message[0] == "ready"
+        return True
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        """Send one message (a dead worker is noticed by the reader)."""
+        assert self.conn is not None
+        with contextlib.suppress(OSError):
+            self.conn.send(message)
+
+    def death(self) -> str:
+        """Why the process ended, plus the tail of its stderr if it wrote any."""
+        assert self.proc is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=1.0)
+        code = self.proc.returncode
+        if code is None:
+            why = "still running"
+        elif code < 0:
+            try:
+                why = f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                why = f"killed by signal {-code}"
+        else:
+            why = f"exit status {code}"
+        tail = ""
+        if self.log is not None:
+            with contextlib.suppress(OSError):
+                self.log.seek(0)
+                tail = self.log.read()[-2000:].decode("utf-8", "replace").strip()
+        return f"{why}; {tail}" if tail else why
+
+    def kill(self) -> None:
+        """Kill the process and close the channel."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5.0)
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel and the stderr log."""
+        if self.conn is not None:
+            with contextlib.suppress(OSError):
+                self.conn.close()
+        if self.log is not None:
+            with contextlib.suppress(OSError):
+                self.log.close()
+
+    def stop(self) -> None:
+        """Ask an idle worker to exit, then make sure it is gone."""
+        if self.proc is None:
+            return
+        self.send(("exit",))
+        try:
+            self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.close()

@@ -1,0 +1,62 @@
+"""Text measures and the line window of ``workspace.read_file``: the characters, words and
+lines the model-facing tools count and select."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tavernlab.workspace.text._selection import (
+        LineRangeError,
+        LineSelection,
+        select_encoded_lines,
+        select_lines,
+    )
+    from tavernlab.workspace.text._text import (
+        SearchHit,
+        TextMeasures,
+        count_words,
+        number_lines,
+        query_tokens,
+        search_text,
+        text_metrics,
+    )
+
+__all__ = [
+    "LineRangeError",
+    "LineSelection",
+    "SearchHit",
+    "TextMeasures",
+    "count_words",
+    "number_lines",
+    "query_tokens",
+    "search_text",
+    "select_encoded_lines",
+    "select_lines",
+    "text_metrics",
+]
+
+_HOMES = {
+    "LineRangeError": "tavernlab.workspace.text._selection",
+    "LineSelection": "tavernlab.workspace.text._selection",
+    "SearchHit": "tavernlab.workspace.text._text",
+    "TextMeasures": "tavernlab.workspace.text._text",
+    "count_words": "tavernlab.workspace.text._text",
+    "number_lines": "tavernlab.workspace.text._text",
+    "query_tokens": "tavernlab.workspace.text._text",
+    "search_text": "tavernlab.workspace.text._text",
+    "select_encoded_lines": "tavernlab.workspace.text._selection",
+    "select_lines": "tavernlab.workspace.text._selection",
+    "text_metrics": "tavernlab.workspace.text._text",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
