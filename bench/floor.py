@@ -48,7 +48,6 @@ from timing import (
     rounds_main,
     row,
 )
-from write_file import atomic_write
 
 from tavernlab.host import Lab, Run
 
@@ -59,6 +58,17 @@ SIZE = 1024
 _TRACED = ("open", "os.rename", "os.link")
 _ACTIVE: list[WriteTrace] = []
 _HOOKED = False
+
+
+def atomic_write(target: Path, data: bytes) -> None:
+    """The baseline: temporary sibling, write, rename over ``target``."""
+    temp = target.with_name(f".raw-{os.getpid()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(temp, target)
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:

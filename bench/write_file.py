@@ -16,9 +16,7 @@ Usage: ``.venv/bin/python bench/write_file.py [--rounds N] [--quick] [--json]``.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
+from floor import Captured, atomic_write, floor_of
 from timing import (
     DISK_NOTE,
     Row,
@@ -34,17 +32,6 @@ from timing import (
 from tavernlab.host import Lab
 
 SIZE = 1024
-
-
-def atomic_write(target: Path, data: bytes) -> None:
-    """The baseline: temporary sibling, write, rename over ``target``."""
-    temp = target.with_name(f".raw-{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(temp, target)
 
 
 def measure(kind: str, rounds: int) -> Row:
@@ -63,7 +50,6 @@ def measure(kind: str, rounds: int) -> Row:
             result = run.call_tool("workspace.write_file", args)
             assert not result.is_error, result.content
 
-        from floor import Captured, floor_of  # floor.py imports this module
 
         captured = Captured(run, tool)
         target = base / "target.md"
