@@ -78,7 +78,11 @@ def test_a_hand_played_run_writes_upstreams_lifecycle_payloads(hand: Any) -> Non
 def test_a_hand_played_metadata_update_is_upstreams_request_and_updated(hand: Any) -> None:
     run_dir: Path = hand.dir
     committed = payloads(run_dir, "persistent_changes_committed")[0]
+    assert list(committed) == ["stateId", "baseStateId", "changeCount", "changes", "reused"]
+    assert (committed["changeCount"], committed["reused"]) == (1, False)
+    assert [c["path"] for c in committed["changes"]] == ["notes.md"]
     [request] = payloads(run_dir, "persistent_state_metadata_update_requested")
+    assert request["changes"] == committed["changes"]
     target = read_json(run_dir / "run.json")["target"]
     assert list(request) == ["updateId", "runId", "workspaceId", "stableChatId", "chatRef",
                              "generationType", "profileId", "messageId", "stateId",

@@ -32,12 +32,15 @@ class CommitOutcome(Model):
 
 
 class PersistCommitted(Model):
-    """``persistent_changes_committed``."""
+    """``persistent_changes_committed``: upstream's ``{stateId, baseStateId, changeCount,
+    changes}`` (the state's change list as its manifest has it) and tavernlab's ``reused``
+    (the run republished a state it had published before, unchanged: same id)."""
 
     state_id: str
     base_state_id: str | None = None
+    change_count: int
+    changes: list[dict[str, Any]]
     reused: bool
-    changes: int
 
 
 class MetadataUpdateRequest(Model):

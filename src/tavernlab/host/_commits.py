@@ -180,9 +180,15 @@ def _published(core: RunCore) -> StateManifest:
         raise
     counters.persist_state_id = state.state_id
     core.emit(PersistentChangesCommitted, PersistCommitted(
-        state_id=state.state_id, base_state_id=state.base_state_id, reused=reused,
-        changes=len(state.changes)))
+        state_id=state.state_id, base_state_id=state.base_state_id,
+        change_count=len(state.changes), changes=change_list(state), reused=reused))
     return state
+
+
+def change_list(state: StateManifest) -> list[dict[str, Any]]:
+    """A published state's changes as its events carry them (the fields each change has)."""
+    return [{key: value for key, value in change._asdict().items() if value is not None}
+            for change in state.changes]
 
 
 def _link(core: RunCore, state: StateManifest, message_id: str | None) -> None:
@@ -191,8 +197,7 @@ def _link(core: RunCore, state: StateManifest, message_id: str | None) -> None:
     ``persistent_state_metadata_updated``."""
     chat, output, target = core.chat, core.counters.output_target, core.record.target
     assert chat is not None and isinstance(target, ChatTarget)
-    changes = [{key: value for key, value in change._asdict().items() if value is not None}
-               for change in state.changes]
+    changes = change_list(state)
     update_id = core.ids.new("update")
     core.emit(PersistentStateMetadataUpdateRequested, MetadataUpdateRequest(
         update_id=update_id, run_id=core.id, workspace_id=target.workspace_id,

@@ -21,6 +21,7 @@ from tavernlab.events import (
     MessageText,
     MetadataUpdated,
     MetadataUpdateRequest,
+    PersistCommitted,
     RootList,
     RunCreation,
     RunFailure,
@@ -96,8 +97,14 @@ class _Upgrade:
                 {k: v for k, v in p.items() if k not in ("reason", "error")}))
         if kind == "persistent_changes_commit_failed" and "error" in p:
             return _dump(MessageText(message=str(p.get("error") or p.get("reason"))))
-        if kind == "persistent_changes_committed":
+        if kind == "persistent_changes_committed" and "changeCount" not in p:
             self.committed = p
+            return _dump(PersistCommitted(
+                state_id=p["stateId"], base_state_id=p.get("baseStateId"),
+                change_count=int(p.get("changes") or 0),
+                changes=self.state_changes(p["stateId"]), reused=bool(p.get("reused"))))
+        if kind == "persistent_changes_committed":
+            self.committed = {**p, "changes": p.get("changeCount")}
         if kind == "persistent_state_metadata_update_requested" and "updateId" not in p:
             return self.metadata_request(p)
         if kind == "persistent_state_metadata_update_requested":
