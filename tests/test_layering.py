@@ -10,7 +10,7 @@ between two packages (on any floor).
     floor 4  host      host/ agent/
     floor 3  engines   skills/ shell/ js/ models/
     floor 2  storage   workspace/ worktree/
-    floor 1  ground    errors.py paths.py cancel.py clock.py locks.py layout.py events/
+    floor 1  ground    errors.py paths.py cancel.py clock.py locks.py layout.py lazy.py events/
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tavernlab"
 #: Package or top-level module of ``tavernlab`` -> its floor.
 FLOORS: dict[str, int] = {
     "errors": 1, "paths": 1, "cancel": 1, "clock": 1, "locks": 1, "events": 1, "mcp_client": 1,
-    "layout": 1,
+    "layout": 1, "lazy": 1,
     "ondisk": 1,
     "workspace": 2, "worktree": 2,
     "skills": 3, "shell": 3, "js": 3, "models": 3,

@@ -10,8 +10,9 @@ load the whole floor.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tavernlab.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tavernlab.host._commits import CommitLedger, host_commit, publish_persist
@@ -89,9 +90,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a host name on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'tavernlab.host' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_names(__name__, _HOMES)

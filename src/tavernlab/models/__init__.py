@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tavernlab.lazy import lazy_names
 from tavernlab.models._canonical import (
     ModelMessage,
     ModelRequest,
@@ -67,18 +68,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """Import the module behind a lazy name (an SDK-backed provider, …) on first use."""
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'tavernlab.models' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
+__getattr__ = lazy_names(__name__, _LAZY)
 def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 

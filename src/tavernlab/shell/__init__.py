@@ -5,8 +5,9 @@ The names below are imported on first use (the interpreter is loaded only when a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tavernlab.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tavernlab.shell._engine import BashkitEngine, EngineRun, ShellEngine
@@ -53,9 +54,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'tavernlab.shell' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_names(__name__, _HOMES)

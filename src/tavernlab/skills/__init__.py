@@ -12,8 +12,9 @@ a lab has skills).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tavernlab.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tavernlab.skills._archive import read_archive_files, write_archive
@@ -152,9 +153,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'tavernlab.skills' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_names(__name__, _HOMES)

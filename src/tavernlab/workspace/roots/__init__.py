@@ -3,8 +3,9 @@ name them, and the identifiers of workspaces and their directories."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tavernlab.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tavernlab.workspace.roots._ids import (
@@ -59,11 +60,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
