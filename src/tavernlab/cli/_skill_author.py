@@ -79,6 +79,7 @@ def _register_script_commands(
 
 
 def invalid_line(invalid: InvalidPackage, word: str) -> str:
+    """``<word> <location>: <message>``: one refused package, as the command prints it."""
     return f"{word} {invalid.location}: {invalid.message}"
 
 

@@ -286,6 +286,8 @@ def _cancel_when_running(replay: Replay, reason: str, done: threading.Event,
 
 
 def lab_root(lab: str | Path | None) -> tuple[Path, bool]:
+    """The replay's lab folder and whether the replay made it (a new temporary folder when
+    ``lab`` is ``None``); a given folder must be new or empty."""
     if lab is None:
         return Path(tempfile.mkdtemp(prefix="tavernlab-replay-")).resolve(), True
     root = Path(lab).resolve()

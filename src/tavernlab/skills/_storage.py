@@ -102,6 +102,7 @@ class SkillIndexStore:
         self._lock = lock
 
     def ensure_layout(self) -> None:
+        """Create the installed, index and staging folders when missing."""
         try:
             for folder in (self.installed_root, self.index_path.parent, self.staging_root):
                 folder.mkdir(parents=True, exist_ok=True)
@@ -216,6 +217,7 @@ class SkillIndexStore:
 
     @staticmethod
     def check(index: SkillIndexFile) -> None:
+        """Refuse an index whose entries have an invalid name or repeat a scope and name."""
         seen: set[tuple[str, str]] = set()
         for entry in index.skills:
             try:
@@ -229,6 +231,7 @@ class SkillIndexStore:
             seen.add(key)
 
     def save(self, index: SkillIndexFile) -> None:
+        """Write ``index`` (current version, sorted) atomically as pretty JSON."""
         index.version = INDEX_VERSION
         index.sort()
         text = json.dumps(index.model_dump(by_alias=True, exclude_none=True, mode="json"),
