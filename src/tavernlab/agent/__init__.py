@@ -34,11 +34,11 @@ from tavernlab.agent._api import (
 )
 from tavernlab.agent._external import CallAnswer, ExternalAgent, ExternalClient
 from tavernlab.agent._failure import failure_payload
-from tavernlab.agent._frames import CANCELLED_MESSAGE
 from tavernlab.agent._loop import AgentLoop, LiveDelta
 from tavernlab.agent._prompt import default_system_prompt
 from tavernlab.agent._tools import ToolSnapshot, build_snapshot
 from tavernlab.host import register_presenter
+from tavernlab.models import CANCELLED_MESSAGE
 
 __all__ = [
     "CANCELLED_MESSAGE", "DEFAULT_CHAT_ID", "AgentHandle", "AgentLoop", "AgentOutcome",

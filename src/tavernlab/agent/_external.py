@@ -24,12 +24,13 @@ from typing import Any
 
 from tavernlab.agent._api import Presentation
 from tavernlab.agent._api import _resolve as resolve_run_settings
-from tavernlab.agent._frames import CANCELLED_MESSAGE, Frame, LoopCancelled
+from tavernlab.agent._frames import Frame, LoopCancelled
 from tavernlab.agent._loop import AgentLoop
 from tavernlab.cancel import CancelToken
 from tavernlab.errors import AgentError, RunStateError
 from tavernlab.host import Lab, Run
 from tavernlab.models import (
+    CANCELLED_MESSAGE,
     DeltaCallback,
     ModelRequest,
     ModelResponse,

@@ -10,14 +10,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tavernlab.agent._tools import Mode, ToolSnapshot
 from tavernlab.host import Invocation, ToolGate
-from tavernlab.models import ModelRequest
+from tavernlab.models import CANCELLED_MESSAGE, ModelRequest
 from tavernlab.workspace.roots import Profile
 
 if TYPE_CHECKING:
     from tavernlab.host import RunCore
 
-#: What ``run_cancelled`` says when the user cancels.
-CANCELLED_MESSAGE = "Generation cancelled by user"
 
 
 class LoopCancelled(Exception):

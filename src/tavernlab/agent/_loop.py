@@ -29,7 +29,7 @@ from typing import Any, Literal
 import tavernlab.layout as layout
 from tavernlab.agent._delegation import Delegation
 from tavernlab.agent._failure import LoopError, failure_payload
-from tavernlab.agent._frames import CANCELLED_MESSAGE, Frame, LoopCancelled
+from tavernlab.agent._frames import Frame, LoopCancelled
 from tavernlab.agent._mcp import McpTools
 from tavernlab.agent._prompt import (
     completion_tool_name,
@@ -105,6 +105,7 @@ from tavernlab.host import (
     write_new_json,
 )
 from tavernlab.models import (
+    CANCELLED_MESSAGE,
     Delta,
     ModelCallError,
     ModelCancelled,

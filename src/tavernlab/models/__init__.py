@@ -32,7 +32,7 @@ from tavernlab.models._canonical import (
     ToolResultPart,
     Usage,
 )
-from tavernlab.models._errors import ErrorKind, ModelCallError, ModelCancelled
+from tavernlab.models._errors import CANCELLED_MESSAGE, ErrorKind, ModelCallError, ModelCancelled
 from tavernlab.models._provider import (
     DEFAULT_TIMEOUT_S,
     Delta,
@@ -73,6 +73,7 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 __all__ = [
+    "CANCELLED_MESSAGE",
     "DEFAULT_TIMEOUT_S",
     "MODEL_PREFIXES",
     "ClaudeMessages",

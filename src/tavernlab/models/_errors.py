@@ -50,12 +50,16 @@ class ModelCallError(ModelError):
         return DISPLAY_PREFIX[self.kind] + self.message
 
 
+#: What a run cancelled by its user says (upstream's loop message, ``run_cancelled``).
+CANCELLED_MESSAGE = "Generation cancelled by user"
+
+
 class ModelCancelled(ModelError):
     """The model call stopped because the run was cancelled."""
 
     code = "agent.cancelled"
 
-    def __init__(self, message: str = "Generation cancelled by user") -> None:
+    def __init__(self, message: str = CANCELLED_MESSAGE) -> None:
         super().__init__(message)
 
 

@@ -28,10 +28,9 @@ from tavernlab.events import (
     StatusChange,
     WorkspaceTarget,
 )
+from tavernlab.models import CANCELLED_MESSAGE
 from tavernlab.ondisk import Model
 
-#: The loop's cancellation message, which every cancelled run of an older bundle recorded.
-CANCELLED_MESSAGE = "Generation cancelled by user"
 #: The event type older bundles wrote for a linked persist state.
 OLD_METADATA_UPDATED = "persistent_state_metadata_update_updated"
 _INVOCATION_STARTS = frozenset({"agent_invocation_created", "agent_invocation_started"})
