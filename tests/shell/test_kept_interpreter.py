@@ -112,6 +112,49 @@ def test_random_is_seeded_alike_under_a_fixed_clock(ws: Workspace) -> None:
     assert len(out.split()) == 4
 
 
+#: One call that changes every piece of shell state a later call could observe.
+WHOLE_SESSION = r"""
+v=1; arr=(a b c); declare -A map=([k]=v); declare -i num=7; readonly RO=1
+export XX=2 HOME=/scratch PATH=/nowhere
+f() { echo f; }; g() { :; }
+alias ll='ls -l'; shopt -s expand_aliases
+set -f -u -o pipefail -o noclobber; shopt -s nullglob extglob dotglob globstar
+trap 'echo bye' EXIT; trap 'echo oops' ERR INT
+pushd /scratch >/dev/null; pushd /output >/dev/null; cd /scratch/deep; cd /output
+umask 077; RANDOM=5; echo $RANDOM $RANDOM >/dev/null; history >/dev/null
+false
+"""
+
+#: Everything the shell can tell about its own state, in one dump.
+STATE_DUMP = r"""echo "rc=$? flags=$-"
+declare -p | grep -v '^declare -- _='
+echo --; declare -f; alias; set -o; shopt -p; trap -p
+pwd; echo "PWD=$PWD OLDPWD=${OLDPWD-unset}"; dirs -v; umask
+echo --; env | sort; history; type -t f ll g || echo none
+"""
+
+
+@pytest.mark.parametrize(("workdir", "fixed"), [("/", False), ("/scratch/deep", False),
+                                                ("/", True), ("/scratch/deep", True)])
+def test_after_a_session_that_changed_everything_the_state_is_a_new_ones(
+        ws: Workspace, workdir: str, fixed: bool) -> None:
+    # variables, arrays, exports, functions, aliases, set -o and shopt options, traps, cwd,
+    # the directory stack, umask, $RANDOM, the history and $?: all dumped at once
+    (ws.dir / "scratch" / "deep").mkdir()
+    options = ShellOptions(clock=FixedClock(), seed=41) if fixed else None
+    probe = STATE_DUMP + ("echo \"random $RANDOM $RANDOM\"; date +%s\n" if fixed else "")
+    dirty = call(ws, KeptInterpreters(limit=0), WHOLE_SESSION, options=options)
+    assert (dirty.exit_code, dirty.stdout) == (1, "oops\nbye\n")
+    out = same(*new_and_kept(ws, WHOLE_SESSION, probe, workdir, options=options))
+    assert out.startswith("rc=0 flags=hBc\n")
+    assert f"\n{workdir}\nPWD={workdir} OLDPWD={workdir}\n 0  {workdir}\n0022\n" in out
+    assert "\nHOME=/\nPWD=" in out and "XX" not in out and "/nowhere" not in out
+    assert "\n    1  unset BASHKIT_ALLOW_INPROCESS_PYTHON OLDPWD" in out  # the prelude only
+    assert not any(f" {name}=" in out for name in ("v", "arr", "map", "num", "RO", "XX"))
+    assert "shopt -u nullglob" in out and "noclobber      \toff" in out
+    assert out.rstrip().endswith("none") or fixed
+
+
 def test_a_kept_interpreter_serves_each_call_its_own_workspace_and_builtins(
         tmp_path: Path, cache: KeptInterpreters) -> None:
     first, second = Workspace(tmp_path / "a"), Workspace(tmp_path / "b")
