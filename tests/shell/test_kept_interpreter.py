@@ -8,6 +8,7 @@ print the same thing, and the kept cache must have built a single interpreter.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,17 @@ def test_after_a_session_that_changed_everything_the_state_is_a_new_ones(
     assert not any(f" {name}=" in out for name in ("v", "arr", "map", "num", "RO", "XX"))
     assert "shopt -u nullglob" in out and "noclobber      \toff" in out
     assert out.rstrip().endswith("none") or fixed
+
+
+def test_seconds_count_from_the_call_not_from_the_previous_one(ws: Workspace) -> None:
+    # an interpreter that waited idle is reset when taken: $SECONDS starts with the call
+    fresh = call(ws, KeptInterpreters(limit=0), "echo $SECONDS")
+    kept = KeptInterpreters(limit=1)
+    call(ws, kept, "SECONDS=100; true")
+    time.sleep(1.1)
+    again = call(ws, kept, "echo $SECONDS")
+    assert kept.built == 1
+    assert same(fresh, again) == "0\n"
 
 
 def test_a_kept_interpreter_serves_each_call_its_own_workspace_and_builtins(

@@ -4,7 +4,7 @@
 cancel)`` returns an :class:`EngineRun` (outcome, exit status, captured streams, truncation).
 :class:`BashkitEngine` is the real one. Each call gets an interpreter in the state of a
 **fresh** ``bashkit.Bash``: a kept one (:class:`KeptInterpreters`; never two threads at once)
-that ``reset()`` returned to exactly a new one's state after its previous call, or a new one:
+that ``reset()`` returned to exactly a new one's state as the call took it, or a new one:
 
 * the whole virtual filesystem is one :class:`~tavernlab.shell._bridge.WorkspaceBridge` mounted
   at ``/`` (bashkit's own ``/dev``, ``/home``, ``/tmp``... are shadowed; ``/dev/null`` keeps

@@ -1,10 +1,12 @@
 """Kept interpreters: ``bashkit.Bash`` objects that outlive one shell call.
 
-A call takes an idle interpreter of its kind (with or without the fixed-clock ``date``), or
-builds one; its builtins forward to the call's own commands through a slot the call fills;
-a call that ended normally hands the interpreter back reset (``Bash.reset()`` reports exactly
-the state of a new one), so no interpreter ever serves two threads at once and no call sees
-another's state."""
+A call takes an idle interpreter of its kind (with or without the fixed-clock ``date``) and
+resets it (``Bash.reset()`` reports exactly the state of a new one), or builds one; its
+builtins forward to the call's own commands through a slot the call fills; a call that ended
+normally hands the interpreter back. No interpreter ever serves two threads at once and no
+call sees another's state. The reset happens when a call takes the interpreter, not when the
+previous one hands it back, so that what counts from the interpreter's start (``$SECONDS``)
+counts from this call's start, as on an interpreter built for it."""
 
 from __future__ import annotations
 
@@ -107,10 +109,12 @@ class KeptInterpreter:
 class KeptInterpreters:
     """Idle :class:`KeptInterpreter` s, by kind (with or without the fixed-clock ``date``).
 
-    A call takes one (or builds one when none is idle), so no interpreter ever serves two
-    threads at once; a call that ended normally hands it back reset, up to ``limit`` idle
-    ones per kind. A forked child never uses its parent's interpreters (their runtime threads
-    do not exist there): it keeps them referenced, unused, and builds its own."""
+    A call takes one and resets it (or builds one when none is idle), so no interpreter ever
+    serves two threads at once; a call that ended normally hands it back, up to ``limit``
+    idle ones per kind (an idle one keeps its last call's shell state, never its files or
+    builtins, until it is taken). A forked child never uses its parent's interpreters (their
+    runtime threads do not exist there): it keeps them referenced, unused, and builds its
+    own."""
 
     def __init__(self, limit: int = 4) -> None:
         self.limit = limit
@@ -129,23 +133,29 @@ class KeptInterpreters:
             self._pid = os.getpid()
 
     def take(self, fixed_time: bool) -> KeptInterpreter:
-        """An idle interpreter of that kind, or a new one."""
+        """An idle interpreter of that kind, reset now (so it is in the state of one built
+        for this call), or a new one. When the reset fails the interpreter is closed and the
+        error propagates."""
         with self._lock:
             self._check_fork()
             idle = self._idle[fixed_time]
-            if idle:
-                return idle.pop()
-            self.built += 1
-        return KeptInterpreter(fixed_time)
-
-    def give(self, interpreter: KeptInterpreter) -> None:
-        """Reset ``interpreter`` and keep it for a later call (or close it when enough are
-        idle, or when the reset failed: then the error propagates)."""
+            if not idle:
+                self.built += 1
+                interpreter = None
+            else:
+                interpreter = idle.pop()
+        if interpreter is None:
+            return KeptInterpreter(fixed_time)
         try:
             interpreter.reset()
         except BaseException:
             interpreter.close()
             raise
+        return interpreter
+
+    def give(self, interpreter: KeptInterpreter) -> None:
+        """Keep ``interpreter`` for a later call (it is reset when taken), or close it when
+        enough are idle."""
         with self._lock:
             self._check_fork()
             idle = self._idle[interpreter.fixed_time]
