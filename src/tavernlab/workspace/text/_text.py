@@ -72,10 +72,10 @@ def _starts_run(text: str) -> bool:
 
 
 _ASCII_BYTES = bytes(range(128))
-# ``bytes.translate`` tables: a byte of a run character becomes ``a``, any other byte a space.
-_LATIN1_MARKS = bytes(ord("a" if _ALNUM.match(chr(code)) else " ") for code in range(256))
-_ASCII_MARKS = _LATIN1_MARKS[:128] + b" " * 128
-_UTF8_MARKS = _ASCII_MARKS[:128] + b"a" * 128  # every byte of a wide character: ``a``
+# ``bytes.translate`` tables: a byte of a run character becomes 1, any other byte 0.
+_LATIN1_MARKS = bytes(int(_ALNUM.match(chr(code)) is not None) for code in range(256))
+_ASCII_MARKS = _LATIN1_MARKS[:128] + bytes(128)
+_UTF8_MARKS = _ASCII_MARKS[:128] + b"\x01" * 128  # every byte of a wide character: 1
 # A window is dense in wide run characters when 1/_DENSE_SHARE of it or more is wide and not
 # CJK; either way the count is exact, this only picks the cheaper rewrite.
 _DENSE_SHARE = 4
@@ -152,7 +152,12 @@ class TextMeasures:
         known = self.known(key)
         if known is not None:
             return known
-        known = Measures(*text_metrics(text), text.count("\n") + 1 if text else 0)
+        return self.remember(key, *text_metrics(text), text.count("\n") + 1 if text else 0)
+
+    def remember(self, key: str, chars: int, words: int, lines: int) -> Measures:
+        """Keep the measures of the content ``key`` names, measured by the caller (as
+        :meth:`of` would measure it: ``lines`` counts an empty text as none)."""
+        known = Measures(chars, words, lines)
         with self._lock:
             self._known[key] = known
             if self._limit is not None and len(self._known) > self._limit:
@@ -160,16 +165,33 @@ class TextMeasures:
         return known
 
 
-def _count_words(text: str, window: int) -> int:
-    """:func:`count_words` with ``window`` characters per window (tests use tiny windows).
+def count_words_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(count_words(text), count_words(text[start:end]))``, each character counted once.
+
+    ``workspace.read_file`` reports the words of a file and of the window it shows: the
+    window and the text on either side of it are counted apart, and a run that crosses
+    either cut (counted on both sides) is taken back once. ``0 <= start <= end <= len(text)``.
+    """
+    inside = _count_words(text, _WINDOW, start, end)
+    words = _count_words(text, _WINDOW, 0, start) + inside + _count_words(text, _WINDOW, end)
+    for cut in {start, end}:  # one cut when the window is empty
+        if 0 < cut < len(text) and _starts_run(text[cut - 1]) and _starts_run(text[cut]):
+            words -= 1
+    return words, inside
+
+
+def _count_words(text: str, window: int, start: int = 0, end: int | None = None) -> int:
+    """:func:`count_words` of ``text[start:end]`` with ``window`` characters per window
+    (tests use tiny windows), the span cut out one window at a time.
 
     A window's words are counted on their own; where a run of non-CJK alphanumerics crosses
     the edge between two windows it was counted in both, so one is taken back.
     """
+    end = len(text) if end is None else end
     words = 0
     carried = False  # the previous window ended with a run character
-    for start in range(0, len(text), window):
-        part = text[start:start + window]  # the text itself when it fits in one window
+    for offset in range(start, end, window):
+        part = text[offset:min(offset + window, end)]  # the text itself when it is all of it
         words += _window_words(part)
         if carried and _starts_run(part):
             words -= 1
@@ -180,9 +202,9 @@ def _count_words(text: str, window: int) -> int:
 def _window_words(part: str) -> int:
     """Words of ``part`` = its CJK code points + its runs of run characters.
 
-    Runs are counted on bytes: each character becomes bytes marked ``a`` if it is a run
-    character, a space if not, and a run starts at each ``" a"``, which ``bytes.count`` finds
-    in C. ASCII and Latin-1 text encodes to such bytes directly. In wider text the CJK count
+    Runs are counted on bytes: each character becomes bytes marked 1 if it is a run
+    character, 0 if not, and :func:`_runs` counts where a marked byte follows an unmarked
+    one, in C. ASCII and Latin-1 text encodes to such bytes directly. In wider text the CJK count
     and the kinds of wide character present are read off the non-ASCII characters alone, cut
     out of the UTF-8 encoding by one ``bytes.translate``, so no regular expression scans the
     ASCII part of English/CJK text. Then the whole window is marked: all wide characters as
@@ -215,7 +237,7 @@ def _mixed_wide_runs(part: str, other: str, cjk: int) -> int:
     kind: when wide run characters are few (accents in English), each run of them becomes
     ``a`` and the window encodes as ASCII with ``?`` for the rest; when they are many (Greek
     or Cyrillic prose), the runs of CJK and of wide non-alphanumerics become spaces and every
-    byte of the remaining wide characters is marked ``a``.
+    byte of the remaining wide characters is marked as a run character.
     """
     patterns = _wide()
     if len(other) * _DENSE_SHARE < len(part):
@@ -228,9 +250,16 @@ def _mixed_wide_runs(part: str, other: str, cjk: int) -> int:
 
 
 def _runs(data: bytes, marks: bytes) -> int:
-    """Runs of run characters in ``data``, ``marks`` the table that marks their bytes ``a``."""
-    marked = data.translate(marks)
-    return marked.count(b" a") + marked.startswith(b"a")
+    """Runs of run characters in ``data``, ``marks`` the table that marks their bytes 1.
+
+    A run starts at each marked byte whose predecessor is not marked. The marks read as one
+    integer (byte ``i`` its ``i``-th byte) and shifted by one byte hold each byte's
+    predecessor, so the starts are the bits of the integer not set in its shift: three
+    big-integer operations and a bit count, all in C (faster than ``bytes.count`` of a
+    two-byte pattern as frequent as a word start).
+    """
+    marked = int.from_bytes(data.translate(marks), "little")
+    return (marked ^ (marked & (marked << 8))).bit_count()
 
 
 def split_lines(text: str) -> list[str]:
