@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         LineSelection,
         select_encoded_lines,
         select_lines,
+        select_lines_at,
     )
     from tavernlab.workspace.text._text import (
         SearchHit,
@@ -37,6 +38,7 @@ __all__ = [
     "search_text",
     "select_encoded_lines",
     "select_lines",
+    "select_lines_at",
     "text_metrics",
 ]
 
@@ -52,6 +54,7 @@ _HOMES = {
     "search_text": "tavernlab.workspace.text._text",
     "select_encoded_lines": "tavernlab.workspace.text._selection",
     "select_lines": "tavernlab.workspace.text._selection",
+    "select_lines_at": "tavernlab.workspace.text._selection",
     "text_metrics": "tavernlab.workspace.text._text",
 }
 
