@@ -126,9 +126,10 @@ class _Views:
             self._weight = 0
 
 
-#: The views of the reads made lately (tavernlab choice: 2 Mi characters, a few MB, and at
-#: most 1024 reads): reading the same window of an unchanged file again builds nothing.
-_VIEWS = _Views(chars=2 * 1024 * 1024, entries=1024)
+#: The views of the reads made lately (tavernlab choice: 1 Mi characters, a few MB, and at
+#: most 1024 reads; a preview is at most about 200,000): reading the same window of an
+#: unchanged file again builds nothing.
+_VIEWS = _Views(chars=1024 * 1024, entries=1024)
 
 
 def _render(path: str, data: bytes, digest: str, start: int, count: int | None) -> _View:
