@@ -1,6 +1,7 @@
 """The line window of ``workspace.read_file`` with its budgets (docs/workspace.md).
 
-:func:`select_lines` selects from a text. :func:`select_encoded_lines` makes the same
+:func:`select_lines` selects from a text (:func:`select_lines_at` also says where the
+selection starts in it). :func:`select_encoded_lines` makes the same
 selection from the UTF-8 bytes of a file already known to be text, of a known character
 count (a file read again: only the part the window can reach is decoded, so a preview of a
 large file costs its window, not the file).

@@ -1,8 +1,9 @@
 """Text measures and selections used by the model-facing tools (docs/workspace.md).
 
 * :func:`count_words` / :func:`count_chars` / :func:`text_metrics` - upstream's word and
-  character metrics, in linear time and constant extra memory; :class:`TextMeasures` - the
-  same, once per content within one tool call.
+  character metrics, in linear time and constant extra memory; :func:`count_words_around` -
+  the words of a text and of a window of it in one pass; :class:`TextMeasures` - the
+  metrics, once per content.
 * :func:`query_tokens` / :func:`search_text` - the plain-text token search of
   ``workspace.search_files``.
 """
