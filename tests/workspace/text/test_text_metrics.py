@@ -20,7 +20,7 @@ from text_oracle import WORD as ORACLE_WORD
 from text_oracle import old_count_words
 
 from tavernlab.workspace.text import _text as text_module
-from tavernlab.workspace.text import count_words, text_metrics
+from tavernlab.workspace.text import count_words, count_words_around, text_metrics
 from tavernlab.workspace.text._text import count_chars
 
 # --- examples -------------------------------------------------------------------------------
@@ -140,6 +140,17 @@ def _mixed(size: int, seed: int = 7) -> str:
 def test_mixed_corpus(window: int) -> None:
     text = _mixed(100_000)
     assert text_module._count_words(text, window) == old_count_words(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from("\n a_4\r\u00e9\u4e2d\uac00\u0436\U0001f600\U00020000\u2028"),
+               max_size=80), st.data())
+def test_words_around_a_window_agree_with_the_oracle(text: str, data: st.DataObject) -> None:
+    """The file's words and the window's, counted in one pass, are the oracle's."""
+    start = data.draw(st.integers(min_value=0, max_value=len(text)))
+    end = data.draw(st.integers(min_value=start, max_value=len(text)))
+    assert count_words_around(text, start, end) == (old_count_words(text),
+                                                    old_count_words(text[start:end]))
 
 
 # --- exhaustive: every code point, alone and next to an ``a`` -------------------------------

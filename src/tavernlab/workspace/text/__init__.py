@@ -13,11 +13,13 @@ if TYPE_CHECKING:
         LineSelection,
         select_encoded_lines,
         select_lines,
+        select_lines_at,
     )
     from tavernlab.workspace.text._text import (
         SearchHit,
         TextMeasures,
         count_words,
+        count_words_around,
         number_lines,
         query_tokens,
         search_text,
@@ -30,11 +32,13 @@ __all__ = [
     "SearchHit",
     "TextMeasures",
     "count_words",
+    "count_words_around",
     "number_lines",
     "query_tokens",
     "search_text",
     "select_encoded_lines",
     "select_lines",
+    "select_lines_at",
     "text_metrics",
 ]
 
@@ -44,11 +48,13 @@ _HOMES = {
     "SearchHit": "tavernlab.workspace.text._text",
     "TextMeasures": "tavernlab.workspace.text._text",
     "count_words": "tavernlab.workspace.text._text",
+    "count_words_around": "tavernlab.workspace.text._text",
     "number_lines": "tavernlab.workspace.text._text",
     "query_tokens": "tavernlab.workspace.text._text",
     "search_text": "tavernlab.workspace.text._text",
     "select_encoded_lines": "tavernlab.workspace.text._selection",
     "select_lines": "tavernlab.workspace.text._selection",
+    "select_lines_at": "tavernlab.workspace.text._selection",
     "text_metrics": "tavernlab.workspace.text._text",
 }
 

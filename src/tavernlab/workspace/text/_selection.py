@@ -1,6 +1,7 @@
 """The line window of ``workspace.read_file`` with its budgets (docs/workspace.md).
 
-:func:`select_lines` selects from a text. :func:`select_encoded_lines` makes the same
+:func:`select_lines` selects from a text (:func:`select_lines_at` also says where the
+selection starts in it). :func:`select_encoded_lines` makes the same
 selection from the UTF-8 bytes of a file already known to be text, of a known character
 count (a file read again: only the part the window can reach is decoded, so a preview of a
 large file costs its window, not the file).
@@ -37,16 +38,12 @@ class LineSelection:
     line_truncated: bool
     truncated: bool
     next_start_line: int | None
+    text: str  # the selected text: the lines joined with ``\n``
 
     @property
     def rows(self) -> list[tuple[int, str]]:
         """The selected lines with their numbers."""
         return list(zip(range(self.start_line, self.end_line + 1), self.lines, strict=True))
-
-    @property
-    def text(self) -> str:
-        """The selected text (lines joined with ``\n``)."""
-        return "\n".join(self.lines)
 
 
 def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
@@ -59,6 +56,13 @@ def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
     and flagged ``line_truncated``. Only the part of the text the selection can reach is
     split into lines.
     """
+    return select_lines_at(text, start_line, line_count, file_bytes=file_bytes)[0]
+
+
+def select_lines_at(text: str, start_line: int = 1, line_count: int | None = None,
+                    *, file_bytes: int | None = None) -> tuple[LineSelection, int]:
+    """:func:`select_lines` and where the selection starts in ``text``: the selected text is
+    ``text[offset:offset + len(selection.text)]``."""
     _check_arguments(start_line, line_count)
     size = len(text.encode("utf-8")) if file_bytes is None else file_bytes
     plan = _Plan.of(start_line, line_count, text.count("\n") + 1 if text else 0,
@@ -66,7 +70,8 @@ def select_lines(text: str, start_line: int = 1, line_count: int | None = None,
     start = _line_offset(text, start_line, "\n")
     # Every line that fits the budget lies within its first ``budget + 1`` characters.
     budget = plan.budget
-    return plan.select(text[start:] if budget is None else text[start:start + budget + 1])
+    window = text[start:] if budget is None else text[start:start + budget + 1]
+    return plan.select(window), start
 
 
 def select_encoded_lines(data: bytes, chars: int, lines: int, start_line: int = 1,
@@ -120,17 +125,22 @@ class _Plan:
         """The selection from ``window``: the text from the first line on (all of it when the
         budget is unlimited, else at least ``budget + 1`` characters or up to the end)."""
         start_line, total, budget, wanted = self.start_line, self.total, self.budget, self.wanted
-        lines = window.split("\n", wanted)[:wanted]
-        if budget is None:
-            fitting = len(lines)
+        pieces = window.split("\n", wanted)
+        # Where the first ``wanted`` lines end (before the separator that follows them).
+        reach = (max(0, len(window) - len(pieces[wanted]) - 1) if len(pieces) > wanted
+                 else len(window))
+        lines = pieces[:wanted]
+        if budget is None or reach <= budget:  # every wanted line fits the budget
+            selected, text = lines, window[:reach]
         else:  # lines whose joined length (with separators) stays within the budget
             joined = list(map(add, accumulate(map(len, lines)), range(1, len(lines) + 1)))
-            fitting = bisect_right(joined, budget + 1)
-        selected = lines[:fitting]
+            selected = lines[:bisect_right(joined, budget + 1)]
+            text = window[:joined[len(selected) - 1] - 1] if selected else ""
         line_truncated = not selected and bool(lines)
         if line_truncated:
             assert budget is not None
-            selected = [lines[0][:budget]]
+            text = lines[0][:budget]
+            selected = [text]
         end = start_line + len(selected) - 1
         return LineSelection(
             start_line=start_line,
@@ -140,6 +150,7 @@ class _Plan:
             line_truncated=line_truncated,
             truncated=line_truncated or start_line > 1 or end < total,
             next_start_line=end + 1 if end < total else None,
+            text=text,
         )
 
 
