@@ -16,7 +16,8 @@ in part), as a model sees them.
 Two rows per size: a **re-read** (the same unchanged file again: the tool's per-process cache
 of text measures already knows it) and a **first read** (nothing cached: each sample reads a
 file whose content no read has seen, written untimed before the round; the baseline reads
-it raw the same way).
+it raw the same way, and its floor encodes new strings each sample, as a call that has just
+built its text does: see ``floor.renewed``).
 
 Usage: ``.venv/bin/python bench/read_file.py [--rounds N] [--quick] [--json]``.
 """
@@ -84,15 +85,16 @@ def first_reads(run: Run, size: int, count: int) -> Iterator[str]:
 
 def against(run: Run, base: Path, name: str, tool: Callable[[], None],
             read: Callable[[], None], work: Callable[[], None], floored: bool, *,
-            rounds: int, per_round: int) -> tuple[Comparison, str, str]:
+            rounds: int, per_round: int, fresh: bool = False) -> tuple[Comparison, str, str]:
     """``tool`` against its baseline: the tight floor of one captured call of ``tool`` around
-    ``work`` (the raw ``read`` printed beside it), or ``read`` itself."""
+    ``work`` (the raw ``read`` printed beside it; ``fresh``: the floor encodes new strings
+    each sample, as a first read does), or ``read`` itself."""
     if not floored:
         return compare(tool, read, rounds=rounds, per_round=per_round), "raw read", ""
     from floor import Captured, floor_of  # floor.py imports the other bench scripts
 
     captured = Captured(run, tool)
-    floor = floor_of(captured, base / f"floor-{name}", work)
+    floor = floor_of(captured, base / f"floor-{name}", work, fresh=fresh)
     result = compare(tool, floor, rounds=rounds, per_round=per_round)
     raw = compare(floor, read, rounds=max(3, rounds // 2), per_round=per_round)
     return result, "tight floor", f"; raw read {ms(raw.baseline)}; floor {captured.describe()}"
@@ -137,7 +139,7 @@ def rows(rounds: int = 7) -> list[Row]:
 
             result, name, note = against(run, base, f"{size}-first", first, first_raw,
                                          first_work, floored, rounds=rounds,
-                                         per_round=per_round)
+                                         per_round=per_round, fresh=True)
             out.append(row(f"read_file {label}, first read", result, name, limit, target,
                            "tmpfs; nothing cached: a content never read" + note))
     return out
