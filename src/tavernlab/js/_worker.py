@@ -277,9 +277,12 @@ class JobRunner:
         return {"status": "ok", "result_json": text, "result_bytes": size}
 
 
-def resident_bytes() -> int | None:
-    """This process's resident set in bytes (``None`` without ``/proc``)."""
+def resident_bytes(fd: int | None = None) -> int | None:
+    """This process's resident set in bytes (``None`` without ``/proc``); ``fd`` is an open
+    ``/proc/self/statm`` to read again (one ``pread`` instead of open, read and close)."""
     try:
+        if fd is not None:
+            return int(os.pread(fd, 128, 0).split()[1]) * PAGE_SIZE
         with open("/proc/self/statm", "rb") as statm:
             return int(statm.read().split()[1]) * PAGE_SIZE
     except (OSError, ValueError, IndexError):
@@ -303,15 +306,19 @@ class MemoryWatch:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.baseline = resident_bytes()
+        try:
+            self.fd: int | None = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self.fd = None
+        self.baseline = resident_bytes(self.fd)
         self.last = self.baseline
 
     def settle(self) -> bool:
         """After a job's Runtime was freed: ``True`` while the worker may keep serving."""
-        rss = resident_bytes()
+        rss = resident_bytes(self.fd)
         if rss is not None and self.baseline is not None and rss > self.baseline + TRIM_THRESHOLD:
             return_freed_memory()
-            rss = resident_bytes()
+            rss = resident_bytes(self.fd)
         self.last = rss
         return rss is None or rss <= self.limit
 
