@@ -136,11 +136,18 @@ class CpuMeter:
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
-        self.start = time.process_time() + cpu_seconds(pids)
+        self.parent_start = time.process_time()
+        self.workers_start = cpu_seconds(pids)
+        self.start = self.parent_start + self.workers_start
+        self.split: tuple[float, float] = (0.0, 0.0)
 
     def per_job_ms(self, jobs: int) -> float:
-        """CPU milliseconds per job since the meter started."""
-        return (time.process_time() + cpu_seconds(self.pids) - self.start) / jobs * 1000
+        """CPU milliseconds per job since the meter started (``split`` keeps the parent's
+        and the workers' shares)."""
+        parent = (time.process_time() - self.parent_start) / jobs * 1000
+        workers = (cpu_seconds(self.pids) - self.workers_start) / jobs * 1000
+        self.split = (parent, workers)
+        return parent + workers
 
 
 #: A lean pool worker: after one ``r`` (ready), each byte read runs one job (a fresh Runtime
@@ -335,22 +342,27 @@ def throughput_section(options: argparse.Namespace, js: Callable[..., object],
         before = load_average()
         batch = max(100, options.jobs // 4)
         theirs, mine, ratios, lean_cpu, our_cpu = [], [], [], [], []
+        lean_split: list[tuple[float, float]] = []
+        our_split: list[tuple[float, float]] = []
         for _ in range(4):
             meter = CpuMeter(lean.pids())
             theirs.append(lean.throughput(batch))
             lean_cpu.append(meter.per_job_ms(batch // 2 * 2))
+            lean_split.append(meter.split)
             meter = CpuMeter(pool.worker_pids())
             mine.append(pool_throughput(js, batch, 2))
             our_cpu.append(meter.per_job_ms(batch // 2 * 2))
+            our_split.append(meter.split)
             ratios.append(mine[-1] / theirs[-1])
         after = load_average()
     finally:
         lean.close()
     rate, baseline_rate = statistics.median(mine), statistics.median(theirs)
     print(f"  lean jsbox pool, 2 processes (baseline): {baseline_rate:6.0f} jobs/s   "
-          f"{statistics.median(lean_cpu):.3f} CPU ms/job")
+          f"{statistics.median(lean_cpu):.3f} CPU ms/job {split_text(lean_split)}")
     print(f"  run_js_command, 2 submitting threads:    {rate:6.0f} jobs/s   "
-          f"{statistics.median(our_cpu):.3f} CPU ms/job   x{statistics.median(ratios):.2f}")
+          f"{statistics.median(our_cpu):.3f} CPU ms/job {split_text(our_split)}   "
+          f"x{statistics.median(ratios):.2f}")
     others = {}
     for threads in (1, 4):
         others[threads] = pool_throughput(js, options.jobs // 2, threads)
@@ -363,6 +375,12 @@ def throughput_section(options: argparse.Namespace, js: Callable[..., object],
                     f"rate ratio (higher is better); CPU {statistics.median(our_cpu):.2f} vs "
                     f"{statistics.median(lean_cpu):.2f} ms/job; 1 thread {others[1]:,.0f}, "
                     f"4 threads {others[4]:,.0f} jobs/s", load=(before, after)))
+
+
+def split_text(splits: list[tuple[float, float]]) -> str:
+    """``(parent P + workers W)``: the medians of the CPU shares per job, in ms."""
+    return (f"(parent {statistics.median(p for p, _ in splits):.3f} + workers "
+            f"{statistics.median(w for _, w in splits):.3f})")
 
 
 def workers_section(root: Path, scope: ScopedWorkspaceFs, context: FrozenContext,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 import threading
 import time
 from pathlib import Path
@@ -14,6 +16,8 @@ from tavernlab.host import Lab
 from tavernlab.js import CommandResult, WorkerPool, default_pool, run_js_command
 from tavernlab.js import _errors as js_errors
 from tavernlab.js._errors import PoolClosedError
+from tavernlab.js._job import Job
+from tavernlab.js._worker import resident_bytes
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 
 from .conftest import frozen, wait_for
@@ -182,3 +186,23 @@ def test_more_submitting_threads_than_workers_all_complete_in_order(
             thread.join()
         assert results == {i: [f"{i * 100 + n}\n" for n in range(25)] for i in range(4)}
         assert len(pool.worker_pids()) == 2
+
+
+def test_a_job_crosses_the_process_boundary_whole() -> None:
+    job = Job(mode="legacy", entry="scripts/m.js", modules={"scripts/m.js": "export default 1"},
+              runtime_names=("@tauritavern/runtime/v1",), context="{}", argv=("js", "a"),
+              args='{"a": 1}', output_cap=7, result_limit=9, time_origin=1000,
+              random_state=(1, 2, 3, 4))
+    assert pickle.loads(pickle.dumps(job)) == job
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_the_worker_reads_its_memory_from_an_open_statm_like_a_fresh_one() -> None:
+    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    try:
+        held = [resident_bytes(fd) for _ in range(3)]
+    finally:
+        os.close(fd)
+    fresh = resident_bytes()
+    assert fresh is not None and all(value is not None for value in held)
+    assert all(abs(value - fresh) < 16 * 1024 * 1024 for value in held)  # type: ignore[operator]

@@ -320,3 +320,52 @@ def test_skill_scripts_run_from_the_read_only_mount(skilled_scope: ScopedWorkspa
     written = run_js_command(["-e", RUNTIME + "workspace.writeText('skills/style/x.js', '')"],
                              scope=skilled_scope, context=frozen())
     assert "`skills/style/x.js` is not writable for this task." in written.stderr
+
+
+# --- the API's construction -------------------------------------------------------------
+
+
+def test_the_api_ignores_globals_a_module_replaced_before_it(workspace: Path,
+                                                             js: JsRunner) -> None:
+    # The API module is evaluated after the modules the entry imports before it: it must not
+    # depend on anything those could replace.
+    write(workspace, "scratch/patch.js",
+          "Object.defineProperty(Object.prototype, 'info', { set() { throw new Error('set'); },"
+          " configurable: true });\n"
+          "Object.prototype.get = 1;\n"
+          "Object.freeze = () => { throw new Error('freeze'); };\n"
+          "Object.defineProperty = () => { throw new Error('defineProperty'); };\n"
+          "JSON.parse = () => { throw new Error('parse'); };\n"
+          "String.prototype.toWellFormed = () => 'patched';\n"
+          "Array.prototype[Symbol.iterator] = function* () { throw new Error('iterate'); };\n")
+    write(workspace, "scratch/main.js",
+          "import './patch.js';\n" + RUNTIME +
+          "workspace.writeText('scratch/p.txt', 'x\\ud800');\n"
+          "console.log(workspace.readText('scratch/p.txt'), workspace.exists('scratch/p.txt'));\n"
+          "console.log(Object.isFrozen(workspace), Object.isFrozen(log), "
+          "Object.isFrozen(context), Object.keys(log).join());\n"
+          "log.info('i', 1);\n"
+          "try { workspace.readText(1); } catch (e) { console.log(e.name, e.message); }\n"
+          "console.log(context.variables.local.score);\n")
+    result = js("/scratch/main.js")
+    assert (result.exit_code, result.stderr) == (0, "i 1\n")
+    assert result.stdout == ("x\ufffd true\ntrue true true log,info,warn,error,debug\n"
+                             "TypeError path must be a string\n3\n")
+
+
+def test_internal_parts_are_handed_out_once_and_raw_calls_are_checked(js: JsRunner) -> None:
+    source = ("const start = await import(['<tavernlab:', 'start>'].join(''));\n"
+              "console.log(start.take('job'));\n"
+              "const { host } = start.take('runtime');\n"
+              "console.log(start.take('runtime'));\n"
+              "for (const args of [['readText', 1, null], ['writeText', 'scratch/x', null],\n"
+              "                    ['listFiles', null, 2], ['nope', 'a', 'b'], [{}, 'a', 'b']]) {\n"
+              "  console.log(JSON.stringify(host(...args)));\n"
+              "}\n"
+              "console.log(JSON.stringify(host('exists', 'scratch/none.txt', null)));\n")
+    result = js("-e", source)
+    refused = '[false,"TypeError","invalid runtime call"]'
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == ["undefined", "undefined", *[refused] * 5,
+                                          "[true,false]"]
+    assert js("-e", RUNTIME + "console.log(typeof workspace.readText)").stdout == "function\n"

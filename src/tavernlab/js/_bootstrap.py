@@ -1,29 +1,35 @@
-"""The sandbox's own JavaScript: the core module, the runtime module and the bootstraps.
+"""The sandbox's own JavaScript: the core script and modules, the runtime module, the bootstraps.
 
 Registered in every job's fresh Runtime by the worker (:mod:`tavernlab.js._worker`):
 
 * the core script (:data:`CORE_SCRIPT`). Evaluating it captures the two host functions and
-  the intrinsics it relies on, and removes the host functions and jsbox's extra globals; it
-  needs nothing from the job, so the worker evaluates it while idle (it is the bulk of the
-  sandbox's JavaScript, ~0.3 ms to compile). It leaves one hidden global, ``start``, whose
-  call reads the job's configuration (the global ``__tavernlab_config``, deleted at once),
-  installs the deterministic clock and random generator when the job carries them
-  (:mod:`tavernlab.js._determinism`), installs ``console``/``process`` for the command, and
-  builds the runtime API (``workspace``, ``context``, ``macros``, ``log``) whose calls go to
-  the parent. It is a script, not a module, because jsbox 0.1.3 breaks dynamic ``import()``
-  in any ``eval_module`` that follows an earlier one (``TypeError: ArrayBuffer object
+  the intrinsics the sandbox relies on, and removes the host functions and jsbox's extra
+  globals; it needs nothing from the job, so the worker evaluates it while idle. It holds only
+  what every job needs (~0.15 ms to compile) and leaves one hidden global, ``start``, whose
+  call reads the job's configuration (the global ``__tavernlab_config``, deleted at once, with
+  ``start`` itself), installs the deterministic clock and random generator when the job
+  carries them (:mod:`tavernlab.js._determinism`) and ``console``/``process`` for the
+  command. It is a script, not a module, because jsbox 0.1.3 breaks dynamic ``import()`` in
+  any ``eval_module`` that follows an earlier one (``TypeError: ArrayBuffer object
   expected``), while an earlier ``eval`` is harmless;
-* ``<tavernlab:core>`` (:data:`CORE_SOURCE`), a small module evaluated with the job: it takes
-  ``start`` (deleting the global), starts the job and exports the API;
+* ``<tavernlab:start>`` (:data:`START_SOURCE`), a small module evaluated with the job: it
+  calls ``start`` and hands each part of the result out once (the bootstrap's internals, the
+  core module's helpers);
+* ``<tavernlab:core>`` (:data:`CORE_SOURCE`), the runtime API (``workspace``, ``context``,
+  ``macros``, ``log``) whose calls go to the parent. Registered with every job but compiled
+  and evaluated only when the job imports a runtime name, so a job that never uses the API
+  never pays for it;
 * the runtime module (:data:`RUNTIME_SOURCE`) re-exports that API under each runtime name of
   the job (``@tauritavern/runtime``; legacy also ``@tauritavern/runtime/v1``);
-* ``<tavernlab:main>`` (:data:`BOOTSTRAPS`, one per mode) takes the internals from the core
+* ``<tavernlab:main>`` (:data:`BOOTSTRAPS`, one per mode) takes its internals from the start
   module, then imports the entry with ``await import(...)``, catching what it throws. Its
   ``outcome`` export carries the exit code, the legacy result JSON or the error
   (``String(error)``, ``error.stack``) back.
 
 Names starting with ``<tavernlab:`` can never be reached by a static import (the parent only
-resolves workspace paths and built-in names).
+resolves workspace paths and built-in names); a computed ``import()`` can reach them, which is
+why every internal part is handed out only once and the worker checks the shape of each
+capability call (:mod:`tavernlab.js._worker`).
 """
 
 from __future__ import annotations
@@ -34,18 +40,22 @@ from tavernlab.js._limits import EXIT_CODE_INVALID, LINE_EXCEEDED, OUTPUT_EXCEED
 
 #: Internal module names (the ``<tavernlab:`` prefix can never be imported statically).
 CORE_MODULE = "<tavernlab:core>"
+START_MODULE = "<tavernlab:start>"
 MAIN_MODULE = "<tavernlab:main>"
 
 # Compiling costs about 3-5 us per function literal here (more than its statements), and the
-# core is compiled for every job: repeated functions come from small factories, and parts
-# most jobs never need (describing a failure, the deterministic clock) are kept as source
-# and compiled on first use with the Function constructor captured before any script ran.
+# core is compiled for every job: it holds only what every job needs (the captured intrinsics,
+# console and process, starting the job); repeated functions come from small factories; the
+# runtime API is the core module, compiled only by a job that imports it; parts most jobs never
+# need (describing a failure, the deterministic clock) arrive as strings (``LAZY_SOURCES``)
+# and are compiled on first use with the Function constructor captured before any script ran.
 _CORE_TEMPLATE = r"""(() => {
 "use strict";
 const host = globalThis.__tavernlab_host;
 const emit = globalThis.__tavernlab_emit;
-for (const name of ["__tavernlab_host", "__tavernlab_emit", "console", "TextEncoder",
-                    "TextDecoder", "atob", "btoa"]) {
+const lazy = globalThis.__tavernlab_lazy;
+for (const name of ["__tavernlab_host", "__tavernlab_emit", "__tavernlab_lazy", "console",
+                    "TextEncoder", "TextDecoder", "atob", "btoa"]) {
   delete globalThis[name];
 }
 const S = String;
@@ -71,22 +81,12 @@ function format(args) {
   }
   return wellFormed(line) + "\n";
 }
-function call(op, a, b) {
-  const reply = host(op, a === undefined ? null : a, b === undefined ? null : b);
-  if (reply[0]) return reply[1];
-  throw new ERRORS[reply[1]](reply[2]);
-}
 function write(stream, args) {
   const code = emit(stream, format(args));
   if (code !== 0) throw new Error(OUTPUT_ERRORS[code]);
 }
-function str(value, what) {
-  if (typeof value !== "string") throw new TypeError(what + " must be a string");
-  return wellFormed(value);
-}
 
 let exitCode = 0;
-let workspace, context, macros, log;
 
 function installCommandGlobals(argv) {
   const writer = (stream) => (...args) => { write(stream, args); };
@@ -110,72 +110,34 @@ function installCommandGlobals(argv) {
   defineProperty(globalThis, "process", hidden(process));
 }
 
-function commandContext(json) {
-  let data;
-  const context = {};
-  for (const name of ["worldInfo", "variables", "macro"]) {
-    defineProperty(context, name, { enumerable: true, get: () => {
-      if (json === null) throw new Error(`context.${name} is unavailable for this task.`);
-      if (data === undefined) data = parse(json);
-      return data[name];
-    } });
-  }
-  return freeze(context);
-}
-
-function runtimeLog(legacy) {
-  const level = (name) => legacy
-    ? (message) => {
-      if (typeof message !== "string") throw new TypeError(`log.${name} expects a string message`);
-      call("log", name, wellFormed(message));
-    }
-    : (...args) => { call("log", name, format(args)); };
-  const log = {};
-  for (const name of legacy ? ["info", "warn", "error", "debug"]
-                            : ["log", "info", "warn", "error", "debug"]) {
-    log[name] = level(name);
-  }
-  return freeze(log);
-}
-
 // Rarely needed parts are compiled on first use, with the intrinsics captured above.
 let describe = (error) => {
-  describe = compile("return " + @@DESCRIBE@@)()(S, wellFormed);
+  describe = compile("return " + lazy.describe)()(S, wellFormed);
   return describe(error);
 };
-function installDeterminism(config) {
-  const install = compile("return " + @@DETERMINISM@@)()(
-    { NativeDate, construct, defineProperty, freeze, hidden, imul });
-  if (config.timeOrigin !== null) install.clock(config.timeOrigin);
-  if (config.randomState !== null) install.random(config.randomState);
-}
 
 function start() {
   const config = globalThis.__tavernlab_config;
   delete globalThis.__tavernlab_config;
-  if (config.timeOrigin !== null || config.randomState !== null) installDeterminism(config);
-  workspace = freeze({
-    readText(path) { return call("readText", str(path, "path")); },
-    writeText(path, text) { call("writeText", str(path, "path"), str(text, "text")); },
-    exists(path) { return call("exists", str(path, "path")); },
-    listFiles(dir) { return call("listFiles", dir === undefined ? null : str(dir, "path")); },
-  });
-  macros = freeze({ render(text) { return call("render", str(text, "text")); } });
-  if (config.mode === "command") {
-    installCommandGlobals(config.argv);
-    context = commandContext(config.context);
-    log = runtimeLog(false);
-  } else {
-    context = parse(config.context);
-    log = runtimeLog(true);
+  delete globalThis.__tavernlab_core;
+  if (config.timeOrigin !== null || config.randomState !== null) {
+    const install = compile("return " + lazy.determinism)()(
+      { NativeDate, construct, defineProperty, freeze, hidden, imul });
+    if (config.timeOrigin !== null) install.clock(config.timeOrigin);
+    if (config.randomState !== null) install.random(config.randomState);
   }
+  const legacy = config.mode !== "command";
+  if (!legacy) installCommandGlobals(config.argv);
   return {
-    api: { workspace, context, macros, log },
-    entry: config.entry,
-    exitCode: () => exitCode,
-    describe: (error) => describe(error),
-    stringify,
-    args: config.mode === "legacy" ? parse(config.args) : undefined,
+    job: {
+      entry: config.entry,
+      exitCode: () => exitCode,
+      describe: (error) => describe(error),
+      stringify,
+      args: legacy ? parse(config.args) : undefined,
+    },
+    runtime: { host, ERRORS, format, wellFormed, freeze, parse, defineProperty, legacy,
+               context: config.context },
   };
 }
 defineProperty(globalThis, "__tavernlab_core", hidden(start));
@@ -246,26 +208,88 @@ random(state) {
 })
 """
 
-#: The core script (see the module docstring), with the fixed messages and the lazily
-#: compiled parts filled in.
+#: The core script (see the module docstring), with the fixed messages filled in.
 CORE_SCRIPT = (_CORE_TEMPLATE.replace("@@OUTPUT_EXCEEDED@@", json.dumps(OUTPUT_EXCEEDED))
-               .replace("@@DESCRIBE@@", json.dumps(DESCRIBE_SOURCE))
-               .replace("@@DETERMINISM@@", json.dumps(DETERMINISM_SOURCE))
                .replace("@@LINE_EXCEEDED@@", json.dumps(LINE_EXCEEDED))
                .replace("@@EXIT_CODE_INVALID@@", json.dumps(EXIT_CODE_INVALID)))
 
-#: The core module: takes ``start`` from the core script (and removes it), starts the job's
-#: runtime and exports the API; ``takeInternals()`` gives the bootstrap, once, what it needs.
-CORE_SOURCE = """const start = globalThis.__tavernlab_core;
-delete globalThis.__tavernlab_core;
-const k = start();
-let taken = false;
-export function takeInternals() {
-  if (taken) return undefined;
-  taken = true;
-  return k;
+#: The sources the core compiles on first use, handed to each Runtime as the global
+#: ``__tavernlab_lazy`` (copying a string in costs far less than compiling it as a literal).
+LAZY_SOURCES = {"describe": DESCRIBE_SOURCE, "determinism": DETERMINISM_SOURCE}
+
+#: The start module: starts the job (the core script's ``start``, which removes its own
+#: global) and hands each part of what it returns out once: ``take("job")`` to the bootstrap,
+#: ``take("runtime")`` to the core module.
+START_SOURCE = """const k = globalThis.__tavernlab_core();
+export function take(part) {
+  const value = k[part];
+  k[part] = undefined;
+  return value;
 }
-export const { workspace, context, macros, log } = k.api;
+"""
+
+#: The core module: the runtime API (``workspace``, ``context``, ``macros``, ``log``), built
+#: from the core script's helpers when a job first imports a runtime name (never compiled
+#: otherwise); ``takeInternals()`` is the bootstrap's part, already taken by then. It may be
+#: evaluated after the job's own modules ran, so it touches no global a script could have
+#: replaced: the helpers are the core script's captured intrinsics, descriptors have no
+#: prototype and loops do not iterate.
+CORE_SOURCE = """import { take } from "<tavernlab:start>";
+const { host, ERRORS, format, wellFormed, freeze, parse, defineProperty, legacy,
+        context: json } = take("runtime");
+function call(op, a, b) {
+  const reply = host(op, a === undefined ? null : a, b === undefined ? null : b);
+  if (reply[0]) return reply[1];
+  throw new ERRORS[reply[1]](reply[2]);
+}
+function str(value, what) {
+  if (typeof value !== "string") throw new TypeError(what + " must be a string");
+  return wellFormed(value);
+}
+export function takeInternals() {
+  return take("job");
+}
+export const workspace = freeze({
+  readText(path) { return call("readText", str(path, "path")); },
+  writeText(path, text) { call("writeText", str(path, "path"), str(text, "text")); },
+  exists(path) { return call("exists", str(path, "path")); },
+  listFiles(dir) { return call("listFiles", dir === undefined ? null : str(dir, "path")); },
+});
+export const macros = freeze({ render(text) { return call("render", str(text, "text")); } });
+export const context = legacy ? parse(json) : commandContext(json);
+export const log = runtimeLog(legacy);
+
+function commandContext(json) {
+  let data;
+  const context = {};
+  const names = ["worldInfo", "variables", "macro"];
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    defineProperty(context, name, { __proto__: null, enumerable: true, get: () => {
+      if (json === null) throw new Error(`context.${name} is unavailable for this task.`);
+      if (data === undefined) data = parse(json);
+      return data[name];
+    } });
+  }
+  return freeze(context);
+}
+
+function runtimeLog(legacy) {
+  const level = (name) => legacy
+    ? (message) => {
+      if (typeof message !== "string") throw new TypeError(`log.${name} expects a string message`);
+      call("log", name, wellFormed(message));
+    }
+    : (...args) => { call("log", name, format(args)); };
+  const log = {};
+  const names = legacy ? ["info", "warn", "error", "debug"]
+                       : ["log", "info", "warn", "error", "debug"];
+  for (let i = 0; i < names.length; i++) {
+    defineProperty(log, names[i], { __proto__: null, value: level(names[i]), writable: true,
+                                    enumerable: true, configurable: true });
+  }
+  return freeze(log);
+}
 """
 
 #: The runtime API module, registered under each runtime name of a job.
@@ -276,8 +300,8 @@ NO_ENTRY_FUNCTION = "skill script must export a `default` or `main` function"
 NOT_SERIALIZABLE = ("skill script must return a JSON-serializable value; `undefined` and "
                     "functions cannot be returned (return `null` explicitly instead)")
 
-_COMMAND_BOOTSTRAP = f"""import {{ takeInternals }} from {json.dumps(CORE_MODULE)};
-const k = takeInternals();
+_COMMAND_BOOTSTRAP = f"""import {{ take }} from {json.dumps(START_MODULE)};
+const k = take("job");
 let outcome;
 try {{
   await import(k.entry);
@@ -288,8 +312,8 @@ try {{
 export {{ outcome }};
 """
 
-_LEGACY_BOOTSTRAP = f"""import {{ takeInternals }} from {json.dumps(CORE_MODULE)};
-const k = takeInternals();
+_LEGACY_BOOTSTRAP = f"""import {{ take }} from {json.dumps(START_MODULE)};
+const k = take("job");
 let outcome;
 try {{
   const entry = await import(k.entry);

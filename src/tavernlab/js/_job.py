@@ -13,7 +13,7 @@ and :mod:`tavernlab.js._limits` only.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol
 
 from tavernlab.js._limits import INTERRUPT_REASONS
@@ -51,6 +51,15 @@ class Job:
     result_limit: int = 0
     time_origin: int | None = None
     random_state: tuple[int, int, int, int] | None = None
+
+    def __reduce__(self) -> tuple[type[Job], tuple[Any, ...]]:
+        """Pickle as the constructor's arguments (every job crosses to the worker: the
+        dataclass default, a field-by-field state, costs several times more both ways)."""
+        return (Job, tuple([getattr(self, name) for name in _JOB_FIELDS]))
+
+
+#: The fields of :class:`Job` in constructor order (what its pickle carries).
+_JOB_FIELDS = tuple(field.name for field in fields(Job))
 
 
 class CapabilityServer(Protocol):

@@ -47,8 +47,11 @@ from tavernlab.js._bootstrap import (
     CORE_MODULE,
     CORE_SCRIPT,
     CORE_SOURCE,
+    LAZY_SOURCES,
     MAIN_MODULE,
     RUNTIME_SOURCE,
+    START_MODULE,
+    START_SOURCE,
 )
 from tavernlab.js._engine import Interrupted, classify_failure, interrupt, load_engine
 from tavernlab.js._job import Job
@@ -76,15 +79,25 @@ TRIM_THRESHOLD = 8 * 1024 * 1024
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _DEAD_LOCK = "Error blocking on a promise resulted in a dead lock"
 _MEMORY_PROBE = "new ArrayBuffer(1048576).byteLength"
+_NONE = type(None)
+#: The argument types of each capability call, as the runtime API makes them. A script that
+#: reaches the raw host function (a computed ``import()`` of an internal module) gets any
+#: other shape refused here, so the parent only ever serves what the API can send.
+CALL_SHAPES: dict[str, tuple[Any, Any]] = {
+    "readText": (str, _NONE), "writeText": (str, str), "exists": (str, _NONE),
+    "listFiles": (str | _NONE, _NONE), "render": (str, _NONE), "log": (str, str),
+}
+INVALID_CALL = "invalid runtime call"
 
 
 class SpareRuntime:
     """The Runtime the next job will use, prepared while the worker is idle.
 
-    Creating a Runtime with limits (about 0.35 ms), binding the two host functions and
-    compiling and evaluating the core module (about 0.3 ms: QuickJS compiles at roughly
-    20 MB/s here) happen right after a job ends, so an idle worker holds a Runtime that only
-    needs the job's own modules. Each Runtime still serves exactly one job: the core reads
+    Creating a Runtime with limits (about 0.3 ms), binding the two host functions and the
+    lazily compiled sources, compiling and evaluating the core script (about 0.15 ms: QuickJS
+    compiles at roughly 20 MB/s here) and registering the start and core modules happen right
+    after a job ends, so an idle worker holds a Runtime that only needs the job's own
+    modules. Each Runtime still serves exactly one job: the core reads
     nothing of a job until its ``start()`` runs. The host functions are trampolines to
     whichever :class:`JobRunner` is current.
     """
@@ -99,7 +112,9 @@ class SpareRuntime:
                                       max_value_bytes=MAX_VALUE_BYTES)
         runtime.bind_function("__tavernlab_host", self._host)
         runtime.bind_function("__tavernlab_emit", self._emit)
+        runtime.bind_object("__tavernlab_lazy", LAZY_SOURCES)
         runtime.eval(CORE_SCRIPT, timeout=PREPARE_TIMEOUT)
+        runtime.add_static_module(START_MODULE, START_SOURCE)
         runtime.add_static_module(CORE_MODULE, CORE_SOURCE)
         return runtime
 
@@ -168,6 +183,9 @@ class JobRunner:
 
     def host(self, op: str, a: Any, b: Any) -> list[Any]:
         """A capability call served by the parent; ``log`` output is counted on stderr."""
+        shape = CALL_SHAPES.get(op) if type(op) is str else None
+        if shape is None or not isinstance(a, shape[0]) or not isinstance(b, shape[1]):
+            return [False, "TypeError", INVALID_CALL]
         if op == "log" and self.job.mode == "command":
             code = self._charge(2, b)
             if code:
@@ -259,9 +277,12 @@ class JobRunner:
         return {"status": "ok", "result_json": text, "result_bytes": size}
 
 
-def resident_bytes() -> int | None:
-    """This process's resident set in bytes (``None`` without ``/proc``)."""
+def resident_bytes(fd: int | None = None) -> int | None:
+    """This process's resident set in bytes (``None`` without ``/proc``); ``fd`` is an open
+    ``/proc/self/statm`` to read again (one ``pread`` instead of open, read and close)."""
     try:
+        if fd is not None:
+            return int(os.pread(fd, 128, 0).split()[1]) * PAGE_SIZE
         with open("/proc/self/statm", "rb") as statm:
             return int(statm.read().split()[1]) * PAGE_SIZE
     except (OSError, ValueError, IndexError):
@@ -285,15 +306,19 @@ class MemoryWatch:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.baseline = resident_bytes()
+        try:
+            self.fd: int | None = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self.fd = None
+        self.baseline = resident_bytes(self.fd)
         self.last = self.baseline
 
     def settle(self) -> bool:
         """After a job's Runtime was freed: ``True`` while the worker may keep serving."""
-        rss = resident_bytes()
+        rss = resident_bytes(self.fd)
         if rss is not None and self.baseline is not None and rss > self.baseline + TRIM_THRESHOLD:
             return_freed_memory()
-            rss = resident_bytes()
+            rss = resident_bytes(self.fd)
         self.last = rss
         return rss is None or rss <= self.limit
 
