@@ -14,6 +14,7 @@ from tavernlab.errors import PersistStateError
 from tavernlab.host import Lab
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.persist._persist_tree import NotTheManifest, link_tree
+from tavernlab.workspace.storage import link_key
 from tavernlab.workspace.storage._fs import WriteGuard
 
 
@@ -73,8 +74,9 @@ def test_link_tree_takes_the_expected_contents_and_refuses_an_unlisted_file(
     source = tmp_path / "state"
     (source / "d").mkdir(parents=True)
     (source / "d" / "x.md").write_text("xyz")
-    tree, _ = link_tree(source, tmp_path / "one", expected={"d/x.md": ("ab" * 32, 3)})
-    assert tree.files == {"d/x.md": ("ab" * 32, 3)}
+    filled = link_tree(source, tmp_path / "one", expected={"d/x.md": ("ab" * 32, 3)})
+    assert filled.files == 1
+    assert filled.links == [(link_key(os.lstat(source / "d" / "x.md")), ("ab" * 32, 3))]
     with pytest.raises(NotTheManifest, match=r"d/x\.md"):
         link_tree(source, tmp_path / "two", expected={"d/x.md": ("ab" * 32, 4)})
     with pytest.raises(NotTheManifest, match=r"d/x\.md"):

@@ -264,23 +264,21 @@ class PersistRepository:
                                 strict=True), strict=True))
         with collector_paused():  # see publish
             try:
-                tree, made = link_tree(source, persist_dir, link=links is not None,
-                                       expected=contents)
+                filled = link_tree(source, persist_dir, link=links is not None,
+                                   expected=contents)
             except NotTheManifest:
-                tree = None
-            if tree is None or len(tree.files) != len(contents):  # every file, each listed
+                filled = None
+            if filled is None or filled.files != len(contents):  # every file, each listed
                 shutil.rmtree(persist_dir)
                 persist_dir.mkdir()
                 raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not "
                                    "match its manifest")
-            if links is not None:  # (key, content) of each link, paired in C
-                links.add_all(zip(map(itemgetter(1), made),
-                                  map(tree.files.__getitem__, map(itemgetter(0), made)),
-                                  strict=True))
+            if links is not None:
+                links.add_all(filled.links)
             # the manifest's entries were validated when it was read
             return PersistSnapshot.model_construct(
                 base_state_id=base_state_id, files=sorted(entries),  # by path: the first field
-                directories=sorted(tree.directories))
+                directories=sorted(filled.directories))
 
     # -- publication ---------------------------------------------------------------------
 

@@ -281,38 +281,48 @@ class NotTheManifest(Exception):
     (:func:`link_tree` with ``expected``)."""
 
 
-def link_tree(source: Path, target: Path, *, link: bool = True,
-              expected: Mapping[str, tuple[str, int]] | None = None
-              ) -> tuple[Tree, list[tuple[str, LinkKey]]]:
-    """Fill the empty (missing) ``target`` from the state tree ``source``: directories made,
-    files linked (copied where linking is refused, or everywhere unless ``link``). Returns
-    the tree as found and ``(path, key)`` of each link made. Without ``expected`` the
-    tree's digests are left empty (sizes only); with it (``(sha256, size)`` by path, the
-    state's manifest) each file takes its recorded content as it is found, and a file the
-    manifest does not list, or of another size, raises :class:`NotTheManifest` (what is
-    already filled stays for the caller to remove), so checking the whole tree against the
-    manifest is then comparing the number of files.
+class Filled(NamedTuple):
+    """What :func:`link_tree` made: how many files, every directory, and ``(key,
+    (sha256, size))`` of each link (what :meth:`~tavernlab.workspace.storage.LabLinks.add_all`
+    takes)."""
 
-    The walk is the one of :func:`walk` (every node checked alike; a state's files are the
-    lab's links by construction), done through directory file descriptors: one ``scandir``
-    of each source directory, and every ``lstat``, ``mkdir`` and ``link`` relative to the
-    open source and target directories, so no path is resolved again from the root. Only the
-    directories from the root down to the one being filled are open at a time."""
+    files: int
+    directories: set[str]
+    links: list[tuple[LinkKey, tuple[str, int]]]
+
+
+def link_tree(source: Path, target: Path, *, link: bool = True,
+              expected: Mapping[str, tuple[str, int]] | None = None) -> Filled:
+    """Fill the empty (missing) ``target`` from the state tree ``source``: directories made,
+    files linked (copied where linking is refused, or everywhere unless ``link``). Without
+    ``expected`` the links' digests are left empty (sizes only); with it (``(sha256, size)``
+    by path, the state's manifest) each file takes its recorded content as it is found, and
+    a file the manifest does not list, or of another size, raises :class:`NotTheManifest`
+    (what is already filled stays for the caller to remove), so checking the whole tree
+    against the manifest is then comparing the number of files.
+
+    The walk is the one of :func:`walk` (every node checked alike, each level in name
+    order; a state's files are the lab's links by construction), done through directory
+    file descriptors: one ``scandir`` of each source directory, and every ``lstat``,
+    ``mkdir`` and ``link`` relative to the open source and target directories, so no path
+    is resolved again from the root. Only the directories from the root down to the one
+    being filled are open at a time."""
     target.mkdir(parents=True)
-    files: dict[str, tuple[str, int]] = {}
     directories: set[str] = set()
-    made: list[tuple[str, LinkKey]] = []
+    made: list[tuple[LinkKey, tuple[str, int]]] = []
+    found = 0
+    hard_link, mkdir, append = os.link, os.mkdir, made.append
 
     def fill(src: int, dst: int, rel: str) -> list[tuple[str, str]]:
         """Link (or copy) the files of one directory and make its subdirectories; returns
         ``(name, relative path)`` of each subdirectory, sorted."""
+        nonlocal found
         with os.scandir(src) as it:
             entries = sorted(it, key=_NAME)
         below = []
         prefix = f"{rel}/" if rel else ""
         for entry in entries:
             name = entry.name
-            child = prefix + name
             st = entry.stat(follow_symlinks=False)
             kind = st.st_mode & _FORMAT
             # refused_node's rule for a state's tree, inline (50,000 calls at a run's start):
@@ -321,29 +331,27 @@ def link_tree(source: Path, target: Path, *, link: bool = True,
             if kind != _REGULAR:
                 if kind != _DIRECTORY:
                     raise InvalidData(UNSUPPORTED_NODE)
-                os.mkdir(name, dir_fd=dst)
+                child = prefix + name
+                mkdir(name, dir_fd=dst)
                 directories.add(child)
                 below.append((name, child))
                 continue
             size = st.st_size
-            if expected is None:
-                files[child] = ("", size)
-            else:
-                content = expected.get(child)
-                if content is None or content[1] != size:
-                    raise NotTheManifest(child)
-                files[child] = content
+            content = ("", size) if expected is None else expected.get(prefix + name)
+            if content is None or content[1] != size:
+                raise NotTheManifest(prefix + name)
             if not link:
                 _copy_at(src, dst, name)
                 continue
             try:
-                os.link(name, name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
+                hard_link(name, name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
             except OSError as exc:
                 if exc.errno not in _CANNOT_LINK:
                     raise
                 _copy_at(src, dst, name)
             else:
-                made.append((child, (st.st_ino, st.st_mtime_ns, size)))  # its link_key
+                append(((st.st_ino, st.st_mtime_ns, size), content))  # its link_key
+        found += len(entries) - len(below)
         return below
 
     src = os.open(source, _DIR_FLAGS)
@@ -377,7 +385,7 @@ def link_tree(source: Path, target: Path, *, link: bool = True,
         for src, dst, _ in stack:
             os.close(src)
             os.close(dst)
-    return Tree(files, frozenset(directories)), made
+    return Filled(found, directories, made)
 
 
 def _copy_at(src_dir: int, dst_dir: int, name: str) -> int:
