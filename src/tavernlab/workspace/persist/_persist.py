@@ -38,7 +38,8 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from operator import itemgetter
+from itertools import islice
+from operator import itemgetter, le
 from pathlib import Path
 
 from pydantic import Field, ValidationError
@@ -51,6 +52,7 @@ from tavernlab.locks import file_lock
 from tavernlab.ondisk import Model
 from tavernlab.workspace.persist._persist_tree import (
     ChangeList,
+    FileEntry,
     FileList,
     NotTheManifest,
     Tree,
@@ -172,11 +174,12 @@ class PersistRepository:
             raise _state_error("not_found", f"persist state `{state_id}` does not exist")
         path = directory / MANIFEST
         parsed = _MANIFESTS.get(str(path), lambda: self._parsed(state_id, path))
-        manifest = _copied(parsed) if parsed is not None else self._checked(state_id, path)
+        manifest = (_copied(parsed.manifest) if parsed is not None
+                    else self._checked(state_id, path))
         return self._validated(state_id, manifest)
 
     @staticmethod
-    def _parsed(state_id: str, path: Path) -> StateManifest | None:
+    def _parsed(state_id: str, path: Path) -> _Parsed | None:
         """The manifest, if it is exactly well-formed (strict validation straight from the
         JSON bytes, in one pass: a large state's manifest lists every file); ``None`` sends
         it through :meth:`_checked` for the precise error."""
@@ -184,7 +187,7 @@ class PersistRepository:
             manifest = StateManifest.model_validate_json(path.read_bytes(), strict=True)
         except (OSError, ValidationError):
             return None
-        return manifest if manifest.version in SUPPORTED_VERSIONS else None
+        return _Parsed(manifest) if manifest.version in SUPPORTED_VERSIONS else None
 
     def _checked(self, state_id: str, path: Path) -> StateManifest:
         """The manifest parsed step by step, each failure with its own code."""
@@ -258,11 +261,8 @@ class PersistRepository:
         if persist_dir.exists():
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
         entries = manifest.files
-        # (sha256, size) by path, built in C (no Python frame per file)
-        contents = dict(zip(map(itemgetter(0), entries),
-                            zip(map(itemgetter(1), entries), map(itemgetter(2), entries),
-                                strict=True), strict=True))
         with collector_paused():  # see publish
+            contents, in_order = self._contents(manifest)
             try:
                 filled = link_tree(source, persist_dir, link=links is not None,
                                    expected=contents)
@@ -277,8 +277,23 @@ class PersistRepository:
                 links.add_all(filled.links)
             # the manifest's entries were validated when it was read
             return PersistSnapshot.model_construct(
-                base_state_id=base_state_id, files=sorted(entries),  # by path: the first field
+                base_state_id=base_state_id,  # by path (the first field), each run its own list
+                files=list(entries) if in_order else sorted(entries),
                 directories=sorted(filled.directories))
+
+    def _contents(self, manifest: StateManifest) -> tuple[dict[str, tuple[str, int]], bool]:
+        """``(sha256, size)`` of each file of the state ``manifest`` by path (never to be
+        changed: it is shared), and whether its file list is sorted by path. Both are kept
+        with the parsed manifest of this process, so every run that starts from the state
+        reuses them, as long as ``manifest`` lists the very entries of the kept one."""
+        path = str(self.state_dir(manifest.state_id) / MANIFEST)
+        parsed = _MANIFESTS.get(path, lambda: None)  # only what is kept: nothing is parsed
+        entries = manifest.files
+        if parsed is None or parsed.manifest.files != entries:  # (the same tuples: quick)
+            return _file_contents(entries), _in_order(entries)
+        if parsed.contents is None:  # the first start from it (two at once build it alike)
+            parsed.contents = _file_contents(parsed.manifest.files), _in_order(entries)
+        return parsed.contents
 
     # -- publication ---------------------------------------------------------------------
 
@@ -329,7 +344,8 @@ class PersistRepository:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         path = str(self.state_dir(state_id) / MANIFEST)
-        _MANIFESTS.put(path, identity(path), _copied(manifest))  # the next run starts here
+        # the next run starts here: its file contents are the tree's (sorted, as listed)
+        _MANIFESTS.put(path, identity(path), _Parsed(_copied(manifest), (tree.files, True)))
         return manifest
 
     def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
@@ -386,9 +402,34 @@ class PersistRepository:
             return deleted
 
 
+class _Parsed:
+    """A state's manifest as parsed, never changed (:meth:`PersistRepository.load` hands
+    out copies), and what a run's start derives from it (see
+    :meth:`PersistRepository._contents`), once derived."""
+
+    __slots__ = ("contents", "manifest")
+
+    def __init__(self, manifest: StateManifest,
+                 contents: tuple[dict[str, tuple[str, int]], bool] | None = None) -> None:
+        self.manifest = manifest
+        self.contents = contents
+
+
 #: Parsed manifests of this process (a state's manifest never changes once it is published;
 #: the next run, every regenerate and swipe start from the same state).
-_MANIFESTS: ParsedFiles[StateManifest] = ParsedFiles()
+_MANIFESTS: ParsedFiles[_Parsed] = ParsedFiles()
+
+
+def _file_contents(entries: list[FileEntry]) -> dict[str, tuple[str, int]]:
+    """``(sha256, size)`` by path, built in C (no Python frame per file)."""
+    return dict(zip(map(itemgetter(0), entries),
+                    zip(map(itemgetter(1), entries), map(itemgetter(2), entries), strict=True),
+                    strict=True))
+
+
+def _in_order(entries: list[FileEntry]) -> bool:
+    """Whether ``entries`` are sorted (by path, their first field)."""
+    return all(map(le, entries, islice(entries, 1, None)))
 
 
 def _copied(manifest: StateManifest) -> StateManifest:
