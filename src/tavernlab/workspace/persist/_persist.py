@@ -42,7 +42,8 @@ from itertools import islice
 from operator import itemgetter, le
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
+from pydantic_core import PydanticSerializationError
 
 import tavernlab.layout as layout
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
@@ -87,6 +88,10 @@ class PersistSnapshot(Model):
     base_state_id: str | None = None
     files: FileList = Field(default_factory=list)
     directories: list[str] | None = None
+    #: ``(files, their count, the "files" member as the model writer renders it)``, when a
+    #: run's start had that text already (its base state's manifest lists the same files in
+    #: the same order, rendered alike); used while ``files`` is still that list, as long.
+    _files_member: tuple[list[FileEntry], int, str] | None = PrivateAttr(default=None)
 
     def json_text(self) -> str:
         """The snapshot's file text: what :func:`~tavernlab.workspace.records.write_model`
@@ -96,7 +101,10 @@ class PersistSnapshot(Model):
         string = _json_string
         parts = [] if self.base_state_id is None else [
             f'  "baseStateId": {string(self.base_state_id)}']
-        if self.files:
+        known = self._files_member
+        if known is not None and known[0] is self.files and known[1] == len(self.files):
+            parts.append(known[2])
+        elif self.files:
             entries = ",\n".join([
                 f'    {{\n      "path": {string(path)},\n      "sha256": {string(digest)},\n'
                 f'      "bytes": {size}\n    }}' for path, digest, size in self.files])
@@ -107,7 +115,8 @@ class PersistSnapshot(Model):
             names = ",\n".join([f"    {string(name)}" for name in self.directories])
             parts.append(f'  "directories": [\n{names}\n  ]' if names
                          else '  "directories": []')
-        return "{\n" + ",\n".join(parts) + "\n}"
+        # joined, not concatenated: growing a text of megabytes in place costs a copy more
+        return "".join(["{\n", ",\n".join(parts), "\n}"])
 
     def write(self, path: Path) -> None:
         """Write the snapshot to ``path`` (:meth:`json_text`, atomically); a file name that
@@ -262,7 +271,7 @@ class PersistRepository:
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
         entries = manifest.files
         with collector_paused():  # see publish
-            contents, in_order = self._contents(manifest)
+            contents, in_order, member = self._contents(manifest)
             try:
                 filled = link_tree(source, persist_dir, link=links is not None,
                                    expected=contents)
@@ -276,23 +285,25 @@ class PersistRepository:
             if links is not None:
                 links.add_all(filled.links)
             # the manifest's entries were validated when it was read
-            return PersistSnapshot.model_construct(
-                base_state_id=base_state_id,  # by path (the first field), each run its own list
-                files=list(entries) if in_order else sorted(entries),
+            files = list(entries) if in_order else sorted(entries)  # each run its own list
+            snapshot = PersistSnapshot.model_construct(
+                base_state_id=base_state_id, files=files,  # by path: the first field
                 directories=sorted(filled.directories))
+            if in_order and member is not None:  # the manifest's text of these very files
+                snapshot._files_member = (files, len(files), member)
+            return snapshot
 
-    def _contents(self, manifest: StateManifest) -> tuple[dict[str, tuple[str, int]], bool]:
-        """``(sha256, size)`` of each file of the state ``manifest`` by path (never to be
-        changed: it is shared), and whether its file list is sorted by path. Both are kept
-        with the parsed manifest of this process, so every run that starts from the state
-        reuses them, as long as ``manifest`` lists the very entries of the kept one."""
+    def _contents(self, manifest: StateManifest) -> _Derived:
+        """What a run's start derives from the state ``manifest`` (see :class:`_Parsed`),
+        kept with the parsed manifest of this process, so every run that starts from the
+        state reuses it, as long as ``manifest`` lists the very entries of the kept one."""
         path = str(self.state_dir(manifest.state_id) / MANIFEST)
         parsed = _MANIFESTS.get(path, lambda: None)  # only what is kept: nothing is parsed
         entries = manifest.files
         if parsed is None or parsed.manifest.files != entries:  # (the same tuples: quick)
-            return _file_contents(entries), _in_order(entries)
+            return _file_contents(entries), _in_order(entries), None
         if parsed.contents is None:  # the first start from it (two at once build it alike)
-            parsed.contents = _file_contents(parsed.manifest.files), _in_order(entries)
+            parsed.contents = _file_contents(parsed.manifest.files), _in_order(entries), None
         return parsed.contents
 
     # -- publication ---------------------------------------------------------------------
@@ -338,14 +349,15 @@ class PersistRepository:
                 files=tree.file_entries(), directories=sorted(tree.directories),
                 changes=diff_trees(base, snapshot.directory_set(), tree),
             )
-            write_model(staging / MANIFEST, manifest)
+            member = _write_manifest(staging / MANIFEST, manifest)
             os.rename(staging, self.state_dir(state_id))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         path = str(self.state_dir(state_id) / MANIFEST)
         # the next run starts here: its file contents are the tree's (sorted, as listed)
-        _MANIFESTS.put(path, identity(path), _Parsed(_copied(manifest), (tree.files, True)))
+        _MANIFESTS.put(path, identity(path),
+                       _Parsed(_copied(manifest), (tree.files, True, member)))
         return manifest
 
     def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
@@ -402,17 +414,44 @@ class PersistRepository:
             return deleted
 
 
+#: What a run's start derives from its base state's manifest: ``(sha256, size)`` of each
+#: file by path (shared: never to be changed), whether the file list is sorted by path, and
+#: the manifest's ``"files"`` member as written, when this process wrote it.
+_Derived = tuple[dict[str, tuple[str, int]], bool, str | None]
+
+
 class _Parsed:
     """A state's manifest as parsed, never changed (:meth:`PersistRepository.load` hands
-    out copies), and what a run's start derives from it (see
-    :meth:`PersistRepository._contents`), once derived."""
+    out copies), and what a run's start derives from it, once derived (or, for a state
+    published here, known from the publication)."""
 
     __slots__ = ("contents", "manifest")
 
-    def __init__(self, manifest: StateManifest,
-                 contents: tuple[dict[str, tuple[str, int]], bool] | None = None) -> None:
+    def __init__(self, manifest: StateManifest, contents: _Derived | None = None) -> None:
         self.manifest = manifest
         self.contents = contents
+
+
+def _write_manifest(path: Path, manifest: StateManifest) -> str | None:
+    """:func:`~tavernlab.workspace.records.write_model` of ``manifest``, byte for byte (its
+    pydantic-core text and a final newline, written atomically; a lone surrogate goes to
+    ``write_model`` itself); returns the text's ``"files"`` member, the very text a run's
+    persist snapshot of the same files has (same serializer, same depth), or ``None``."""
+    try:
+        text = manifest.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    except PydanticSerializationError:
+        write_model(path, manifest)
+        return None
+    write_text_atomically(path, text)
+    # a member of the top object is the only line indented by two that names "files" (a
+    # JSON string holds no newline), and its list closes at the first line "  ]" after it
+    begin = text.index('\n  "files": ') + 1
+    end = (begin + len(_NO_FILES) if text.startswith(_NO_FILES, begin)
+           else text.index("\n  ]", begin) + 4)
+    return text[begin:end]
+
+
+_NO_FILES = '  "files": []'
 
 
 #: Parsed manifests of this process (a state's manifest never changes once it is published;
