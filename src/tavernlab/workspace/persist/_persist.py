@@ -341,7 +341,7 @@ class PersistRepository:
         staging = self.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
         try:
             tree = store(staging / PERSIST_ROOT)
-            base = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
+            base = self._base_contents(snapshot)
             manifest = StateManifest(
                 state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
                 stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
@@ -359,6 +359,17 @@ class PersistRepository:
         _MANIFESTS.put(path, identity(path),
                        _Parsed(_copied(manifest), (tree.files, True, member)))
         return manifest
+
+    def _base_contents(self, snapshot: PersistSnapshot) -> dict[str, tuple[str, int]]:
+        """``(sha256, size)`` by path of the files a run started with (never to be changed:
+        it may be the one its start derived from the base state's manifest, kept with it)."""
+        if snapshot.base_state_id is not None:
+            path = str(self.state_dir(snapshot.base_state_id) / MANIFEST)
+            parsed = _MANIFESTS.get(path, lambda: None)
+            if (parsed is not None and parsed.contents is not None
+                    and parsed.manifest.files == snapshot.files):  # the same tuples: quick
+                return parsed.contents[0]
+        return _file_contents(snapshot.files)
 
     def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
         chain: list[StateManifest] = []

@@ -24,7 +24,8 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from functools import partial
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, get_args
 
@@ -147,6 +148,10 @@ ChangeList = Annotated[list[PersistChange], PlainValidator(_change_list),
                        PlainSerializer(_change_dicts, return_type=list[dict[str, Any]])]
 
 
+#: ``FileEntry(*values)`` for a ``(path, sha256, bytes)`` tuple, called from C.
+_new_entry = partial(tuple.__new__, FileEntry)
+
+
 def implied_directories(paths: Iterable[str]) -> set[str]:
     """Every ancestor directory of the given file paths."""
     out: set[str] = set()
@@ -169,8 +174,12 @@ class Tree:
     shared: frozenset[str] = frozenset()
 
     def file_entries(self) -> list[FileEntry]:
-        """Files sorted by path."""
-        return [FileEntry(p, h, n) for p, (h, n) in sorted(self.files.items())]
+        """Files sorted by path (the entries made in C: no Python frame per file)."""
+        files = self.files
+        paths = sorted(files)
+        contents = list(map(files.__getitem__, paths))
+        return list(map(_new_entry, zip(paths, map(itemgetter(0), contents),
+                                        map(itemgetter(1), contents), strict=True)))
 
     def same_as(self, files: list[FileEntry], directories: set[str]) -> bool:
         """Whether this tree equals a recorded one."""
