@@ -294,16 +294,14 @@ def persist_changes(snapshot: PersistSnapshot) -> list[str]:
     per file, so each is one format, not a model and an encoding: ``tests/host/
     test_journal.py`` pins the bytes). The values come from the snapshot, whose file list is
     checked when it is read."""
-    rendered = [(f"persist/{d}", f'{{"path": {json_string(f"persist/{d}")}, "change": '
-                 '"created", "node": "directory", "size": null, "sha256": null, "fromPath": '
-                 'null, "writer": "persist", "callId": null}')
-                for d in snapshot.directory_set()]
-    rendered += [(f"persist/{f.path}", f'{{"path": {json_string(f"persist/{f.path}")}, '
-                  f'"change": "created", "node": "file", "size": {f.bytes}, "sha256": '
-                  f'{json_string(f.sha256)}, "fromPath": null, "writer": "persist", '
-                  '"callId": null}')
-                 for f in snapshot.files]
-    rendered.sort(key=itemgetter(0))
+    rendered = [(d, f'{{"path": {json_string(f"persist/{d}")}, "change": "created", '
+                 '"node": "directory", "size": null, "sha256": null, "fromPath": null, '
+                 '"writer": "persist", "callId": null}') for d in snapshot.directory_set()]
+    rendered += [(path, f'{{"path": {json_string(f"persist/{path}")}, "change": "created", '
+                  f'"node": "file", "size": {size}, "sha256": {json_string(digest)}, '
+                  '"fromPath": null, "writer": "persist", "callId": null}')
+                 for path, digest, size in snapshot.files]  # (unpacked: no attribute lookups)
+    rendered.sort(key=itemgetter(0))  # by the path under persist/: the same order
     return [text for _, text in rendered]
 
 

@@ -39,23 +39,24 @@ def state(root: Path) -> Path:
 def test_directories_made_and_files_linked_with_their_keys(tmp_path: Path) -> None:
     source = state(tmp_path / "state")
     before = open_fds()
-    tree, made = link_tree(source, tmp_path / "run" / "persist")
+    filled = link_tree(source, tmp_path / "run" / "persist")
     assert open_fds() == before
     target = tmp_path / "run" / "persist"
-    assert tree.directories == {"a", "a/b", "a/b/c", "empty"}
-    assert tree.files == {"top.md": ("", 3), "a/one.md": ("", 3), "a/b/two.md": ("", 4),
-                          "a/b/c/three.md": ("", 5)}
-    assert sorted(made) == sorted((rel, link_key(os.lstat(source / rel))) for rel in tree.files)
-    for rel in tree.files:
+    assert filled.directories == {"a", "a/b", "a/b/c", "empty"}
+    files = {"top.md": 3, "a/one.md": 3, "a/b/two.md": 4, "a/b/c/three.md": 5}
+    assert filled.files == len(files)
+    assert sorted(filled.links) == sorted((link_key(os.lstat(source / rel)), ("", size))
+                                          for rel, size in files.items())
+    for rel in files:
         assert os.path.samefile(source / rel, target / rel)
     assert (target / "empty").is_dir() and not any((target / "empty").iterdir())
 
 
 def test_without_links_every_file_is_a_copy(tmp_path: Path) -> None:
     source = state(tmp_path / "state")
-    tree, made = link_tree(source, tmp_path / "persist", link=False)
-    assert made == []
-    for rel in tree.files:
+    filled = link_tree(source, tmp_path / "persist", link=False)
+    assert filled.links == [] and filled.files == 4
+    for rel in ("top.md", "a/one.md", "a/b/two.md", "a/b/c/three.md"):
         copy = tmp_path / "persist" / rel
         assert copy.read_bytes() == (source / rel).read_bytes()
         assert copy.stat().st_nlink == 1 and copy.stat().st_mode & 0o777 == 0o644
@@ -88,8 +89,8 @@ def test_a_deep_tree_keeps_only_its_ancestors_open(tmp_path: Path) -> None:
     # room for the 2 x 121 descriptors of the deepest path, not for 2 x 300 siblings
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(open_fds_count() + 260, 64), hard))
     try:
-        tree, made = link_tree(source, tmp_path / "persist")
+        filled = link_tree(source, tmp_path / "persist")
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert len(tree.directories) == 420
-    assert [rel for rel, _ in made] == ["/".join([*(f"d{i}" for i in range(120)), "leaf.md"])]
+    assert len(filled.directories) == 420
+    assert [key for key, _ in filled.links] == [link_key(os.lstat(deep / "leaf.md"))]

@@ -38,10 +38,12 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from operator import itemgetter
+from itertools import islice
+from operator import itemgetter, le
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
+from pydantic_core import PydanticSerializationError
 
 import tavernlab.layout as layout
 from tavernlab.clock import RANDOM_IDS, SYSTEM_CLOCK, Clock, IdFactory
@@ -51,6 +53,7 @@ from tavernlab.locks import file_lock
 from tavernlab.ondisk import Model
 from tavernlab.workspace.persist._persist_tree import (
     ChangeList,
+    FileEntry,
     FileList,
     NotTheManifest,
     Tree,
@@ -85,6 +88,10 @@ class PersistSnapshot(Model):
     base_state_id: str | None = None
     files: FileList = Field(default_factory=list)
     directories: list[str] | None = None
+    #: ``(files, their count, the "files" member as the model writer renders it)``, when a
+    #: run's start had that text already (its base state's manifest lists the same files in
+    #: the same order, rendered alike); used while ``files`` is still that list, as long.
+    _files_member: tuple[list[FileEntry], int, str] | None = PrivateAttr(default=None)
 
     def json_text(self) -> str:
         """The snapshot's file text: what :func:`~tavernlab.workspace.records.write_model`
@@ -94,7 +101,10 @@ class PersistSnapshot(Model):
         string = _json_string
         parts = [] if self.base_state_id is None else [
             f'  "baseStateId": {string(self.base_state_id)}']
-        if self.files:
+        known = self._files_member
+        if known is not None and known[0] is self.files and known[1] == len(self.files):
+            parts.append(known[2])
+        elif self.files:
             entries = ",\n".join([
                 f'    {{\n      "path": {string(path)},\n      "sha256": {string(digest)},\n'
                 f'      "bytes": {size}\n    }}' for path, digest, size in self.files])
@@ -105,7 +115,8 @@ class PersistSnapshot(Model):
             names = ",\n".join([f"    {string(name)}" for name in self.directories])
             parts.append(f'  "directories": [\n{names}\n  ]' if names
                          else '  "directories": []')
-        return "{\n" + ",\n".join(parts) + "\n}"
+        # joined, not concatenated: growing a text of megabytes in place costs a copy more
+        return "".join(["{\n", ",\n".join(parts), "\n}"])
 
     def write(self, path: Path) -> None:
         """Write the snapshot to ``path`` (:meth:`json_text`, atomically); a file name that
@@ -172,11 +183,12 @@ class PersistRepository:
             raise _state_error("not_found", f"persist state `{state_id}` does not exist")
         path = directory / MANIFEST
         parsed = _MANIFESTS.get(str(path), lambda: self._parsed(state_id, path))
-        manifest = _copied(parsed) if parsed is not None else self._checked(state_id, path)
+        manifest = (_copied(parsed.manifest) if parsed is not None
+                    else self._checked(state_id, path))
         return self._validated(state_id, manifest)
 
     @staticmethod
-    def _parsed(state_id: str, path: Path) -> StateManifest | None:
+    def _parsed(state_id: str, path: Path) -> _Parsed | None:
         """The manifest, if it is exactly well-formed (strict validation straight from the
         JSON bytes, in one pass: a large state's manifest lists every file); ``None`` sends
         it through :meth:`_checked` for the precise error."""
@@ -184,7 +196,7 @@ class PersistRepository:
             manifest = StateManifest.model_validate_json(path.read_bytes(), strict=True)
         except (OSError, ValidationError):
             return None
-        return manifest if manifest.version in SUPPORTED_VERSIONS else None
+        return _Parsed(manifest) if manifest.version in SUPPORTED_VERSIONS else None
 
     def _checked(self, state_id: str, path: Path) -> StateManifest:
         """The manifest parsed step by step, each failure with its own code."""
@@ -258,29 +270,41 @@ class PersistRepository:
         if persist_dir.exists():
             persist_dir.rmdir()  # the run's root was created empty; fail loudly otherwise
         entries = manifest.files
-        # (sha256, size) by path, built in C (no Python frame per file)
-        contents = dict(zip(map(itemgetter(0), entries),
-                            zip(map(itemgetter(1), entries), map(itemgetter(2), entries),
-                                strict=True), strict=True))
         with collector_paused():  # see publish
+            contents, in_order, member = self._contents(manifest)
             try:
-                tree, made = link_tree(source, persist_dir, link=links is not None,
-                                       expected=contents)
+                filled = link_tree(source, persist_dir, link=links is not None,
+                                   expected=contents)
             except NotTheManifest:
-                tree = None
-            if tree is None or len(tree.files) != len(contents):  # every file, each listed
+                filled = None
+            if filled is None or filled.files != len(contents):  # every file, each listed
                 shutil.rmtree(persist_dir)
                 persist_dir.mkdir()
                 raise _state_error("root_invalid", f"persist/ of `{base_state_id}` does not "
                                    "match its manifest")
-            if links is not None:  # (key, content) of each link, paired in C
-                links.add_all(zip(map(itemgetter(1), made),
-                                  map(tree.files.__getitem__, map(itemgetter(0), made)),
-                                  strict=True))
+            if links is not None:
+                links.add_all(filled.links)
             # the manifest's entries were validated when it was read
-            return PersistSnapshot.model_construct(
-                base_state_id=base_state_id, files=sorted(entries),  # by path: the first field
-                directories=sorted(tree.directories))
+            files = list(entries) if in_order else sorted(entries)  # each run its own list
+            snapshot = PersistSnapshot.model_construct(
+                base_state_id=base_state_id, files=files,  # by path: the first field
+                directories=sorted(filled.directories))
+            if in_order and member is not None:  # the manifest's text of these very files
+                snapshot._files_member = (files, len(files), member)
+            return snapshot
+
+    def _contents(self, manifest: StateManifest) -> _Derived:
+        """What a run's start derives from the state ``manifest`` (see :class:`_Parsed`),
+        kept with the parsed manifest of this process, so every run that starts from the
+        state reuses it, as long as ``manifest`` lists the very entries of the kept one."""
+        path = str(self.state_dir(manifest.state_id) / MANIFEST)
+        parsed = _MANIFESTS.get(path, lambda: None)  # only what is kept: nothing is parsed
+        entries = manifest.files
+        if parsed is None or parsed.manifest.files != entries:  # (the same tuples: quick)
+            return _file_contents(entries), _in_order(entries), None
+        if parsed.contents is None:  # the first start from it (two at once build it alike)
+            parsed.contents = _file_contents(parsed.manifest.files), _in_order(entries), None
+        return parsed.contents
 
     # -- publication ---------------------------------------------------------------------
 
@@ -317,7 +341,7 @@ class PersistRepository:
         staging = self.states_dir / f".{state_id}.tmp-{uuid.uuid4().hex}"
         try:
             tree = store(staging / PERSIST_ROOT)
-            base = {f.path: (f.sha256, f.bytes) for f in snapshot.files}
+            base = self._base_contents(snapshot)
             manifest = StateManifest(
                 state_id=state_id, run_id=run_id, workspace_id=self.workspace_id,
                 stable_chat_id=self.stable_chat_id, base_state_id=snapshot.base_state_id,
@@ -325,14 +349,27 @@ class PersistRepository:
                 files=tree.file_entries(), directories=sorted(tree.directories),
                 changes=diff_trees(base, snapshot.directory_set(), tree),
             )
-            write_model(staging / MANIFEST, manifest)
+            member = _write_manifest(staging / MANIFEST, manifest)
             os.rename(staging, self.state_dir(state_id))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         path = str(self.state_dir(state_id) / MANIFEST)
-        _MANIFESTS.put(path, identity(path), _copied(manifest))  # the next run starts here
+        # the next run starts here: its file contents are the tree's (sorted, as listed)
+        _MANIFESTS.put(path, identity(path),
+                       _Parsed(_copied(manifest), (tree.files, True, member)))
         return manifest
+
+    def _base_contents(self, snapshot: PersistSnapshot) -> dict[str, tuple[str, int]]:
+        """``(sha256, size)`` by path of the files a run started with (never to be changed:
+        it may be the one its start derived from the base state's manifest, kept with it)."""
+        if snapshot.base_state_id is not None:
+            path = str(self.state_dir(snapshot.base_state_id) / MANIFEST)
+            parsed = _MANIFESTS.get(path, lambda: None)
+            if (parsed is not None and parsed.contents is not None
+                    and parsed.manifest.files == snapshot.files):  # the same tuples: quick
+                return parsed.contents[0]
+        return _file_contents(snapshot.files)
 
     def _revision_chain(self, state_id: str, run_id: str) -> list[StateManifest]:
         chain: list[StateManifest] = []
@@ -388,9 +425,61 @@ class PersistRepository:
             return deleted
 
 
+#: What a run's start derives from its base state's manifest: ``(sha256, size)`` of each
+#: file by path (shared: never to be changed), whether the file list is sorted by path, and
+#: the manifest's ``"files"`` member as written, when this process wrote it.
+_Derived = tuple[dict[str, tuple[str, int]], bool, str | None]
+
+
+class _Parsed:
+    """A state's manifest as parsed, never changed (:meth:`PersistRepository.load` hands
+    out copies), and what a run's start derives from it, once derived (or, for a state
+    published here, known from the publication)."""
+
+    __slots__ = ("contents", "manifest")
+
+    def __init__(self, manifest: StateManifest, contents: _Derived | None = None) -> None:
+        self.manifest = manifest
+        self.contents = contents
+
+
+def _write_manifest(path: Path, manifest: StateManifest) -> str | None:
+    """:func:`~tavernlab.workspace.records.write_model` of ``manifest``, byte for byte (its
+    pydantic-core text and a final newline, written atomically; a lone surrogate goes to
+    ``write_model`` itself); returns the text's ``"files"`` member, the very text a run's
+    persist snapshot of the same files has (same serializer, same depth), or ``None``."""
+    try:
+        text = manifest.model_dump_json(indent=2, by_alias=True, exclude_none=True)
+    except PydanticSerializationError:
+        write_model(path, manifest)
+        return None
+    write_text_atomically(path, text)
+    # a member of the top object is the only line indented by two that names "files" (a
+    # JSON string holds no newline), and its list closes at the first line "  ]" after it
+    begin = text.index('\n  "files": ') + 1
+    end = (begin + len(_NO_FILES) if text.startswith(_NO_FILES, begin)
+           else text.index("\n  ]", begin) + 4)
+    return text[begin:end]
+
+
+_NO_FILES = '  "files": []'
+
+
 #: Parsed manifests of this process (a state's manifest never changes once it is published;
 #: the next run, every regenerate and swipe start from the same state).
-_MANIFESTS: ParsedFiles[StateManifest] = ParsedFiles()
+_MANIFESTS: ParsedFiles[_Parsed] = ParsedFiles()
+
+
+def _file_contents(entries: list[FileEntry]) -> dict[str, tuple[str, int]]:
+    """``(sha256, size)`` by path, built in C (no Python frame per file)."""
+    return dict(zip(map(itemgetter(0), entries),
+                    zip(map(itemgetter(1), entries), map(itemgetter(2), entries), strict=True),
+                    strict=True))
+
+
+def _in_order(entries: list[FileEntry]) -> bool:
+    """Whether ``entries`` are sorted (by path, their first field)."""
+    return all(map(le, entries, islice(entries, 1, None)))
 
 
 def _copied(manifest: StateManifest) -> StateManifest:

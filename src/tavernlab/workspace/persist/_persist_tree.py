@@ -22,9 +22,10 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from functools import partial
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, get_args
 
@@ -147,6 +148,10 @@ ChangeList = Annotated[list[PersistChange], PlainValidator(_change_list),
                        PlainSerializer(_change_dicts, return_type=list[dict[str, Any]])]
 
 
+#: ``FileEntry(*values)`` for a ``(path, sha256, bytes)`` tuple, called from C.
+_new_entry = partial(tuple.__new__, FileEntry)
+
+
 def implied_directories(paths: Iterable[str]) -> set[str]:
     """Every ancestor directory of the given file paths."""
     out: set[str] = set()
@@ -169,8 +174,12 @@ class Tree:
     shared: frozenset[str] = frozenset()
 
     def file_entries(self) -> list[FileEntry]:
-        """Files sorted by path."""
-        return [FileEntry(p, h, n) for p, (h, n) in sorted(self.files.items())]
+        """Files sorted by path (the entries made in C: no Python frame per file)."""
+        files = self.files
+        paths = sorted(files)
+        contents = list(map(files.__getitem__, paths))
+        return list(map(_new_entry, zip(paths, map(itemgetter(0), contents),
+                                        map(itemgetter(1), contents), strict=True)))
 
     def same_as(self, files: list[FileEntry], directories: set[str]) -> bool:
         """Whether this tree equals a recorded one."""
@@ -245,32 +254,65 @@ def materialize(tree: Tree, target: Path) -> None:
 def copy_tree(root: Path, target: Path, *, links: LabLinks | None = None) -> Tree:
     """:func:`scan_tree` then :func:`materialize` in one walk, for a publication that needs
     no comparison first: each directory made as it is found, each of the run's ``links``
-    linked (its digest the recorded one), every other file copied read-only and hashed as it
-    is copied. A refused node fails the walk; the caller removes ``target``."""
+    linked (its digest the recorded one; a copy where the filesystem refuses the link),
+    every other file copied read-only and hashed as it is copied. Returns the tree stored
+    (its files and directories). The walk is the one of :func:`walk` (every node checked
+    alike, in the same order), done through directory file descriptors as
+    :func:`link_tree` does. A refused node fails the walk; the caller removes ``target``."""
     target.mkdir(parents=True)
-    out = str(target)
     files: dict[str, tuple[str, int]] = {}
-    shared: set[str] = set()
     directories: set[str] = set()
-    if root.exists():
-        for rel, host, st in walk(root, links=links):
-            if stat.S_ISDIR(st.st_mode):
-                os.mkdir(f"{out}/{rel}")
-                directories.add(rel)
+    if not root.exists():
+        return Tree(files, frozenset())
+    host_root = str(root)
+    hard_link, mkdir = os.link, os.mkdir
+    content = None if links is None else links.content
+
+    def fill(src: int, dst: int, rel: str) -> list[tuple[str, str]]:
+        """Store the files of one directory and make its subdirectories; returns ``(name,
+        relative path)`` of each subdirectory, sorted."""
+        with os.scandir(src) as it:
+            entries = sorted(it, key=_NAME)
+        below = []
+        prefix = f"{rel}/" if rel else ""
+        for entry in entries:
+            name = entry.name
+            child = prefix + name
+            st = entry.stat(follow_symlinks=False)
+            kind = st.st_mode & _FORMAT
+            if kind == _DIRECTORY:
+                mkdir(name, dir_fd=dst)
+                directories.add(child)
+                below.append((name, child))
                 continue
-            recorded = None if st.st_nlink < 2 or links is None else links.content(st)
-            if recorded is not None:
-                link_or_copy(host, f"{out}/{rel}")
-                files[rel] = recorded
-                shared.add(rel)
-            else:
+            if kind != _REGULAR:
+                raise InvalidData(UNSUPPORTED_NODE)
+            if st.st_nlink < 2:
                 digest = hashlib.sha256()
-                size = copy_file(host, f"{out}/{rel}", mode=STATE_FILE_MODE, hasher=digest)
-                files[rel] = (digest.hexdigest(), size)
-    return Tree(files, frozenset(directories), shared=frozenset(shared))
+                size = _copy_at(src, dst, name, mode=STATE_FILE_MODE, hasher=digest)
+                files[child] = (digest.hexdigest(), size)
+                continue
+            # refused_node's rule for a file of several links: one of the run's own, or refused
+            recorded = None if content is None else content(st)
+            if recorded is None:
+                if links is None or not links.owns(st, f"{host_root}/{child}"):
+                    raise InvalidData(UNSUPPORTED_NODE)
+                recorded = links.content(st)
+                assert recorded is not None  # owns() knows it now
+            try:
+                hard_link(name, name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in _CANNOT_LINK:
+                    raise
+                _copy_at(src, dst, name)
+            files[child] = recorded
+        return below
+
+    _fill_pairs(root, target, fill)
+    return Tree(files, frozenset(directories))
 
 
-#: How :func:`link_tree` opens the directories it walks and fills.
+#: How :func:`link_tree` and :func:`copy_tree` open the directories they walk and fill.
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 _FORMAT, _REGULAR, _DIRECTORY = 0o170000, stat.S_IFREG, stat.S_IFDIR
 _NAME = attrgetter("name")
@@ -281,38 +323,48 @@ class NotTheManifest(Exception):
     (:func:`link_tree` with ``expected``)."""
 
 
-def link_tree(source: Path, target: Path, *, link: bool = True,
-              expected: Mapping[str, tuple[str, int]] | None = None
-              ) -> tuple[Tree, list[tuple[str, LinkKey]]]:
-    """Fill the empty (missing) ``target`` from the state tree ``source``: directories made,
-    files linked (copied where linking is refused, or everywhere unless ``link``). Returns
-    the tree as found and ``(path, key)`` of each link made. Without ``expected`` the
-    tree's digests are left empty (sizes only); with it (``(sha256, size)`` by path, the
-    state's manifest) each file takes its recorded content as it is found, and a file the
-    manifest does not list, or of another size, raises :class:`NotTheManifest` (what is
-    already filled stays for the caller to remove), so checking the whole tree against the
-    manifest is then comparing the number of files.
+class Filled(NamedTuple):
+    """What :func:`link_tree` made: how many files, every directory, and ``(key,
+    (sha256, size))`` of each link (what :meth:`~tavernlab.workspace.storage.LabLinks.add_all`
+    takes)."""
 
-    The walk is the one of :func:`walk` (every node checked alike; a state's files are the
-    lab's links by construction), done through directory file descriptors: one ``scandir``
-    of each source directory, and every ``lstat``, ``mkdir`` and ``link`` relative to the
-    open source and target directories, so no path is resolved again from the root. Only the
-    directories from the root down to the one being filled are open at a time."""
+    files: int
+    directories: set[str]
+    links: list[tuple[LinkKey, tuple[str, int]]]
+
+
+def link_tree(source: Path, target: Path, *, link: bool = True,
+              expected: Mapping[str, tuple[str, int]] | None = None) -> Filled:
+    """Fill the empty (missing) ``target`` from the state tree ``source``: directories made,
+    files linked (copied where linking is refused, or everywhere unless ``link``). Without
+    ``expected`` the links' digests are left empty (sizes only); with it (``(sha256, size)``
+    by path, the state's manifest) each file takes its recorded content as it is found, and
+    a file the manifest does not list, or of another size, raises :class:`NotTheManifest`
+    (what is already filled stays for the caller to remove), so checking the whole tree
+    against the manifest is then comparing the number of files.
+
+    The walk is the one of :func:`walk` (every node checked alike, each level in name
+    order; a state's files are the lab's links by construction), done through directory
+    file descriptors: one ``scandir`` of each source directory, and every ``lstat``,
+    ``mkdir`` and ``link`` relative to the open source and target directories, so no path
+    is resolved again from the root. Only the directories from the root down to the one
+    being filled are open at a time."""
     target.mkdir(parents=True)
-    files: dict[str, tuple[str, int]] = {}
     directories: set[str] = set()
-    made: list[tuple[str, LinkKey]] = []
+    made: list[tuple[LinkKey, tuple[str, int]]] = []
+    found = 0
+    hard_link, mkdir, append = os.link, os.mkdir, made.append
 
     def fill(src: int, dst: int, rel: str) -> list[tuple[str, str]]:
         """Link (or copy) the files of one directory and make its subdirectories; returns
         ``(name, relative path)`` of each subdirectory, sorted."""
+        nonlocal found
         with os.scandir(src) as it:
             entries = sorted(it, key=_NAME)
         below = []
         prefix = f"{rel}/" if rel else ""
         for entry in entries:
             name = entry.name
-            child = prefix + name
             st = entry.stat(follow_symlinks=False)
             kind = st.st_mode & _FORMAT
             # refused_node's rule for a state's tree, inline (50,000 calls at a run's start):
@@ -321,31 +373,41 @@ def link_tree(source: Path, target: Path, *, link: bool = True,
             if kind != _REGULAR:
                 if kind != _DIRECTORY:
                     raise InvalidData(UNSUPPORTED_NODE)
-                os.mkdir(name, dir_fd=dst)
+                child = prefix + name
+                mkdir(name, dir_fd=dst)
                 directories.add(child)
                 below.append((name, child))
                 continue
             size = st.st_size
-            if expected is None:
-                files[child] = ("", size)
-            else:
-                content = expected.get(child)
-                if content is None or content[1] != size:
-                    raise NotTheManifest(child)
-                files[child] = content
+            content = ("", size) if expected is None else expected.get(prefix + name)
+            if content is None or content[1] != size:
+                raise NotTheManifest(prefix + name)
             if not link:
                 _copy_at(src, dst, name)
                 continue
             try:
-                os.link(name, name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
+                hard_link(name, name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
             except OSError as exc:
                 if exc.errno not in _CANNOT_LINK:
                     raise
                 _copy_at(src, dst, name)
             else:
-                made.append((child, (st.st_ino, st.st_mtime_ns, size)))  # its link_key
+                append(((st.st_ino, st.st_mtime_ns, size), content))  # its link_key
+        found += len(entries) - len(below)
         return below
 
+    _fill_pairs(source, target, fill)
+    return Filled(found, directories, made)
+
+
+def _fill_pairs(source: Path, target: Path,
+                fill: Callable[[int, int, str], list[tuple[str, str]]]) -> None:
+    """Walk the directory ``source`` and the existing ``target`` side by side through
+    directory file descriptors: ``fill(source_fd, target_fd, relative path)`` handles one
+    directory (``""`` for the top) and returns ``(name, relative path)`` of the
+    subdirectories it made in the target, in the order to visit them (parents first, so the
+    order of :func:`walk`). Only the directories from the top down to the one being filled
+    are open at a time; every descriptor is closed, whatever ``fill`` raises."""
     src = os.open(source, _DIR_FLAGS)
     try:
         dst = os.open(target, _DIR_FLAGS)
@@ -377,12 +439,12 @@ def link_tree(source: Path, target: Path, *, link: bool = True,
         for src, dst, _ in stack:
             os.close(src)
             os.close(dst)
-    return Tree(files, frozenset(directories)), made
 
 
-def _copy_at(src_dir: int, dst_dir: int, name: str) -> int:
-    """:func:`copy_file` of ``name`` from one open directory to the other (the new file is
-    created ``0o644``); returns the size."""
+def _copy_at(src_dir: int, dst_dir: int, name: str, *, mode: int = 0o644,
+             hasher: Any = None) -> int:
+    """:func:`copy_file` of ``name`` from one open directory to the other; returns the
+    size."""
     reader = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=src_dir)
     try:
         writer = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644,
@@ -390,10 +452,14 @@ def _copy_at(src_dir: int, dst_dir: int, name: str) -> int:
         try:
             size = 0
             while chunk := os.read(reader, 1 << 20):
+                if hasher is not None:
+                    hasher.update(chunk)
                 size += len(chunk)
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(writer, view):]
+            if mode != 0o644:
+                os.fchmod(writer, mode)
             return size
         finally:
             os.close(writer)
