@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import itertools
 import os
 import secrets
@@ -301,6 +302,29 @@ def read_all(target: str | os.PathLike[str], size_hint: int = 0, limit: int | No
         return b"".join(parts) if len(parts) > 1 else parts[0]
     finally:
         os.close(fd)
+
+
+def digest_regular(target: str | os.PathLike[str], size_hint: int = 0) -> str:
+    """The SHA-256 (lowercase hex) of the regular file ``target`` (opened as
+    :func:`read_all` opens it), read to its end whatever its size. ``size_hint`` is its size
+    when it was checked: a file of at most :data:`DIGEST_CHUNK` bytes is read in one
+    ``read`` (plus one byte, which detects a file that grew since), a larger one is streamed
+    in chunks of that size, never held whole."""
+    fd = open_regular(target)
+    try:
+        want = min(size_hint, DIGEST_CHUNK) + 1
+        chunk = os.read(fd, want)
+        digest = hashlib.sha256(chunk)
+        if len(chunk) == want:  # more to come (or it grew): stream the rest
+            while chunk := os.read(fd, DIGEST_CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+#: The largest read :func:`digest_regular` makes at once (1 MiB).
+DIGEST_CHUNK = 1 << 20
 
 
 def _write_all(fd: int, data: bytes) -> None:

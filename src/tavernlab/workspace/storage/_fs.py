@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import shutil
 import stat
@@ -227,10 +226,7 @@ class WorkspaceFs:
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = atomic.open_regular(self.containment.host(path))
-            with os.fdopen(fd, "rb") as handle:
-                # Streamed through one reusable buffer: no copy of the whole content.
-                return hashlib.file_digest(handle, "sha256").hexdigest()
+            return atomic.digest_regular(self.containment.host(path), st.st_size)
         except atomic.NotRegularFile:
             raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
@@ -308,9 +304,13 @@ class WorkspaceFs:
         with self.lock.exclusive():
             return self._write_locked(path, data, guard)
 
-    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
+    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard,
+                      st: os.stat_result | Literal[False] | None = False) -> str:
+        """The guarded write under the held lock; ``st`` is the target's ``lstat`` (``None``:
+        missing) when the caller walked it under this hold, ``False`` when it did not."""
         self.containment.require_parent_dir(path)
-        st = self.containment.check(path)
+        if st is False:
+            st = self.containment.check(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
@@ -340,14 +340,35 @@ class WorkspaceFs:
         data = text.encode("utf-8")
         with self.lock.exclusive():
             # The whole path is walked first, so its errors name it.
-            if self.containment.check(path) is None and guard.kind == "must_match_sha256":
-                raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
-            # The walk validated every existing folder on the way: when it reached the
-            # parent, there is nothing to create.
-            if (path.parent is not None
-                    and self.containment.host(path.parent) not in self.containment.directories):
-                self._mkdir_locked(path.parent, recursive=True)
-            return self._write_locked(path, data, guard)
+            return self._write_text_locked(path, data, guard, self.containment.check(path))
+
+    def replace_text(self, path: WorkspacePath, text: str, sha256: str | None) -> str:
+        """The replace of ``workspace.write_file`` under one exclusive hold of the lock,
+        after one walk of the path: a missing file is created, with its missing parents (a
+        :meth:`write_text` that must not exist); an existing file is replaced when its digest
+        is ``sha256`` (``WriteConflict`` ``stale`` otherwise) and refused with
+        ``WriteConflict`` ``already_exists`` when ``sha256`` is ``None`` (nothing was read);
+        a directory is ``PathIsDirectory``. Returns the SHA-256 of the text written."""
+        data = text.encode("utf-8")
+        with self.lock.exclusive():
+            st = self.containment.check(path)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                raise PathIsDirectory(path.text)
+            guard = (WriteGuard.must_not_exist() if st is None or sha256 is None
+                     else WriteGuard.must_match_sha256(sha256))
+            return self._write_text_locked(path, data, guard, st)
+
+    def _write_text_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard,
+                           st: os.stat_result | None) -> str:
+        """:meth:`write_text` under the held lock, ``st`` being the walk of ``path``."""
+        if st is None and guard.kind == "must_match_sha256":
+            raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
+        # The walk validated every existing folder on the way: when it reached the
+        # parent, there is nothing to create.
+        if (path.parent is not None
+                and self.containment.host(path.parent) not in self.containment.directories):
+            self._mkdir_locked(path.parent, recursive=True)
+        return self._write_locked(path, data, guard, st)
 
     def append_file(self, path: WorkspacePath, data: bytes) -> None:
         """Native append, creating the file if missing, flushed under the lock (a file
