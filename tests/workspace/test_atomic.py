@@ -54,6 +54,21 @@ def test_writer_temp_names_the_writer(tmp_path: Path) -> None:
     assert atomic.writer_temp("run.json", "/s").startswith(f"/s/.run.json.tmp-{os.getpid()}-")
 
 
+def test_writer_temp_names_a_forked_child_by_its_own_id(tmp_path: Path) -> None:
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.write(write, f"{os.getpid()} {atomic.writer_temp('run.json')}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        pid, name = pipe.read().decode().split(" ")
+    os.waitpid(child, 0)
+    assert pid == str(child) and name.startswith(f"./.run.json.tmp-{child}-")
+
+
 def test_an_owned_temporary_name_overwrites_a_leftover_but_not_a_folder(tmp_path: Path) -> None:
     target = tmp_path / "index.json"
     leftover = tmp_path / "index.json.tmp"

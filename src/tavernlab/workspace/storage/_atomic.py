@@ -35,11 +35,13 @@ TEMP_PREFIX = ".tavernlab-tmp-"
 
 _STEM = secrets.token_hex(8)
 _COUNTER = itertools.count()
+#: This process's id, as :func:`writer_temp` names it (kept: ``getpid`` is a system call).
+_PID = os.getpid()
 
 
 def _new_stem() -> None:
-    global _STEM, _COUNTER
-    _STEM, _COUNTER = secrets.token_hex(8), itertools.count()
+    global _STEM, _COUNTER, _PID
+    _STEM, _COUNTER, _PID = secrets.token_hex(8), itertools.count(), os.getpid()
 
 
 os.register_at_fork(after_in_child=_new_stem)
@@ -72,8 +74,8 @@ def writer_temp(target: str | os.PathLike[str], staging: str | os.PathLike[str] 
     live write)."""
     path = os.fspath(target)
     folder, _, name = path.rpartition("/")
-    temp = f".{name}.tmp-{os.getpid()}-{unique_hex()}"
-    return f"{os.fspath(staging) if staging is not None else folder or '.'}/{temp}"
+    place = os.fspath(staging) if staging is not None else folder or "."
+    return f"{place}/.{name}.tmp-{_PID}-{_STEM}{next(_COUNTER):016x}"
 
 
 def publish(target: str | os.PathLike[str], data: bytes, *,
