@@ -220,7 +220,10 @@ class WorkspaceFs:
         return data
 
     def _digest_locked(self, path: WorkspacePath) -> str | None:
-        st = self.containment.check(path)
+        return self._digest_of(path, self.containment.check(path))
+
+    def _digest_of(self, path: WorkspacePath, st: os.stat_result | None) -> str | None:
+        """The digest of ``path``, ``st`` being its walk under the held lock."""
         if st is None:
             return None
         if stat.S_ISDIR(st.st_mode):
@@ -308,16 +311,22 @@ class WorkspaceFs:
                       st: os.stat_result | Literal[False] | None = False) -> str:
         """The guarded write under the held lock; ``st`` is the target's ``lstat`` (``None``:
         missing) when the caller walked it under this hold, ``False`` when it did not."""
-        self.containment.require_parent_dir(path)
+        containment = self.containment
         if st is False:
-            st = self.containment.check(path)
+            containment.require_parent_dir(path)
+            st = containment.check(path)
+        elif st is None and (path.parent is None
+                             or containment.host(path.parent) not in containment.directories):
+            # A walk that reached an existing target, or its parent, validated the parent
+            # as a directory under this hold; otherwise (a folder made since) look again.
+            containment.require_parent_dir(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
             raise WriteConflict(path.text, "already_exists",
-                                actual_sha256=self._digest_locked(path))
+                                actual_sha256=self._digest_of(path, st))
         if guard.kind == "must_match_sha256":
-            actual = None if st is None else self._digest_locked(path)
+            actual = None if st is None else self._digest_of(path, st)
             if actual != guard.sha256:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
