@@ -330,6 +330,8 @@ DIGEST_CHUNK = 1 << 20
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    written = os.write(fd, data) if data else 0
+    if written < len(data):  # a short write is continued, which raises what cut it short
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
