@@ -29,6 +29,7 @@ from tavernlab.workspace.storage import (
     WorkspaceFs,
     refused_node,
 )
+from tavernlab.workspace.storage import _atomic as atomic
 from tavernlab.workspace.storage._fs import (
     LOCK_FILE_NAME,
     WorkspaceRefusedEntry,
@@ -469,6 +470,24 @@ def test_replace_text_matches_a_look_then_a_guarded_write(tmp_path: Path, outsid
         outcomes.append(_outcome(functools.partial(replace, fs, P(path), "new", sha), fs))
     assert outcomes[0] == outcomes[1]
     assert (outside / "secret.md").read_text() == "alpha secret"
+
+
+def test_replace_text_without_a_read_refuses_before_reading(
+        fs: WorkspaceFs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no digest to compare, an existing file is refused without being read (as the
+    tool's look refused it before): a file the port could not read is refused the same way."""
+    fs.write_text(P("scratch/a.md"), "old", WriteGuard.unchecked())
+
+    def unreadable(*args: object, **kwargs: object) -> str:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(atomic, "digest_regular", unreadable)
+    with pytest.raises(WriteConflict) as info:
+        fs.replace_text(P("scratch/a.md"), "new", None)
+    assert (info.value.kind, info.value.actual_sha256) == ("already_exists", None)
+    with pytest.raises(FileIo):  # a digest to compare needs the read
+        fs.replace_text(P("scratch/a.md"), "new", sha256_hex(b"old"))
+    assert (fs.directory / "scratch/a.md").read_bytes() == b"old"
 
 
 # --- containment and node types -----------------------------------------------------------------

@@ -356,13 +356,17 @@ class WorkspaceFs:
         after one walk of the path: a missing file is created, with its missing parents (a
         :meth:`write_text` that must not exist); an existing file is replaced when its digest
         is ``sha256`` (``WriteConflict`` ``stale`` otherwise) and refused with
-        ``WriteConflict`` ``already_exists`` when ``sha256`` is ``None`` (nothing was read);
-        a directory is ``PathIsDirectory``. Returns the SHA-256 of the text written."""
+        ``WriteConflict`` ``already_exists`` when ``sha256`` is ``None`` (nothing was read;
+        the file is not read either, so the conflict carries no digest); a directory is
+        ``PathIsDirectory``. Returns the SHA-256 of the text written."""
         data = text.encode("utf-8")
         with self.lock.exclusive():
             st = self.containment.check(path)
-            if st is not None and stat.S_ISDIR(st.st_mode):
-                raise PathIsDirectory(path.text)
+            if st is not None:
+                if stat.S_ISDIR(st.st_mode):
+                    raise PathIsDirectory(path.text)
+                if sha256 is None:
+                    raise WriteConflict(path.text, "already_exists")
             guard = (WriteGuard.must_not_exist() if st is None or sha256 is None
                      else WriteGuard.must_match_sha256(sha256))
             return self._write_text_locked(path, data, guard, st)
