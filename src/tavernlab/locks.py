@@ -89,21 +89,40 @@ def _wait_limit() -> float:
     return value if value > 0 and value == value and value != float("inf") else LOCK_WAIT_S
 
 
-@contextlib.contextmanager
 def locked_open(path: Path, flags: int = os.O_RDWR | os.O_CREAT, *,
-                shared: bool = False) -> Iterator[int]:
+                shared: bool = False) -> contextlib.AbstractContextManager[int]:
     """Open ``path`` with ``flags`` (plus ``O_CLOEXEC``), hold an ``flock`` on it (shared or
     exclusive) and yield the descriptor; parent directories are created when missing."""
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-    except FileNotFoundError:  # only then look at the parents (a syscall saved per lock)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-    try:
-        acquire(fd, shared=shared, path=path)
-        yield fd
-    finally:
-        os.close(fd)  # releases the flock
+    return _LockedOpen(path, flags, shared)
+
+
+class _LockedOpen:
+    """The block of :func:`locked_open` (a plain context manager: it is on every append of
+    the event log, where a generator's frame costs more than the lock)."""
+
+    __slots__ = ("_fd", "_flags", "_path", "_shared")
+
+    def __init__(self, path: Path, flags: int, shared: bool) -> None:
+        self._path, self._flags, self._shared = path, flags, shared
+        self._fd = -1
+
+    def __enter__(self) -> int:
+        path, flags = self._path, self._flags | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:  # only then look at the parents (a syscall saved per lock)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o644)
+        try:
+            acquire(fd, shared=self._shared, path=path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return fd
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)  # releases the flock
 
 
 @contextlib.contextmanager
@@ -181,26 +200,8 @@ class LeasableLock(ReadWriteLock):
         """Hold the lock exclusively (one writer)."""
         return self._hold(shared=False)
 
-    @contextlib.contextmanager
-    def _hold(self, *, shared: bool) -> Iterator[None]:
-        depth: int = getattr(self._held, "depth", 0)
-        if self._leases and not depth:
-            with self._local:
-                if self._leases:  # still open once this thread's turn came
-                    self._lease_for(shared=shared)
-                    yield
-                    return
-        fd = _lock_fd(self.path, shared=shared)
-        self._held.depth = depth + 1
-        try:
-            yield
-        finally:
-            self._held.depth = depth
-            try:
-                if self._on_release is not None:
-                    self._on_release()
-            finally:
-                os.close(fd)
+    def _hold(self, *, shared: bool) -> contextlib.AbstractContextManager[None]:
+        return _Hold(self, shared)
 
     def _lease_for(self, *, shared: bool) -> None:
         """Make the lease's ``flock`` strong enough for one operation (``_local`` held)."""
@@ -230,6 +231,51 @@ class LeasableLock(ReadWriteLock):
                             self._on_release()
                     finally:
                         os.close(fd)
+
+
+class _Hold:
+    """One operation's hold of a :class:`LeasableLock` (a plain context manager: the storage
+    port takes one per operation, where a generator's frame costs more than the lock).
+
+    Outside a lease it takes its own ``flock`` and lets it go at the end, after the
+    lock's ``on_release``; during a lease (and not nested in a hold of this thread) it takes
+    the lease's thread lock and makes the lease's ``flock`` strong enough."""
+
+    __slots__ = ("_depth", "_fd", "_lock", "_shared")
+
+    def __init__(self, lock: LeasableLock, shared: bool) -> None:
+        self._lock, self._shared = lock, shared
+        self._fd = -1  # -1: leased (the thread lock is held), else this hold's descriptor
+        self._depth = 0
+
+    def __enter__(self) -> None:
+        lock = self._lock
+        depth: int = getattr(lock._held, "depth", 0)
+        if lock._leases and not depth:
+            lock._local.acquire()
+            try:
+                if lock._leases:  # still open once this thread's turn came
+                    lock._lease_for(shared=self._shared)
+                    return
+            except BaseException:
+                lock._local.release()
+                raise
+            lock._local.release()
+        self._fd = _lock_fd(lock.path, shared=self._shared)
+        self._depth = depth
+        lock._held.depth = depth + 1
+
+    def __exit__(self, *exc: object) -> None:
+        lock = self._lock
+        if self._fd < 0:
+            lock._local.release()
+            return
+        lock._held.depth = self._depth
+        try:
+            if lock._on_release is not None:
+                lock._on_release()
+        finally:
+            os.close(self._fd)
 
 
 def _lock_fd(path: Path, *, shared: bool) -> int:

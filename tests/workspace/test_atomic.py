@@ -4,6 +4,7 @@ must-not-exist write, and the one module that makes them."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from pathlib import Path
 
@@ -51,6 +52,21 @@ def test_writer_temp_names_the_writer(tmp_path: Path) -> None:
     assert base.startswith(f".run.json.tmp-{os.getpid()}-") and len(base) == len(
         f".run.json.tmp-{os.getpid()}-") + 32
     assert atomic.writer_temp("run.json", "/s").startswith(f"/s/.run.json.tmp-{os.getpid()}-")
+
+
+def test_writer_temp_names_a_forked_child_by_its_own_id(tmp_path: Path) -> None:
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.write(write, f"{os.getpid()} {atomic.writer_temp('run.json')}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        pid, name = pipe.read().decode().split(" ")
+    os.waitpid(child, 0)
+    assert pid == str(child) and name.startswith(f"./.run.json.tmp-{child}-")
 
 
 def test_an_owned_temporary_name_overwrites_a_leftover_but_not_a_folder(tmp_path: Path) -> None:
@@ -164,3 +180,26 @@ def test_only_the_atomic_module_replaces_or_fsyncs_files() -> None:
             if name in calls:
                 offenders.append(f"{path.relative_to(SRC)}: os.{name}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("size", [0, 1, 1024, atomic.DIGEST_CHUNK - 1, atomic.DIGEST_CHUNK,
+                                  atomic.DIGEST_CHUNK + 1, 3 * atomic.DIGEST_CHUNK + 7])
+def test_digest_regular_is_the_sha256_of_the_whole_file(tmp_path: Path, size: int) -> None:
+    """Whatever the size hint (exact, stale-small, zero or too large), the digest covers the
+    file from its first byte to its end."""
+    target = tmp_path / "f.bin"
+    data = bytes(i % 251 for i in range(size))
+    target.write_bytes(data)
+    expected = hashlib.sha256(data).hexdigest()
+    for hint in {size, max(size - 1, 0), 0, size + 10}:
+        assert atomic.digest_regular(target, hint) == expected
+
+
+def test_digest_regular_refuses_links_and_special_files(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    os.symlink(tmp_path / "f", tmp_path / "link")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError):
+        atomic.digest_regular(tmp_path / "link")
+    with pytest.raises(atomic.NotRegularFile):
+        atomic.digest_regular(tmp_path / "fifo")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from tavernlab.workspace.storage import (
     WorkspaceFs,
     refused_node,
 )
+from tavernlab.workspace.storage import _atomic as atomic
 from tavernlab.workspace.storage._fs import (
     LOCK_FILE_NAME,
     WorkspaceRefusedEntry,
@@ -409,6 +412,84 @@ def test_a_write_waits_for_readers_holding_the_lock(fs: WorkspaceFs) -> None:
     assert fs.read_file(P("scratch/w.md"), None) == b"w"
 
 
+def _replace_in_two_holds(fs: WorkspaceFs, path: WorkspacePath, text: str,
+                          sha256: str | None) -> str:
+    """What ``workspace.write_file`` did before ``replace_text``: a look, then a guarded
+    write in a second hold of the lock."""
+    try:
+        existing = fs.metadata(path)
+    except NotFound:
+        return fs.write_text(path, text, WriteGuard.must_not_exist())
+    if existing.is_dir:
+        raise PathIsDirectory(path.text)
+    if sha256 is None:
+        raise WriteConflict(path.text, "already_exists")
+    return fs.write_text(path, text, WriteGuard.must_match_sha256(sha256))
+
+
+def _outcome(action: Callable[[], str], fs: WorkspaceFs
+             ) -> tuple[object, dict[str, bytes | None]]:
+    try:
+        result: object = action()
+    except (WriteConflict, PathIsDirectory, InvalidData, FileIo) as exc:
+        result = (type(exc).__name__, str(exc), getattr(exc, "kind", None))
+    fifo = fs.directory / "scratch/fifo"
+    os.unlink(fifo)  # never read by the snapshot (it would wait for a writer)
+    return result, tree(fs)
+
+
+@pytest.mark.parametrize("case", [
+    "missing", "missing-parents", "missing-with-record", "match", "stale", "no-record",
+    "directory", "file-as-parent", "symlink", "symlinked-parent", "fifo",
+])
+def test_replace_text_matches_a_look_then_a_guarded_write(tmp_path: Path, outside: Path,
+                                                          case: str) -> None:
+    """``replace_text`` (one hold) gives the same digest or error, and leaves the same tree,
+    as a look followed by a guarded write, in every case of the replace."""
+    outcomes = []
+    for name, replace in (("one", WorkspaceFs.replace_text), ("two", _replace_in_two_holds)):
+        fs = WorkspaceFs(tmp_path / name)
+        fs.write_text(P("scratch/a.md"), "old", WriteGuard.unchecked())
+        fs.create_dir(P("scratch/dir"), recursive=False)
+        os.symlink(outside / "secret.md", fs.directory / "scratch/link.md")
+        os.symlink(outside, fs.directory / "scratch/out")
+        os.mkfifo(fs.directory / "scratch/fifo")
+        path, sha = {
+            "missing": ("scratch/new.md", None),
+            "missing-parents": ("scratch/x/y/new.md", None),
+            "missing-with-record": ("scratch/new.md", sha256_hex(b"gone")),
+            "match": ("scratch/a.md", sha256_hex(b"old")),
+            "stale": ("scratch/a.md", sha256_hex(b"other")),
+            "no-record": ("scratch/a.md", None),
+            "directory": ("scratch/dir", sha256_hex(b"old")),
+            "file-as-parent": ("scratch/a.md/b.md", None),
+            "symlink": ("scratch/link.md", sha256_hex(b"alpha secret")),
+            "symlinked-parent": ("scratch/out/secret.md", sha256_hex(b"alpha secret")),
+            "fifo": ("scratch/fifo", None),
+        }[case]
+        outcomes.append(_outcome(functools.partial(replace, fs, P(path), "new", sha), fs))
+    assert outcomes[0] == outcomes[1]
+    assert (outside / "secret.md").read_text() == "alpha secret"
+
+
+def test_replace_text_without_a_read_refuses_before_reading(
+        fs: WorkspaceFs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no digest to compare, an existing file is refused without being read (as the
+    tool's look refused it before): a file the port could not read is refused the same way."""
+    fs.write_text(P("scratch/a.md"), "old", WriteGuard.unchecked())
+
+    def unreadable(*args: object, **kwargs: object) -> str:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(atomic, "digest_regular", unreadable)
+    with pytest.raises(WriteConflict) as info:
+        fs.replace_text(P("scratch/a.md"), "new", None)
+    assert (info.value.kind, info.value.actual_sha256) == ("already_exists", None)
+    with pytest.raises(FileIo):  # a digest to compare needs the read
+        fs.replace_text(P("scratch/a.md"), "new", sha256_hex(b"old"))
+    assert (fs.directory / "scratch/a.md").read_bytes() == b"old"
+
+
 # --- containment and node types -----------------------------------------------------------------
 
 
@@ -429,6 +510,8 @@ def test_symlinked_files_are_refused(fs: WorkspaceFs, outside: Path) -> None:
         lambda: fs.digest(link),
         lambda: fs.write_file(link, b"pwned", WriteGuard.unchecked()),
         lambda: fs.write_text(link, "pwned", WriteGuard.unchecked()),
+        lambda: fs.replace_text(link, "pwned", None),
+        lambda: fs.replace_text(link, "pwned", sha256_hex(b"alpha secret")),
         lambda: fs.append_file(link, b"pwned"),
         lambda: fs.append_text(link, "pwned"),
         lambda: fs.copy_file(link, P("scratch/copy.md")),
@@ -460,6 +543,9 @@ def test_symlinked_directories_are_refused(fs: WorkspaceFs, outside: Path) -> No
         lambda: fs.write_file(P("scratch/out/secret.md"), b"x", WriteGuard.unchecked()),
         lambda: fs.write_file(P("scratch/out/new.md"), b"x", WriteGuard.unchecked()),
         lambda: fs.write_text(P("scratch/out/a/b.md"), "x", WriteGuard.unchecked()),
+        lambda: fs.replace_text(P("scratch/out/a/b.md"), "x", None),
+        lambda: fs.replace_text(P("scratch/out/secret.md"), "x",
+                                sha256_hex(b"alpha secret")),
         lambda: fs.append_file(P("scratch/out/new.md"), b"x"),
         lambda: fs.create_dir(P("scratch/out/d"), recursive=False),
         lambda: fs.create_dir(P("scratch/out/d/e"), recursive=True),
@@ -494,6 +580,7 @@ def test_special_files_are_refused(fs: WorkspaceFs) -> None:
     for attempt in (
         lambda: fs.read_file(P("scratch/fifo"), None),
         lambda: fs.write_file(P("scratch/fifo"), b"x", WriteGuard.unchecked()),
+        lambda: fs.replace_text(P("scratch/fifo"), "x", None),
         lambda: fs.append_file(P("scratch/fifo"), b"x"),
         lambda: fs.read_dir(P("scratch"), None),
     ):

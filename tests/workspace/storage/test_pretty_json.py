@@ -93,3 +93,11 @@ def test_model_text_is_the_pretty_json_of_the_dumped_model(extra: dict[str, obje
     assert model_text(sample) == pretty_json(dump_model(sample))
     assert model_text(sample.model_copy(update={"note": "set"})) == pretty_json(
         dump_model(sample.model_copy(update={"note": "set"})))
+
+
+@pytest.mark.parametrize("text", ["plain ascii ~", "del \x7f only", "é", "\x7f", "a" * 2048])
+def test_ascii_only_of_ascii_text_is_json_dumps(text: str) -> None:
+    """Text that is ASCII already (with or without DEL, which json still escapes) is written
+    as json writes it."""
+    value = {"callId": "call_1", "arguments": {"content": text}}
+    assert pretty_json(value, ascii_only=True) == json.dumps(value, indent=2)

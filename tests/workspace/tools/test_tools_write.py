@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tavernlab.errors import WriteConflict
 from tavernlab.host import Run
 from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.storage._fs import WriteGuard, sha256_hex
@@ -92,8 +93,9 @@ def test_a_file_deleted_after_the_read_is_written_as_new(run: Run, put: Put) -> 
 
 
 def test_guard_conflicts_map_to_the_same_codes(run: Run, put: Put) -> None:
-    """A shell change that lands between the tool's digest check and its guarded write (the
-    view's check hook runs right before the write) is caught by the guard."""
+    """A shell change that lands right before the guarded write (the view's check hook runs
+    once, before the one hold of the lock in which the tool looks at the file and writes it)
+    is caught by the guard."""
     put(run, "scratch/a.md", "one")
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     fs = run.internals.fs
@@ -102,7 +104,7 @@ def test_guard_conflicts_map_to_the_same_codes(run: Run, put: Put) -> None:
     def race(effect: str) -> None:
         nonlocal calls
         calls += 1
-        if calls == 2:  # 1: the digest read, 2: the guarded write
+        if calls == 1:  # the guarded write's look and write, under one hold
             if effect == "change":
                 fs.write_text(WorkspacePath("scratch/a.md"), "racer", WriteGuard.unchecked())
             elif effect == "delete":
@@ -117,13 +119,28 @@ def test_guard_conflicts_map_to_the_same_codes(run: Run, put: Put) -> None:
     run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
     calls = 0
     run.internals.main.scope.check = lambda: race("delete")
-    assert write(run, "scratch/a.md", "mine") == (GONE, "workspace.write_stale_file")
-    assert not (run.workspace_dir / "scratch/a.md").exists()
+    assert write(run, "scratch/a.md", "mine")[1] is None  # gone: written as a new file
+    assert disk(run, "scratch/a.md") == "mine"
     calls = 0
     run.internals.main.scope.check = lambda: race("create")
     assert write(run, "scratch/new.md", "mine") == (REQUIRES_READ,
                                                      "workspace.write_requires_read")
     assert disk(run, "scratch/new.md") == "racer"
+
+
+def test_a_stale_conflict_without_a_file_is_the_gone_message(
+        run: Run, put: Put, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``stale`` conflict that found no file maps to upstream's "no longer present" text."""
+    put(run, "scratch/a.md", "one")
+    run.call_tool("workspace.read_file", {"path": "scratch/a.md"})
+    scope = run.internals.main.scope
+
+    def gone(path: WorkspacePath, text: str, sha256: str | None) -> str:
+        raise WriteConflict(path.text, "stale", expected_sha256=sha256)
+
+    monkeypatch.setattr(scope, "replace_text", gone)
+    assert write(run, "scratch/a.md", "mine") == (GONE, "workspace.write_stale_file")
+    assert disk(run, "scratch/a.md") == "one"
 
 
 def test_append(run: Run, put: Put) -> None:

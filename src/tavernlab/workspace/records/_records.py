@@ -113,7 +113,9 @@ def pretty_json(data: Any, *, ascii_only: bool = False) -> str:
         except (ValueError, UnicodeDecodeError):  # a lone surrogate: json's handling
             pass
         else:
-            return _NOT_PRINTABLE_ASCII.sub(_escape_non_ascii, text) if ascii_only else text
+            if not ascii_only or (text.isascii() and "\x7f" not in text):
+                return text
+            return _NOT_PRINTABLE_ASCII.sub(_escape_non_ascii, text)
     return json.dumps(data, ensure_ascii=ascii_only, indent=2)
 
 

@@ -254,6 +254,17 @@ class ScopedWorkspaceFs:
         self.tracker.wrote(path)
         return digest
 
+    def replace_text(self, path: WorkspacePath, text: str, sha256: str | None) -> str:
+        """``workspace.write_file``'s replace of a writable file, one look and one write under
+        one hold of the lock (see ``WorkspaceFs.replace_text``): created when missing,
+        replaced when its digest is ``sha256``; returns the new SHA-256."""
+        self._begin()
+        self.require_visible(path)
+        self.require_writable(path)
+        digest = self.fs.replace_text(path, text, sha256)
+        self.tracker.wrote(path)
+        return digest
+
     def append_file(self, path: WorkspacePath, data: bytes) -> None:
         """Native append to a writable file (created if missing)."""
         self._begin()

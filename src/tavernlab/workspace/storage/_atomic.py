@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import itertools
 import os
 import secrets
@@ -34,11 +35,13 @@ TEMP_PREFIX = ".tavernlab-tmp-"
 
 _STEM = secrets.token_hex(8)
 _COUNTER = itertools.count()
+#: This process's id, as :func:`writer_temp` names it (kept: ``getpid`` is a system call).
+_PID = os.getpid()
 
 
 def _new_stem() -> None:
-    global _STEM, _COUNTER
-    _STEM, _COUNTER = secrets.token_hex(8), itertools.count()
+    global _STEM, _COUNTER, _PID
+    _STEM, _COUNTER, _PID = secrets.token_hex(8), itertools.count(), os.getpid()
 
 
 os.register_at_fork(after_in_child=_new_stem)
@@ -71,8 +74,8 @@ def writer_temp(target: str | os.PathLike[str], staging: str | os.PathLike[str] 
     live write)."""
     path = os.fspath(target)
     folder, _, name = path.rpartition("/")
-    temp = f".{name}.tmp-{os.getpid()}-{unique_hex()}"
-    return f"{os.fspath(staging) if staging is not None else folder or '.'}/{temp}"
+    place = os.fspath(staging) if staging is not None else folder or "."
+    return f"{place}/.{name}.tmp-{_PID}-{_STEM}{next(_COUNTER):016x}"
 
 
 def publish(target: str | os.PathLike[str], data: bytes, *,
@@ -303,7 +306,32 @@ def read_all(target: str | os.PathLike[str], size_hint: int = 0, limit: int | No
         os.close(fd)
 
 
+def digest_regular(target: str | os.PathLike[str], size_hint: int = 0) -> str:
+    """The SHA-256 (lowercase hex) of the regular file ``target`` (opened as
+    :func:`read_all` opens it), read to its end whatever its size. ``size_hint`` is its size
+    when it was checked: a file of at most :data:`DIGEST_CHUNK` bytes is read in one
+    ``read`` (plus one byte, which detects a file that grew since), a larger one is streamed
+    in chunks of that size, never held whole."""
+    fd = open_regular(target)
+    try:
+        want = min(size_hint, DIGEST_CHUNK) + 1
+        chunk = os.read(fd, want)
+        digest = hashlib.sha256(chunk)
+        if len(chunk) == want:  # more to come (or it grew): stream the rest
+            while chunk := os.read(fd, DIGEST_CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+#: The largest read :func:`digest_regular` makes at once (1 MiB).
+DIGEST_CHUNK = 1 << 20
+
+
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    written = os.write(fd, data) if data else 0
+    if written < len(data):  # a short write is continued, which raises what cut it short
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]

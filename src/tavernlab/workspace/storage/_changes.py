@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tavernlab.events import FileChange, Writer
-from tavernlab.paths import WorkspacePath
 from tavernlab.workspace.storage._atomic import open_regular
 
 Operation = Literal["write", "mkdir", "remove", "rename"]
@@ -128,7 +127,7 @@ class ChangeRecorder:
 
     def _describe(self, path: str, pending: _Pending, writer: Writer, call_id: str | None
                   ) -> FileChange | None:
-        host = f"{self.root}/{WorkspacePath(path).text}"
+        host = f"{self.root}/{path}"
         try:
             st = os.lstat(host)
         except FileNotFoundError:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import shutil
 import stat
@@ -221,16 +220,16 @@ class WorkspaceFs:
         return data
 
     def _digest_locked(self, path: WorkspacePath) -> str | None:
-        st = self.containment.check(path)
+        return self._digest_of(path, self.containment.check(path))
+
+    def _digest_of(self, path: WorkspacePath, st: os.stat_result | None) -> str | None:
+        """The digest of ``path``, ``st`` being its walk under the held lock."""
         if st is None:
             return None
         if stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         try:
-            fd = atomic.open_regular(self.containment.host(path))
-            with os.fdopen(fd, "rb") as handle:
-                # Streamed through one reusable buffer: no copy of the whole content.
-                return hashlib.file_digest(handle, "sha256").hexdigest()
+            return atomic.digest_regular(self.containment.host(path), st.st_size)
         except atomic.NotRegularFile:
             raise InvalidData(UNSUPPORTED_NODE) from None
         except OSError as exc:
@@ -308,16 +307,26 @@ class WorkspaceFs:
         with self.lock.exclusive():
             return self._write_locked(path, data, guard)
 
-    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard) -> str:
-        self.containment.require_parent_dir(path)
-        st = self.containment.check(path)
+    def _write_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard,
+                      st: os.stat_result | Literal[False] | None = False) -> str:
+        """The guarded write under the held lock; ``st`` is the target's ``lstat`` (``None``:
+        missing) when the caller walked it under this hold, ``False`` when it did not."""
+        containment = self.containment
+        if st is False:
+            containment.require_parent_dir(path)
+            st = containment.check(path)
+        elif st is None and (path.parent is None
+                             or containment.host(path.parent) not in containment.directories):
+            # A walk that reached an existing target, or its parent, validated the parent
+            # as a directory under this hold; otherwise (a folder made since) look again.
+            containment.require_parent_dir(path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathIsDirectory(path.text)
         if guard.kind == "must_not_exist" and st is not None:
             raise WriteConflict(path.text, "already_exists",
-                                actual_sha256=self._digest_locked(path))
+                                actual_sha256=self._digest_of(path, st))
         if guard.kind == "must_match_sha256":
-            actual = None if st is None else self._digest_locked(path)
+            actual = None if st is None else self._digest_of(path, st)
             if actual != guard.sha256:
                 raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256,
                                     actual_sha256=actual)
@@ -340,14 +349,39 @@ class WorkspaceFs:
         data = text.encode("utf-8")
         with self.lock.exclusive():
             # The whole path is walked first, so its errors name it.
-            if self.containment.check(path) is None and guard.kind == "must_match_sha256":
-                raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
-            # The walk validated every existing folder on the way: when it reached the
-            # parent, there is nothing to create.
-            if (path.parent is not None
-                    and self.containment.host(path.parent) not in self.containment.directories):
-                self._mkdir_locked(path.parent, recursive=True)
-            return self._write_locked(path, data, guard)
+            return self._write_text_locked(path, data, guard, self.containment.check(path))
+
+    def replace_text(self, path: WorkspacePath, text: str, sha256: str | None) -> str:
+        """The replace of ``workspace.write_file`` under one exclusive hold of the lock,
+        after one walk of the path: a missing file is created, with its missing parents (a
+        :meth:`write_text` that must not exist); an existing file is replaced when its digest
+        is ``sha256`` (``WriteConflict`` ``stale`` otherwise) and refused with
+        ``WriteConflict`` ``already_exists`` when ``sha256`` is ``None`` (nothing was read;
+        the file is not read either, so the conflict carries no digest); a directory is
+        ``PathIsDirectory``. Returns the SHA-256 of the text written."""
+        data = text.encode("utf-8")
+        with self.lock.exclusive():
+            st = self.containment.check(path)
+            if st is not None:
+                if stat.S_ISDIR(st.st_mode):
+                    raise PathIsDirectory(path.text)
+                if sha256 is None:
+                    raise WriteConflict(path.text, "already_exists")
+            guard = (WriteGuard.must_not_exist() if st is None or sha256 is None
+                     else WriteGuard.must_match_sha256(sha256))
+            return self._write_text_locked(path, data, guard, st)
+
+    def _write_text_locked(self, path: WorkspacePath, data: bytes, guard: WriteGuard,
+                           st: os.stat_result | None) -> str:
+        """:meth:`write_text` under the held lock, ``st`` being the walk of ``path``."""
+        if st is None and guard.kind == "must_match_sha256":
+            raise WriteConflict(path.text, "stale", expected_sha256=guard.sha256)
+        # The walk validated every existing folder on the way: when it reached the
+        # parent, there is nothing to create.
+        if (path.parent is not None
+                and self.containment.host(path.parent) not in self.containment.directories):
+            self._mkdir_locked(path.parent, recursive=True)
+        return self._write_locked(path, data, guard, st)
 
     def append_file(self, path: WorkspacePath, data: bytes) -> None:
         """Native append, creating the file if missing, flushed under the lock (a file

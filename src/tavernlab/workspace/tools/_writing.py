@@ -113,18 +113,11 @@ def write_file(ctx: ToolContext, args: Arguments) -> ToolResult:
 
 def _replace(scope: ScopedWorkspaceFs, record: ReadRecord | None, path: WorkspacePath,
              content: str) -> str:
-    """The replace of ``write_file``: a look at the path, then one guarded write (the guard
-    compares the read record's digest with the file's inside the write's lock); returns the
-    new digest. A missing file is created; an existing one needs a read record."""
-    try:
-        existing = scope.metadata(path)
-    except NotFound:
-        return scope.write_text(path, content, WriteGuard.must_not_exist())
-    if existing.is_dir:
-        raise PathIsDirectory(path.text)
-    if record is None:
-        raise ToolError("workspace.write_requires_read", WRITE_REQUIRES_READ)
-    return scope.write_text(path, content, WriteGuard.must_match_sha256(record.sha256))
+    """The replace of ``write_file``: one look at the path and one guarded write under one
+    hold of the lock (the guard compares the read record's digest with the file's); returns
+    the new digest. A missing file is created; an existing one needs a read record (a
+    ``WriteConflict`` ``already_exists`` without one)."""
+    return scope.replace_text(path, content, None if record is None else record.sha256)
 
 
 def _replacements(records: ReadRecords, path: str, file: WorkspaceFile, old: str,
