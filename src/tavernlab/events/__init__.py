@@ -9,67 +9,19 @@ file events) and :mod:`~tavernlab.events._commits` (chat commits, persist states
 not log). :data:`RunEvent` and :data:`JournalEntry` are
 the discriminated unions; :func:`parse_event` reads any line of
 ``events.jsonl``, typed or not. These are data only; rendering is :mod:`tavernlab.views`.
+
+The agent loop's and the commits' families (and :data:`RunEvent`, which names them) are
+imported on first use of one of their names: a process that only calls tools does not define
+their models. Whatever reads a record imports them first (:func:`parse_event`,
+:func:`parse_records`), so a line of any type always parses into its typed model.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from tavernlab.events._agent import (
-    AgentAwaitCompleted,
-    AgentAwaitStarted,
-    AgentDelegateStarted,
-    AgentHandoffAccepted,
-    AgentHandoffRequested,
-    AgentInvocationCancelled,
-    AgentInvocationFailed,
-    AgentInvocationStarted,
-    AgentInvocationTransferred,
-    AgentLoopFinished,
-    AgentModelBindingResolved,
-    AgentTaskCancelled,
-    AgentTaskCompleted,
-    AgentTaskFailed,
-    AgentTaskQueued,
-    AgentTaskRegistered,
-    AgentTaskStarted,
-    ChatCommitCompleted,
-    ChatCommitFailed,
-    ChatCommitRecorded,
-    DirectOutput,
-    DirectOutputCaptured,
-    DriftRecovery,
-    DriftRecoveryAttempted,
-    HostCommitCompleted,
-    HostCommitFailed,
-    HostCommitRecorded,
-    HostCommitRequest,
-    LoopContext,
-    LoopFileWritten,
-    LoopFinish,
-    LoopToolCallRef,
-    ModelAttempt,
-    ModelAttemptFailure,
-    ModelBindingResolved,
-    ModelCallAttemptFailed,
-    ModelCallAttemptStarted,
-    ModelCallRetryScheduled,
-    ModelCompleted,
-    ModelRequestCreated,
-    ModelRequestSummary,
-    ModelResponseStored,
-    ModelRetryScheduled,
-    ModelTurn,
-    ProviderStateSummary,
-    ProviderStateUpdated,
-    RunPartialSuccess,
-    StoredModelResponse,
-    TaskFacts,
-    TaskReturnFacts,
-    TaskReturnRecorded,
-)
 from tavernlab.events._base import (
     EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
@@ -80,6 +32,8 @@ from tavernlab.events._base import (
 )
 from tavernlab.events._calls import (
     FileWritten,
+    LoopFileWritten,
+    LoopToolCallRef,
     StoredResult,
     StoredResultView,
     ToolCallCompleted,
@@ -92,21 +46,6 @@ from tavernlab.events._calls import (
     ToolResultStored,
     WorkspaceFileWritten,
     WorkspacePatchApplied,
-)
-from tavernlab.events._commits import (
-    ChatCommitRequest,
-    ChatCommitRequested,
-    CommitOutcome,
-    MetadataUpdated,
-    MetadataUpdateFailure,
-    MetadataUpdateRequest,
-    PersistCommitted,
-    PersistentChangesCommitFailed,
-    PersistentChangesCommitted,
-    PersistentStateMetadataUpdated,
-    PersistentStateMetadataUpdateFailed,
-    PersistentStateMetadataUpdateRequested,
-    RunCommitted,
 )
 from tavernlab.events._journal import (
     JOB_LABEL_CHARS,
@@ -170,6 +109,7 @@ from tavernlab.events._reading import (
     parse_records,
     seq_of_last_line,
 )
+from tavernlab.lazy import lazy_names
 
 #: Every journal record type, discriminated on ``type``.
 JournalEntry = Annotated[
@@ -178,24 +118,143 @@ JournalEntry = Annotated[
     Field(discriminator="type"),
 ]
 
-#: Every typed event tavernlab writes to ``events.jsonl``, discriminated on ``type``.
-RunEvent = Annotated[
-    RunCreated | StatusChanged | WorkspaceInitialized | PersistentProjectionInitialized
-    | SkillScopesResolved | ContextAssembled | AgentInvocationCreated | AgentInvocationCompleted
-    | TaskReturnCompleted | RunCompleted | RunCancelRequested | RunCancelled | RunFailed
-    | ToolCallRequested | ToolCallStarted | ToolResultStored | ToolResultReadableViewStored
-    | ToolCallCompleted | ToolCallFailed | WorkspaceFileWritten | WorkspacePatchApplied
-    | ChatCommitRequested | RunCommitted | PersistentChangesCommitted
-    | PersistentChangesCommitFailed | PersistentStateMetadataUpdateRequested
-    | PersistentStateMetadataUpdated | PersistentStateMetadataUpdateFailed
-    | AgentModelBindingResolved | AgentInvocationStarted
-    | AgentInvocationFailed | AgentInvocationCancelled | AgentInvocationTransferred
-    | ModelRequestCreated | ModelCallAttemptStarted | ModelCallAttemptFailed
-    | ModelCallRetryScheduled | ModelResponseStored | ProviderStateUpdated | ModelCompleted
-    | DirectOutputCaptured | DriftRecoveryAttempted | AgentLoopFinished | ChatCommitCompleted
-    | ChatCommitFailed | ChatCommitRecorded | RunPartialSuccess,
-    Field(discriminator="type"),
-]
+if TYPE_CHECKING:
+    from tavernlab.events._agent import (
+        AgentAwaitCompleted,
+        AgentAwaitStarted,
+        AgentDelegateStarted,
+        AgentHandoffAccepted,
+        AgentHandoffRequested,
+        AgentInvocationCancelled,
+        AgentInvocationFailed,
+        AgentInvocationStarted,
+        AgentInvocationTransferred,
+        AgentLoopFinished,
+        AgentModelBindingResolved,
+        AgentTaskCancelled,
+        AgentTaskCompleted,
+        AgentTaskFailed,
+        AgentTaskQueued,
+        AgentTaskRegistered,
+        AgentTaskStarted,
+        ChatCommitCompleted,
+        ChatCommitFailed,
+        ChatCommitRecorded,
+        DirectOutput,
+        DirectOutputCaptured,
+        DriftRecovery,
+        DriftRecoveryAttempted,
+        HostCommitCompleted,
+        HostCommitFailed,
+        HostCommitRecorded,
+        HostCommitRequest,
+        LoopContext,
+        LoopFinish,
+        ModelAttempt,
+        ModelAttemptFailure,
+        ModelBindingResolved,
+        ModelCallAttemptFailed,
+        ModelCallAttemptStarted,
+        ModelCallRetryScheduled,
+        ModelCompleted,
+        ModelRequestCreated,
+        ModelRequestSummary,
+        ModelResponseStored,
+        ModelRetryScheduled,
+        ModelTurn,
+        ProviderStateSummary,
+        ProviderStateUpdated,
+        RunPartialSuccess,
+        StoredModelResponse,
+        TaskFacts,
+        TaskReturnFacts,
+        TaskReturnRecorded,
+    )
+    from tavernlab.events._commits import (
+        ChatCommitRequest,
+        ChatCommitRequested,
+        CommitOutcome,
+        MetadataUpdated,
+        MetadataUpdateFailure,
+        MetadataUpdateRequest,
+        PersistCommitted,
+        PersistentChangesCommitFailed,
+        PersistentChangesCommitted,
+        PersistentStateMetadataUpdated,
+        PersistentStateMetadataUpdateFailed,
+        PersistentStateMetadataUpdateRequested,
+        RunCommitted,
+    )
+    from tavernlab.events._unions import RunEvent
+
+#: The names of the families defined on first use (the agent loop's and the commits', see
+#: :data:`~tavernlab.events._base.LATER_FAMILIES`) and the union over every family: each is
+#: imported from its module when first asked for.
+_HOMES = {
+    "AgentAwaitCompleted": "tavernlab.events._agent",
+    "AgentAwaitStarted": "tavernlab.events._agent",
+    "AgentDelegateStarted": "tavernlab.events._agent",
+    "AgentHandoffAccepted": "tavernlab.events._agent",
+    "AgentHandoffRequested": "tavernlab.events._agent",
+    "AgentInvocationCancelled": "tavernlab.events._agent",
+    "AgentInvocationFailed": "tavernlab.events._agent",
+    "AgentInvocationStarted": "tavernlab.events._agent",
+    "AgentInvocationTransferred": "tavernlab.events._agent",
+    "AgentLoopFinished": "tavernlab.events._agent",
+    "AgentModelBindingResolved": "tavernlab.events._agent",
+    "AgentTaskCancelled": "tavernlab.events._agent",
+    "AgentTaskCompleted": "tavernlab.events._agent",
+    "AgentTaskFailed": "tavernlab.events._agent",
+    "AgentTaskQueued": "tavernlab.events._agent",
+    "AgentTaskRegistered": "tavernlab.events._agent",
+    "AgentTaskStarted": "tavernlab.events._agent",
+    "ChatCommitCompleted": "tavernlab.events._agent",
+    "ChatCommitFailed": "tavernlab.events._agent",
+    "ChatCommitRecorded": "tavernlab.events._agent",
+    "DirectOutput": "tavernlab.events._agent",
+    "DirectOutputCaptured": "tavernlab.events._agent",
+    "DriftRecovery": "tavernlab.events._agent",
+    "DriftRecoveryAttempted": "tavernlab.events._agent",
+    "HostCommitCompleted": "tavernlab.events._agent",
+    "HostCommitFailed": "tavernlab.events._agent",
+    "HostCommitRecorded": "tavernlab.events._agent",
+    "HostCommitRequest": "tavernlab.events._agent",
+    "LoopContext": "tavernlab.events._agent",
+    "LoopFinish": "tavernlab.events._agent",
+    "ModelAttempt": "tavernlab.events._agent",
+    "ModelAttemptFailure": "tavernlab.events._agent",
+    "ModelBindingResolved": "tavernlab.events._agent",
+    "ModelCallAttemptFailed": "tavernlab.events._agent",
+    "ModelCallAttemptStarted": "tavernlab.events._agent",
+    "ModelCallRetryScheduled": "tavernlab.events._agent",
+    "ModelCompleted": "tavernlab.events._agent",
+    "ModelRequestCreated": "tavernlab.events._agent",
+    "ModelRequestSummary": "tavernlab.events._agent",
+    "ModelResponseStored": "tavernlab.events._agent",
+    "ModelRetryScheduled": "tavernlab.events._agent",
+    "ModelTurn": "tavernlab.events._agent",
+    "ProviderStateSummary": "tavernlab.events._agent",
+    "ProviderStateUpdated": "tavernlab.events._agent",
+    "RunPartialSuccess": "tavernlab.events._agent",
+    "StoredModelResponse": "tavernlab.events._agent",
+    "TaskFacts": "tavernlab.events._agent",
+    "TaskReturnFacts": "tavernlab.events._agent",
+    "TaskReturnRecorded": "tavernlab.events._agent",
+    "ChatCommitRequest": "tavernlab.events._commits",
+    "ChatCommitRequested": "tavernlab.events._commits",
+    "CommitOutcome": "tavernlab.events._commits",
+    "MetadataUpdated": "tavernlab.events._commits",
+    "MetadataUpdateFailure": "tavernlab.events._commits",
+    "MetadataUpdateRequest": "tavernlab.events._commits",
+    "PersistCommitted": "tavernlab.events._commits",
+    "PersistentChangesCommitFailed": "tavernlab.events._commits",
+    "PersistentChangesCommitted": "tavernlab.events._commits",
+    "PersistentStateMetadataUpdated": "tavernlab.events._commits",
+    "PersistentStateMetadataUpdateFailed": "tavernlab.events._commits",
+    "PersistentStateMetadataUpdateRequested": "tavernlab.events._commits",
+    "RunCommitted": "tavernlab.events._commits",
+    "RunEvent": "tavernlab.events._unions",
+}
 
 __all__ = [
     "ERROR_CODE",
@@ -338,3 +397,5 @@ __all__ = [
     "repair_logs",
     "seq_of_last_line",
 ]
+
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -17,28 +17,10 @@ import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
     AgentInvocationCompleted,
-    ChatCommitCompleted,
-    ChatCommitFailed,
-    ChatCommitRecorded,
-    ChatCommitRequest,
-    ChatCommitRequested,
-    CommitOutcome,
     EventScope,
-    HostCommitCompleted,
-    HostCommitFailed,
-    HostCommitRecorded,
-    HostCommitRequest,
     MessageText,
-    MetadataUpdated,
-    MetadataUpdateRequest,
-    PersistCommitted,
-    PersistentChangesCommitFailed,
-    PersistentChangesCommitted,
-    PersistentStateMetadataUpdated,
-    PersistentStateMetadataUpdateRequested,
     RoundEnd,
     RoundEnded,
-    RunCommitted,
     RunCompleted,
     TaskReturn,
     TaskReturnCompleted,
@@ -51,11 +33,17 @@ from tavernlab.workspace.records import ChatTarget, dump_model
 from tavernlab.workspace.storage import WriteGuard
 from tavernlab.workspace.text import text_metrics
 
+# The commits' and the agent loop's event models are imported by the functions that write
+# them: the face defines those families on first use, and a process whose runs never commit
+# (one tool call) does not need them.
+
 
 def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
                    is_explicit: bool, call_id: str, reason: str | None = None
                    ) -> tuple[int, int]:
     """Ask the host to save ``text`` as this run's output message and record it."""
+    from tavernlab.events import ChatCommitRequest, ChatCommitRequested, CommitOutcome, RunCommitted
+
     chat = core.chat
     if chat is None:
         raise RunStateError("only Chat runs commit to a chat")
@@ -168,6 +156,12 @@ def _publish(core: RunCore) -> str:
 def _published(core: RunCore) -> StateManifest:
     """Publish ``persist/`` as a state (``persistent_changes_committed``, or
     ``persistent_changes_commit_failed {message}`` and the error raised)."""
+    from tavernlab.events import (
+        PersistCommitted,
+        PersistentChangesCommitFailed,
+        PersistentChangesCommitted,
+    )
+
     chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
     assert chat is not None and snapshot is not None
     try:
@@ -195,6 +189,13 @@ def _link(core: RunCore, state: StateManifest, message_id: str | None) -> None:
     """Upstream's metadata update: ``persistent_state_metadata_update_requested``, then
     (with a committed message) the link in the chat file and
     ``persistent_state_metadata_updated``."""
+    from tavernlab.events import (
+        MetadataUpdated,
+        MetadataUpdateRequest,
+        PersistentStateMetadataUpdated,
+        PersistentStateMetadataUpdateRequested,
+    )
+
     chat, output, target = core.chat, core.counters.output_target, core.record.target
     assert chat is not None and isinstance(target, ChatTarget)
     changes = change_list(state)
@@ -249,6 +250,17 @@ def host_commit(core: RunCore, ledger: CommitLedger, *, invocation_id: str, call
     ``chat_commit_completed`` and ``chat_commit_recorded``, or ``chat_commit_failed``; the
     status returns to ``dispatching_tool``. Message ids are the chat's message indices.
     """
+    from tavernlab.events import (
+        ChatCommitCompleted,
+        ChatCommitFailed,
+        ChatCommitRecorded,
+        ChatCommitRequested,
+        HostCommitCompleted,
+        HostCommitFailed,
+        HostCommitRecorded,
+        HostCommitRequest,
+    )
+
     chat, target = core.chat, core.record.target
     if chat is None or not isinstance(target, ChatTarget):
         raise RunStateError("only Chat runs commit to a chat")
