@@ -21,7 +21,8 @@ UNUSED = ("tavernlab.agent", "tavernlab.models", "tavernlab.notebook", "tavernla
           "tavernlab.mcp_client", "tavernlab.cli", "tavernlab.demo", "tavernlab.js._pool",
           "tavernlab.js._command", "tavernlab.js.kit", "tavernlab.shell.session",
           "tavernlab.skills._package", "tavernlab.events._agent", "tavernlab.events._commits",
-          "tavernlab.events._unions", "tavernlab.host._sessions")
+          "tavernlab.events._unions", "tavernlab.events._ending",
+          "tavernlab.events._steps", "tavernlab.host._sessions")
 
 FIRST_CALL = (
     "import sys, tempfile\n"

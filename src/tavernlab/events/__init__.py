@@ -2,15 +2,18 @@
 
 :mod:`~tavernlab.events._base` holds the envelope (:class:`Event`, built on the on-disk
 base :class:`tavernlab.ondisk.Model`); the families are :mod:`~tavernlab.events._lifecycle`
-(creation, status, invocations, the end), :mod:`~tavernlab.events._calls` (tool calls and
-file events) and :mod:`~tavernlab.events._commits` (chat commits, persist states),
+(creation, status, the workspace, invocations), :mod:`~tavernlab.events._ending` (how a run
+and its invocations end), :mod:`~tavernlab.events._calls` (tool calls and file events),
+:mod:`~tavernlab.events._commits` (chat commits, persist states) and
 :mod:`~tavernlab.events._agent` (the agent loop: model calls, drift, the host handshake);
 :mod:`~tavernlab.events._journal` holds the records of ``journal.jsonl`` (what upstream does
-not log). :data:`RunEvent` and :data:`JournalEntry` are
-the discriminated unions; :func:`parse_event` reads any line of
-``events.jsonl``, typed or not. These are data only; rendering is :mod:`tavernlab.views`.
+not log), :mod:`~tavernlab.events._steps` those of a run's jobs, rounds and sub-agents.
+:data:`RunEvent` and :data:`JournalEntry` are the discriminated unions; :func:`parse_event`
+reads any line of ``events.jsonl``, typed or not. These are data only; rendering is
+:mod:`tavernlab.views`.
 
-The agent loop's and the commits' families (and :data:`RunEvent`, which names them) are
+The families a tool call never writes (the ending, the steps, the commits' and the agent
+loop's, :data:`~tavernlab.events._base.LATER_FAMILIES`), and the unions that name them, are
 imported on first use of one of their names: a process that only calls tools does not define
 their models. Whatever reads a record imports them first (:func:`parse_event`,
 :func:`parse_records`), so a line of any type always parses into its typed model.
@@ -18,9 +21,7 @@ their models. Whatever reads a record imports them first (:func:`parse_event`,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from tavernlab.events._base import (
     EVENT_TYPES,
@@ -54,43 +55,25 @@ from tavernlab.events._journal import (
     FileChange,
     FileChanged,
     JournalRecord,
-    JsJobEnd,
-    JsJobFinished,
-    JsJobStart,
-    JsJobStarted,
     LogRepaired,
-    RoundEnd,
-    RoundEnded,
-    SubagentStart,
-    SubagentStarted,
     TornTail,
     Writer,
     job_label,
 )
 from tavernlab.events._lifecycle import (
-    ERROR_CODE,
-    AgentInvocationCompleted,
     AgentInvocationCreated,
     ContextAssembled,
     ContextSummary,
     InvocationRef,
     InvocationStart,
-    MessageText,
     PersistentProjectionInitialized,
     RootList,
-    RunCancelled,
-    RunCancelRequested,
-    RunCompleted,
     RunCreated,
     RunCreation,
-    RunFailed,
-    RunFailure,
     SkillScopesResolved,
     SkillSet,
     StatusChange,
     StatusChanged,
-    TaskReturn,
-    TaskReturnCompleted,
     WorkspaceInitialized,
     WorkspaceTarget,
 )
@@ -110,13 +93,6 @@ from tavernlab.events._reading import (
     seq_of_last_line,
 )
 from tavernlab.lazy import lazy_names
-
-#: Every journal record type, discriminated on ``type``.
-JournalEntry = Annotated[
-    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged
-    | LogRepaired,
-    Field(discriminator="type"),
-]
 
 if TYPE_CHECKING:
     from tavernlab.events._agent import (
@@ -185,11 +161,33 @@ if TYPE_CHECKING:
         PersistentStateMetadataUpdateRequested,
         RunCommitted,
     )
-    from tavernlab.events._unions import RunEvent
+    from tavernlab.events._ending import (
+        ERROR_CODE,
+        AgentInvocationCompleted,
+        MessageText,
+        RunCancelled,
+        RunCancelRequested,
+        RunCompleted,
+        RunFailed,
+        RunFailure,
+        TaskReturn,
+        TaskReturnCompleted,
+    )
+    from tavernlab.events._steps import (
+        JsJobEnd,
+        JsJobFinished,
+        JsJobStart,
+        JsJobStarted,
+        RoundEnd,
+        RoundEnded,
+        SubagentStart,
+        SubagentStarted,
+    )
+    from tavernlab.events._unions import JournalEntry, RunEvent
 
-#: The names of the families defined on first use (the agent loop's and the commits', see
-#: :data:`~tavernlab.events._base.LATER_FAMILIES`) and the union over every family: each is
-#: imported from its module when first asked for.
+#: The names of the families defined on first use (how a run ends, the journal's steps, the
+#: commits' and the agent loop's, see :data:`~tavernlab.events._base.LATER_FAMILIES`) and the
+#: unions over every family: each is imported from its module when first asked for.
 _HOMES = {
     "AgentAwaitCompleted": "tavernlab.events._agent",
     "AgentAwaitStarted": "tavernlab.events._agent",
@@ -253,6 +251,25 @@ _HOMES = {
     "PersistentStateMetadataUpdateFailed": "tavernlab.events._commits",
     "PersistentStateMetadataUpdateRequested": "tavernlab.events._commits",
     "RunCommitted": "tavernlab.events._commits",
+    "TaskReturn": "tavernlab.events._ending",
+    "MessageText": "tavernlab.events._ending",
+    "ERROR_CODE": "tavernlab.events._ending",
+    "RunFailure": "tavernlab.events._ending",
+    "AgentInvocationCompleted": "tavernlab.events._ending",
+    "TaskReturnCompleted": "tavernlab.events._ending",
+    "RunCompleted": "tavernlab.events._ending",
+    "RunCancelRequested": "tavernlab.events._ending",
+    "RunCancelled": "tavernlab.events._ending",
+    "RunFailed": "tavernlab.events._ending",
+    "JsJobStart": "tavernlab.events._steps",
+    "JsJobEnd": "tavernlab.events._steps",
+    "RoundEnd": "tavernlab.events._steps",
+    "SubagentStart": "tavernlab.events._steps",
+    "JsJobStarted": "tavernlab.events._steps",
+    "JsJobFinished": "tavernlab.events._steps",
+    "RoundEnded": "tavernlab.events._steps",
+    "SubagentStarted": "tavernlab.events._steps",
+    "JournalEntry": "tavernlab.events._unions",
     "RunEvent": "tavernlab.events._unions",
 }
 

@@ -18,7 +18,8 @@ from pydantic import Field
 
 from tavernlab.events._base import Event, Level
 from tavernlab.events._commits import ChatCommitRequest
-from tavernlab.events._lifecycle import ContextSummary, InvocationRef, InvocationStart, RunFailure
+from tavernlab.events._ending import RunFailure
+from tavernlab.events._lifecycle import ContextSummary, InvocationRef, InvocationStart
 from tavernlab.ondisk import Model
 
 # --- payloads ----------------------------------------------------------------------------------

@@ -108,11 +108,12 @@ _TYPE_NAMES: dict[type[Event], str] = {}
 _LEVELS: dict[type[Event], Level] = {}
 
 
-#: The modules of the event families defined on first use (the agent loop's and the
-#: commits'): a process that only calls tools never needs their models, so the face imports
-#: them when one of their names is first asked for, and :func:`typed_classes` before a
-#: record is parsed.
-LATER_FAMILIES = ("tavernlab.events._commits", "tavernlab.events._agent")
+#: The modules of the event families defined on first use (how a run ends, the journal's
+#: steps, the commits' and the agent loop's): a process that only calls tools never needs
+#: their models, so the face imports them when one of their names is first asked for, and
+#: :func:`typed_classes` before a record is parsed.
+LATER_FAMILIES = ("tavernlab.events._ending", "tavernlab.events._steps",
+                  "tavernlab.events._commits", "tavernlab.events._agent")
 _every_family = False  # whether LATER_FAMILIES were imported
 
 

@@ -1,6 +1,7 @@
-"""The discriminated union over every event family: :data:`RunEvent`, each event type
-tavernlab writes to ``events.jsonl``. It names the classes of every family, so importing this
-module defines them all; the face hands it on when first asked for."""
+"""The discriminated unions over every family: :data:`RunEvent`, each event type tavernlab
+writes to ``events.jsonl``, and :data:`JournalEntry`, each journal record type. They name the
+classes of every family, so importing this module defines them all; the face hands them on
+when first asked for."""
 
 from __future__ import annotations
 
@@ -48,21 +49,32 @@ from tavernlab.events._commits import (
     PersistentStateMetadataUpdateRequested,
     RunCommitted,
 )
-from tavernlab.events._lifecycle import (
+from tavernlab.events._ending import (
     AgentInvocationCompleted,
-    AgentInvocationCreated,
-    ContextAssembled,
-    PersistentProjectionInitialized,
     RunCancelled,
     RunCancelRequested,
     RunCompleted,
-    RunCreated,
     RunFailed,
+    TaskReturnCompleted,
+)
+from tavernlab.events._journal import FileChanged, LogRepaired
+from tavernlab.events._lifecycle import (
+    AgentInvocationCreated,
+    ContextAssembled,
+    PersistentProjectionInitialized,
+    RunCreated,
     SkillScopesResolved,
     StatusChanged,
-    TaskReturnCompleted,
     WorkspaceInitialized,
 )
+from tavernlab.events._steps import JsJobFinished, JsJobStarted, RoundEnded, SubagentStarted
+
+#: Every journal record type, discriminated on ``type``.
+JournalEntry = Annotated[
+    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged
+    | LogRepaired,
+    Field(discriminator="type"),
+]
 
 #: Every typed event tavernlab writes to ``events.jsonl``, discriminated on ``type``.
 RunEvent = Annotated[

@@ -16,14 +16,7 @@ from typing import Any, Literal
 import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
-    AgentInvocationCompleted,
     EventScope,
-    MessageText,
-    RoundEnd,
-    RoundEnded,
-    RunCompleted,
-    TaskReturn,
-    TaskReturnCompleted,
 )
 from tavernlab.host._core import RunCore
 from tavernlab.host._invocation import Invocation
@@ -33,9 +26,9 @@ from tavernlab.workspace.records import ChatTarget, dump_model
 from tavernlab.workspace.storage import WriteGuard
 from tavernlab.workspace.text import text_metrics
 
-# The commits' and the agent loop's event models are imported by the functions that write
-# them: the face defines those families on first use, and a process whose runs never commit
-# (one tool call) does not need them.
+# The event models of how a run ends, of its rounds, of its commits and of the agent loop's
+# handshake are imported by the functions that write them: the face defines those families
+# on first use, and a process whose runs never commit (one tool call) does not need them.
 
 
 def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
@@ -89,6 +82,8 @@ def auto_commit(core: RunCore) -> str | None:
 def end_round(core: RunCore) -> int:
     """End the current round: at most one auto-commit, a ``round_ended`` journal record, a
     fresh tracker; returns the new round number."""
+    from tavernlab.events import RoundEnd, RoundEnded
+
     core.activities.flush("host", None)
     committed = auto_commit(core)
     counters = core.counters
@@ -102,6 +97,8 @@ def end_round(core: RunCore) -> int:
 def write_subagent_result(core: RunCore, invocation: Invocation, text: str) -> str:
     """Write a return-mode sub-agent's result to ``summaries/<agent>-result.md`` (repeated
     results get ``-002``, ``-003``, ...); returns the path."""
+    from tavernlab.events import TaskReturn, TaskReturnCompleted
+
     key = invocation.agent_id
     results = core.counters.subagent_results
     results[key] += 1
@@ -119,6 +116,8 @@ def complete(core: RunCore, main: Invocation) -> dict[str, Any]:
     """Finish the run: publish ``persist/`` (Chat runs), link the state to the committed
     message and mark the run completed. Returns the refs the finish result reports (the
     finish call's reason is kept with its stored arguments, ``tool-args/``)."""
+    from tavernlab.events import AgentInvocationCompleted, RunCompleted
+
     core.set_status("finishing")
     refs: dict[str, Any] = {}
     if core.chat is not None and core.persist_snapshot is not None:
@@ -157,6 +156,7 @@ def _published(core: RunCore) -> StateManifest:
     """Publish ``persist/`` as a state (``persistent_changes_committed``, or
     ``persistent_changes_commit_failed {message}`` and the error raised)."""
     from tavernlab.events import (
+        MessageText,
         PersistCommitted,
         PersistentChangesCommitFailed,
         PersistentChangesCommitted,
