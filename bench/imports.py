@@ -30,9 +30,14 @@ its plain floor (f), measured in the same run, with the load average read before
 the samples (a busy machine makes the row noisy). Then where (b) spends its time: the median
 of each step inside the process (and, in other fresh processes, of a second ``start_run`` and
 its first call after the first ones), and the top 10 modules by cumulative and by self import
-time (``-X importtime``, medians over a few runs). Bytecode is cached in a
-temporary ``PYTHONPYCACHEPREFIX`` (warmed first), as it is for an installed package, even when
-the environment sets ``PYTHONDONTWRITEBYTECODE``.
+time (``-X importtime``, medians over a few runs). ``-X importtime`` sees ``import``
+statements only: a module a lazy face loads (``importlib.import_module``) is not listed and
+its time counts as its importer's own, so the last lines come from another fresh process that
+times each module's own load, every load included (:data:`COUNTS`), and counts what (b) makes:
+the pydantic models it defines, the validators it builds, its dataclasses, its modules (the
+top 10 tavernlab modules are listed with the models and dataclasses each defines). Bytecode
+is cached in a temporary ``PYTHONPYCACHEPREFIX`` (warmed first), as it is for an installed
+package, even when the environment sets ``PYTHONDONTWRITEBYTECODE``.
 
 Usage: ``.venv/bin/python bench/imports.py [--samples N] [--quick] [--json]``.
 """
@@ -217,6 +222,57 @@ PYDANTIC = frozenset({"pydantic", "pydantic_core", "annotated_types", "typing_ex
                       "typing_inspection"})
 
 
+#: (b) in a fresh process that counts what it makes, and times each module's own load (its
+#: code, without the modules it imports in turn), every load included: ``-X importtime``
+#: reports only ``import`` statements, so a module a lazy face loads by
+#: ``importlib.import_module`` is missing there and its time counts as its importer's own.
+#: Prints, as JSON, the pydantic models defined and the validators built (by the module that
+#: defines the model), the dataclasses made, and each module's own load time (ms).
+COUNTS = r'''
+import importlib._bootstrap as bootstrap, json, sys, time
+own, stack, load = {}, [], bootstrap._load_unlocked
+
+def counting_define(mcs, name, bases, namespace, *args, **kwargs):
+    cls = define(mcs, name, bases, namespace, *args, **kwargs)
+    defined[cls.__module__] += 1
+    return cls
+
+def counting_complete(cls, *args, **kwargs):
+    built[cls.__module__] += 1
+    return complete(cls, *args, **kwargs)
+
+def counting_process(cls, *args, **kwargs):
+    made[cls.__module__] += 1
+    return process(cls, *args, **kwargs)
+
+def timed_load(spec):
+    start = time.perf_counter()
+    stack.append(0.0)
+    try:
+        return load(spec)
+    finally:
+        spent, inner = time.perf_counter() - start, stack.pop()
+        own[spec.name] = own.get(spec.name, 0.0) + (spent - inner) * 1000
+        if stack:
+            stack[-1] += spent
+
+bootstrap._load_unlocked = timed_load  # first: pydantic's own modules are timed too
+import dataclasses
+from collections import Counter
+from pydantic._internal import _model_construction as construction
+
+defined, built, made = Counter(), Counter(), Counter()
+define, complete, process = (construction.ModelMetaclass.__new__,
+                             construction.complete_model_class, dataclasses._process_class)
+construction.ModelMetaclass.__new__ = counting_define
+construction.complete_model_class = counting_complete
+dataclasses._process_class = counting_process
+''' + FIRST_CALL + r'''
+print(json.dumps({"defined": defined, "built": built, "made": made, "own": own,
+                  "modules": sorted(sys.modules)}))
+'''
+
+
 def environment(cache: str) -> dict[str, str]:
     """The children's environment: bytecode cached under ``cache``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -303,6 +359,46 @@ def import_profile(env: dict[str, str], runs: int) -> tuple[Ranking, Ranking, Ra
     return top(cumulative), top(own), top(groups)
 
 
+def what_it_makes(env: dict[str, str], runs: int) -> tuple[dict[str, Any], Ranking, Ranking]:
+    """What (b) makes (:data:`COUNTS`: the counts by module, from the last of ``runs``), the
+    top 10 tavernlab modules by own load time and the own load time by group (ms, medians
+    over ``runs``)."""
+    own: dict[str, list[float]] = defaultdict(list)
+    groups: dict[str, list[float]] = defaultdict(list)
+    report: dict[str, Any] = {}
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", COUNTS], env=env, capture_output=True,
+                              text=True, check=True)
+        report = json.loads(done.stdout.splitlines()[-1])
+        totals: dict[str, float] = defaultdict(float)
+        for name, spent in report["own"].items():
+            own[name].append(spent)
+            totals[group(name)] += spent
+        for name, total in totals.items():
+            groups[name].append(total)
+    medians = {name: statistics.median(values) for name, values in own.items()
+               if group(name) == "tavernlab"}
+    top = sorted(medians.items(), key=lambda item: -item[1])[:10]
+    by_group = sorted(((name, statistics.median(values)) for name, values in groups.items()),
+                      key=lambda item: -item[1])
+    return report, top, by_group
+
+
+def describe_made(report: dict[str, Any]) -> str:
+    """One line: the tavernlab models, validators and dataclasses (b) made, and its modules."""
+
+    def count(kind: str) -> tuple[int, int]:
+        ours = {module: n for module, n in report[kind].items() if group(module) == "tavernlab"}
+        return sum(ours.values()), len(ours)
+
+    (models, homes), (validators, _), (dataclasses, _) = map(count, ("defined", "built", "made"))
+    modules = report["modules"]
+    return (f"(b) defines {models} tavernlab pydantic models (in {homes} modules) and builds "
+            f"{validators} validators; makes {dataclasses} tavernlab dataclasses; loads "
+            f"{len(modules)} modules ({sum(1 for m in modules if group(m) == 'tavernlab')} "
+            "tavernlab's)")
+
+
 def measure(samples: int, profile_runs: int) -> tuple[list[Row], list[str]]:
     """The row, and the lines that say where the time goes."""
     with tempfile.TemporaryDirectory(prefix="tavernlab-bench-pyc-") as cache:
@@ -328,6 +424,7 @@ def measure(samples: int, profile_runs: int) -> tuple[list[Row], list[str]]:
                     again.append([s * 1000 for s in json.loads(out)])
         load_after = load_average()
         cumulative, own, groups = import_profile(env, profile_runs)
+        made, own_loads, load_groups = what_it_makes(env, profile_runs)
     wall = {kind: statistics.median(values) for kind, values in walls.items()}
     cpu = {kind: statistics.median(values) for kind, values in cpus.items()}
     ratios = [b / f for b, f in zip(walls["first"], walls["floor"], strict=True)]
@@ -356,6 +453,13 @@ def measure(samples: int, profile_runs: int) -> tuple[list[Row], list[str]]:
         lines.append(f"(b): {title} import time (-X importtime, median of {profile_runs} "
                      "runs; importtime itself adds overhead):")
         lines += [f"  {ms_value:7.1f} ms  {name}" for name, ms_value in table]
+    lines.append(describe_made(made))
+    lines.append(f"(b): top 10 tavernlab modules by own load time (every load, a lazy face's "
+                 f"too; median of {profile_runs} runs; models defined, dataclasses made):")
+    lines += [f"  {ms_value:7.1f} ms  {name} ({made['defined'].get(name, 0)} models, "
+              f"{made['made'].get(name, 0)} dataclasses)" for name, ms_value in own_loads]
+    lines.append("(b): own load time by group (every load):")
+    lines += [f"  {ms_value:7.1f} ms  {name}" for name, ms_value in load_groups]
     first = Row("first tool call of a fresh process", f"{wall['first']:.1f} ms",
                 f"plain floor {wall['floor']:.1f} ms", statistics.median(ratios),
                 (min(ratios), max(ratios)), f"<= {LIMIT}x the plain floor",

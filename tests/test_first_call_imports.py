@@ -1,7 +1,8 @@
 """What the first tool call of a fresh process loads: ``from tavernlab import Lab``, a run
 started and one ``workspace.write_file`` import only the workspace, the host and the event
-models they use, never the notebook, the JavaScript sandbox, the shell, the providers or the
-agent loop (read from ``sys.modules`` of a fresh process; no timing)."""
+models they use (not the agent loop's or the commits' event families), never the notebook,
+the JavaScript sandbox, the shell, the providers or the agent loop (read from ``sys.modules``
+of a fresh process; no timing)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ UNUSED = ("tavernlab.agent", "tavernlab.models", "tavernlab.notebook", "tavernla
           "tavernlab.views", "tavernlab.replay", "tavernlab.worktree", "tavernlab.mcp_server",
           "tavernlab.mcp_client", "tavernlab.cli", "tavernlab.demo", "tavernlab.js._pool",
           "tavernlab.js._command", "tavernlab.js.kit", "tavernlab.shell.session",
-          "tavernlab.skills._package")
+          "tavernlab.skills._package", "tavernlab.events._agent", "tavernlab.events._commits",
+          "tavernlab.events._unions", "tavernlab.events._ending",
+          "tavernlab.events._steps", "tavernlab.host._sessions")
 
 FIRST_CALL = (
     "import sys, tempfile\n"

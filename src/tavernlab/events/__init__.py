@@ -2,74 +2,27 @@
 
 :mod:`~tavernlab.events._base` holds the envelope (:class:`Event`, built on the on-disk
 base :class:`tavernlab.ondisk.Model`); the families are :mod:`~tavernlab.events._lifecycle`
-(creation, status, invocations, the end), :mod:`~tavernlab.events._calls` (tool calls and
-file events) and :mod:`~tavernlab.events._commits` (chat commits, persist states),
+(creation, status, the workspace, invocations), :mod:`~tavernlab.events._ending` (how a run
+and its invocations end), :mod:`~tavernlab.events._calls` (tool calls and file events),
+:mod:`~tavernlab.events._commits` (chat commits, persist states) and
 :mod:`~tavernlab.events._agent` (the agent loop: model calls, drift, the host handshake);
 :mod:`~tavernlab.events._journal` holds the records of ``journal.jsonl`` (what upstream does
-not log). :data:`RunEvent` and :data:`JournalEntry` are
-the discriminated unions; :func:`parse_event` reads any line of
-``events.jsonl``, typed or not. These are data only; rendering is :mod:`tavernlab.views`.
+not log), :mod:`~tavernlab.events._steps` those of a run's jobs, rounds and sub-agents.
+:data:`RunEvent` and :data:`JournalEntry` are the discriminated unions; :func:`parse_event`
+reads any line of ``events.jsonl``, typed or not. These are data only; rendering is
+:mod:`tavernlab.views`.
+
+The families a tool call never writes (the ending, the steps, the commits' and the agent
+loop's, :data:`~tavernlab.events._base.LATER_FAMILIES`), and the unions that name them, are
+imported on first use of one of their names: a process that only calls tools does not define
+their models. Whatever reads a record imports them first (:func:`parse_event`,
+:func:`parse_records`), so a line of any type always parses into its typed model.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from tavernlab.events._agent import (
-    AgentAwaitCompleted,
-    AgentAwaitStarted,
-    AgentDelegateStarted,
-    AgentHandoffAccepted,
-    AgentHandoffRequested,
-    AgentInvocationCancelled,
-    AgentInvocationFailed,
-    AgentInvocationStarted,
-    AgentInvocationTransferred,
-    AgentLoopFinished,
-    AgentModelBindingResolved,
-    AgentTaskCancelled,
-    AgentTaskCompleted,
-    AgentTaskFailed,
-    AgentTaskQueued,
-    AgentTaskRegistered,
-    AgentTaskStarted,
-    ChatCommitCompleted,
-    ChatCommitFailed,
-    ChatCommitRecorded,
-    DirectOutput,
-    DirectOutputCaptured,
-    DriftRecovery,
-    DriftRecoveryAttempted,
-    HostCommitCompleted,
-    HostCommitFailed,
-    HostCommitRecorded,
-    HostCommitRequest,
-    LoopContext,
-    LoopFileWritten,
-    LoopFinish,
-    LoopToolCallRef,
-    ModelAttempt,
-    ModelAttemptFailure,
-    ModelBindingResolved,
-    ModelCallAttemptFailed,
-    ModelCallAttemptStarted,
-    ModelCallRetryScheduled,
-    ModelCompleted,
-    ModelRequestCreated,
-    ModelRequestSummary,
-    ModelResponseStored,
-    ModelRetryScheduled,
-    ModelTurn,
-    ProviderStateSummary,
-    ProviderStateUpdated,
-    RunPartialSuccess,
-    StoredModelResponse,
-    TaskFacts,
-    TaskReturnFacts,
-    TaskReturnRecorded,
-)
 from tavernlab.events._base import (
     EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
@@ -80,6 +33,8 @@ from tavernlab.events._base import (
 )
 from tavernlab.events._calls import (
     FileWritten,
+    LoopFileWritten,
+    LoopToolCallRef,
     StoredResult,
     StoredResultView,
     ToolCallCompleted,
@@ -93,21 +48,6 @@ from tavernlab.events._calls import (
     WorkspaceFileWritten,
     WorkspacePatchApplied,
 )
-from tavernlab.events._commits import (
-    ChatCommitRequest,
-    ChatCommitRequested,
-    CommitOutcome,
-    MetadataUpdated,
-    MetadataUpdateFailure,
-    MetadataUpdateRequest,
-    PersistCommitted,
-    PersistentChangesCommitFailed,
-    PersistentChangesCommitted,
-    PersistentStateMetadataUpdated,
-    PersistentStateMetadataUpdateFailed,
-    PersistentStateMetadataUpdateRequested,
-    RunCommitted,
-)
 from tavernlab.events._journal import (
     JOB_LABEL_CHARS,
     JOURNAL_TYPES,
@@ -115,43 +55,25 @@ from tavernlab.events._journal import (
     FileChange,
     FileChanged,
     JournalRecord,
-    JsJobEnd,
-    JsJobFinished,
-    JsJobStart,
-    JsJobStarted,
     LogRepaired,
-    RoundEnd,
-    RoundEnded,
-    SubagentStart,
-    SubagentStarted,
     TornTail,
     Writer,
     job_label,
 )
 from tavernlab.events._lifecycle import (
-    ERROR_CODE,
-    AgentInvocationCompleted,
     AgentInvocationCreated,
     ContextAssembled,
     ContextSummary,
     InvocationRef,
     InvocationStart,
-    MessageText,
     PersistentProjectionInitialized,
     RootList,
-    RunCancelled,
-    RunCancelRequested,
-    RunCompleted,
     RunCreated,
     RunCreation,
-    RunFailed,
-    RunFailure,
     SkillScopesResolved,
     SkillSet,
     StatusChange,
     StatusChanged,
-    TaskReturn,
-    TaskReturnCompleted,
     WorkspaceInitialized,
     WorkspaceTarget,
 )
@@ -170,32 +92,186 @@ from tavernlab.events._reading import (
     parse_records,
     seq_of_last_line,
 )
+from tavernlab.lazy import lazy_names
 
-#: Every journal record type, discriminated on ``type``.
-JournalEntry = Annotated[
-    JsJobStarted | JsJobFinished | RoundEnded | SubagentStarted | FileChanged
-    | LogRepaired,
-    Field(discriminator="type"),
-]
+if TYPE_CHECKING:
+    from tavernlab.events._agent import (
+        AgentAwaitCompleted,
+        AgentAwaitStarted,
+        AgentDelegateStarted,
+        AgentHandoffAccepted,
+        AgentHandoffRequested,
+        AgentInvocationCancelled,
+        AgentInvocationFailed,
+        AgentInvocationStarted,
+        AgentInvocationTransferred,
+        AgentLoopFinished,
+        AgentModelBindingResolved,
+        AgentTaskCancelled,
+        AgentTaskCompleted,
+        AgentTaskFailed,
+        AgentTaskQueued,
+        AgentTaskRegistered,
+        AgentTaskStarted,
+        ChatCommitCompleted,
+        ChatCommitFailed,
+        ChatCommitRecorded,
+        DirectOutput,
+        DirectOutputCaptured,
+        DriftRecovery,
+        DriftRecoveryAttempted,
+        HostCommitCompleted,
+        HostCommitFailed,
+        HostCommitRecorded,
+        HostCommitRequest,
+        LoopContext,
+        LoopFinish,
+        ModelAttempt,
+        ModelAttemptFailure,
+        ModelBindingResolved,
+        ModelCallAttemptFailed,
+        ModelCallAttemptStarted,
+        ModelCallRetryScheduled,
+        ModelCompleted,
+        ModelRequestCreated,
+        ModelRequestSummary,
+        ModelResponseStored,
+        ModelRetryScheduled,
+        ModelTurn,
+        ProviderStateSummary,
+        ProviderStateUpdated,
+        RunPartialSuccess,
+        StoredModelResponse,
+        TaskFacts,
+        TaskReturnFacts,
+        TaskReturnRecorded,
+    )
+    from tavernlab.events._commits import (
+        ChatCommitRequest,
+        ChatCommitRequested,
+        CommitOutcome,
+        MetadataUpdated,
+        MetadataUpdateFailure,
+        MetadataUpdateRequest,
+        PersistCommitted,
+        PersistentChangesCommitFailed,
+        PersistentChangesCommitted,
+        PersistentStateMetadataUpdated,
+        PersistentStateMetadataUpdateFailed,
+        PersistentStateMetadataUpdateRequested,
+        RunCommitted,
+    )
+    from tavernlab.events._ending import (
+        ERROR_CODE,
+        AgentInvocationCompleted,
+        MessageText,
+        RunCancelled,
+        RunCancelRequested,
+        RunCompleted,
+        RunFailed,
+        RunFailure,
+        TaskReturn,
+        TaskReturnCompleted,
+    )
+    from tavernlab.events._steps import (
+        JsJobEnd,
+        JsJobFinished,
+        JsJobStart,
+        JsJobStarted,
+        RoundEnd,
+        RoundEnded,
+        SubagentStart,
+        SubagentStarted,
+    )
+    from tavernlab.events._unions import JournalEntry, RunEvent
 
-#: Every typed event tavernlab writes to ``events.jsonl``, discriminated on ``type``.
-RunEvent = Annotated[
-    RunCreated | StatusChanged | WorkspaceInitialized | PersistentProjectionInitialized
-    | SkillScopesResolved | ContextAssembled | AgentInvocationCreated | AgentInvocationCompleted
-    | TaskReturnCompleted | RunCompleted | RunCancelRequested | RunCancelled | RunFailed
-    | ToolCallRequested | ToolCallStarted | ToolResultStored | ToolResultReadableViewStored
-    | ToolCallCompleted | ToolCallFailed | WorkspaceFileWritten | WorkspacePatchApplied
-    | ChatCommitRequested | RunCommitted | PersistentChangesCommitted
-    | PersistentChangesCommitFailed | PersistentStateMetadataUpdateRequested
-    | PersistentStateMetadataUpdated | PersistentStateMetadataUpdateFailed
-    | AgentModelBindingResolved | AgentInvocationStarted
-    | AgentInvocationFailed | AgentInvocationCancelled | AgentInvocationTransferred
-    | ModelRequestCreated | ModelCallAttemptStarted | ModelCallAttemptFailed
-    | ModelCallRetryScheduled | ModelResponseStored | ProviderStateUpdated | ModelCompleted
-    | DirectOutputCaptured | DriftRecoveryAttempted | AgentLoopFinished | ChatCommitCompleted
-    | ChatCommitFailed | ChatCommitRecorded | RunPartialSuccess,
-    Field(discriminator="type"),
-]
+#: The names of the families defined on first use (how a run ends, the journal's steps, the
+#: commits' and the agent loop's, see :data:`~tavernlab.events._base.LATER_FAMILIES`) and the
+#: unions over every family: each is imported from its module when first asked for.
+_HOMES = {
+    "AgentAwaitCompleted": "tavernlab.events._agent",
+    "AgentAwaitStarted": "tavernlab.events._agent",
+    "AgentDelegateStarted": "tavernlab.events._agent",
+    "AgentHandoffAccepted": "tavernlab.events._agent",
+    "AgentHandoffRequested": "tavernlab.events._agent",
+    "AgentInvocationCancelled": "tavernlab.events._agent",
+    "AgentInvocationFailed": "tavernlab.events._agent",
+    "AgentInvocationStarted": "tavernlab.events._agent",
+    "AgentInvocationTransferred": "tavernlab.events._agent",
+    "AgentLoopFinished": "tavernlab.events._agent",
+    "AgentModelBindingResolved": "tavernlab.events._agent",
+    "AgentTaskCancelled": "tavernlab.events._agent",
+    "AgentTaskCompleted": "tavernlab.events._agent",
+    "AgentTaskFailed": "tavernlab.events._agent",
+    "AgentTaskQueued": "tavernlab.events._agent",
+    "AgentTaskRegistered": "tavernlab.events._agent",
+    "AgentTaskStarted": "tavernlab.events._agent",
+    "ChatCommitCompleted": "tavernlab.events._agent",
+    "ChatCommitFailed": "tavernlab.events._agent",
+    "ChatCommitRecorded": "tavernlab.events._agent",
+    "DirectOutput": "tavernlab.events._agent",
+    "DirectOutputCaptured": "tavernlab.events._agent",
+    "DriftRecovery": "tavernlab.events._agent",
+    "DriftRecoveryAttempted": "tavernlab.events._agent",
+    "HostCommitCompleted": "tavernlab.events._agent",
+    "HostCommitFailed": "tavernlab.events._agent",
+    "HostCommitRecorded": "tavernlab.events._agent",
+    "HostCommitRequest": "tavernlab.events._agent",
+    "LoopContext": "tavernlab.events._agent",
+    "LoopFinish": "tavernlab.events._agent",
+    "ModelAttempt": "tavernlab.events._agent",
+    "ModelAttemptFailure": "tavernlab.events._agent",
+    "ModelBindingResolved": "tavernlab.events._agent",
+    "ModelCallAttemptFailed": "tavernlab.events._agent",
+    "ModelCallAttemptStarted": "tavernlab.events._agent",
+    "ModelCallRetryScheduled": "tavernlab.events._agent",
+    "ModelCompleted": "tavernlab.events._agent",
+    "ModelRequestCreated": "tavernlab.events._agent",
+    "ModelRequestSummary": "tavernlab.events._agent",
+    "ModelResponseStored": "tavernlab.events._agent",
+    "ModelRetryScheduled": "tavernlab.events._agent",
+    "ModelTurn": "tavernlab.events._agent",
+    "ProviderStateSummary": "tavernlab.events._agent",
+    "ProviderStateUpdated": "tavernlab.events._agent",
+    "RunPartialSuccess": "tavernlab.events._agent",
+    "StoredModelResponse": "tavernlab.events._agent",
+    "TaskFacts": "tavernlab.events._agent",
+    "TaskReturnFacts": "tavernlab.events._agent",
+    "TaskReturnRecorded": "tavernlab.events._agent",
+    "ChatCommitRequest": "tavernlab.events._commits",
+    "ChatCommitRequested": "tavernlab.events._commits",
+    "CommitOutcome": "tavernlab.events._commits",
+    "MetadataUpdated": "tavernlab.events._commits",
+    "MetadataUpdateFailure": "tavernlab.events._commits",
+    "MetadataUpdateRequest": "tavernlab.events._commits",
+    "PersistCommitted": "tavernlab.events._commits",
+    "PersistentChangesCommitFailed": "tavernlab.events._commits",
+    "PersistentChangesCommitted": "tavernlab.events._commits",
+    "PersistentStateMetadataUpdated": "tavernlab.events._commits",
+    "PersistentStateMetadataUpdateFailed": "tavernlab.events._commits",
+    "PersistentStateMetadataUpdateRequested": "tavernlab.events._commits",
+    "RunCommitted": "tavernlab.events._commits",
+    "TaskReturn": "tavernlab.events._ending",
+    "MessageText": "tavernlab.events._ending",
+    "ERROR_CODE": "tavernlab.events._ending",
+    "RunFailure": "tavernlab.events._ending",
+    "AgentInvocationCompleted": "tavernlab.events._ending",
+    "TaskReturnCompleted": "tavernlab.events._ending",
+    "RunCompleted": "tavernlab.events._ending",
+    "RunCancelRequested": "tavernlab.events._ending",
+    "RunCancelled": "tavernlab.events._ending",
+    "RunFailed": "tavernlab.events._ending",
+    "JsJobStart": "tavernlab.events._steps",
+    "JsJobEnd": "tavernlab.events._steps",
+    "RoundEnd": "tavernlab.events._steps",
+    "SubagentStart": "tavernlab.events._steps",
+    "JsJobStarted": "tavernlab.events._steps",
+    "JsJobFinished": "tavernlab.events._steps",
+    "RoundEnded": "tavernlab.events._steps",
+    "SubagentStarted": "tavernlab.events._steps",
+    "JournalEntry": "tavernlab.events._unions",
+    "RunEvent": "tavernlab.events._unions",
+}
 
 __all__ = [
     "ERROR_CODE",
@@ -338,3 +414,5 @@ __all__ = [
     "repair_logs",
     "seq_of_last_line",
 ]
+
+__getattr__ = lazy_names(__name__, _HOMES)

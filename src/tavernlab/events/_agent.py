@@ -3,7 +3,8 @@ invocations' lives and how a model-driven run ends.
 
 The payloads are upstream's (the loop's event reference). Where a tool-call or context
 payload model already existed, the loop's payload is a subclass that adds upstream's fields,
-so readers of the older shape keep working; the run's lifecycle payloads
+so readers of the older shape keep working (the tool-call ones, which the host writes, are in
+:mod:`tavernlab.events._calls`); the run's lifecycle payloads
 (:mod:`tavernlab.events._lifecycle`) are the same for a hand-played and a model-driven run.
 ``model_completed`` also carries what a timeline needs for the call as a bar: its
 ``attempts``, ``elapsedMs`` and the provider's token ``usage``.
@@ -16,32 +17,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tavernlab.events._base import Event, Level
-from tavernlab.events._calls import FileWritten, ToolCallRef
 from tavernlab.events._commits import ChatCommitRequest
-from tavernlab.events._lifecycle import ContextSummary, InvocationRef, InvocationStart, RunFailure
+from tavernlab.events._ending import RunFailure
+from tavernlab.events._lifecycle import ContextSummary, InvocationRef, InvocationStart
 from tavernlab.ondisk import Model
 
 # --- payloads ----------------------------------------------------------------------------------
-
-
-class LoopToolCallRef(ToolCallRef):
-    """``tool_call_requested`` / ``tool_call_started`` of a loop call: adds the tool snapshot,
-    ``argumentsRef`` (the stored arguments) and, for ``workspace.shell``, the raw
-    ``command``."""
-
-    snapshot_id: str
-    arguments_ref: str | None = None
-    command: str | None = None
-
-
-class LoopFileWritten(FileWritten):
-    """``workspace_file_written`` / ``workspace_patch_applied`` of a loop call: adds
-    ``invocationId``, the file's ``chars`` and ``words`` and, for a patch, ``oldSha256``."""
-
-    invocation_id: str
-    chars: int
-    words: int
-    old_sha256: str | None = None
 
 
 class ModelBindingResolved(Model):

@@ -10,6 +10,7 @@ plain ``payload`` dict. Rendering lives elsewhere (:mod:`tavernlab.views`).
 from __future__ import annotations
 
 import builtins
+import importlib
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
@@ -107,7 +108,28 @@ _TYPE_NAMES: dict[type[Event], str] = {}
 _LEVELS: dict[type[Event], Level] = {}
 
 
+#: The modules of the event families defined on first use (how a run ends, the journal's
+#: steps, the commits' and the agent loop's): a process that only calls tools never needs
+#: their models, so the face imports them when one of their names is first asked for, and
+#: :func:`typed_classes` before a record is parsed.
+LATER_FAMILIES = ("tavernlab.events._ending", "tavernlab.events._steps",
+                  "tavernlab.events._commits", "tavernlab.events._agent")
+_every_family = False  # whether LATER_FAMILIES were imported
+
+
+def typed_classes() -> dict[str, builtins.type[Event]]:
+    """Every typed event and journal record class by its ``type`` tag
+    (:attr:`Event.registry`), the families defined on first use imported first, so that a
+    line of any type tavernlab has a class for parses into it."""
+    global _every_family
+    if not _every_family:
+        for module in LATER_FAMILIES:
+            importlib.import_module(module)
+        _every_family = True
+    return Event.registry
+
+
 def parse_event(data: dict[str, Any]) -> Event:
     """Parse one envelope into its typed model (or the generic :class:`Event`)."""
-    cls: type[Event] = Event.registry.get(str(data.get("type")), Event)
+    cls: type[Event] = typed_classes().get(str(data.get("type")), Event)
     return cls.model_validate(data)

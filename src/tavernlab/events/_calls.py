@@ -1,5 +1,8 @@
 """Events of a tool call: requested, started, result stored, completed or failed, and the
-file events the text tools add (docs/events.md)."""
+file events the text tools add (docs/events.md). A call of the agent loop carries subclasses
+of the call and file payloads that add upstream's fields (:class:`LoopToolCallRef`,
+:class:`LoopFileWritten`); they live here, with the payloads they extend, because the host
+writes them (the rest of the loop's events: :mod:`tavernlab.events._agent`)."""
 
 from __future__ import annotations
 
@@ -62,6 +65,26 @@ class FileWritten(Model):
     sha256: str
     mode: str | None = None
     replacements: int | None = None
+
+
+class LoopToolCallRef(ToolCallRef):
+    """``tool_call_requested`` / ``tool_call_started`` of a loop call: adds the tool snapshot,
+    ``argumentsRef`` (the stored arguments) and, for ``workspace.shell``, the raw
+    ``command``."""
+
+    snapshot_id: str
+    arguments_ref: str | None = None
+    command: str | None = None
+
+
+class LoopFileWritten(FileWritten):
+    """``workspace_file_written`` / ``workspace_patch_applied`` of a loop call: adds
+    ``invocationId``, the file's ``chars`` and ``words`` and, for a patch, ``oldSha256``."""
+
+    invocation_id: str
+    chars: int
+    words: int
+    old_sha256: str | None = None
 
 
 class ToolCallRequested(Event):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from tavernlab.events._base import Event, Level
-from tavernlab.events._lifecycle import MessageText
+from tavernlab.events._ending import MessageText
 from tavernlab.ondisk import Model
 
 

@@ -4,7 +4,8 @@
 (``seq`` from 1, +1 per append), plus ``eventSeq``: the last ``events.jsonl`` seq when the
 record was written, which places it in one merged order (event ``N``, then the journal
 records anchored at ``N``, then event ``N + 1``). Records: each ``run.js`` job (start and
-finish), the end of each round, each sub-agent with its Profile, a :class:`FileChanged`
+finish), the end of each round, each sub-agent with its Profile (those three in
+:mod:`tavernlab.events._steps`, defined on first use), a :class:`FileChanged`
 for every file or directory created, changed, moved or removed in the run by any writer, and a
 :class:`LogRepaired` when an unfinished last line of either log (left by a writer that was
 killed, or ran out of space, in the middle of its append) was cut away before the next append.
@@ -12,7 +13,7 @@ killed, or ran out of space, in the middle of its append) was cut away before th
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from tavernlab.events._base import Event
 from tavernlab.ondisk import Model
@@ -44,52 +45,6 @@ def job_label(command: str, argv: list[str]) -> str:
     return text if len(text) <= JOB_LABEL_CHARS else text[:JOB_LABEL_CHARS - 1] + "…"
 
 
-class JsJobStart(Model):
-    """``js_job_started``: a ``run.js`` job (not a tool call) began."""
-
-    job_id: str
-    invocation_id: str
-    command: Literal["js", "node", "deno"]
-    argv: list[str]
-    cwd: str
-    stdin_sha256: str | None = None
-    stdin_bytes: int | None = None
-
-
-class JsJobEnd(Model):
-    """``js_job_finished``: how the job ended, with digests of what it printed; a cancelled
-    job keeps the reason ``run.cancel(reason)`` was given (``cancelReason``, ``null`` for a
-    job that was not cancelled)."""
-
-    job_id: str
-    exit_code: int
-    timed_out: bool = False
-    cancelled: bool = False
-    elapsed_ms: int
-    stdout_sha256: str
-    stdout_bytes: int
-    stderr_sha256: str
-    stderr_bytes: int
-    cancel_reason: str | None = None
-
-
-class RoundEnd(Model):
-    """``round_ended``: the model round ``round`` ended (``next_round()``); ``autoCommitted``
-    names the file an auto-commit saved, if any."""
-
-    round: int
-    auto_committed: str | None = None
-
-
-class SubagentStart(Model):
-    """``subagent_started``: a return-mode sub-agent with its resolved Profile (so a reopened
-    run restores it)."""
-
-    invocation_id: str
-    agent_id: str
-    profile: dict[str, Any]
-
-
 ChangeKind = Literal["created", "modified", "moved", "removed"]
 Writer = Literal["tool", "js", "persist", "host"]
 
@@ -110,34 +65,6 @@ class FileChange(Model):
     from_path: str | None = None
     writer: Writer
     call_id: str | None = None
-
-
-class JsJobStarted(JournalRecord):
-    """A ``run.js`` job began."""
-
-    type: Literal["js_job_started"] = "js_job_started"
-    payload: JsJobStart
-
-
-class JsJobFinished(JournalRecord):
-    """A ``run.js`` job ended."""
-
-    type: Literal["js_job_finished"] = "js_job_finished"
-    payload: JsJobEnd
-
-
-class RoundEnded(JournalRecord):
-    """A model round ended."""
-
-    type: Literal["round_ended"] = "round_ended"
-    payload: RoundEnd
-
-
-class SubagentStarted(JournalRecord):
-    """A sub-agent was started."""
-
-    type: Literal["subagent_started"] = "subagent_started"
-    payload: SubagentStart
 
 
 class FileChanged(JournalRecord):

@@ -38,6 +38,7 @@ from typing import Annotated, Any, Union
 from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError
 
 from tavernlab.events import Event, parse_event
+from tavernlab.events._base import typed_classes
 
 #: Bytes read (and parsed in bulk) at a time.
 CHUNK_BYTES = 1 << 20
@@ -53,7 +54,7 @@ def _records_adapter(tolerant: bool = False) -> TypeAdapter[list[Any]]:
     a class was added). ``tolerant``: a type with no class validates as the generic
     :class:`~tavernlab.events.Event` (a tag function instead of pydantic-core's lookup:
     slower, so used only for a chunk the strict adapter refused)."""
-    classes = dict(Event.registry)
+    classes = dict(typed_classes())
     built = _adapters.get(tolerant)
     if built is None or built[0] != len(classes):
         union: Any

@@ -16,32 +16,7 @@ from typing import Any, Literal
 import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, PersistStateError, RunStateError, WorkspaceError
 from tavernlab.events import (
-    AgentInvocationCompleted,
-    ChatCommitCompleted,
-    ChatCommitFailed,
-    ChatCommitRecorded,
-    ChatCommitRequest,
-    ChatCommitRequested,
-    CommitOutcome,
     EventScope,
-    HostCommitCompleted,
-    HostCommitFailed,
-    HostCommitRecorded,
-    HostCommitRequest,
-    MessageText,
-    MetadataUpdated,
-    MetadataUpdateRequest,
-    PersistCommitted,
-    PersistentChangesCommitFailed,
-    PersistentChangesCommitted,
-    PersistentStateMetadataUpdated,
-    PersistentStateMetadataUpdateRequested,
-    RoundEnd,
-    RoundEnded,
-    RunCommitted,
-    RunCompleted,
-    TaskReturn,
-    TaskReturnCompleted,
 )
 from tavernlab.host._core import RunCore
 from tavernlab.host._invocation import Invocation
@@ -51,11 +26,17 @@ from tavernlab.workspace.records import ChatTarget, dump_model
 from tavernlab.workspace.storage import WriteGuard
 from tavernlab.workspace.text import text_metrics
 
+# The event models of how a run ends, of its rounds, of its commits and of the agent loop's
+# handshake are imported by the functions that write them: the face defines those families
+# on first use, and a process whose runs never commit (one tool call) does not need them.
+
 
 def commit_to_chat(core: RunCore, *, path: str, text: str, sha256: str, mode: str,
                    is_explicit: bool, call_id: str, reason: str | None = None
                    ) -> tuple[int, int]:
     """Ask the host to save ``text`` as this run's output message and record it."""
+    from tavernlab.events import ChatCommitRequest, ChatCommitRequested, CommitOutcome, RunCommitted
+
     chat = core.chat
     if chat is None:
         raise RunStateError("only Chat runs commit to a chat")
@@ -101,6 +82,8 @@ def auto_commit(core: RunCore) -> str | None:
 def end_round(core: RunCore) -> int:
     """End the current round: at most one auto-commit, a ``round_ended`` journal record, a
     fresh tracker; returns the new round number."""
+    from tavernlab.events import RoundEnd, RoundEnded
+
     core.activities.flush("host", None)
     committed = auto_commit(core)
     counters = core.counters
@@ -114,6 +97,8 @@ def end_round(core: RunCore) -> int:
 def write_subagent_result(core: RunCore, invocation: Invocation, text: str) -> str:
     """Write a return-mode sub-agent's result to ``summaries/<agent>-result.md`` (repeated
     results get ``-002``, ``-003``, ...); returns the path."""
+    from tavernlab.events import TaskReturn, TaskReturnCompleted
+
     key = invocation.agent_id
     results = core.counters.subagent_results
     results[key] += 1
@@ -131,6 +116,8 @@ def complete(core: RunCore, main: Invocation) -> dict[str, Any]:
     """Finish the run: publish ``persist/`` (Chat runs), link the state to the committed
     message and mark the run completed. Returns the refs the finish result reports (the
     finish call's reason is kept with its stored arguments, ``tool-args/``)."""
+    from tavernlab.events import AgentInvocationCompleted, RunCompleted
+
     core.set_status("finishing")
     refs: dict[str, Any] = {}
     if core.chat is not None and core.persist_snapshot is not None:
@@ -168,6 +155,13 @@ def _publish(core: RunCore) -> str:
 def _published(core: RunCore) -> StateManifest:
     """Publish ``persist/`` as a state (``persistent_changes_committed``, or
     ``persistent_changes_commit_failed {message}`` and the error raised)."""
+    from tavernlab.events import (
+        MessageText,
+        PersistCommitted,
+        PersistentChangesCommitFailed,
+        PersistentChangesCommitted,
+    )
+
     chat, snapshot, counters = core.chat, core.persist_snapshot, core.counters
     assert chat is not None and snapshot is not None
     try:
@@ -195,6 +189,13 @@ def _link(core: RunCore, state: StateManifest, message_id: str | None) -> None:
     """Upstream's metadata update: ``persistent_state_metadata_update_requested``, then
     (with a committed message) the link in the chat file and
     ``persistent_state_metadata_updated``."""
+    from tavernlab.events import (
+        MetadataUpdated,
+        MetadataUpdateRequest,
+        PersistentStateMetadataUpdated,
+        PersistentStateMetadataUpdateRequested,
+    )
+
     chat, output, target = core.chat, core.counters.output_target, core.record.target
     assert chat is not None and isinstance(target, ChatTarget)
     changes = change_list(state)
@@ -249,6 +250,17 @@ def host_commit(core: RunCore, ledger: CommitLedger, *, invocation_id: str, call
     ``chat_commit_completed`` and ``chat_commit_recorded``, or ``chat_commit_failed``; the
     status returns to ``dispatching_tool``. Message ids are the chat's message indices.
     """
+    from tavernlab.events import (
+        ChatCommitCompleted,
+        ChatCommitFailed,
+        ChatCommitRecorded,
+        ChatCommitRequested,
+        HostCommitCompleted,
+        HostCommitFailed,
+        HostCommitRecorded,
+        HostCommitRequest,
+    )
+
     chat, target = core.chat, core.record.target
     if chat is None or not isinstance(target, ChatTarget):
         raise RunStateError("only Chat runs commit to a chat")

@@ -30,12 +30,8 @@ from tavernlab.events import (
     JournalLog,
     JournalRecord,
     Level,
-    RunFailed,
-    RunFailure,
     StatusChange,
     StatusChanged,
-    SubagentStart,
-    SubagentStarted,
     repair_logs,
 )
 from tavernlab.host._activity import Activities
@@ -300,6 +296,8 @@ class RunCore:
     def fail(self, error: str) -> None:
         """End the run as failed (an internal fault), once: ``run_failed`` carries the
         failure payload of ``error`` (:meth:`RunFailure.internal_fault`)."""
+        from tavernlab.events import RunFailed, RunFailure
+
         if not self.record.is_terminal:
             self.set_status("failed")
             self.emit(RunFailed, RunFailure.internal_fault(error))
@@ -336,6 +334,8 @@ class RunCore:
 
     def start_subagent(self, agent_id: str, profile: Profile) -> Invocation:
         """A return-mode sub-agent, journaled with its Profile (a reopened run restores it)."""
+        from tavernlab.events import SubagentStart, SubagentStarted
+
         for root in profile.policy().materialized_roots:
             (self.workspace_dir / root).mkdir(exist_ok=True)
         invocation = self.new_invocation(agent_id, "return", profile)

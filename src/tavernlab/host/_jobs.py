@@ -18,7 +18,6 @@ import tavernlab.layout as layout
 from tavernlab.cancel import CancelToken
 from tavernlab.clock import is_deterministic, seed_from
 from tavernlab.errors import InvalidData
-from tavernlab.events import JsJobEnd, JsJobFinished, JsJobStart, JsJobStarted
 from tavernlab.host._core import RunCore
 from tavernlab.workspace.records import write_json
 from tavernlab.workspace.storage import sha256_hex
@@ -33,6 +32,7 @@ def run_js_job(core: RunCore, pool: WorkerPool, args: list[str], cwd: str, data:
                eval_name: str | None) -> CommandResult:
     """Run one job on ``pool`` over the main agent's view, with its journal records (written
     together when it ends, or before its first output)."""
+    from tavernlab.events import JsJobEnd, JsJobFinished, JsJobStart, JsJobStarted
     from tavernlab.js import run_js_command
 
     job_id = core.ids.new("job")

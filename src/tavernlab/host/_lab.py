@@ -58,7 +58,6 @@ from tavernlab.host._registry import ToolProvider, ToolRegistry
 from tavernlab.host._reservations import LabIdReservations
 from tavernlab.host._run import Run
 from tavernlab.host._services import LabServices
-from tavernlab.host._sessions import Session, SessionStore
 from tavernlab.host._starting import RunFactory, resolve_profile
 from tavernlab.workspace.persist import Chat
 from tavernlab.workspace.records import ChatTarget, RunRecord
@@ -67,6 +66,7 @@ from tavernlab.workspace.tools import ToolSpec
 
 if TYPE_CHECKING:
     from tavernlab.host._retention import Retention
+    from tavernlab.host._sessions import Session, SessionStore
     from tavernlab.skills import SkillRepository
 
 DATA_DIR = "_tauritavern"
@@ -177,6 +177,8 @@ class Lab:
     def sessions(self) -> SessionStore:
         """Persistent agent sessions (docs/layout.md)."""
         if self._sessions is None:
+            from tavernlab.host._sessions import SessionStore
+
             self._sessions = SessionStore(self.workspaces_dir, self.index, clock=self.clock,
                                           ids=self.ids)
         return self._sessions

@@ -22,19 +22,20 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tavernlab.events import (
     Event,
     EventLog,
     JournalLog,
-    SubagentStart,
-    SubagentStarted,
     last_line,
     parse_records,
     seq_of_last_line,
 )
 from tavernlab.host._ledger import CHECKPOINTS
+
+if TYPE_CHECKING:  # the journal's step records are defined when a reopened run reads one
+    from tavernlab.events import SubagentStart
 
 
 @dataclass(slots=True)
@@ -84,6 +85,8 @@ def replay(values: dict[str, Any], events: Iterable[Event]) -> None:
 def restore(log: EventLog, journal: JournalLog) -> Restored:
     """The past of the run whose logs these are: from its checkpoint when it has a usable
     one, else from a full replay."""
+    from tavernlab.events import SubagentStarted
+
     restored = _from_checkpoint(log, journal)
     if restored is not None:
         return restored
@@ -97,6 +100,8 @@ def restore(log: EventLog, journal: JournalLog) -> Restored:
 
 
 def _from_checkpoint(log: EventLog, journal: JournalLog) -> Restored | None:
+    from tavernlab.events import SubagentStarted
+
     line = _last_checkpoint(log)
     if line is None:
         return None
@@ -158,6 +163,8 @@ def _tail(log: EventLog | JournalLog, offset: int, seq: int) -> list[tuple[int, 
 
 def _start_at(journal: JournalLog, offset: int, invocation_id: str) -> SubagentStart:
     """The ``subagent_started`` record of ``invocation_id`` at ``offset`` in the journal."""
+    from tavernlab.events import SubagentStarted
+
     with open(journal.path, "rb") as handle:
         handle.seek(offset)
         record = parse_records([handle.readline()])[0]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import tavernlab.layout as layout
 from tavernlab.errors import InvalidData, RunStateError, ToolError
-from tavernlab.events import Event, RunCancelRequested
+from tavernlab.events import Event
 from tavernlab.host import _commits as commits
 from tavernlab.host import _dispatch as dispatch
 from tavernlab.host import _rounds as rounds
@@ -203,6 +203,8 @@ class Run:
         and the run ends ``cancelled``, its ``run_cancelled`` saying ``reason`` (the loop's
         default when none is given). A hand-played run's reason is passed to the cancelled
         work (``cancelled by the user`` by default) and is not recorded."""
+        from tavernlab.events import RunCancelRequested
+
         if self._core.loop_cancel is not None:
             return self._core.loop_cancel(reason)
         reason = reason or "cancelled by the user"

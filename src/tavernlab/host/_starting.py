@@ -44,7 +44,6 @@ from tavernlab.events import (
 )
 from tavernlab.host._core import RunCore
 from tavernlab.host._index import RunIndex
-from tavernlab.host._sessions import SessionStore
 from tavernlab.workspace.macros import FrozenContext, FrozenMacros
 from tavernlab.workspace.persist import Chat, PersistSnapshot
 from tavernlab.workspace.records import (
@@ -63,6 +62,7 @@ from tavernlab.workspace.roots import Profile
 from tavernlab.workspace.storage import LabLinks
 
 if TYPE_CHECKING:  # the skill engine is loaded only by a run that binds or reopens skills
+    from tavernlab.host._sessions import SessionStore  # (and the sessions by a session run)
     from tavernlab.skills import BoundSkillsMount, SkillBinding, SkillRepository
 
 Presentation = Literal["foreground", "background"]
