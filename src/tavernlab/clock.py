@@ -127,19 +127,17 @@ class RandomIds:
 
     def new(self, prefix: str, hex_chars: int = 32) -> str:
         """A fresh random id."""
-        digits = _uuid4_hex()
+        digits = _ENTROPY.uuid4_hex()
+        if hex_chars == 32:
+            return f"{prefix}_{digits}"
         while len(digits) < hex_chars:
-            digits += _uuid4_hex()
+            digits += _ENTROPY.uuid4_hex()
         return f"{prefix}_{digits[:hex_chars]}"
 
     def many(self, prefix: str, count: int) -> list[str]:
         """``count`` fresh ids of 32 digits, as ``new`` would mint them one by one (from one
         read of entropy: a large persist state journals a record per file)."""
-        raw = int.from_bytes(os.urandom(16 * count))
-        keep = int.from_bytes(_UUID4_KEEP.to_bytes(16) * count)
-        bits = int.from_bytes(_UUID4_BITS.to_bytes(16) * count)
-        digits = f"{raw & keep | bits:0{32 * count}x}" if count else ""
-        return [f"{prefix}_{digits[at:at + 32]}" for at in range(0, 32 * count, 32)]
+        return [f"{prefix}_{digits}" for digits in _uuid4_hexes(os.urandom(16 * count))]
 
     def __repr__(self) -> str:
         return "RandomIds()"
@@ -150,39 +148,55 @@ _UUID4_BITS = (4 << 76) | (2 << 62)
 _UUID4_KEEP = ~((0xF << 76) | (0x3 << 62)) & ((1 << 128) - 1)
 
 
+def _uuid4_hexes(raw: bytes) -> list[str]:
+    """The ``uuid.uuid4().hex`` of each 16 bytes of ``raw`` (its version and variant bits
+    set), formatted together as one number (a ``UUID`` each cost more than the rest of
+    minting an id)."""
+    count = len(raw) // 16
+    if not count:
+        return []
+    keep = int.from_bytes(_UUID4_KEEP.to_bytes(16) * count)
+    bits = int.from_bytes(_UUID4_BITS.to_bytes(16) * count)
+    digits = f"{int.from_bytes(raw) & keep | bits:0{32 * count}x}"
+    return [digits[at:at + 32] for at in range(0, 32 * count, 32)]
+
+
 class _Entropy:
-    """``os.urandom`` read 4 KiB at a time and handed out 16 bytes per id (a system call
-    per id cost more than the rest of minting it). Thread-safe, and emptied in a forked
-    child so parent and child never hand out the same bytes."""
+    """``os.urandom`` read 4 KiB at a time, turned into 256 UUID v4 hex strings at once and
+    handed out one per id (a system call, or a number formatted, per id cost more than the
+    rest of minting it). Thread-safe (each string is popped once from the list that holds
+    it), and emptied in a forked child so parent and child never hand out the same ids."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pool = b""
-        self._at = 0
+        self._ready: list[str] = []
 
-    def take16(self) -> bytes:
-        """16 fresh random bytes."""
-        with self._lock:
-            at = self._at
-            if at + 16 > len(self._pool):
-                self._pool, at = os.urandom(4096), 0
-            self._at = at + 16
-            return self._pool[at:at + 16]
+    def uuid4_hex(self) -> str:
+        """The 32 hex digits of a fresh UUID v4."""
+        try:
+            return self._ready.pop()
+        except IndexError:
+            return self._refill()
+
+    def _refill(self) -> str:
+        with self._lock:  # one thread reads entropy while the others wait for it
+            try:
+                return self._ready.pop()
+            except IndexError:
+                ready = _uuid4_hexes(os.urandom(4096))
+                digits = ready.pop()
+                self._ready = ready
+                return digits
 
     def forget(self) -> None:
         """Drop what was read, and a lock another thread may have held (after a fork)."""
         self._lock = threading.Lock()
-        self._pool, self._at = b"", 0
+        self._ready = []
 
 
 _ENTROPY = _Entropy()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_ENTROPY.forget)
-
-
-def _uuid4_hex() -> str:
-    """``uuid.uuid4().hex`` without building a ``UUID`` (ids are minted for every record)."""
-    return f"{int.from_bytes(_ENTROPY.take16()) & _UUID4_KEEP | _UUID4_BITS:032x}"
 
 
 @runtime_checkable
