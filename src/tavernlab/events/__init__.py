@@ -48,6 +48,7 @@ from tavernlab.events._calls import (
     WorkspaceFileWritten,
     WorkspacePatchApplied,
 )
+from tavernlab.events._encoding import json_string
 from tavernlab.events._journal import (
     JOB_LABEL_CHARS,
     JOURNAL_TYPES,
@@ -82,7 +83,6 @@ from tavernlab.events._log import (
     EventLog,
     JournalLog,
     append_records,
-    json_string,
     models_of,
     repair_logs,
 )

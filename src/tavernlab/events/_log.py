@@ -17,8 +17,6 @@ wants it (:data:`Built`).
 from __future__ import annotations
 
 import hashlib
-import json
-import json.encoder
 import os
 from array import array
 from bisect import bisect_left
@@ -40,6 +38,8 @@ from tavernlab.events import (
     LogRepaired,
     TornTail,
 )
+from tavernlab.events._encoding import encode as _ENCODE
+from tavernlab.events._encoding import json_string, model_text
 from tavernlab.events._journal import TORN_TEXT_CHARS
 from tavernlab.events._reading import anchor_of, collector_paused, parse_all, parse_records
 from tavernlab.events._sequenced import SequencedLog
@@ -79,6 +79,7 @@ class EventLog(SequencedLog):
         #: The run's journal (set by :class:`JournalLog`): where a repair of this file is
         #: noted when the caller of an append gave none.
         self.journal: JournalLog | None = None
+        self._run_json: tuple[str, str] | None = None
 
     def journal_log(self) -> JournalLog:
         """The journal beside this log (``journal.jsonl`` in its folder, made on first use
@@ -94,13 +95,12 @@ class EventLog(SequencedLog):
         only upstream's event types exist as typed classes. ``payload`` must be a validated
         instance of the kind's payload model (``None`` for a ``null`` payload; anything else
         goes through the kind's own validation, which raises ``ValidationError``)."""
-        type_name = kind.type_name()
-        if type_name not in EVENT_TYPES:
-            raise ValueError(f"{kind.__name__} is not an upstream event type")
+        spec = _EVENT_KINDS.get(kind) or _kind_of(kind, _EVENT_KINDS)
+        type_name, default_level, payload_model, type_text = spec
         ident, moment = self.ids.new("evt"), self.clock.now()
-        level = level or kind.default_level()
+        level = level or default_level
         run_id = self.run_id
-        if not isinstance(payload, _payload_model(kind)):  # the envelope says what is wrong
+        if not isinstance(payload, payload_model):  # the envelope says what is wrong
             payload = kind(seq=0, id=ident, run_id=run_id, timestamp=moment, level=level,
                            payload=payload, event_scope=scope).payload
 
@@ -108,15 +108,22 @@ class EventLog(SequencedLog):
             return kind(seq=data["seq"], id=ident, run_id=run_id, timestamp=moment,
                         level=level, payload=payload, event_scope=scope)
 
-        rest: dict[str, Any] = {
-            "id": ident, "runId": run_id, "timestamp": rfc3339(moment), "level": level,
-            "type": type_name,
-            "payload": None if payload is None else payload.model_dump(mode="json",
-                                                                         by_alias=True),
-        }
-        if scope is not None:
-            rest["eventScope"] = scope.model_dump(mode="json", by_alias=True)
-        return make, _unnumbered(ident, type_name, _ENCODE(rest)[1:], anchored=False)
+        # the encoder's text of {id, runId, timestamp, level, type, payload, eventScope?}
+        # without the opening brace, written piece by piece (:func:`_text`)
+        body = "null" if payload is None else model_text(payload)
+        scoped = "}\n" if scope is None else f', "eventScope": {model_text(scope)}}}\n'
+        rest = (f'"id": {_text(ident)}, "runId": {self._run_text()}, "timestamp": '
+                f'{_text(rfc3339(moment))}, "level": {_text(level)}, "type": {type_text}, '
+                f'"payload": {body}{scoped}')
+        return make, {"seq": 0, "id": ident, "type": type_name, "rest": rest.encode("utf-8")}
+
+    def _run_text(self) -> str:
+        """The run id as the line encoder writes it (made once per run id)."""
+        run_id = self.run_id
+        cached = self._run_json
+        if cached is None or cached[0] is not run_id:
+            cached = self._run_json = (run_id, _text(run_id))
+        return cached[1]
 
     def append(self, kind: type[E], payload: Model | None, *, level: Level | None = None,
                scope: EventScope | None = None) -> E:
@@ -148,12 +155,11 @@ class JournalLog(SequencedLog):
     def build(self, kind: type[J], payload: Model) -> Built:
         """A journal record's line (numbered and anchored when written) and the maker of its
         model (see :meth:`EventLog.build`)."""
-        type_name = kind.type_name()
-        if type_name not in JOURNAL_TYPES:
-            raise ValueError(f"{kind.__name__} is not a journal record type")
+        type_name, level, payload_model, type_text = (_JOURNAL_KINDS.get(kind)
+                                                      or _kind_of(kind, _JOURNAL_KINDS))
         events = self.events
         ident, moment, run_id = events.ids.new("jrn"), events.clock.now(), events.run_id
-        if not isinstance(payload, _payload_model(kind)):  # the envelope says what is wrong
+        if not isinstance(payload, payload_model):  # the envelope says what is wrong
             payload = kind(seq=0, event_seq=0, id=ident, run_id=run_id, timestamp=moment,
                            payload=payload).payload
 
@@ -161,12 +167,13 @@ class JournalLog(SequencedLog):
             return kind(seq=data["seq"], event_seq=data["eventSeq"], id=ident, run_id=run_id,
                         timestamp=moment, payload=payload)
 
-        rest: dict[str, Any] = {
-            "id": ident, "runId": run_id, "timestamp": rfc3339(moment),
-            "level": kind.default_level(), "type": type_name,
-            "payload": payload.model_dump(mode="json", by_alias=True),
-        }
-        return make, _unnumbered(ident, type_name, _ENCODE(rest)[1:], anchored=True)
+        # {id, runId, timestamp, level, type, payload} as EventLog.build writes it
+        body = model_text(payload)
+        rest = (f'"id": {_text(ident)}, "runId": {events._run_text()}, "timestamp": '
+                f'{_text(rfc3339(moment))}, "level": {_text(level)}, "type": {type_text}, '
+                f'"payload": {body}}}\n')
+        return make, {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
+                      "rest": rest.encode("utf-8")}
 
     def lines_of(self, kind: type[J], payloads: Sequence[str]) -> list[Built]:
         """Records of one kind from payloads already rendered as JSON text (exactly what
@@ -244,36 +251,36 @@ def models_of(make: Maker | None, data: dict[str, Any]) -> list[Event]:
                           for number, rest in enumerate(data["lines"], start=first)])
 
 
-_PAYLOADS: dict[type[Any], type[Any]] = {}
+#: What building a record of a typed class needs of it, looked up once per class (its
+#: ``type`` tag, its default level, the payload model it requires and its tag as the line
+#: encoder writes it), for event and journal classes apart.
+KindSpec = tuple[str, Level, type[Any], str]
+_EVENT_KINDS: dict[type[Any], KindSpec] = {}
+_JOURNAL_KINDS: dict[type[Any], KindSpec] = {}
+
+
+def _kind_of(kind: type[Event], known: dict[type[Any], KindSpec]) -> KindSpec:
+    """The spec of a typed event (``known`` is :data:`_EVENT_KINDS`) or journal record class;
+    ``ValueError`` for a class of the other file or of no upstream type."""
+    type_name = kind.type_name()
+    if known is _EVENT_KINDS and type_name not in EVENT_TYPES:
+        raise ValueError(f"{kind.__name__} is not an upstream event type")
+    if known is _JOURNAL_KINDS and type_name not in JOURNAL_TYPES:
+        raise ValueError(f"{kind.__name__} is not a journal record type")
+    spec = known[kind] = (type_name, kind.default_level(), _payload_model(kind),
+                          _text(type_name))
+    return spec
 
 
 def _payload_model(kind: type[Event]) -> type[Any]:
     """The payload model a typed event or journal record class requires."""
-    model = _PAYLOADS.get(kind)
-    if model is None:
-        annotation = kind.model_fields["payload"].annotation
-        model = _PAYLOADS[kind] = annotation if isinstance(annotation, type) else object
-    return model
+    annotation = kind.model_fields["payload"].annotation
+    return annotation if isinstance(annotation, type) else object
 
 
-def _line_encoder() -> Callable[[dict[str, Any]], str]:
-    """``json.dumps(data, ensure_ascii=False)``, the same text, from one C encoder made once
-    (``json.dumps`` makes one per call, and checks for reference cycles a record built
-    here cannot have: together more than half the cost of a line)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    plain = json.JSONEncoder(ensure_ascii=False, check_circular=False)
-    if make is None:  # an interpreter without the C accelerator
-        return plain.encode
-    chunks = make(None, plain.default, json.encoder.encode_basestring, None, ": ", ", ",
-                  False, False, True)
-    return lambda data: "".join(chunks(data, 0))
-
-
-_ENCODE = _line_encoder()
-
-
-#: A JSON string as the line encoder writes it (``"..."``, non-ASCII kept).
-json_string: Callable[[str], str] = json.encoder.encode_basestring
+def _text(value: Any) -> str:
+    """A value of a record's envelope as the line encoder writes it (a string, quickly)."""
+    return json_string(value) if type(value) is str else _ENCODE(value)
 
 
 def _unnumbered(ident: str, type_name: str, rest: str, *, anchored: bool) -> dict[str, Any]:
