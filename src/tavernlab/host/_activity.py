@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from tavernlab.events import FileChange, FileChanged, Writer
 from tavernlab.host._feed import RunFeed
@@ -52,23 +50,23 @@ class Activities:
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
 
-    @contextmanager
-    def activity(self, writer: Writer, call_id: str | None) -> Iterator[None]:
+    def activity(self, writer: Writer, call_id: str | None) -> Activity:
         """Attribute the workspace changes made while the block runs to ``call_id``."""
+        return Activity(self, writer, call_id)
+
+    def _open_activity(self, entry: tuple[Writer, str | None]) -> None:
         self.flush("host", None)
-        entry = (writer, call_id)
         with self._lock:
             self._open.append(entry)
         if self.live:
             _TICKER.watch(self)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._open.remove(entry)
-            if self.live:
-                _TICKER.forget(self)
-            self.flush(writer, call_id)
+
+    def _close_activity(self, entry: tuple[Writer, str | None]) -> None:
+        with self._lock:
+            self._open.remove(entry)
+        if self.live:
+            _TICKER.forget(self)
+        self.flush(*entry)
 
     def tick(self) -> None:
         """While an activity is open: write the records its call holds and journal its
@@ -97,6 +95,23 @@ class Activities:
         :func:`tavernlab.host._starting.persist_changes`)."""
         if changes:
             self.feed.note_all(FileChanged, changes)
+
+
+class Activity:
+    """The block of :meth:`Activities.activity` (a plain context manager: one per tool
+    call)."""
+
+    __slots__ = ("_activities", "_entry")
+
+    def __init__(self, activities: Activities, writer: Writer, call_id: str | None) -> None:
+        self._activities = activities
+        self._entry = (writer, call_id)
+
+    def __enter__(self) -> None:
+        self._activities._open_activity(self._entry)
+
+    def __exit__(self, *exc: object) -> None:
+        self._activities._close_activity(self._entry)
 
 
 class _Ticker:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -112,6 +111,23 @@ class RunCounters:
                    max_call_number=values["maxCallNumber"])
 
 
+class Tracked:
+    """The block of :meth:`InFlight.track` (a plain context manager: one per tool call)."""
+
+    __slots__ = ("_flight", "_token")
+
+    def __init__(self, flight: InFlight, token: CancelToken) -> None:
+        self._flight = flight
+        self._token = token
+
+    def __enter__(self) -> CancelToken:
+        self._flight._add(self._token)
+        return self._token
+
+    def __exit__(self, *exc: object) -> None:
+        self._flight._discard(self._token)
+
+
 class InFlight:
     """The cancel tokens of a run's work that is running now (tool calls, ``js`` jobs)."""
 
@@ -119,17 +135,19 @@ class InFlight:
         self._tokens: set[CancelToken] = set()
         self._idle = threading.Condition()
 
-    @contextmanager
-    def track(self, token: CancelToken) -> Iterator[CancelToken]:
-        """Keep ``token`` reachable by :meth:`live` while the block runs."""
+    def track(self, token: CancelToken) -> Tracked:
+        """Keep ``token`` reachable by :meth:`live` while the block runs (the block gets
+        ``token``)."""
+        return Tracked(self, token)
+
+    def _add(self, token: CancelToken) -> None:
         with self._idle:
             self._tokens.add(token)
-        try:
-            yield token
-        finally:
-            with self._idle:
-                self._tokens.discard(token)
-                self._idle.notify_all()
+
+    def _discard(self, token: CancelToken) -> None:
+        with self._idle:
+            self._tokens.discard(token)
+            self._idle.notify_all()
 
     def live(self) -> list[CancelToken]:
         """The tokens not cancelled yet."""

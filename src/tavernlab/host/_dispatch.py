@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -552,12 +553,27 @@ def unstorable(arguments: Any) -> str | None:
     if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
         return f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
     try:
-        json.dumps(arguments, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        _strict_json(arguments).encode("utf-8")
     except (TypeError, ValueError) as exc:
         if isinstance(exc, UnicodeEncodeError):
             return "arguments must be valid Unicode text (found a lone surrogate)"
         return f"arguments must be JSON values: {exc}"
     return None
+
+
+def _strict_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=False)``: the same text and the same
+    errors (a cycle included), from the C encoder straight away (``json.dumps`` builds an
+    encoder object in Python first when asked for anything but its defaults)."""
+    if _MAKE_ENCODER is None:  # an interpreter without the C accelerator
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    chunks = _MAKE_ENCODER({}, _STRICT.default, json.encoder.encode_basestring, None, ": ",
+                           ", ", False, False, False)
+    return "".join(chunks(value, 0))
+
+
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:

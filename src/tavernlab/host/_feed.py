@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
+from threading import get_ident
 from typing import TypeVar
 
 from tavernlab.events import (
@@ -78,6 +78,23 @@ def order_key(record: Event) -> tuple[int, int, int]:
     return (record.seq, 0, 0)
 
 
+class Batch:
+    """The block of :meth:`RunFeed.batch` (a plain context manager: one per tool call)."""
+
+    __slots__ = ("_feed", "_mine")
+
+    def __init__(self, feed: RunFeed) -> None:
+        self._feed = feed
+        self._mine = False
+
+    def __enter__(self) -> None:
+        self._mine = self._feed._open_batch()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._mine:
+            self._feed._close_batch()
+
+
 class RunFeed:
     """A run's events and journal, and the callbacks that follow them.
 
@@ -106,8 +123,10 @@ class RunFeed:
         """Append a typed event to ``events.jsonl`` and publish it (at once, or when the
         batch it belongs to is written; its ``seq`` is set then). The payload is validated
         now; the event's model is made only for subscribers."""
-        with self.lock:
-            self._queue(self.events.build(kind, payload, level=level, scope=scope))
+        with self.lock:  # _queue, inline (a tool call emits seven events)
+            self._pending.append(self.events.build(kind, payload, level=level, scope=scope))
+            if self._owner != get_ident():
+                self._write(batch_ended=self._owner is None)
 
     def note(self, kind: type[J], payload: Model) -> str:
         """Append a journal record and publish it (like :meth:`emit`); returns its id."""
@@ -122,40 +141,43 @@ class RunFeed:
         a subscriber is told)."""
         with self.lock:
             self._pending.extend(self.journal.lines_of(kind, payloads))
-            if self._owner != threading.get_ident():
+            if self._owner != get_ident():
                 self._write(batch_ended=self._owner is None)
 
     def _queue(self, built: Built) -> None:
         self._pending.append(built)
-        if self._owner != threading.get_ident():
+        if self._owner != get_ident():
             self._write(batch_ended=self._owner is None)
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> Batch:
         """Hold the records this thread emits in the block and write them together when it
         ends (nested batches join the outer one). One thread holds records at a time: while
         another thread's batch is open, this thread's records are written at once (each
         flushing the open batch first, so the order stays the order of emission)."""
-        me = threading.get_ident()
+        return Batch(self)
+
+    def _open_batch(self) -> bool:
+        """Open (or join) this thread's batch; whether it is this thread's."""
+        me = get_ident()
         with self.lock:
             mine = self._owner in (None, me)
             if mine:
                 self._owner = me
                 self._depth += 1
-        try:
-            yield
-        finally:
-            if mine:
-                with self.lock:
-                    self._depth -= 1
-                    if self._depth == 0:
-                        self._owner = None
-                        self._write(batch_ended=True)
+        return mine
+
+    def _close_batch(self) -> None:
+        """End one :meth:`_open_batch` that was this thread's; the outermost writes."""
+        with self.lock:
+            self._depth -= 1
+            if self._depth == 0:
+                self._owner = None
+                self._write(batch_ended=True)
 
     @property
     def holding(self) -> bool:
         """Whether this thread has a batch open (its records are being held)."""
-        return self._owner == threading.get_ident()
+        return self._owner == get_ident()
 
     def flush(self) -> None:
         """Write and publish what an open batch holds (from any thread)."""
