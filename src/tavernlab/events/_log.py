@@ -43,7 +43,7 @@ from tavernlab.events._encoding import json_string, model_text
 from tavernlab.events._journal import TORN_TEXT_CHARS
 from tavernlab.events._reading import anchor_of, collector_paused, parse_all, parse_records
 from tavernlab.events._sequenced import SequencedLog
-from tavernlab.locks import locked_open
+from tavernlab.locks import open_locked
 from tavernlab.ondisk import Model
 
 E = TypeVar("E", bound=Event)
@@ -96,7 +96,7 @@ class EventLog(SequencedLog):
         instance of the kind's payload model (``None`` for a ``null`` payload; anything else
         goes through the kind's own validation, which raises ``ValidationError``)."""
         spec = _EVENT_KINDS.get(kind) or _kind_of(kind, _EVENT_KINDS)
-        type_name, default_level, payload_model, type_text = spec
+        type_name, default_level, payload_model, head, tail = spec
         ident, moment = self.ids.new("evt"), self.clock.now()
         level = level or default_level
         run_id = self.run_id
@@ -112,9 +112,10 @@ class EventLog(SequencedLog):
         # without the opening brace, written piece by piece (:func:`_text`)
         body = "null" if payload is None else model_text(payload)
         scoped = "}\n" if scope is None else f', "eventScope": {model_text(scope)}}}\n'
+        if level is not default_level:
+            head = f"{_text(level)}{tail}"
         rest = (f'"id": {_text(ident)}, "runId": {self._run_text()}, "timestamp": '
-                f'{_text(rfc3339(moment))}, "level": {_text(level)}, "type": {type_text}, '
-                f'"payload": {body}{scoped}')
+                f'{_text(rfc3339(moment))}, "level": {head}{body}{scoped}')
         return make, {"seq": 0, "id": ident, "type": type_name, "rest": rest.encode("utf-8")}
 
     def _run_text(self) -> str:
@@ -155,8 +156,8 @@ class JournalLog(SequencedLog):
     def build(self, kind: type[J], payload: Model) -> Built:
         """A journal record's line (numbered and anchored when written) and the maker of its
         model (see :meth:`EventLog.build`)."""
-        type_name, level, payload_model, type_text = (_JOURNAL_KINDS.get(kind)
-                                                      or _kind_of(kind, _JOURNAL_KINDS))
+        type_name, _, payload_model, head, _ = (_JOURNAL_KINDS.get(kind)
+                                                or _kind_of(kind, _JOURNAL_KINDS))
         events = self.events
         ident, moment, run_id = events.ids.new("jrn"), events.clock.now(), events.run_id
         if not isinstance(payload, payload_model):  # the envelope says what is wrong
@@ -170,8 +171,7 @@ class JournalLog(SequencedLog):
         # {id, runId, timestamp, level, type, payload} as EventLog.build writes it
         body = model_text(payload)
         rest = (f'"id": {_text(ident)}, "runId": {events._run_text()}, "timestamp": '
-                f'{_text(rfc3339(moment))}, "level": {_text(level)}, "type": {type_text}, '
-                f'"payload": {body}}}\n')
+                f'{_text(rfc3339(moment))}, "level": {head}{body}}}\n')
         return make, {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
                       "rest": rest.encode("utf-8")}
 
@@ -251,10 +251,12 @@ def models_of(make: Maker | None, data: dict[str, Any]) -> list[Event]:
                           for number, rest in enumerate(data["lines"], start=first)])
 
 
-#: What building a record of a typed class needs of it, looked up once per class (its
-#: ``type`` tag, its default level, the payload model it requires and its tag as the line
-#: encoder writes it), for event and journal classes apart.
-KindSpec = tuple[str, Level, type[Any], str]
+#: What building a record of a typed class needs of it, looked up once per class: its
+#: ``type`` tag, its default level, the payload model it requires, and the text of its line
+#: from the level's value to the payload's, with the default level (``"info", "type":
+#: "...", "payload": ``) and after any level (``, "type": "...", "payload": ``); for event
+#: and journal classes apart.
+KindSpec = tuple[str, Level, type[Any], str, str]
 _EVENT_KINDS: dict[type[Any], KindSpec] = {}
 _JOURNAL_KINDS: dict[type[Any], KindSpec] = {}
 
@@ -267,8 +269,9 @@ def _kind_of(kind: type[Event], known: dict[type[Any], KindSpec]) -> KindSpec:
         raise ValueError(f"{kind.__name__} is not an upstream event type")
     if known is _JOURNAL_KINDS and type_name not in JOURNAL_TYPES:
         raise ValueError(f"{kind.__name__} is not a journal record type")
-    spec = known[kind] = (type_name, kind.default_level(), _payload_model(kind),
-                          _text(type_name))
+    level = kind.default_level()
+    tail = f', "type": {_text(type_name)}, "payload": '
+    spec = known[kind] = (type_name, level, _payload_model(kind), _text(level) + tail, tail)
     return spec
 
 
@@ -281,6 +284,7 @@ def _payload_model(kind: type[Event]) -> type[Any]:
 def _text(value: Any) -> str:
     """A value of a record's envelope as the line encoder writes it (a string, quickly)."""
     return json_string(value) if type(value) is str else _ENCODE(value)
+
 
 
 def _unnumbered(ident: str, type_name: str, rest: str, *, anchored: bool) -> dict[str, Any]:
@@ -331,26 +335,36 @@ def _append_records(events: EventLog, journal: JournalLog, built: Sequence[Built
     """:func:`append_records` (OS errors not yet turned into ``FileIo``). The file's
     ``flock`` is taken before the log's in-process lock, the order a reader takes them in
     (``RunFeed.read`` holds the shared ``flock`` while it reads under the lock)."""
-    with locked_open(events.path, _APPEND) as fd, events._lock:  # a reader's order too
-        size, torn = events._cut_torn_tail(fd, os.fstat(fd).st_size)
-        events._catch_up(fd, size)
-        seq = events.last_seq
-        event_lines: list[bytes] = []
-        notes: list[dict[str, Any]] = []
-        if torn:
-            notes.append(_repair_note(journal, layout.EVENTS, size, torn, seq))
-        for _, data in built:
-            if "eventSeq" in data:  # a journal record: anchored on the last event before it
-                data["eventSeq"] = seq
-                notes.append(data)
-            else:
-                seq += 1
-                data["seq"] = seq
-                event_lines.append(_line(data))
-        if event_lines:
-            _written(events, lambda: events._write(fd, size, event_lines))
-        if notes or (repairing and journal.path.exists()):
-            _append_journal(journal, notes, notes[0]["eventSeq"] if notes else seq)
+    fd = open_locked(events.path, _APPEND)
+    try:
+        with events._lock:  # after the flock: a reader's order too
+            _append_events_locked(fd, events, journal, built, repairing)
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _append_events_locked(fd: int, events: EventLog, journal: JournalLog,
+                          built: Sequence[Built], repairing: bool) -> None:
+    """:func:`_append_records` once ``events.jsonl`` is open on ``fd`` and locked."""
+    size, torn = events._cut_torn_tail(fd, os.lseek(fd, 0, os.SEEK_END))
+    events._catch_up(fd, size)
+    seq = events.last_seq
+    event_lines: list[bytes] = []
+    notes: list[dict[str, Any]] = []
+    if torn:
+        notes.append(_repair_note(journal, layout.EVENTS, size, torn, seq))
+    for _, data in built:
+        if "eventSeq" in data:  # a journal record: anchored on the last event before it
+            data["eventSeq"] = seq
+            notes.append(data)
+        else:
+            seq += 1
+            data["seq"] = seq
+            event_lines.append(_line(data))
+    if event_lines:
+        _written(events, lambda: events._write(fd, size, event_lines))
+    if notes or (repairing and journal.path.exists()):
+        _append_journal(journal, notes, notes[0]["eventSeq"] if notes else seq)
 
 
 def repair_logs(events: EventLog, journal: JournalLog) -> None:
@@ -387,36 +401,46 @@ def _repair_note(journal: JournalLog, name: str, offset: int, torn: bytes, ancho
 def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: int) -> None:
     """The journal half of :func:`append_records` (the events' lock is held); ``anchor`` is
     the ``eventSeq`` of a repair note of the journal itself."""
-    with locked_open(journal.path, _APPEND) as fd, journal._lock:
-        size, torn = journal._cut_torn_tail(fd, os.fstat(fd).st_size)
-        if torn:
-            notes = [_repair_note(journal, layout.JOURNAL, size, torn, anchor), *notes]
-        if not notes:
-            return
-        journal._catch_up(fd, size)
-        lines: list[bytes] = []
-        anchors: list[int] = []
-        kept: list[tuple[str, int]] = []  # (id, index of its line) of the OFFSET_TYPES
-        number = journal.last_seq + 1
-        for data in notes:
-            data["seq"] = number
-            anchor = data["eventSeq"]
-            bulk = data.get("lines")
-            if bulk is None:  # _line (every journal record is anchored), inline
-                if data["type"] in OFFSET_TYPES:
-                    kept.append((data["id"], len(lines)))
-                lines.append(b'{"seq": %d, "eventSeq": %d, %b' % (number, anchor, data["rest"]))
-                anchors.append(anchor)
-                number += 1
-                continue
+    fd = open_locked(journal.path, _APPEND)
+    try:
+        with journal._lock:
+            _append_journal_locked(fd, journal, notes, anchor)
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _append_journal_locked(fd: int, journal: JournalLog, notes: list[dict[str, Any]],
+                           anchor: int) -> None:
+    """:func:`_append_journal` once ``journal.jsonl`` is open on ``fd`` and locked."""
+    size, torn = journal._cut_torn_tail(fd, os.lseek(fd, 0, os.SEEK_END))
+    if torn:
+        notes = [_repair_note(journal, layout.JOURNAL, size, torn, anchor), *notes]
+    if not notes:
+        return
+    journal._catch_up(fd, size)
+    lines: list[bytes] = []
+    anchors: list[int] = []
+    kept: list[tuple[str, int]] = []  # (id, index of its line) of the OFFSET_TYPES
+    number = journal.last_seq + 1
+    for data in notes:
+        data["seq"] = number
+        anchor = data["eventSeq"]
+        bulk = data.get("lines")
+        if bulk is None:  # _line (every journal record is anchored), inline
             if data["type"] in OFFSET_TYPES:
-                kept += zip(data["ids"], range(len(lines), len(lines) + len(bulk)), strict=True)
-            lines += [b'{"seq": %d, "eventSeq": %d, %b' % (seq, anchor, rest)
-                      for seq, rest in enumerate(bulk, start=number)]
-            anchors += repeat(anchor, len(bulk))
-            number += len(bulk)
-        if kept:
-            offsets = list(accumulate(map(len, lines), initial=size))
-            for ident, index in kept:
-                journal.written_at[ident] = offsets[index]
-        _written(journal, lambda: journal._write_anchored(fd, size, lines, anchors))
+                kept.append((data["id"], len(lines)))
+            lines.append(b'{"seq": %d, "eventSeq": %d, %b' % (number, anchor, data["rest"]))
+            anchors.append(anchor)
+            number += 1
+            continue
+        if data["type"] in OFFSET_TYPES:
+            kept += zip(data["ids"], range(len(lines), len(lines) + len(bulk)), strict=True)
+        lines += [b'{"seq": %d, "eventSeq": %d, %b' % (seq, anchor, rest)
+                  for seq, rest in enumerate(bulk, start=number)]
+        anchors += repeat(anchor, len(bulk))
+        number += len(bulk)
+    if kept:
+        offsets = list(accumulate(map(len, lines), initial=size))
+        for ident, index in kept:
+            journal.written_at[ident] = offsets[index]
+    _written(journal, lambda: journal._write_anchored(fd, size, lines, anchors))

@@ -37,6 +37,9 @@ class SequencedLog:
         #: covers the first ``_indexed_to`` bytes of the file.
         self._offsets = array("q")
         self._indexed_to = 0
+        #: A size at which the file was seen (or written) ending with a whole line: an
+        #: append that finds the file at that size needs not look at its last byte.
+        self._whole_to = -1
 
     @property
     def last_seq(self) -> int:
@@ -90,11 +93,15 @@ class SequencedLog:
         writer is in the middle of a line): ``(size afterwards, the bytes cut)``, nothing cut
         when the file is empty or ends with a newline. A writer killed (or out of space) in
         the middle of its append leaves such a line; the next append would merge into it."""
+        if size == self._whole_to:  # only a torn line's cut brings a log back to a size
+            return size, b""
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            self._whole_to = size
             return size, b""
         end = end_of_last_line(fd, size)
         torn = os.pread(fd, size - end, end)
         os.ftruncate(fd, end)
+        self._whole_to = end
         if self._indexed_to > end:
             self._reset_index()
         self._known_size = -1
@@ -118,7 +125,7 @@ class SequencedLog:
         if self._indexed_to == size:  # the index was complete: keep it so
             self._offsets.extend(accumulate(map(len, lines[:-1]), initial=size))
             self._indexed_to = size + len(data)
-        self._known_size = size + len(data)
+        self._known_size = self._whole_to = size + len(data)
         self._seq += len(lines)
 
     # -- the index --------------------------------------------------------------------------
