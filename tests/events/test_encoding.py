@@ -14,7 +14,7 @@ import json
 import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 import pytest
@@ -146,6 +146,40 @@ def _a_valid_value(annotation: Any) -> Any:
     kind = _field_kind(annotation)
     assert kind is not None
     return {"str": "x", "int": 1, "bool": True, "strs": ["a", "b"]}[kind[0]]
+
+
+class Shouted(StatusChange):
+    """A payload that says how its field is dumped."""
+
+    @pydantic.field_serializer("status")
+    def _loud(self, value: str) -> str:
+        return value.upper()
+
+
+class Dumped(StatusChange):
+    """A payload with its own ``model_dump``."""
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:  # type: ignore[override]
+        return {"status": "mine"}
+
+
+class Serialized(pydantic.BaseModel):
+    """A field whose type carries its own serializer."""
+
+    name: Annotated[str, pydantic.PlainSerializer(lambda value: value * 2)]
+
+
+class Limited(pydantic.BaseModel):
+    """A field with a constraint (metadata): the dump, to be safe."""
+
+    name: str = pydantic.Field(min_length=1)
+
+
+@pytest.mark.parametrize("cls", [Shouted, Dumped, Serialized, Limited])
+def test_a_class_that_says_how_it_is_dumped_takes_the_dump(cls: type[Any]) -> None:
+    model = cls(**({"name": "ab"} if "name" in cls.model_fields else {"status": "failed"}))
+    assert _writer_of(cls) is dumped_text
+    assert model_text(model) == encode(model.model_dump(mode="json", by_alias=True))
 
 
 def test_a_field_missing_from_a_constructed_model_takes_the_dump() -> None:

@@ -60,6 +60,8 @@ def model_text(model: Any) -> str:
 
 
 _WRITERS: dict[type[Any], Callable[[Any], str]] = {}
+#: How a model class makes its schema unless it says otherwise.
+_OWN_SCHEMA = getattr(BaseModel.__get_pydantic_core_schema__, "__func__", None)
 
 #: How a value of a flat field is written: one of these per field; the check that a value
 #: is of that exact type (true: it is not) and its text, as code of a formatter.
@@ -111,8 +113,10 @@ def _writer_of(kind: type[Any]) -> Callable[[Any], str]:
             kind, "__pydantic_root_model__", False):
         return dumped_text
     decorators = kind.__pydantic_decorators__
+    schema = getattr(kind.__get_pydantic_core_schema__, "__func__", None)
     if decorators.field_serializers or decorators.model_serializers or \
-            kind.model_computed_fields:
+            kind.model_computed_fields or kind.model_dump is not BaseModel.model_dump or \
+            schema is not _OWN_SCHEMA:  # the class says how it is dumped
         return dumped_text
     names: list[str] = []
     keys: list[str] = []
@@ -120,7 +124,8 @@ def _writer_of(kind: type[Any]) -> Callable[[Any], str]:
     values: list[str] = []
     for index, (name, info) in enumerate(kind.model_fields.items()):
         field = _field_kind(info.annotation)
-        if field is None or info.exclude or getattr(info, "exclude_if", None) is not None:
+        if field is None or info.metadata or info.exclude or getattr(
+                info, "exclude_if", None) is not None:  # a serializer or a constraint
             return dumped_text
         how, optional = field
         key = info.serialization_alias or info.alias or name
