@@ -21,6 +21,8 @@ import os
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from functools import partial
 from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any, TypeVar
@@ -104,19 +106,19 @@ class EventLog(SequencedLog):
             payload = kind(seq=0, id=ident, run_id=run_id, timestamp=moment, level=level,
                            payload=payload, event_scope=scope).payload
 
-        def make(data: dict[str, Any]) -> Event:
-            return kind(seq=data["seq"], id=ident, run_id=run_id, timestamp=moment,
-                        level=level, payload=payload, event_scope=scope)
-
         # the encoder's text of {id, runId, timestamp, level, type, payload, eventScope?}
-        # without the opening brace, written piece by piece (:func:`_text`)
+        # without the opening brace, written piece by piece (:func:`_text`; a timestamp is
+        # always a string)
         body = "null" if payload is None else model_text(payload)
         scoped = "}\n" if scope is None else f', "eventScope": {model_text(scope)}}}\n'
         if level is not default_level:
             head = f"{_text(level)}{tail}"
-        rest = (f'"id": {_text(ident)}, "runId": {self._run_text()}, "timestamp": '
-                f'{_text(rfc3339(moment))}, "level": {head}{body}{scoped}')
-        return make, {"seq": 0, "id": ident, "type": type_name, "rest": rest.encode("utf-8")}
+        cached = self._run_json
+        run_text = cached[1] if cached is not None and cached[0] is run_id else self._run_text()
+        rest = (f'"id": {_text(ident)}, "runId": {run_text}, "timestamp": '
+                f'{json_string(rfc3339(moment))}, "level": {head}{body}{scoped}')
+        return (partial(_event_model, kind, ident, run_id, moment, level, payload, scope),
+                {"seq": 0, "id": ident, "type": type_name, "rest": rest.encode("utf-8")})
 
     def _run_text(self) -> str:
         """The run id as the line encoder writes it (made once per run id)."""
@@ -164,16 +166,13 @@ class JournalLog(SequencedLog):
             payload = kind(seq=0, event_seq=0, id=ident, run_id=run_id, timestamp=moment,
                            payload=payload).payload
 
-        def make(data: dict[str, Any]) -> Event:
-            return kind(seq=data["seq"], event_seq=data["eventSeq"], id=ident, run_id=run_id,
-                        timestamp=moment, payload=payload)
-
         # {id, runId, timestamp, level, type, payload} as EventLog.build writes it
         body = model_text(payload)
         rest = (f'"id": {_text(ident)}, "runId": {events._run_text()}, "timestamp": '
-                f'{_text(rfc3339(moment))}, "level": {head}{body}}}\n')
-        return make, {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
-                      "rest": rest.encode("utf-8")}
+                f'{json_string(rfc3339(moment))}, "level": {head}{body}}}\n')
+        return (partial(_journal_model, kind, ident, run_id, moment, payload),
+                {"seq": 0, "eventSeq": 0, "id": ident, "type": type_name,
+                 "rest": rest.encode("utf-8")})
 
     def lines_of(self, kind: type[J], payloads: Sequence[str]) -> list[Built]:
         """Records of one kind from payloads already rendered as JSON text (exactly what
@@ -235,6 +234,20 @@ class JournalLog(SequencedLog):
         chunks = self._read_from(
             lambda: max(after_seq, bisect_left(self._anchors, from_event_seq)))
         return [r for r in parse_all(chunks, types) if isinstance(r, JournalRecord)]
+
+
+def _event_model(kind: type[Event], ident: str, run_id: str, moment: datetime, level: Level,
+                 payload: Any, scope: EventScope | None, data: dict[str, Any]) -> Event:
+    """The model of an event :meth:`EventLog.build` built, once it is numbered (``data``)."""
+    return kind(seq=data["seq"], id=ident, run_id=run_id, timestamp=moment, level=level,
+                payload=payload, event_scope=scope)
+
+
+def _journal_model(kind: type[Event], ident: str, run_id: str, moment: datetime,
+                   payload: Any, data: dict[str, Any]) -> Event:
+    """The model of a journal record :meth:`JournalLog.build` built, once it is numbered."""
+    return kind(seq=data["seq"], event_seq=data["eventSeq"], id=ident, run_id=run_id,
+                timestamp=moment, payload=payload)
 
 
 def model_of(make: Maker | None, data: dict[str, Any]) -> Event:
