@@ -125,22 +125,6 @@ class _LockedOpen:
         os.close(self._fd)  # releases the flock
 
 
-def open_locked(path: Path, flags: int = os.O_RDWR | os.O_CREAT) -> int:
-    """:func:`locked_open`'s descriptor, exclusive, without a generator (for a lock taken on
-    every tool call): the caller closes it, which releases the ``flock``."""
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
-    try:
-        acquire(fd, shared=False, path=path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 @contextlib.contextmanager
 def shared_lock_if_present(path: Path) -> Iterator[None]:
     """Hold a shared ``flock`` on an existing file while reading it (a reader never creates

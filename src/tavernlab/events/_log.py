@@ -45,7 +45,7 @@ from tavernlab.events._encoding import json_string, model_text
 from tavernlab.events._journal import TORN_TEXT_CHARS
 from tavernlab.events._reading import anchor_of, collector_paused, parse_all, parse_records
 from tavernlab.events._sequenced import SequencedLog
-from tavernlab.locks import open_locked
+from tavernlab.locks import locked_open
 from tavernlab.ondisk import Model
 
 E = TypeVar("E", bound=Event)
@@ -348,12 +348,8 @@ def _append_records(events: EventLog, journal: JournalLog, built: Sequence[Built
     """:func:`append_records` (OS errors not yet turned into ``FileIo``). The file's
     ``flock`` is taken before the log's in-process lock, the order a reader takes them in
     (``RunFeed.read`` holds the shared ``flock`` while it reads under the lock)."""
-    fd = open_locked(events.path, _APPEND)
-    try:
-        with events._lock:  # after the flock: a reader's order too
-            _append_events_locked(fd, events, journal, built, repairing)
-    finally:
-        os.close(fd)  # releases the flock
+    with locked_open(events.path, _APPEND) as fd, events._lock:  # a reader's order too
+        _append_events_locked(fd, events, journal, built, repairing)
 
 
 def _append_events_locked(fd: int, events: EventLog, journal: JournalLog,
@@ -414,12 +410,8 @@ def _repair_note(journal: JournalLog, name: str, offset: int, torn: bytes, ancho
 def _append_journal(journal: JournalLog, notes: list[dict[str, Any]], anchor: int) -> None:
     """The journal half of :func:`append_records` (the events' lock is held); ``anchor`` is
     the ``eventSeq`` of a repair note of the journal itself."""
-    fd = open_locked(journal.path, _APPEND)
-    try:
-        with journal._lock:
-            _append_journal_locked(fd, journal, notes, anchor)
-    finally:
-        os.close(fd)  # releases the flock
+    with locked_open(journal.path, _APPEND) as fd, journal._lock:
+        _append_journal_locked(fd, journal, notes, anchor)
 
 
 def _append_journal_locked(fd: int, journal: JournalLog, notes: list[dict[str, Any]],

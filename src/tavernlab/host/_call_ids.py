@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from tavernlab.errors import FileIo
-from tavernlab.locks import open_locked
+from tavernlab.locks import locked_open
 
 _WIDTH = 20
 
@@ -43,8 +43,7 @@ class CallCounter:
 
     def _update(self, floor: int, *, step: int) -> int:
         try:
-            fd = open_locked(self.path)
-            try:
+            with locked_open(self.path) as fd:
                 stored = os.pread(fd, _WIDTH + 1, 0).strip()
                 last = int(stored) if stored.isdigit() else 0
                 number = max(last, floor) + step
@@ -53,7 +52,5 @@ class CallCounter:
                     if written != _WIDTH + 1:
                         raise OSError(28, "No space left on device")
                 return number
-            finally:
-                os.close(fd)  # releases the flock
         except OSError as exc:
             raise FileIo("count calls in", self.path.name, exc) from None
