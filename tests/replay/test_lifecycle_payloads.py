@@ -144,7 +144,7 @@ def test_a_run_cancelled_during_its_first_model_call_used_one_round_and_says_why
         tmp_path: Path) -> None:
     lab = deterministic_lab(tmp_path / "lab")
     slow = turn("Thinking " * 200, write("s1", "output/main.md", "never"))
-    slow["delayMs"] = 20
+    slow["delayMs"] = 5000  # the cancel ends the pause; a busy machine cannot outrun it
     handle = lab.start_agent("Write.", model=Scripted([slow]))
     started = threading.Event()
 
