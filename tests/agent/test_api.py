@@ -70,7 +70,7 @@ def test_live_deltas_say_where_they_belong_and_are_not_recorded(lab: Lab) -> Non
 
 def test_cancel_during_a_model_call_from_another_thread(lab: Lab, model_for: Any) -> None:
     slow = turn("Thinking " * 200, write("call_write", "output/main.md", "never"))
-    slow["delayMs"] = 20
+    slow["delayMs"] = 5000  # the cancel ends the pause; a busy machine cannot outrun it
     model = model_for([slow])
     handle = lab.start_agent("Write.", model=model.provider, presentation="background")
     _wait_for(handle.run, "model_call_attempt_started")
@@ -277,7 +277,7 @@ def test_the_real_clients_key_is_never_written_under_the_lab(tmp_path: Path,
 
 def test_closing_the_lab_cancels_a_running_loop_and_ends_its_thread(tmp_path: Path) -> None:
     slow = turn("Thinking " * 200, write("call_write", "output/main.md", "never"))
-    slow["delayMs"] = 20
+    slow["delayMs"] = 5000  # the cancel ends the pause; a busy machine cannot outrun it
     lab = Lab(tmp_path / "lab")
     handle = lab.start_agent("Write.", model=Scripted([slow]), presentation="background")
     _wait_for(handle.run, "model_call_attempt_started")

@@ -575,7 +575,7 @@ def test_a_run_cancelled_during_a_model_call_replays_identically(tmp_path: Path)
     lab = deterministic_lab(tmp_path / "cancelled")
     lab.skills.install(package)
     slow = turn("Thinking " * 200, write("s1", "output/main.md", "never"))
-    slow["delayMs"] = 20
+    slow["delayMs"] = 5000  # the cancel ends the pause; a busy machine cannot outrun it
     handle = lab.start_agent(TASK, model=Scripted([turns()[0], slow]))
     started = threading.Event()
 
