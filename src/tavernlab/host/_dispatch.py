@@ -580,6 +580,9 @@ _STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
     """Whether lists and dicts nest deeper than ``limit`` (iterative: no recursion limit)."""
+    if limit >= 1 and isinstance(value, dict) and not any(
+            isinstance(child, dict | list | tuple) for child in value.values()):
+        return False  # a flat object, as most tool arguments are: one level
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
