@@ -15,10 +15,16 @@ from tavernlab.errors import Cancelled
 
 
 class CancelToken:
-    """A one-way flag with callbacks: once cancelled it stays cancelled."""
+    """A one-way flag with callbacks: once cancelled it stays cancelled.
+
+    The event a :meth:`wait` blocks on is made by the first wait (most tokens, one per
+    tool call, are never waited on)."""
+
+    __slots__ = ("_callbacks", "_cancelled", "_event", "_lock", "reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
+        self._event: threading.Event | None = None
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
         self.reason = ""
@@ -26,28 +32,30 @@ class CancelToken:
     @property
     def cancelled(self) -> bool:
         """True once :meth:`cancel` was called."""
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Request cancellation and run the registered callbacks (once)."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
             self.reason = reason
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
 
     def check(self) -> None:
         """Raise :class:`~tavernlab.errors.Cancelled` if cancellation was requested."""
-        if self._event.is_set():
+        if self._cancelled:
             raise Cancelled()
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` when cancelled (now, if already cancelled); returns an unregister."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._cancelled:
                 self._callbacks.append(callback)
 
                 def unregister() -> None:
@@ -61,4 +69,10 @@ class CancelToken:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or ``timeout`` passes; returns whether it was cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)

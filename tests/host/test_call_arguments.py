@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tavernlab.host._dispatch import _strict_json, unstorable
+from tavernlab.host._dispatch import _depth_exceeds, _strict_json, unstorable
 
 cyclic: list[Any] = []
 cyclic.append(cyclic)
@@ -58,3 +58,33 @@ def test_a_refused_argument_names_why() -> None:
         "arguments must be JSON values: Object of type set is not JSON serializable")
     assert unstorable(cyclic) == "arguments are nested more than 128 levels deep"
     assert unstorable({"path": "a", "content": "b"}) is None
+
+
+def _depth_of_walk(value: Any, limit: int) -> bool:
+    """The nesting check walked in full, without the flat-object shortcut."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+class _Dict(dict[str, Any]):
+    pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.integers() | st.text(max_size=3),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.lists(inner, max_size=3).map(tuple)
+                    | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=2), inner, max_size=3).map(_Dict),
+                    max_leaves=12),
+       st.integers(min_value=0, max_value=4))
+def test_the_nesting_check_of_a_flat_object_is_that_of_the_full_walk(value: Any,
+                                                                      limit: int) -> None:
+    assert _depth_exceeds(value, limit) == _depth_of_walk(value, limit)

@@ -48,7 +48,9 @@ class Activities:
         fs.observer = self.recorder.note
         self._open: list[tuple[Writer, str | None]] = []
         self._lock = threading.Lock()
-        self._flushing = threading.Lock()
+        #: Held by a flush (reentrant: an activity holds it from :meth:`Activity.take_changes`
+        #: to its end, and a flush of the host's changes on the way must not wait for itself).
+        self._flushing = threading.RLock()
 
     def activity(self, writer: Writer, call_id: str | None) -> Activity:
         """Attribute the workspace changes made while the block runs to ``call_id``."""
@@ -61,12 +63,34 @@ class Activities:
         if self.live:
             _TICKER.watch(self)
 
-    def _close_activity(self, entry: tuple[Writer, str | None]) -> None:
-        with self._lock:
-            self._open.remove(entry)
-        if self.live:
-            _TICKER.forget(self)
+    def _close_activity(self, entry: tuple[Writer, str | None],
+                        held: list[FileChange] | None = None) -> None:
+        try:
+            with self._lock:
+                self._open.remove(entry)
+            if self.live:
+                _TICKER.forget(self)
+            if held is not None:
+                for change in held:
+                    self.feed.note(FileChanged, change)
+        finally:
+            if held is not None:
+                self._flushing.release()
         self.flush(*entry)
+
+    def _take(self, entry: tuple[Writer, str | None]) -> list[FileChange] | None:
+        """The flush of :meth:`_close_activity`, described now, under a hold of the
+        workspace lock the caller already has (``None`` when another flush is under way:
+        the close then flushes as usual). The changes are journaled when the activity
+        closes, where its flush would have journaled them; until then no other flush runs,
+        so nothing changed later is journaled before them."""
+        if not self._flushing.acquire(blocking=False):
+            return None
+        try:
+            return self.recorder.flush(*entry)
+        except BaseException:
+            self._flushing.release()
+            raise
 
     def tick(self) -> None:
         """While an activity is open: write the records its call holds and journal its
@@ -101,17 +125,29 @@ class Activity:
     """The block of :meth:`Activities.activity` (a plain context manager: one per tool
     call)."""
 
-    __slots__ = ("_activities", "_entry")
+    __slots__ = ("_activities", "_entry", "_held")
 
     def __init__(self, activities: Activities, writer: Writer, call_id: str | None) -> None:
         self._activities = activities
         self._entry = (writer, call_id)
+        self._held: list[FileChange] | None = None
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> Activity:
         self._activities._open_activity(self._entry)
+        return self
+
+    def take_changes(self) -> None:
+        """Describe the changes the activity's end would journal now, while the caller
+        holds the workspace lock (the call's last write, its stored result, is in that
+        hold), so the end need not take the lock again; they are journaled at the end, in
+        the same place and with the same content. Called at most once, the last thing the
+        activity writes (a change made after it is flushed by the end as usual)."""
+        if self._held is None:
+            self._held = self._activities._take(self._entry)
 
     def __exit__(self, *exc: object) -> None:
-        self._activities._close_activity(self._entry)
+        held, self._held = self._held, None
+        self._activities._close_activity(self._entry, held)
 
 
 class _Ticker:

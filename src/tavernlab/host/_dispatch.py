@@ -366,7 +366,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     if loop is None:
         core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
-    with core.activities.activity("tool", ctx.call_id), core.tracker.acting(ctx.call_id):
+    with (core.activities.activity("tool", ctx.call_id) as activity,
+          core.tracker.acting(ctx.call_id)):
         if loop is not None:
             if loop.owns_status:
                 core.set_status("dispatching_tool", index=False)
@@ -394,7 +395,8 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
             stored = store_result(core, invocation, record_name, result,
                                   round_number=ctx.round,
                                   level=None if loop is None else "debug",
-                                  readers=None if loop is None else loop.readers)
+                                  readers=None if loop is None else loop.readers,
+                                  then=activity.take_changes)
         except (WorkspaceError, OSError) as exc:  # no space, no descriptor, a conflict
             _host_fault(core, ctx, started, scope, exc)
             raise
@@ -578,6 +580,9 @@ _STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
     """Whether lists and dicts nest deeper than ``limit`` (iterative: no recursion limit)."""
+    if limit >= 1 and isinstance(value, dict) and not any(
+            isinstance(child, dict | list | tuple) for child in value.values()):
+        return False  # a flat object, as most tool arguments are: one level
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()

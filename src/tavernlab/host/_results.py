@@ -12,6 +12,8 @@ a file already there belongs to another call, whose result stays as it is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tavernlab.layout as layout
 from tavernlab.events import (
     Level,
@@ -46,12 +48,14 @@ def results_path(core: RunCore, invocation: Invocation, record_name: str) -> str
 
 def store_result(core: RunCore, invocation: Invocation, record_name: str, result: ToolResult,
                  *, round_number: int | None = None, level: Level | None = None,
-                 readers: tuple[str | None, str | None] | None = None) -> ToolResult:
+                 readers: tuple[str | None, str | None] | None = None,
+                 then: Callable[[], object] | None = None) -> ToolResult:
     """Write ``result`` (and, when it is long and external, its readable view); returns the
     result the model sees. ``round_number`` is the call's round (default: the run's);
     ``level`` that of ``tool_result_stored`` (the agent loop's is upstream's ``debug``);
     ``readers`` the read and search aliases the externalized notice names (``None`` for
-    one the caller cannot use; default: both workspace tools)."""
+    one the caller cannot use; default: both workspace tools); ``then`` is called under the
+    lock's hold that wrote the stored result, right after it."""
     round_number = core.counters.round if round_number is None else round_number
     key = results_key(core, invocation)
     json_path = WorkspacePath(results_path(core, invocation, record_name))
@@ -62,7 +66,8 @@ def store_result(core: RunCore, invocation: Invocation, record_name: str, result
         view_path = WorkspacePath(layout.tool_result_view_path(key, record_name))
         model_result = _externalize(core, invocation, result, view_path, json_path, limit,
                                     round_number, readers)
-    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.must_not_exist())
+    core.fs.write_text(json_path, pretty_json(result.to_json()), WriteGuard.must_not_exist(),
+                       then)
     core.emit(ToolResultStored, StoredResult(
         invocation_id=invocation.id, round=round_number, call_id=result.call_id or "",
         tool_id=result.tool_id or "", path=json_path.text), level=level)

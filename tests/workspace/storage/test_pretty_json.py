@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tavernlab.ondisk import Model
 from tavernlab.workspace.records import dump_model, model_text, pretty_json
+from tavernlab.workspace.records._records import _plain
 
 _LEAF = (st.none() | st.booleans() | st.integers() | st.floats() | st.text()
          | st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)))
@@ -101,3 +102,36 @@ def test_ascii_only_of_ascii_text_is_json_dumps(text: str) -> None:
     as json writes it."""
     value = {"callId": "call_1", "arguments": {"content": text}}
     assert pretty_json(value, ascii_only=True) == json.dumps(value, indent=2)
+
+
+def _plain_as_before(data: object) -> bool:
+    """The plain-data check as it was first written (``all`` over the keys, generators)."""
+    scalars = (str, int, bool, type(None))
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind is dict:
+            if not all(type(key) is str for key in value):
+                return False
+            pending.extend(v for v in value.values() if type(v) not in scalars)
+        elif kind is list or kind is tuple:
+            pending.extend(v for v in value if type(v) not in scalars)
+        elif kind not in scalars:
+            return False
+    return True
+
+
+class _Str(str):
+    pass
+
+
+_KEYS = st.text(max_size=3) | st.integers() | st.text(max_size=3).map(_Str)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.recursive(_LEAF | st.text(max_size=3).map(_Str) | st.sets(st.integers(), max_size=2),
+                    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                    | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=20))
+def test_the_plain_data_check_is_the_one_first_written(value: object) -> None:
+    assert _plain(value) is _plain_as_before(value)

@@ -135,22 +135,28 @@ def _escape_non_ascii(match: re.Match[str]) -> str:
     return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
 
 
-_SCALARS = (str, int, bool, type(None))
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _plain(data: Any) -> bool:
-    """Whether ``data`` holds only the types :func:`pretty_json` hands to pydantic-core."""
+    """Whether ``data`` holds only the types :func:`pretty_json` hands to pydantic-core
+    (plain loops: it is run on every record a tool call writes)."""
     pending = [data]
+    push, pop, scalars = pending.append, pending.pop, _SCALARS
     while pending:
-        value = pending.pop()
+        value = pop()
         kind = type(value)
         if kind is dict:
-            if not all(type(key) is str for key in value):
-                return False
-            pending.extend(v for v in value.values() if type(v) not in _SCALARS)
+            for key, child in value.items():
+                if type(key) is not str:
+                    return False
+                if type(child) not in scalars:
+                    push(child)
         elif kind is list or kind is tuple:
-            pending.extend(v for v in value if type(v) not in _SCALARS)
-        elif kind not in _SCALARS:
+            for child in value:
+                if type(child) not in scalars:
+                    push(child)
+        elif kind not in scalars:
             return False
     return True
 

@@ -16,8 +16,6 @@ which is how a run executes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tavernlab.paths import WorkspacePath, extension
@@ -56,15 +54,10 @@ class MutationTracker:
     call_id: str = HOST_ACTOR
     candidate_call_id: str = HOST_ACTOR
 
-    @contextmanager
-    def acting(self, call_id: str) -> Iterator[None]:
+    def acting(self, call_id: str) -> _Acting:
         """Attribute the changes made inside the block to ``call_id`` (the host wraps each
         tool call and ``run.js`` job in it)."""
-        previous, self.call_id = self.call_id, call_id
-        try:
-            yield
-        finally:
-            self.call_id = previous
+        return _Acting(self, call_id)
 
     def _set_candidate(self, path: str | None) -> None:
         self.candidate = path
@@ -119,3 +112,22 @@ class MutationTracker:
         self.candidate = None
         self.changed = False
         self.touched = set()
+
+
+class _Acting:
+    """The block of :meth:`MutationTracker.acting` (a plain context manager: one per tool
+    call, where a generator's frame costs more than what it does): ``call_id`` acts inside
+    it, and whoever acted before acts again after it, whatever the block does."""
+
+    __slots__ = ("_call_id", "_previous", "_tracker")
+
+    def __init__(self, tracker: MutationTracker, call_id: str) -> None:
+        self._tracker, self._call_id = tracker, call_id
+        self._previous = HOST_ACTOR
+
+    def __enter__(self) -> None:
+        tracker = self._tracker
+        self._previous, tracker.call_id = tracker.call_id, self._call_id
+
+    def __exit__(self, *exc: object) -> None:
+        self._tracker.call_id = self._previous

@@ -339,9 +339,11 @@ class WorkspaceFs:
                               sha256=digest))
         return digest
 
-    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard) -> str:
+    def write_text(self, path: WorkspacePath, text: str, guard: WriteGuard,
+                   then: Callable[[], object] | None = None) -> str:
         """Create missing parents recursively, then :meth:`write_file` the UTF-8 text;
-        returns its SHA-256.
+        returns its SHA-256. ``then``, when given, is called after a successful write
+        under the same hold of the lock (what it raises propagates, the file written).
 
         A ``MustMatchSha256`` guard on a file that does not exist fails before any parent is
         created: a refused write changes nothing.
@@ -349,7 +351,10 @@ class WorkspaceFs:
         data = text.encode("utf-8")
         with self.lock.exclusive():
             # The whole path is walked first, so its errors name it.
-            return self._write_text_locked(path, data, guard, self.containment.check(path))
+            digest = self._write_text_locked(path, data, guard, self.containment.check(path))
+            if then is not None:
+                then()
+            return digest
 
     def replace_text(self, path: WorkspacePath, text: str, sha256: str | None) -> str:
         """The replace of ``workspace.write_file`` under one exclusive hold of the lock,
