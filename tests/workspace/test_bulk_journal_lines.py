@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tavernlab.clock import FixedClock, SequentialIds
 from tavernlab.events import (
     EventLog,
@@ -67,3 +69,80 @@ def test_a_bulk_entry_is_read_back_and_indexed(tmp_path: Path) -> None:
     assert [r.payload for r in journal.read()] == CHANGES
     assert [r.seq for r in journal.read(after_seq=3)] == [4, 5]
     assert journal.lines_of(FileChanged, []) == []
+
+
+#: Paths the journal must escape exactly as the line encoder does: quotes, backslashes,
+#: control characters, non-ASCII text, and a name that is not UTF-8 (a surrogate escape).
+TRICKY = ["persist/a \"quoted\" name.md", "persist/back\\slash\\", "persist/tab\tnew\nline\x01",
+          "persist/del\x7f and \u2028 sep", "persist/caf\u00e9/\u65e5\u672c/\U0001f600.md",
+          "persist/", "persist/\"\\\"\\\\\""]
+
+
+class OddIds:
+    """An id factory whose ids need escaping (quotes, backslashes, non-ASCII)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def new(self, prefix: str, hex_chars: int = 32) -> str:
+        """``<prefix>_"\\é<n>``."""
+        self.count += 1
+        return f'{prefix}_"\\\u00e9{self.count}'
+
+
+def tricky_written(root: Path, paths: list[str], *, bulk: bool, ids: object) -> bytes:
+    """The journal's bytes after records of ``paths`` built either way."""
+    root.mkdir()
+    events = EventLog(root / "events.jsonl", "run_\u00e9\"1", clock=FixedClock(), ids=ids)
+    journal = JournalLog(root / "journal.jsonl", events)
+    changes = [FileChange(path=path, change="created", node="file", size=index,
+                          sha256=f"\"{index}\\\u00e9", writer="persist")
+               for index, path in enumerate(paths)]
+    if bulk:
+        payloads = [json.dumps(change.model_dump(mode="json", by_alias=True),
+                               ensure_ascii=False) for change in changes]
+        append_records(events, journal, journal.lines_of(FileChanged, payloads))
+    else:
+        append_records(events, journal, [journal.build(FileChanged, c) for c in changes])
+    return journal.path.read_bytes()
+
+
+@pytest.mark.parametrize("ids", [SequentialIds, OddIds])
+def test_bulk_lines_escape_tricky_paths_as_one_by_one(tmp_path: Path, ids: type) -> None:
+    in_bulk = tricky_written(tmp_path / "bulk", TRICKY, bulk=True, ids=ids())
+    assert in_bulk == tricky_written(tmp_path / "single", TRICKY, bulk=False, ids=ids())
+    events = EventLog(tmp_path / "bulk" / "events.jsonl", "r", clock=FixedClock(),
+                      ids=SequentialIds())
+    journal = JournalLog(tmp_path / "bulk" / "journal.jsonl", events)
+    assert [r.payload.path for r in journal.read()] == TRICKY  # type: ignore[attr-defined]
+    assert [r.seq for r in journal.read(after_seq=5)] == [6, 7]
+
+
+def test_a_bulk_entry_with_a_name_that_is_not_utf8_fails_before_writing(tmp_path: Path
+                                                                         ) -> None:
+    """A surrogate-escaped name cannot be written: building fails, either way, and the
+    journal stays as it was."""
+    _, journal = logs(tmp_path / "run")
+    odd = FileChange(path="persist/bad\udcff.md", change="created", node="file", size=1,
+                     sha256="0" * 64, writer="persist")
+    payload = json.dumps(odd.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+    with pytest.raises(UnicodeEncodeError):
+        journal.build(FileChanged, odd)
+    with pytest.raises(UnicodeEncodeError):
+        journal.lines_of(FileChanged, ['{"path": "persist/ok"}', payload])
+    assert not journal.path.exists()
+
+
+def test_a_bulk_entry_among_other_records_is_written_as_one_by_one(tmp_path: Path) -> None:
+    """A bulk entry written in one append with lone records (the general path, not the
+    bulk-only write) numbers, anchors and indexes its lines the same way."""
+    def both(root: Path, bulk: bool) -> tuple[bytes, list[int]]:
+        events, journal = logs(root)
+        payloads = [json.dumps(c.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+                    for c in CHANGES[1:3]]
+        middle = (journal.lines_of(FileChanged, payloads) if bulk
+                  else [journal.build(FileChanged, c) for c in CHANGES[1:3]])
+        append_records(events, journal, [journal.build(FileChanged, CHANGES[0]), *middle,
+                                         journal.build(FileChanged, CHANGES[3])])
+        return journal.path.read_bytes(), [r.seq for r in journal.read(after_seq=1)]
+    assert both(tmp_path / "bulk", True) == both(tmp_path / "single", False)

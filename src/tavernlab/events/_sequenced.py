@@ -18,7 +18,7 @@ import contextlib
 import os
 import threading
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from pathlib import Path
 
@@ -113,7 +113,12 @@ class SequencedLog:
         length is checked. A write that fails (no space left, the file size limit) is cut
         back off, so the file still ends with its last whole line, and raises ``OSError``
         (nothing of the batch is written; what this process knows is unchanged)."""
-        data = b"".join(lines)
+        self._write_data(fd, size, b"".join(lines), lambda: map(len, lines), len(lines))
+
+    def _write_data(self, fd: int, size: int, data: bytes,
+                    lengths: Callable[[], Iterable[int]], count: int) -> None:
+        """:meth:`_write` of ``count`` lines already joined into ``data`` (``lengths()``: the
+        byte length of each, asked for only when the index is kept up)."""
         view = memoryview(data)
         try:
             while view:  # a short write is continued, which then raises what stopped it
@@ -123,10 +128,12 @@ class SequencedLog:
                 os.ftruncate(fd, size)
             raise
         if self._indexed_to == size:  # the index was complete: keep it so
-            self._offsets.extend(accumulate(map(len, lines[:-1]), initial=size))
+            offsets = self._offsets
+            offsets.extend(accumulate(lengths(), initial=size))
+            offsets.pop()  # the end of the last line
             self._indexed_to = size + len(data)
         self._known_size = self._whole_to = size + len(data)
-        self._seq += len(lines)
+        self._seq += count
 
     # -- the index --------------------------------------------------------------------------
 
