@@ -4,12 +4,15 @@ models a subscriber gets are those of the same records built and written one by 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tavernlab.clock import FixedClock, SequentialIds
+from tavernlab.errors import FileIo
 from tavernlab.events import (
     EventLog,
     FileChange,
@@ -17,6 +20,8 @@ from tavernlab.events import (
     JournalLog,
     RunCreated,
     RunCreation,
+    _log,
+    _sequenced,
     append_records,
     models_of,
 )
@@ -146,3 +151,45 @@ def test_a_bulk_entry_among_other_records_is_written_as_one_by_one(tmp_path: Pat
                                          journal.build(FileChanged, CHANGES[3])])
         return journal.path.read_bytes(), [r.seq for r in journal.read(after_seq=1)]
     assert both(tmp_path / "bulk", True) == both(tmp_path / "single", False)
+
+
+def test_a_bulk_entry_written_in_chunks_is_the_one_by_one_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines encoded a few at a time (two here) give the same file and the same index,
+    ASCII or not."""
+    monkeypatch.setattr(_log, "BULK_CHUNK_LINES", 2)
+    one_by_one = tricky_written(tmp_path / "single", TRICKY, bulk=False, ids=SequentialIds())
+    assert tricky_written(tmp_path / "bulk", TRICKY, bulk=True,
+                          ids=SequentialIds()) == one_by_one
+    plain = [f"persist/p{index}.md" for index in range(5)]
+    assert (tricky_written(tmp_path / "plain", plain, bulk=True, ids=SequentialIds())
+            == tricky_written(tmp_path / "plain1", plain, bulk=False, ids=SequentialIds()))
+    events = EventLog(tmp_path / "bulk" / "events.jsonl", "r", clock=FixedClock(),
+                      ids=SequentialIds())
+    journal = JournalLog(tmp_path / "bulk" / "journal.jsonl", events)
+    assert [r.seq for r in journal.read(after_seq=4)] == [5, 6, 7]
+
+
+def test_a_bulk_write_that_fails_in_a_later_chunk_leaves_the_journal_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events, journal = logs(tmp_path / "run")
+    journal.append(FileChanged, CHANGES[0])
+    before = journal.path.read_bytes()
+    payloads = [json.dumps(c.model_dump(mode="json", by_alias=True)) for c in CHANGES]
+    built = journal.lines_of(FileChanged, payloads)
+    monkeypatch.setattr(_log, "BULK_CHUNK_LINES", 2)
+    real_write, calls = os.write, []
+
+    def full_after_one(fd: int, data: bytes) -> int:
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(_sequenced.os, "write", full_after_one)
+    with pytest.raises(FileIo, match=r"journal\.jsonl"):
+        append_records(events, journal, built)
+    monkeypatch.undo()
+    assert len(calls) == 2 and journal.path.read_bytes() == before
+    journal.append(FileChanged, CHANGES[1])
+    assert [r.seq for r in journal.read()] == [1, 2]

@@ -113,26 +113,31 @@ class SequencedLog:
         length is checked. A write that fails (no space left, the file size limit) is cut
         back off, so the file still ends with its last whole line, and raises ``OSError``
         (nothing of the batch is written; what this process knows is unchanged)."""
-        self._write_data(fd, size, b"".join(lines), lambda: map(len, lines), len(lines))
+        self._write_data(fd, size, (b"".join(lines),), lambda _: map(len, lines), len(lines))
 
-    def _write_data(self, fd: int, size: int, data: bytes,
-                    lengths: Callable[[], Iterable[int]], count: int) -> None:
-        """:meth:`_write` of ``count`` lines already joined into ``data`` (``lengths()``: the
-        byte length of each, asked for only when the index is kept up)."""
-        view = memoryview(data)
+    def _write_data(self, fd: int, size: int, chunks: Iterable[bytes],
+                    lengths: Callable[[int], Iterable[int]], count: int) -> None:
+        """:meth:`_write` of ``count`` lines given as ``chunks`` of whole lines, written one
+        after the other (and all cut back off if one fails); ``lengths(written)`` gives the
+        byte length of each line (``written``: all their bytes), asked for only when the
+        index is kept up."""
+        written = 0
         try:
-            while view:  # a short write is continued, which then raises what stopped it
-                view = view[os.write(fd, view):]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:  # a short write is continued, which then raises what stopped it
+                    view = view[os.write(fd, view):]
+                written += len(chunk)
         except OSError:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise
         if self._indexed_to == size:  # the index was complete: keep it so
             offsets = self._offsets
-            offsets.extend(accumulate(lengths(), initial=size))
+            offsets.extend(accumulate(lengths(written), initial=size))
             offsets.pop()  # the end of the last line
-            self._indexed_to = size + len(data)
-        self._known_size = self._whole_to = size + len(data)
+            self._indexed_to = size + written
+        self._known_size = self._whole_to = size + written
         self._seq += count
 
     # -- the index --------------------------------------------------------------------------
