@@ -16,6 +16,7 @@ from tavernlab.clock import (
     RandomIds,
     SequentialIds,
     SystemClock,
+    _uuid4_hexes,
     clock_from_settings,
     clock_settings,
     epoch_ms,
@@ -243,3 +244,24 @@ def test_stamps_of_the_system_clock_are_readings_in_order() -> None:
     moments = [parse_rfc3339(text) for text in taken]
     assert before <= moments[0] and moments == sorted(moments) and moments[-1] <= after
     assert [rfc3339(moment) for moment in moments] == taken
+
+
+@pytest.mark.parametrize("first", [1_764_666_000_000_001, 1_764_666_000_999_990,
+                                   1_764_666_000_000_000, 1_764_665_999_999_995])
+def test_stamps_of_the_system_clock_format_each_reading_as_rfc3339(
+        first: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Readings within one second (formatted together), across a second and on a whole
+    second (no fraction) read as :func:`rfc3339` of each reading."""
+    readings = iter(range(first * 1000, (first + 20) * 1000, 1000))
+    monkeypatch.setattr("tavernlab.clock.time.time_ns", lambda: next(readings))
+    taken = stamps(SystemClock(), 20)
+    assert taken == [rfc3339(datetime.fromtimestamp(m // 1_000_000, UTC).replace(
+        microsecond=m % 1_000_000)) for m in range(first, first + 20)]
+
+
+def test_uuid4_digits_in_bulk_are_each_sixteen_bytes_with_the_v4_bits_set() -> None:
+    raw = os.urandom(16 * 300 + 5)
+    assert _uuid4_hexes(raw) == [
+        uuid.UUID(bytes=raw[at:at + 16], version=4).hex for at in range(0, 16 * 300, 16)]
+    assert _uuid4_hexes(raw[:15]) == []
+    assert [ident.rpartition("_")[0] for ident in RandomIds().many("a b", 2)] == ["a b"] * 2

@@ -137,7 +137,12 @@ class RandomIds:
     def many(self, prefix: str, count: int) -> list[str]:
         """``count`` fresh ids of 32 digits, as ``new`` would mint them one by one (from one
         read of entropy: a large persist state journals a record per file)."""
-        return [f"{prefix}_{digits}" for digits in _uuid4_hexes(os.urandom(16 * count))]
+        if count <= 0:
+            return []
+        text = _uuid4_text(os.urandom(16 * count))
+        if " " in prefix:  # (the digits are split at spaces)
+            return [f"{prefix}_{digits}" for digits in text.split(" ")]
+        return f"{prefix}_{text.replace(' ', f' {prefix}_')}".split(" ")
 
     def __repr__(self) -> str:
         return "RandomIds()"
@@ -150,15 +155,19 @@ _UUID4_KEEP = ~((0xF << 76) | (0x3 << 62)) & ((1 << 128) - 1)
 
 def _uuid4_hexes(raw: bytes) -> list[str]:
     """The ``uuid.uuid4().hex`` of each 16 bytes of ``raw`` (its version and variant bits
-    set), formatted together as one number (a ``UUID`` each cost more than the rest of
-    minting an id)."""
+    set)."""
+    return _uuid4_text(raw).split(" ") if len(raw) >= 16 else []
+
+
+def _uuid4_text(raw: bytes) -> str:
+    """:func:`_uuid4_hexes` of ``raw`` (at least 16 bytes) joined by spaces: the bits set on
+    all of them as one number, and its bytes written in hex by ``bytes.hex`` (a ``UUID``
+    each cost more than the rest of minting an id, and formatting the number in hex three
+    times what its bytes' ``hex`` costs)."""
     count = len(raw) // 16
-    if not count:
-        return []
     keep = int.from_bytes(_UUID4_KEEP.to_bytes(16) * count)
     bits = int.from_bytes(_UUID4_BITS.to_bytes(16) * count)
-    digits = f"{int.from_bytes(raw) & keep | bits:0{32 * count}x}"
-    return [digits[at:at + 32] for at in range(0, 32 * count, 32)]
+    return (int.from_bytes(raw[:16 * count]) & keep | bits).to_bytes(16 * count).hex(" ", 16)
 
 
 class _Entropy:
@@ -379,11 +388,22 @@ def stamps(clock: Clock, count: int) -> list[str]:
     if type(clock) is not SystemClock:
         now = clock.now
         return [rfc3339(now()) for _ in range(count)]
+    now_ns = time.time_ns
+    readings = [now_ns() // 1000 for _ in range(count)]  # microseconds, one by one
+    if not readings:
+        return []
+    second = readings[0] // 1_000_000
+    start = second * 1_000_000
+    if start < min(readings) and max(readings) < start + 1_000_000:  # one second, no .000000
+        whole, below = datetime.fromtimestamp(second, UTC).isoformat()[:-6], start - 1_000_000
+        # 1000001..1999999 without its leading 1 is the zero-padded fraction (a format
+        # spec per stamp cost a third more)
+        return [f"{whole}.{str(micro - below)[1:]}Z" for micro in readings]
     out: list[str] = []
     append = out.append
     heads: dict[int, str] = {}
-    for _ in range(count):
-        second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    for reading in readings:
+        second, micro = divmod(reading, 1_000_000)
         head = heads.get(second)
         if head is None:
             head = heads[second] = datetime.fromtimestamp(second, UTC).isoformat()[:-6]

@@ -20,7 +20,7 @@ import hashlib
 import os
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import accumulate, repeat
@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import tavernlab.layout as layout
-from tavernlab.clock import Clock, IdFactory, many_ids, rfc3339, stamps
+from tavernlab.clock import (
+    Clock,
+    IdFactory,
+    RandomIds,
+    SequentialIds,
+    many_ids,
+    rfc3339,
+    stamps,
+)
 from tavernlab.errors import FileIo
 from tavernlab.events import (
     EVENT_TYPES,
@@ -64,10 +72,18 @@ OFFSET_TYPES = frozenset({"subagent_started"})
 #: parse it from the line (records built in bulk). Either way the payload was checked, and
 #: the line encoded, before anything is written.
 #: Journal records built in bulk (:meth:`JournalLog.lines_of`) are one entry of many lines:
-#: its ``lines`` are the records' ``rest`` bytes and ``ids`` their ids, numbered one after
-#: the other when written (``seq`` is then the first one's), all anchored alike.
+#: its ``bulk`` holds the pieces of their lines (:data:`Bulk`) and ``ids`` their ids, numbered
+#: one after the other when written (``seq`` is then the first one's), all anchored alike;
+#: its ``rest`` is the first one's, as a lone record's.
 Maker = Callable[[dict[str, Any]], Event]
 Built = tuple[Maker | None, dict[str, Any]]
+#: The pieces of a bulk entry's lines: the ids' JSON text without the quotes, the stamps, the
+#: payloads' text, and the envelope's text between the id and the stamp and between the stamp
+#: and the payload (:func:`_bulk_texts` makes the lines).
+Bulk = tuple[Sequence[str], Sequence[str], Sequence[str], str, str]
+
+#: Id factories whose ids are letters, digits and ``_`` only (their JSON text is the id).
+_PLAIN_IDS = (RandomIds, SequentialIds)
 
 
 class EventLog(SequencedLog):
@@ -185,19 +201,32 @@ class JournalLog(SequencedLog):
         if type_name not in JOURNAL_TYPES:
             raise ValueError(f"{kind.__name__} is not a journal record type")
         events = self.events
-        head = f', "runId": {json_string(events.run_id)}, "timestamp": "'
-        middle = (f'", "level": {json_string(kind.default_level())}, "type": '
-                  f'{json_string(type_name)}, "payload": ')
         if not payloads:
             return []
+        # each record's line, but for its numbers, is `"id": "<id><head><stamp><middle>
+        # <payload>}` + newline (as _unnumbered(..., anchored=True) encodes it)
+        head = f'", "runId": {json_string(events.run_id)}, "timestamp": "'
+        middle = (f'", "level": {json_string(kind.default_level())}, "type": '
+                  f'{json_string(type_name)}, "payload": ')
         with collector_paused():  # tens of thousands of acyclic objects (see log_reading)
             idents = many_ids(events.ids, "jrn", len(payloads))
             moments = stamps(events.clock, len(payloads))
-            # each record's rest as _unnumbered(..., anchored=True) encodes it, in one entry
-            lines = [f'"id": {json_string(ident)}{head}{moment}{middle}{payload}}}\n'.encode()
-                     for ident, moment, payload in zip(idents, moments, payloads, strict=True)]
+            # the factories here mint ids of letters, digits and "_" only: nothing to escape
+            plain = type(events.ids) in _PLAIN_IDS
+            quoted = idents if plain else [json_string(ident)[1:-1] for ident in idents]
+            # what could not be written (a lone surrogate) fails now, before anything is
+            # written; ASCII text (the string's own flag, once joined) is written as it is
+            text = "".join(payloads)
+            if not text.isascii():
+                text.encode()
+            if not plain:
+                "".join(quoted).encode()
+            f"{head}{middle}".encode()
+            del text
+        bulk = (quoted, moments, payloads, head, middle)
         return [(None, {"seq": 0, "eventSeq": 0, "id": idents[0], "type": type_name,
-                        "rest": lines[0], "lines": lines, "ids": idents})]
+                        "rest": f'"id": "{quoted[0]}{head}{moments[0]}{middle}{payloads[0]}}}\n'
+                        .encode(), "bulk": bulk, "ids": idents})]
 
     def append(self, kind: type[J], payload: Model) -> J:
         """Append one journal record, anchored on the last event written (by any process);
@@ -257,11 +286,20 @@ def model_of(make: Maker | None, data: dict[str, Any]) -> Event:
 
 def models_of(make: Maker | None, data: dict[str, Any]) -> list[Event]:
     """The models of a written entry: its record's, or each of a bulk entry's, in order."""
-    if "lines" not in data:
+    if "bulk" not in data:
         return [model_of(make, data)]
-    first, anchor = data["seq"], data["eventSeq"]
-    return parse_records([b'{"seq": %d, "eventSeq": %d, %b' % (number, anchor, rest)
-                          for number, rest in enumerate(data["lines"], start=first)])
+    return parse_records([line.encode() for line in _bulk_texts(
+        data["bulk"], data["seq"], str(data["eventSeq"]))])
+
+
+def _bulk_texts(bulk: Bulk, first: int, anchor: str) -> list[str]:
+    """The whole lines of a bulk entry (:meth:`JournalLog.lines_of`) numbered from
+    ``first`` and anchored at ``anchor`` (its text), one format each."""
+    quoted, moments, payloads, head, middle = bulk
+    return [f'{{"seq": {seq}, "eventSeq": {anchor}, "id": "{ident}{head}{moment}{middle}'
+            f'{payload}}}\n'
+            for seq, ident, moment, payload in zip(range(first, first + len(quoted)), quoted,
+                                                   moments, payloads, strict=True)]
 
 
 #: What building a record of a typed class needs of it, looked up once per class: its
@@ -423,6 +461,9 @@ def _append_journal_locked(fd: int, journal: JournalLog, notes: list[dict[str, A
     if not notes:
         return
     journal._catch_up(fd, size)
+    if len(notes) == 1 and "bulk" in notes[0]:  # a start's journal of a persist state
+        _write_bulk(fd, journal, size, notes[0])
+        return
     lines: list[bytes] = []
     anchors: list[int] = []
     kept: list[tuple[str, int]] = []  # (id, index of its line) of the OFFSET_TYPES
@@ -430,7 +471,7 @@ def _append_journal_locked(fd: int, journal: JournalLog, notes: list[dict[str, A
     for data in notes:
         data["seq"] = number
         anchor = data["eventSeq"]
-        bulk = data.get("lines")
+        bulk = data.get("bulk")
         if bulk is None:  # _line (every journal record is anchored), inline
             if data["type"] in OFFSET_TYPES:
                 kept.append((data["id"], len(lines)))
@@ -438,14 +479,49 @@ def _append_journal_locked(fd: int, journal: JournalLog, notes: list[dict[str, A
             anchors.append(anchor)
             number += 1
             continue
+        texts = _bulk_texts(bulk, number, str(anchor))
         if data["type"] in OFFSET_TYPES:
-            kept += zip(data["ids"], range(len(lines), len(lines) + len(bulk)), strict=True)
-        lines += [b'{"seq": %d, "eventSeq": %d, %b' % (seq, anchor, rest)
-                  for seq, rest in enumerate(bulk, start=number)]
-        anchors += repeat(anchor, len(bulk))
-        number += len(bulk)
+            kept += zip(data["ids"], range(len(lines), len(lines) + len(texts)), strict=True)
+        lines += [text.encode() for text in texts]
+        anchors += repeat(anchor, len(texts))
+        number += len(texts)
     if kept:
         offsets = list(accumulate(map(len, lines), initial=size))
         for ident, index in kept:
             journal.written_at[ident] = offsets[index]
     _written(journal, lambda: journal._write_anchored(fd, size, lines, anchors))
+
+
+def _write_bulk(fd: int, journal: JournalLog, size: int, data: dict[str, Any]) -> None:
+    """Write a bulk entry alone (:func:`_append_journal_locked`): its lines are made as
+    text, then joined and encoded :data:`BULK_CHUNK_LINES` at a time, each chunk written as
+    it is made (a buffer of a few hundred KiB is reused where one of the whole entry, MBs
+    of fresh pages twice over, cost three times the CPU); a line's byte length (for the
+    index and :attr:`JournalLog.written_at`) is its length when all the text was ASCII."""
+    number = data["seq"] = journal.last_seq + 1
+    anchor = data["eventSeq"]
+    texts = _bulk_texts(data["bulk"], number, str(anchor))
+    chunks = ("".join(texts[at:at + BULK_CHUNK_LINES]).encode()
+              for at in range(0, len(texts), BULK_CHUNK_LINES))
+
+    def lengths(written: int) -> Iterable[int]:
+        if written == sum(map(len, texts)):  # as many bytes as characters: ASCII
+            return map(len, texts)
+        return [len(line) if line.isascii() else len(line.encode()) for line in texts]
+
+    if data["type"] in OFFSET_TYPES:
+        offsets = accumulate(lengths(-1), initial=size)
+        journal.written_at.update(zip(data["ids"], offsets, strict=False))  # one more end
+
+    def write() -> None:
+        indexed = journal._indexed_to == size
+        journal._write_data(fd, size, chunks, lengths, len(texts))
+        if indexed:
+            journal._anchors.extend(repeat(anchor, len(texts)))
+
+    _written(journal, write)
+
+
+#: How many lines of a bulk entry are encoded and written together (~300 KiB of a
+#: persist state's ``file_changed`` lines).
+BULK_CHUNK_LINES = 1024

@@ -18,7 +18,7 @@ import contextlib
 import os
 import threading
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from pathlib import Path
 
@@ -113,20 +113,32 @@ class SequencedLog:
         length is checked. A write that fails (no space left, the file size limit) is cut
         back off, so the file still ends with its last whole line, and raises ``OSError``
         (nothing of the batch is written; what this process knows is unchanged)."""
-        data = b"".join(lines)
-        view = memoryview(data)
+        self._write_data(fd, size, (b"".join(lines),), lambda _: map(len, lines), len(lines))
+
+    def _write_data(self, fd: int, size: int, chunks: Iterable[bytes],
+                    lengths: Callable[[int], Iterable[int]], count: int) -> None:
+        """:meth:`_write` of ``count`` lines given as ``chunks`` of whole lines, written one
+        after the other (and all cut back off if one fails); ``lengths(written)`` gives the
+        byte length of each line (``written``: all their bytes), asked for only when the
+        index is kept up."""
+        written = 0
         try:
-            while view:  # a short write is continued, which then raises what stopped it
-                view = view[os.write(fd, view):]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:  # a short write is continued, which then raises what stopped it
+                    view = view[os.write(fd, view):]
+                written += len(chunk)
         except OSError:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise
         if self._indexed_to == size:  # the index was complete: keep it so
-            self._offsets.extend(accumulate(map(len, lines[:-1]), initial=size))
-            self._indexed_to = size + len(data)
-        self._known_size = self._whole_to = size + len(data)
-        self._seq += len(lines)
+            offsets = self._offsets
+            offsets.extend(accumulate(lengths(written), initial=size))
+            offsets.pop()  # the end of the last line
+            self._indexed_to = size + written
+        self._known_size = self._whole_to = size + written
+        self._seq += count
 
     # -- the index --------------------------------------------------------------------------
 
