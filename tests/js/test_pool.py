@@ -196,7 +196,6 @@ def test_a_job_crosses_the_process_boundary_whole() -> None:
     assert pickle.loads(pickle.dumps(job)) == job
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
 def test_the_worker_reads_its_memory_from_an_open_statm_like_a_fresh_one() -> None:
     fd = os.open("/proc/self/statm", os.O_RDONLY)
     try:
@@ -206,3 +205,19 @@ def test_the_worker_reads_its_memory_from_an_open_statm_like_a_fresh_one() -> No
     fresh = resident_bytes()
     assert fresh is not None and all(value is not None for value in held)
     assert all(abs(value - fresh) < 16 * 1024 * 1024 for value in held)  # type: ignore[operator]
+
+
+def test_a_held_statm_that_does_not_read_as_one_gives_no_figure(tmp_path: Path) -> None:
+    """What is not a statm line (or not readable) is no figure, never a wrong one."""
+    odd = tmp_path / "statm"
+    odd.write_bytes(b"not a statm line\n")
+    fd = os.open(odd, os.O_RDONLY)
+    try:
+        assert resident_bytes(fd) is None
+    finally:
+        os.close(fd)
+    directory = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert resident_bytes(directory) is None  # pread of a directory: EISDIR
+    finally:
+        os.close(directory)
