@@ -95,41 +95,56 @@ class StreamCapture:
     the cap is dropped whole.
     """
 
+    __slots__ = ("_err", "_err_size", "_out", "_out_size", "limit", "truncated")
+
     def __init__(self, limit: int = MAX_STREAM_BYTES) -> None:
         self.limit = limit
         self.truncated = False
-        self._parts: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        self._sizes = {"stdout": 0, "stderr": 0}
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._out_size = 0
+        self._err_size = 0
 
     def feed(self, stdout: str, stderr: str) -> None:
         """``on_output`` callback: append one chunk of each stream."""
         if stdout:
-            self._append("stdout", stdout)
+            self._out_size = self._append(self._out, self._out_size, stdout)
         if stderr:
-            self._append("stderr", stderr)
+            self._err_size = self._append(self._err, self._err_size, stderr)
 
-    def _append(self, stream: str, text: str) -> None:
-        room = self.limit - self._sizes[stream]
+    def _append(self, parts: list[str], size: int, text: str) -> int:
+        """Keep what fits of ``text`` in a stream of ``size`` bytes; its new size."""
+        room = self.limit - size
         if room <= 0:
             self.truncated = True
-            return
+            return size
         data = text.encode("utf-8")
         if len(data) > room:
             text = data[:room].decode("utf-8", errors="ignore")
             data = text.encode("utf-8")
             self.truncated = True
-        self._parts[stream].append(text)
-        self._sizes[stream] += len(data)
+        parts.append(text)
+        return size + len(data)
 
     @property
     def stdout(self) -> str:
         """Captured stdout."""
-        return "".join(self._parts["stdout"])
+        return "".join(self._out)
 
     @property
     def stderr(self) -> str:
         """Captured stderr."""
-        return "".join(self._parts["stderr"])
+        return "".join(self._err)
+
+
+def _tee(first: Callable[[str, str], None], second: Callable[[str, str], None]
+         ) -> Callable[[str, str], None]:
+    """One ``on_output`` callback that hands each chunk to ``first``, then ``second``."""
+
+    def both(stdout: str, stderr: str) -> None:
+        first(stdout, stderr)
+        second(stdout, stderr)
+    return both
 
 
 def _is_timeout(error: str) -> bool:
@@ -261,13 +276,15 @@ _WATCHDOG = Watchdog()
 class _Stop:
     """Stops one call's interpreter (``Bash.cancel()``) while the call is attached; a no-op
     before and after, so a late cancel callback or deadline never reaches the interpreter's
-    next call."""
+    next call. :meth:`deadline` is the call's alarm: it also notes that the deadline hit."""
 
-    __slots__ = ("_bash", "_lock")
+    __slots__ = ("_bash", "_lock", "deadline_hit")
 
     def __init__(self) -> None:
         self._bash: bashkit.Bash | None = None
         self._lock = threading.Lock()
+        #: The watchdog's alarm fired (the call's deadline passed while it ran).
+        self.deadline_hit = False
 
     def attach(self, bash: bashkit.Bash) -> None:
         """From now on, stop ``bash``."""
@@ -278,6 +295,11 @@ class _Stop:
         """From now on, do nothing (waits for a stop in progress)."""
         with self._lock:
             self._bash = None
+
+    def deadline(self) -> None:
+        """The watchdog's action at the call's deadline: note it, then stop."""
+        self.deadline_hit = True
+        self()
 
     def __call__(self) -> None:
         with self._lock:
@@ -312,21 +334,10 @@ class BashkitEngine:
         stopped (the tool call aborts instead of reporting a shell error)."""
         capture = StreamCapture()
         listener = options.on_output
-
-        def feed(stdout: str, stderr: str) -> None:
-            capture.feed(stdout, stderr)
-            if listener is not None:
-                listener(stdout, stderr)
-
+        feed = capture.feed if listener is None else _tee(capture.feed, listener)
         if deadline - time.monotonic() <= 0:
             return EngineRun(ShellOutcome.TIMED_OUT, None, "", "", False)
         stop = _Stop()
-        deadline_hit: list[bool] = []
-
-        def on_deadline() -> None:
-            deadline_hit.append(True)
-            stop()
-
         budget = InputBudget()
         clock = options.clock
         bridge = WorkspaceBridge(self.scope, budget, on_fault=stop,
@@ -354,7 +365,7 @@ class BashkitEngine:
                                                           else options.seed))
                 bash = interpreter.bash
                 stop.attach(bash)
-                alarm = _WATCHDOG.arm(deadline, on_deadline)
+                alarm = _WATCHDOG.arm(deadline, stop.deadline)
                 unregister = cancel.on_cancel(stop)
                 try:
                     result = execute_interruptibly(bash, command, feed, cancel,
@@ -376,7 +387,7 @@ class BashkitEngine:
         if fault is not None:
             raise fault
         return classify(result, capture, cancelled=cancel.cancelled,
-                        timed_out=(commands.timed_out or bool(deadline_hit)
+                        timed_out=(commands.timed_out or stop.deadline_hit
                                    or time.monotonic() >= deadline))
 
 
