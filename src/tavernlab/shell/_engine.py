@@ -195,30 +195,35 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
 
 
 class _Alarm:
-    """One armed deadline of the :class:`Watchdog`."""
+    """One armed deadline of the :class:`Watchdog`: :meth:`ring` runs once, at :attr:`when`,
+    unless the alarm was disarmed first."""
 
-    __slots__ = ("action", "lock", "when")
+    __slots__ = ("armed", "lock", "when")
 
-    def __init__(self, when: float, action: Callable[[], None]) -> None:
+    def __init__(self, when: float) -> None:
         self.when = when
-        self.action: Callable[[], None] | None = action
+        self.armed = True
         self.lock = threading.Lock()
 
     def disarm(self) -> None:
-        """Once this returns, the action is not running and never will."""
+        """Once this returns, :meth:`ring` is not running and never will."""
         with self.lock:
-            self.action = None
+            self.armed = False
 
     def fire(self) -> None:
-        """Run the action unless it was disarmed."""
+        """Ring unless disarmed (the watchdog's thread, at the deadline)."""
         with self.lock:
-            if self.action is not None:
-                action, self.action = self.action, None
-                action()
+            if self.armed:
+                self.armed = False
+                self.ring()
+
+    def ring(self) -> None:
+        """What the alarm does (called with :attr:`lock` held)."""
+        raise NotImplementedError
 
 
 class Watchdog:
-    """One thread that runs an action at a ``time.monotonic()`` instant unless it was
+    """One thread that rings an alarm at a ``time.monotonic()`` instant unless it was
     disarmed first: the deadline of a call on a kept interpreter (whose own timeout is fixed
     when it is built). Created on first use and again in a forked child.
 
@@ -232,9 +237,9 @@ class Watchdog:
         self._order = itertools.count()
         self._pid = -1
 
-    def arm(self, when: float, action: Callable[[], None]) -> _Alarm:
-        """Run ``action`` (on the watchdog's thread) at ``when`` unless disarmed first."""
-        alarm = _Alarm(when, action)
+    def arm(self, alarm: _Alarm) -> None:
+        """Ring ``alarm`` (on the watchdog's thread) at its instant unless disarmed first."""
+        when = alarm.when
         with self._cond:
             if self._pid != os.getpid():
                 self._heap = []
@@ -242,13 +247,12 @@ class Watchdog:
                 threading.Thread(target=self._serve, name="tavernlab-shell-deadline",
                                  daemon=True).start()
             if len(self._heap) > 256:
-                self._heap = [item for item in self._heap if item[2].action is not None]
+                self._heap = [item for item in self._heap if item[2].armed]
                 heapq.heapify(self._heap)
             earliest = not self._heap or when < self._heap[0][0]
             heapq.heappush(self._heap, (when, next(self._order), alarm))
             if earliest:
                 self._cond.notify()
-        return alarm
 
     def _serve(self) -> None:
         pid = os.getpid()
@@ -257,7 +261,7 @@ class Watchdog:
                 if self._pid != pid:
                     return
                 heap = self._heap
-                while heap and heap[0][2].action is None:
+                while heap and not heap[0][2].armed:
                     heapq.heappop(heap)
                 if not heap:
                     self._cond.wait()
@@ -273,36 +277,38 @@ class Watchdog:
 _WATCHDOG = Watchdog()
 
 
-class _Stop:
+class _Stop(_Alarm):
     """Stops one call's interpreter (``Bash.cancel()``) while the call is attached; a no-op
     before and after, so a late cancel callback or deadline never reaches the interpreter's
-    next call. :meth:`deadline` is the call's alarm: it also notes that the deadline hit."""
+    next call. It is also the call's alarm at ``when`` (its deadline): ringing notes that
+    the deadline hit, then stops."""
 
-    __slots__ = ("_bash", "_lock", "deadline_hit")
+    __slots__ = ("_bash", "deadline_hit")
 
-    def __init__(self) -> None:
+    def __init__(self, when: float) -> None:
+        super().__init__(when)
         self._bash: bashkit.Bash | None = None
-        self._lock = threading.Lock()
-        #: The watchdog's alarm fired (the call's deadline passed while it ran).
+        #: The watchdog rang the alarm (the call's deadline passed while it ran).
         self.deadline_hit = False
 
     def attach(self, bash: bashkit.Bash) -> None:
         """From now on, stop ``bash``."""
-        with self._lock:
+        with self.lock:
             self._bash = bash
 
     def detach(self) -> None:
-        """From now on, do nothing (waits for a stop in progress)."""
-        with self._lock:
+        """Disarm, and from now on do nothing (waits for a stop in progress)."""
+        with self.lock:
+            self.armed = False
             self._bash = None
 
-    def deadline(self) -> None:
-        """The watchdog's action at the call's deadline: note it, then stop."""
+    def ring(self) -> None:
         self.deadline_hit = True
-        self()
+        if self._bash is not None:
+            self._bash.cancel()
 
     def __call__(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._bash is not None:
                 self._bash.cancel()
 
@@ -337,7 +343,7 @@ class BashkitEngine:
         feed = capture.feed if listener is None else _tee(capture.feed, listener)
         if deadline - time.monotonic() <= 0:
             return EngineRun(ShellOutcome.TIMED_OUT, None, "", "", False)
-        stop = _Stop()
+        stop = _Stop(deadline)
         budget = InputBudget()
         clock = options.clock
         bridge = WorkspaceBridge(self.scope, budget, on_fault=stop,
@@ -365,7 +371,7 @@ class BashkitEngine:
                                                           else options.seed))
                 bash = interpreter.bash
                 stop.attach(bash)
-                alarm = _WATCHDOG.arm(deadline, stop.deadline)
+                _WATCHDOG.arm(stop)
                 unregister = cancel.on_cancel(stop)
                 try:
                     result = execute_interruptibly(bash, command, feed, cancel,
@@ -373,8 +379,7 @@ class BashkitEngine:
                     kept = True
                 finally:
                     unregister()
-                    alarm.disarm()
-                    stop.detach()
+                    stop.detach()  # disarms the deadline too
                     del bash
             finally:
                 interpreter.detach()
