@@ -18,7 +18,7 @@ def watchdog() -> Iterator[Watchdog]:
     dog = Watchdog()
     yield dog
     with dog._cond:
-        dog._pid = -2  # the thread sees it is not its process's watchdog any more and ends
+        dog._forks = -2  # the thread sees it is not its process's watchdog any more, and ends
         dog._cond.notify_all()
 
 

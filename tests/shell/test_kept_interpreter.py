@@ -312,3 +312,40 @@ def test_history_shows_the_prelude_alone_never_an_earlier_calls_commands(
     assert same(fresh, kept) == (
         "[OLDPWD]\none\n    1  unset BASHKIT_ALLOW_INPROCESS_PYTHON OLDPWD; "
         "cd -- /scratch/deep && unset OLDPWD\nline 4\n")
+
+
+def test_a_forked_child_builds_its_own_interpreter_and_deadline_thread(
+        ws: Workspace, cache: KeptInterpreters) -> None:
+    # the parent's kept interpreter and watchdog thread do not exist in a child: the child
+    # builds an interpreter, its deadline still stops an endless loop, and the parent's kept
+    # one serves the parent again afterwards
+    import json
+    import os
+
+    assert call(ws, cache, "echo parent").stdout == "parent\n"
+    assert call(ws, cache, "while :; do :; done", deadline_s=0.3).outcome is (
+        ShellOutcome.TIMED_OUT)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: two calls, what it saw, then leave at once
+        try:
+            first = call(ws, cache, "echo child").stdout
+            timed = call(ws, cache, "while :; do :; done", deadline_s=0.3).outcome.value
+            report = [first, timed, cache.built, cache.idle()]
+        except BaseException as error:  # reported to the parent
+            report = [repr(error)]
+        os.write(write, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write)
+    import select
+    import signal
+
+    if not select.select([read], [], [], 60)[0]:  # never wait forever on a stuck child
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    assert text, "the child reported nothing within 60 s"
+    assert json.loads(text) == ["child\n", "timed_out", 2, 1]
+    assert call(ws, cache, "echo again").stdout == "again\n"
+    assert cache.built == 1

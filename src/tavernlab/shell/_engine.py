@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import shlex
 import threading
 import time
@@ -50,7 +49,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.js import InputBudget
 from tavernlab.shell._bridge import WorkspaceBridge
 from tavernlab.shell._commands import ShellCommands
-from tavernlab.shell._interpreters import _PYTHON_PERMISSION, KEPT, KeptInterpreter
+from tavernlab.shell._interpreters import _PYTHON_PERMISSION, KEPT, KeptInterpreter, forks
 from tavernlab.shell._limits import MAX_STREAM_BYTES
 from tavernlab.shell._resources import (
     DEFAULT_HELPER,
@@ -235,15 +234,17 @@ class Watchdog:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, _Alarm]] = []
         self._order = itertools.count()
-        self._pid = -1
+        #: The :func:`~tavernlab.shell._interpreters.forks` count of the process whose
+        #: thread serves the heap (-1: none yet).
+        self._forks = -1
 
     def arm(self, alarm: _Alarm) -> None:
         """Ring ``alarm`` (on the watchdog's thread) at its instant unless disarmed first."""
         when = alarm.when
         with self._cond:
-            if self._pid != os.getpid():
+            if self._forks != forks():
                 self._heap = []
-                self._pid = os.getpid()
+                self._forks = forks()
                 threading.Thread(target=self._serve, name="tavernlab-shell-deadline",
                                  daemon=True).start()
             if len(self._heap) > 256:
@@ -255,10 +256,10 @@ class Watchdog:
                 self._cond.notify()
 
     def _serve(self) -> None:
-        pid = os.getpid()
+        mine = forks()
         while True:
             with self._cond:
-                if self._pid != pid:
+                if self._forks != mine:
                     return
                 heap = self._heap
                 while heap and not heap[0][2].armed:
