@@ -81,8 +81,8 @@ def shell_tools(resources: ShellResources | Callable[[], ShellResources] | None 
                   else resources or _execute.DEFAULT_RESOURCES)
         try:
             result = _execute.execute_shell(ctx.scope, ctx.frozen, command, workdir,
-                                   deadline_s=ctx.shell_deadline_s, token=ctx.token,
-                                   resources=chosen, options=options)
+                                            deadline_s=ctx.shell_deadline_s, token=ctx.token,
+                                            resources=chosen, options=options)
         except ToolError as error:
             if error.code != SHELL_FAILED:  # the host's refusals (invalid arguments)
                 raise
