@@ -5,7 +5,8 @@ test).
    adapter's policy view, Python filesystem bridge, builtins and caps), against a bare
    ``bashkit.Bash().execute_sync("echo hi")`` (a fresh interpreter: what a call must look like
    to the command; the shell keeps its interpreters and resets them instead). Target: <= 2x.
-   The adapter alone (``execute_shell``) and a reused bare interpreter are printed beside it.
+   The adapter alone (``execute_shell``), its native floor (a kept interpreter's reset,
+   prelude and command, nothing else) and a reused bare interpreter are printed beside it.
 2. A 5-command pipeline (``find | sort | head | xargs grep -l | wc -l``) over a workspace of
    1,000 and of 10,000 files, as a full ``run.shell`` call, against ``bash -c`` running the
    same pipeline on the same tree (a real process, real files). Target: <= 3x. Measured on a
@@ -17,7 +18,8 @@ test).
    tool call is measured against it (target <= 1.3x). The note gives the callbacks the
    pipeline makes, by kind, with the share of the floor's time each takes.
 
-Usage: ``.venv/bin/python bench/shell.py [--rounds N] [--files 1000,10000] [--quick] [--json]``.
+Usage: ``.venv/bin/python bench/shell.py [--rounds N] [--files 1000,10000] [--quick] [--json]``
+(``--files ''``: the echo row alone).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from timing import (
 
 from tavernlab.host import Lab
 from tavernlab.shell import execute_shell
+from tavernlab.shell._engine import prelude
+from tavernlab.shell._interpreters import KeptInterpreter
 from tavernlab.shell._vfs import VfsError, VfsErrorKind, VfsStat
 from tavernlab.shell._vfs_abi import ExportedFilesystem
 
@@ -74,9 +78,20 @@ def echo_row(base: Path, rounds: int) -> Row:
     side = compare(lambda: execute_shell(run.internals.scope, run.internals.context, "echo hi"),
                    lambda: reused.execute_sync("echo hi"), rounds=max(3, rounds // 2),
                    per_round=20)
+    kept = KeptInterpreter(False)
+
+    def kept_floor() -> None:
+        kept.reset()  # what a call on a kept interpreter does natively, and nothing else
+        kept.bash.execute_sync(prelude("/", None))
+        kept.bash.execute_sync("echo hi", on_output=lambda out, err: None)
+
+    floor = compare(kept_floor, lambda: reused.execute_sync("echo hi"),
+                    rounds=max(3, rounds // 2), per_round=20)
+    kept.close()
     lab.close()
     return row("run.shell('echo hi'), full tool call", result, "fresh bashkit", 2.0, "<= 2x",
-               f"adapter alone {ms(side.figure)}; reused bare Bash {ms(side.baseline)}")
+               f"adapter alone {ms(side.figure)}; its native floor (reset, prelude, command "
+               f"on a kept interpreter) {ms(floor.figure)}; reused bare Bash {ms(side.baseline)}")
 
 
 class PlainFs:
@@ -214,7 +229,7 @@ def main() -> None:
     parser.add_argument("--files", default="1000,10000")
     table_options(parser)
     options = parser.parse_args()
-    sizes = tuple(int(n) for n in options.files.split(","))
+    sizes = tuple(int(n) for n in options.files.split(",") if n)  # "": the echo row alone
     emit(rows(4 if options.quick else options.rounds, sizes), options.json)
 
 

@@ -264,3 +264,88 @@ def test_an_interrupted_call_drops_its_interpreter_and_the_next_call_runs(
     assert cache.idle() == 0 and len(vfs_abi._EXPORTS) == exports - 1
     assert call(ws, cache, "echo next").stdout == "next\n"
     assert cache.built == 2 and cache.idle() == 1
+
+
+@pytest.mark.parametrize("workdir", ["/", "/scratch/deep"])
+def test_the_python_permission_variable_cannot_be_seen_or_used(
+        ws: Workspace, workdir: str) -> None:
+    # the interpreter is built with the embedded Python's permission variable; no command
+    # ever sees it, and setting it again changes nothing (the embedded Python is allowed
+    # for the whole life of the interpreter, whatever the variable says)
+    (ws.dir / "scratch" / "deep").mkdir()
+    probe = ("echo \"${BASHKIT_ALLOW_INPROCESS_PYTHON-unset}\"; env | grep -c BASHKIT_; "
+             "declare -p BASHKIT_ALLOW_INPROCESS_PYTHON; "
+             "python3 -c \"import os; print(os.getenv('BASHKIT_ALLOW_INPROCESS_PYTHON'), "
+             "sorted(os.environ))\"; "
+             "export BASHKIT_ALLOW_INPROCESS_PYTHON=0; python3 -c 'print(7)'")
+    fresh, kept = new_and_kept(ws, "export BASHKIT_ALLOW_INPROCESS_PYTHON=1; true", probe,
+                               workdir)
+    assert (kept.exit_code, kept.stdout, kept.stderr) == (fresh.exit_code, fresh.stdout,
+                                                         fresh.stderr)
+    assert fresh.stdout == "unset\n0\nNone ['HOME', 'PWD']\n7\n"
+    assert fresh.stderr == "bash: line 1: declare: BASHKIT_ALLOW_INPROCESS_PYTHON: not found\n"
+
+
+@pytest.mark.parametrize("workdir", ["/", "/scratch/deep"])
+def test_oldpwd_is_unset_and_cd_dash_fails_as_in_a_new_shell(ws: Workspace, workdir: str) -> None:
+    (ws.dir / "scratch" / "deep").mkdir()
+    probe = "declare -p OLDPWD; cd -; echo \"rc=$? $PWD\""
+    fresh, kept = new_and_kept(ws, "cd /scratch; cd /output; export OLDPWD=/scratch", probe,
+                               workdir)
+    assert (kept.stdout, kept.stderr) == (fresh.stdout, fresh.stderr)
+    assert fresh.stdout == f"rc=1 {workdir}\n"
+    assert fresh.stderr == ("bash: line 1: declare: OLDPWD: not found\n"
+                            "bash: line 1: cd: OLDPWD not set\n")
+
+
+def test_history_shows_the_prelude_alone_never_an_earlier_calls_commands(
+        ws: Workspace) -> None:
+    # what a call's `history` lists: the one-line prelude that ran before its command (its
+    # own command is recorded once it finished), nothing of an earlier call on the same
+    # interpreter; $_ is the prelude's last word and $LINENO counts the command's own lines
+    (ws.dir / "scratch" / "deep").mkdir()
+    probe = "echo \"[$_]\"\necho one\nhistory\necho \"line $LINENO\""
+    fresh, kept = new_and_kept(ws, "echo secret-earlier-call; history", probe)
+    assert same(fresh, kept) == (
+        "[OLDPWD]\none\n    1  unset BASHKIT_ALLOW_INPROCESS_PYTHON OLDPWD\nline 4\n")
+    fresh, kept = new_and_kept(ws, "echo secret-earlier-call; history", probe, "/scratch/deep")
+    assert same(fresh, kept) == (
+        "[OLDPWD]\none\n    1  unset BASHKIT_ALLOW_INPROCESS_PYTHON OLDPWD; "
+        "cd -- /scratch/deep && unset OLDPWD\nline 4\n")
+
+
+def test_a_forked_child_builds_its_own_interpreter_and_deadline_thread(
+        ws: Workspace, cache: KeptInterpreters) -> None:
+    # the parent's kept interpreter and watchdog thread do not exist in a child: the child
+    # builds an interpreter, its deadline still stops an endless loop, and the parent's kept
+    # one serves the parent again afterwards
+    import json
+    import os
+
+    assert call(ws, cache, "echo parent").stdout == "parent\n"
+    assert call(ws, cache, "while :; do :; done", deadline_s=0.3).outcome is (
+        ShellOutcome.TIMED_OUT)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: two calls, what it saw, then leave at once
+        try:
+            first = call(ws, cache, "echo child").stdout
+            timed = call(ws, cache, "while :; do :; done", deadline_s=0.3).outcome.value
+            report = [first, timed, cache.built, cache.idle()]
+        except BaseException as error:  # reported to the parent
+            report = [repr(error)]
+        os.write(write, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write)
+    import select
+    import signal
+
+    if not select.select([read], [], [], 60)[0]:  # never wait forever on a stuck child
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    assert text, "the child reported nothing within 60 s"
+    assert json.loads(text) == ["child\n", "timed_out", 2, 1]
+    assert call(ws, cache, "echo again").stdout == "again\n"
+    assert cache.built == 1

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import shlex
 import threading
 import time
@@ -50,7 +49,7 @@ from tavernlab.cancel import CancelToken
 from tavernlab.js import InputBudget
 from tavernlab.shell._bridge import WorkspaceBridge
 from tavernlab.shell._commands import ShellCommands
-from tavernlab.shell._interpreters import _PYTHON_PERMISSION, KEPT, KeptInterpreter
+from tavernlab.shell._interpreters import _PYTHON_PERMISSION, KEPT, KeptInterpreter, forks
 from tavernlab.shell._limits import MAX_STREAM_BYTES
 from tavernlab.shell._resources import (
     DEFAULT_HELPER,
@@ -95,41 +94,56 @@ class StreamCapture:
     the cap is dropped whole.
     """
 
+    __slots__ = ("_err", "_err_size", "_out", "_out_size", "limit", "truncated")
+
     def __init__(self, limit: int = MAX_STREAM_BYTES) -> None:
         self.limit = limit
         self.truncated = False
-        self._parts: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        self._sizes = {"stdout": 0, "stderr": 0}
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._out_size = 0
+        self._err_size = 0
 
     def feed(self, stdout: str, stderr: str) -> None:
         """``on_output`` callback: append one chunk of each stream."""
         if stdout:
-            self._append("stdout", stdout)
+            self._out_size = self._append(self._out, self._out_size, stdout)
         if stderr:
-            self._append("stderr", stderr)
+            self._err_size = self._append(self._err, self._err_size, stderr)
 
-    def _append(self, stream: str, text: str) -> None:
-        room = self.limit - self._sizes[stream]
+    def _append(self, parts: list[str], size: int, text: str) -> int:
+        """Keep what fits of ``text`` in a stream of ``size`` bytes; its new size."""
+        room = self.limit - size
         if room <= 0:
             self.truncated = True
-            return
+            return size
         data = text.encode("utf-8")
         if len(data) > room:
             text = data[:room].decode("utf-8", errors="ignore")
             data = text.encode("utf-8")
             self.truncated = True
-        self._parts[stream].append(text)
-        self._sizes[stream] += len(data)
+        parts.append(text)
+        return size + len(data)
 
     @property
     def stdout(self) -> str:
         """Captured stdout."""
-        return "".join(self._parts["stdout"])
+        return "".join(self._out)
 
     @property
     def stderr(self) -> str:
         """Captured stderr."""
-        return "".join(self._parts["stderr"])
+        return "".join(self._err)
+
+
+def _tee(first: Callable[[str, str], None], second: Callable[[str, str], None]
+         ) -> Callable[[str, str], None]:
+    """One ``on_output`` callback that hands each chunk to ``first``, then ``second``."""
+
+    def both(stdout: str, stderr: str) -> None:
+        first(stdout, stderr)
+        second(stdout, stderr)
+    return both
 
 
 def _is_timeout(error: str) -> bool:
@@ -180,30 +194,35 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
 
 
 class _Alarm:
-    """One armed deadline of the :class:`Watchdog`."""
+    """One armed deadline of the :class:`Watchdog`: :meth:`ring` runs once, at :attr:`when`,
+    unless the alarm was disarmed first."""
 
-    __slots__ = ("action", "lock", "when")
+    __slots__ = ("armed", "lock", "when")
 
-    def __init__(self, when: float, action: Callable[[], None]) -> None:
+    def __init__(self, when: float) -> None:
         self.when = when
-        self.action: Callable[[], None] | None = action
+        self.armed = True
         self.lock = threading.Lock()
 
     def disarm(self) -> None:
-        """Once this returns, the action is not running and never will."""
+        """Once this returns, :meth:`ring` is not running and never will."""
         with self.lock:
-            self.action = None
+            self.armed = False
 
     def fire(self) -> None:
-        """Run the action unless it was disarmed."""
+        """Ring unless disarmed (the watchdog's thread, at the deadline)."""
         with self.lock:
-            if self.action is not None:
-                action, self.action = self.action, None
-                action()
+            if self.armed:
+                self.armed = False
+                self.ring()
+
+    def ring(self) -> None:
+        """What the alarm does (called with :attr:`lock` held)."""
+        raise NotImplementedError
 
 
 class Watchdog:
-    """One thread that runs an action at a ``time.monotonic()`` instant unless it was
+    """One thread that rings an alarm at a ``time.monotonic()`` instant unless it was
     disarmed first: the deadline of a call on a kept interpreter (whose own timeout is fixed
     when it is built). Created on first use and again in a forked child.
 
@@ -215,34 +234,35 @@ class Watchdog:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, _Alarm]] = []
         self._order = itertools.count()
-        self._pid = -1
+        #: The :func:`~tavernlab.shell._interpreters.forks` count of the process whose
+        #: thread serves the heap (-1: none yet).
+        self._forks = -1
 
-    def arm(self, when: float, action: Callable[[], None]) -> _Alarm:
-        """Run ``action`` (on the watchdog's thread) at ``when`` unless disarmed first."""
-        alarm = _Alarm(when, action)
+    def arm(self, alarm: _Alarm) -> None:
+        """Ring ``alarm`` (on the watchdog's thread) at its instant unless disarmed first."""
+        when = alarm.when
         with self._cond:
-            if self._pid != os.getpid():
+            if self._forks != forks():
                 self._heap = []
-                self._pid = os.getpid()
+                self._forks = forks()
                 threading.Thread(target=self._serve, name="tavernlab-shell-deadline",
                                  daemon=True).start()
             if len(self._heap) > 256:
-                self._heap = [item for item in self._heap if item[2].action is not None]
+                self._heap = [item for item in self._heap if item[2].armed]
                 heapq.heapify(self._heap)
             earliest = not self._heap or when < self._heap[0][0]
             heapq.heappush(self._heap, (when, next(self._order), alarm))
             if earliest:
                 self._cond.notify()
-        return alarm
 
     def _serve(self) -> None:
-        pid = os.getpid()
+        mine = forks()
         while True:
             with self._cond:
-                if self._pid != pid:
+                if self._forks != mine:
                     return
                 heap = self._heap
-                while heap and heap[0][2].action is None:
+                while heap and not heap[0][2].armed:
                     heapq.heappop(heap)
                 if not heap:
                     self._cond.wait()
@@ -258,29 +278,38 @@ class Watchdog:
 _WATCHDOG = Watchdog()
 
 
-class _Stop:
+class _Stop(_Alarm):
     """Stops one call's interpreter (``Bash.cancel()``) while the call is attached; a no-op
     before and after, so a late cancel callback or deadline never reaches the interpreter's
-    next call."""
+    next call. It is also the call's alarm at ``when`` (its deadline): ringing notes that
+    the deadline hit, then stops."""
 
-    __slots__ = ("_bash", "_lock")
+    __slots__ = ("_bash", "deadline_hit")
 
-    def __init__(self) -> None:
+    def __init__(self, when: float) -> None:
+        super().__init__(when)
         self._bash: bashkit.Bash | None = None
-        self._lock = threading.Lock()
+        #: The watchdog rang the alarm (the call's deadline passed while it ran).
+        self.deadline_hit = False
 
     def attach(self, bash: bashkit.Bash) -> None:
         """From now on, stop ``bash``."""
-        with self._lock:
+        with self.lock:
             self._bash = bash
 
     def detach(self) -> None:
-        """From now on, do nothing (waits for a stop in progress)."""
-        with self._lock:
+        """Disarm, and from now on do nothing (waits for a stop in progress)."""
+        with self.lock:
+            self.armed = False
             self._bash = None
 
+    def ring(self) -> None:
+        self.deadline_hit = True
+        if self._bash is not None:
+            self._bash.cancel()
+
     def __call__(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._bash is not None:
                 self._bash.cancel()
 
@@ -312,21 +341,10 @@ class BashkitEngine:
         stopped (the tool call aborts instead of reporting a shell error)."""
         capture = StreamCapture()
         listener = options.on_output
-
-        def feed(stdout: str, stderr: str) -> None:
-            capture.feed(stdout, stderr)
-            if listener is not None:
-                listener(stdout, stderr)
-
+        feed = capture.feed if listener is None else _tee(capture.feed, listener)
         if deadline - time.monotonic() <= 0:
             return EngineRun(ShellOutcome.TIMED_OUT, None, "", "", False)
-        stop = _Stop()
-        deadline_hit: list[bool] = []
-
-        def on_deadline() -> None:
-            deadline_hit.append(True)
-            stop()
-
+        stop = _Stop(deadline)
         budget = InputBudget()
         clock = options.clock
         bridge = WorkspaceBridge(self.scope, budget, on_fault=stop,
@@ -354,7 +372,7 @@ class BashkitEngine:
                                                           else options.seed))
                 bash = interpreter.bash
                 stop.attach(bash)
-                alarm = _WATCHDOG.arm(deadline, on_deadline)
+                _WATCHDOG.arm(stop)
                 unregister = cancel.on_cancel(stop)
                 try:
                     result = execute_interruptibly(bash, command, feed, cancel,
@@ -362,8 +380,7 @@ class BashkitEngine:
                     kept = True
                 finally:
                     unregister()
-                    alarm.disarm()
-                    stop.detach()
+                    stop.detach()  # disarms the deadline too
                     del bash
             finally:
                 interpreter.detach()
@@ -376,7 +393,7 @@ class BashkitEngine:
         if fault is not None:
             raise fault
         return classify(result, capture, cancelled=cancel.cancelled,
-                        timed_out=(commands.timed_out or bool(deadline_hit)
+                        timed_out=(commands.timed_out or stop.deadline_hit
                                    or time.monotonic() >= deadline))
 
 

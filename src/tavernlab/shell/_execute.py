@@ -36,6 +36,11 @@ from tavernlab.workspace.tools import invalid_arguments
 
 EngineFactory = Callable[[ScopedWorkspaceFs, "FrozenContext | None", ShellResources], ShellEngine]
 
+#: What a call without resources or options of its own uses (both are frozen, so one of
+#: each serves every call).
+DEFAULT_RESOURCES = ShellResources()
+DEFAULT_OPTIONS = ShellOptions()
+
 
 def command_too_long() -> ToolError:
     """``tool.invalid_arguments``: ``command exceeds the 131072-byte limit`` (upstream
@@ -103,8 +108,8 @@ def execute_shell(scope: ScopedWorkspaceFs, context: FrozenContext | None, comma
     call_scope = scope.derive(tracker=call_tracker, check=check)
     result = None
     try:
-        run = engine(call_scope, context, resources or ShellResources()).run(
-            command, start_dir, deadline, token, options or ShellOptions())
+        run = engine(call_scope, context, resources or DEFAULT_RESOURCES).run(
+            command, start_dir, deadline, token, options or DEFAULT_OPTIONS)
         result = ShellResult(run.outcome, run.exit_code, run.stdout, run.stderr, run.truncated,
                              sorted(call_tracker.touched))
     finally:

@@ -21,6 +21,24 @@ from tavernlab.shell._bridge import WorkspaceBridge
 from tavernlab.shell._commands import ASYNC_BUILTINS, ShellCommands, builtin_names
 from tavernlab.shell._vfs_abi import ExportedFilesystem
 
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def forks() -> int:
+    """How many forks lie between the first process and this one (0 in the process that
+    loaded the shell, one more in each forked child): what tells a forked child from its
+    parent without a system call."""
+    return _forks
+
+
 #: The variable that lets bashkit run Python in process (set for the interpreter, unset by
 #: every call's prelude, so a script cannot use it).
 _PYTHON_PERMISSION = "BASHKIT_ALLOW_INPROCESS_PYTHON"
@@ -120,17 +138,17 @@ class KeptInterpreters:
         self.limit = limit
         self._idle: dict[bool, list[KeptInterpreter]] = {False: [], True: []}
         self._lock = threading.Lock()
-        self._pid = os.getpid()
+        self._forks = _forks
         self._inherited: list[KeptInterpreter] = []
         #: How many interpreters :meth:`take` built (the rest were kept ones).
         self.built = 0
 
     def _check_fork(self) -> None:
-        if self._pid != os.getpid():
+        if self._forks != _forks:
             for idle in self._idle.values():
                 self._inherited += idle
                 idle.clear()
-            self._pid = os.getpid()
+            self._forks = _forks
 
     def take(self, fixed_time: bool) -> KeptInterpreter:
         """An idle interpreter of that kind, reset now (so it is in the state of one built

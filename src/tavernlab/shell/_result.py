@@ -45,10 +45,6 @@ def status_line(outcome: ShellOutcome, exit_code: int | None) -> str:
     return ""
 
 
-def _strip_one_newline(text: str) -> str:
-    return text[:-1] if text.endswith("\n") else text
-
-
 def format_content(outcome: ShellOutcome, exit_code: int | None, stdout: str, stderr: str,
                    truncated: bool) -> str:
     """The model-facing content: status line, stdout, stderr, truncation note.
@@ -58,16 +54,19 @@ def format_content(outcome: ShellOutcome, exit_code: int | None, stdout: str, st
     Upstream detail unknown for trailing newlines: tavernlab removes one trailing newline
     from each stream before joining.
     """
-    out = _strip_one_newline(stdout)
-    err = _strip_one_newline(stderr)
-    parts = [status_line(outcome, exit_code), out]
+    out = stdout[:-1] if stdout.endswith("\n") else stdout
+    err = stderr[:-1] if stderr.endswith("\n") else stderr
+    status = status_line(outcome, exit_code)
+    parts = [status] if status else []
+    if out:
+        parts.append(out)
     if err:
         if out:
             parts.append("stderr:")
         parts.append(err)
     if truncated:
         parts.append(OUTPUT_TRUNCATED)
-    return "\n".join(part for part in parts if part)
+    return "\n".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +112,12 @@ class ShellResult:
 
     def to_tool_result(self) -> ShellToolResult:
         """The tool result (error results keep the formatted output as content)."""
+        is_error = self.is_error
         return ShellToolResult(
             content=self.content,
-            structured=self.structured,
-            is_error=self.is_error,
-            error_code=self.error_code,
+            structured={"exitCode": self.exit_code, "outputTruncated": self.output_truncated},
+            is_error=is_error,
+            error_code=ERROR_CODES[self.outcome] if is_error else None,
             resource_refs=list(self.resource_refs),
             shell=self,
         )

@@ -65,18 +65,24 @@ def shell_tools(resources: ShellResources | Callable[[], ShellResources] | None 
 
     def shell_tool(ctx: ToolContext, args: Arguments) -> ToolResult:
         """Handle one ``workspace.shell`` call (the interpreter is loaded on the first)."""
-        from tavernlab.shell._execute import execute_shell
+        from tavernlab.shell import _execute
 
         command = args.string("command", required=True) or ""
         workdir = args.string("workdir", default="/") or "/"
-        fixed = is_deterministic(ctx.clock)
-        options = ShellOptions(clock=ctx.clock if fixed else None,
-                               seed=seed_from(ctx.ids) if fixed else 0, on_output=ctx.output)
-        chosen = resources() if callable(resources) else resources or ShellResources()
+        clock = ctx.clock
+        output = ctx.output
+        if is_deterministic(clock):
+            options = ShellOptions(clock=clock, seed=seed_from(ctx.ids), on_output=output)
+        elif output is not None:
+            options = ShellOptions(on_output=output)
+        else:
+            options = _execute.DEFAULT_OPTIONS
+        chosen = (resources() if callable(resources)
+                  else resources or _execute.DEFAULT_RESOURCES)
         try:
-            result = execute_shell(ctx.scope, ctx.frozen, command, workdir,
-                                   deadline_s=ctx.shell_deadline_s, token=ctx.token,
-                                   resources=chosen, options=options)
+            result = _execute.execute_shell(ctx.scope, ctx.frozen, command, workdir,
+                                            deadline_s=ctx.shell_deadline_s, token=ctx.token,
+                                            resources=chosen, options=options)
         except ToolError as error:
             if error.code != SHELL_FAILED:  # the host's refusals (invalid arguments)
                 raise
