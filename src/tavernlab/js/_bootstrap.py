@@ -61,17 +61,17 @@ for (const name of ["__tavernlab_host", "__tavernlab_emit", "__tavernlab_lazy", 
 const S = String;
 const wellFormed = Function.prototype.call.bind(String.prototype.toWellFormed);
 const isInteger = Number.isInteger;
-const stringify = JSON.stringify;
-const parse = JSON.parse;
-const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
-const construct = Reflect.construct;
-const imul = Math.imul;
 const compile = Function;
-const NativeDate = Date;
-const ERRORS = { Error, TypeError, RangeError };
 const OUTPUT_ERRORS = [null, @@OUTPUT_EXCEEDED@@, @@LINE_EXCEEDED@@];
-const hidden = (value) => ({ value, writable: true, configurable: true, enumerable: false });
+const hidden = (value) => ({ value, writable: true, configurable: true });
+// The intrinsics only start() needs are read there: it runs before any script of the job.
+// Every function a script can find on its stack (format, write, the console methods, the
+// exitCode setter, describe) keeps its line and column: a stack a script prints itself
+// shows them.
+
+
+
 
 function format(args) {
   let line = "";
@@ -93,9 +93,9 @@ function installCommandGlobals(argv) {
   const console = { log: writer(1), info: writer(1), debug: writer(1), warn: writer(2),
                     error: writer(2) };
   defineProperty(globalThis, "console", hidden(console));
-  const process = {};
-  defineProperty(process, "argv",
-                 { value: argv, writable: true, configurable: true, enumerable: true });
+  const process = { argv };
+
+
   defineProperty(process, "exitCode", {
     get() { return exitCode; },
     set(value) {
@@ -104,7 +104,7 @@ function installCommandGlobals(argv) {
       }
       exitCode = value;
     },
-    configurable: false,
+
     enumerable: true,
   });
   defineProperty(globalThis, "process", hidden(process));
@@ -121,8 +121,8 @@ function start() {
   delete globalThis.__tavernlab_config;
   delete globalThis.__tavernlab_core;
   if (config.timeOrigin !== null || config.randomState !== null) {
-    const install = compile("return " + lazy.determinism)()(
-      { NativeDate, construct, defineProperty, freeze, hidden, imul });
+    const install = compile("return " + lazy.determinism)()({ NativeDate: Date, hidden,
+      construct: Reflect.construct, defineProperty, freeze: Object.freeze, imul: Math.imul });
     if (config.timeOrigin !== null) install.clock(config.timeOrigin);
     if (config.randomState !== null) install.random(config.randomState);
   }
@@ -133,11 +133,11 @@ function start() {
       entry: config.entry,
       exitCode: () => exitCode,
       describe: (error) => describe(error),
-      stringify,
-      args: legacy ? parse(config.args) : undefined,
+      stringify: JSON.stringify,
+      args: legacy ? JSON.parse(config.args) : undefined,
     },
-    runtime: { host, ERRORS, format, wellFormed, freeze, parse, defineProperty, legacy,
-               context: config.context },
+    runtime: { host, ERRORS: { Error, TypeError, RangeError }, format, wellFormed, legacy,
+               freeze: Object.freeze, parse: JSON.parse, defineProperty, context: config.context },
   };
 }
 defineProperty(globalThis, "__tavernlab_core", hidden(start));
