@@ -10,6 +10,7 @@ stack as the caller sees it) must be identical.
 from __future__ import annotations
 
 import json
+import pickle
 import time
 from types import ModuleType
 from typing import Any
@@ -40,6 +41,9 @@ class FakeConn:
         self.sent.append(message)
         if message[0] == "call":
             self._call = message
+
+    def send_bytes(self, data: bytes) -> None:
+        self.send(pickle.loads(data))
 
     def poll(self, timeout: float) -> bool:
         return False

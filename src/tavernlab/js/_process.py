@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import pickle
 import select
 import signal
 import socket
@@ -120,7 +121,7 @@ class WorkerProcess:
         """Send one message (a dead worker is noticed by the reader)."""
         assert self.conn is not None
         with contextlib.suppress(OSError):
-            self.conn.send(message)
+            self.conn.send_bytes(pickle.dumps(message))
 
     def death(self) -> str:
         """Why the process ended, plus the tail of its stderr if it wrote any."""

@@ -9,7 +9,8 @@ loads the jsbox extension module directly (:func:`~tavernlab.js._engine.load_eng
 replacement worker starts without jsbox's asyncio import.
 
 Protocol (pickled tuples over a :class:`multiprocessing.connection.Connection` on one end of a
-Unix socket pair):
+Unix socket pair; both sides pickle with :func:`pickle.dumps` and send the bytes, which is what
+``Connection.send`` does minus building a pickler with multiprocessing's reducers per message):
 
 * worker -> parent: ``("ready", pid)`` once; then per job any number of
   ``("out", stream, text)`` (console output, one-way, sent as it is produced; 1 = stdout,
@@ -40,6 +41,7 @@ import signal
 import sys
 import time
 from multiprocessing.connection import Connection
+from pickle import dumps
 from typing import Any
 
 from tavernlab.js._bootstrap import (
@@ -95,9 +97,11 @@ class SpareRuntime:
 
     Creating a Runtime with limits (about 0.3 ms), binding the two host functions and the
     lazily compiled sources, compiling and evaluating the core script (about 0.15 ms: QuickJS
-    compiles at roughly 20 MB/s here) and registering the start and core modules happen right
-    after a job ends, so an idle worker holds a Runtime that only needs the job's own
-    modules. Each Runtime still serves exactly one job: the core reads
+    compiles at roughly 20 MB/s here), registering the start and core modules and evaluating
+    the start module (the core script imports it) happen right after a job ends, so an idle
+    worker holds a Runtime that only needs the job's own modules. The same steps run for every
+    Runtime, so what a job finds in its heap never depends on timing. Each Runtime still serves
+    exactly one job: the core reads
     nothing of a job until its ``start()`` runs. The host functions are trampolines to
     whichever :class:`JobRunner` is current.
     """
@@ -113,9 +117,9 @@ class SpareRuntime:
         runtime.bind_function("__tavernlab_host", self._host)
         runtime.bind_function("__tavernlab_emit", self._emit)
         runtime.bind_object("__tavernlab_lazy", LAZY_SOURCES)
-        runtime.eval(CORE_SCRIPT, timeout=PREPARE_TIMEOUT)
         runtime.add_static_module(START_MODULE, START_SOURCE)
         runtime.add_static_module(CORE_MODULE, CORE_SOURCE)
+        runtime.eval(CORE_SCRIPT, timeout=PREPARE_TIMEOUT)
         return runtime
 
     def _host(self, op: str, a: Any, b: Any) -> list[Any]:
@@ -171,7 +175,7 @@ class JobRunner:
         code = self._charge(stream, text)
         if code:
             return code
-        self.conn.send(("out", stream, text))
+        self.conn.send_bytes(dumps(("out", stream, text)))
         now = time.monotonic()
         if now - self.last_poll >= CANCEL_POLL_INTERVAL:
             self.last_poll = now
@@ -190,7 +194,7 @@ class JobRunner:
             code = self._charge(2, b)
             if code:
                 return [False, "Error", OUTPUT_EXCEEDED if code == 1 else LINE_EXCEEDED]
-        self.conn.send(("call", op, a, b))
+        self.conn.send_bytes(dumps(("call", op, a, b)))
         while True:
             message = self.conn.recv()
             if message[0] == "reply":
@@ -329,7 +333,7 @@ def serve(conn: Connection, rss_limit: int) -> None:
     engine = load_engine()
     spare = SpareRuntime(engine)
     memory = MemoryWatch(rss_limit)
-    conn.send(("ready", os.getpid()))
+    conn.send_bytes(dumps(("ready", os.getpid())))
     while True:
         try:
             message = conn.recv()
@@ -340,13 +344,13 @@ def serve(conn: Connection, rss_limit: int) -> None:
             outcome = runner.run(spare)
             outcome["idle_rss"] = memory.last
             try:
-                conn.send(("done", outcome))
+                conn.send_bytes(dumps(("done", outcome)))
             except OSError:
                 return
             select.select([conn.fileno()], [], [], HANDOFF_PAUSE)
             runner.runtime = None
             if not memory.settle():
-                conn.send(("retire", memory.last))
+                conn.send_bytes(dumps(("retire", memory.last)))
                 return
             spare.replenish()
         elif message[0] == "exit":
