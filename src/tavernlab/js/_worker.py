@@ -13,8 +13,9 @@ Unix socket pair; both sides pickle with :func:`pickle.dumps` and send the bytes
 ``Connection.send`` does minus building a pickler with multiprocessing's reducers per message):
 
 * worker -> parent: ``("ready", pid)`` once; then per job any number of
-  ``("out", stream, text)`` (console output, one-way, sent as it is produced; 1 = stdout,
-  2 = stderr) and ``("call", op, a, b)`` (a capability call: the worker blocks until the
+  ``("out", stream, text)`` (console output, one-way, sent as it is produced on the output
+  pipe, not the socket: everything the worker sends on the socket after it follows it; 1 =
+  stdout, 2 = stderr) and ``("call", op, a, b)`` (a capability call: the worker blocks until the
   reply), and finally ``("done", outcome)``; the outcome's ``idle_rss`` is the resident set
   the worker had when it took the job. After a job that leaves the worker above its memory
   limit, ``("retire", rss)``, and the worker exits.
@@ -144,9 +145,12 @@ class SpareRuntime:
 class JobRunner:
     """Runs one job in a fresh Runtime and answers its host calls over ``conn``."""
 
-    def __init__(self, engine: Any, conn: Connection, job: Job, deadline: float) -> None:
+    def __init__(self, engine: Any, conn: Connection, job: Job, deadline: float,
+                 output: Connection | None = None) -> None:
         self.engine = engine
         self.conn = conn
+        #: Where ``("out", ...)`` messages go: the output pipe (``None``: the socket).
+        self.output = conn if output is None else output
         self.job = job
         self.deadline = deadline
         #: The job's Runtime, kept until the outcome was sent (freeing it takes ~70 us).
@@ -175,7 +179,7 @@ class JobRunner:
         code = self._charge(stream, text)
         if code:
             return code
-        self.conn.send_bytes(dumps(("out", stream, text)))
+        self.output.send_bytes(dumps(("out", stream, text)))
         now = time.monotonic()
         if now - self.last_poll >= CANCEL_POLL_INTERVAL:
             self.last_poll = now
@@ -327,7 +331,7 @@ class MemoryWatch:
         return rss is None or rss <= self.limit
 
 
-def serve(conn: Connection, rss_limit: int) -> None:
+def serve(conn: Connection, rss_limit: int, output: Connection | None = None) -> None:
     """The worker's main loop: announce readiness, then run jobs until told to exit or until
     its memory stays over ``rss_limit`` after a job (then it announces ``("retire", rss)``)."""
     engine = load_engine()
@@ -340,7 +344,7 @@ def serve(conn: Connection, rss_limit: int) -> None:
         except (EOFError, OSError):
             return
         if message[0] == "job":
-            runner = JobRunner(engine, conn, message[1], message[2])
+            runner = JobRunner(engine, conn, message[1], message[2], output)
             outcome = runner.run(spare)
             outcome["idle_rss"] = memory.last
             try:
@@ -359,10 +363,11 @@ def serve(conn: Connection, rss_limit: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ``python -m tavernlab.js._worker FD RSS_LIMIT`` (FD: this end of a socket
-    pair; RSS_LIMIT in bytes)."""
+    """Entry point: ``python -m tavernlab.js._worker FD RSS_LIMIT [OUTPUT_FD]`` (FD: this end of
+    a socket pair; RSS_LIMIT in bytes; OUTPUT_FD: the write end of the output pipe)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(Connection(int(argv[1])), int(argv[2]))
+    output = Connection(int(argv[3]), readable=False) if len(argv) > 3 else None
+    serve(Connection(int(argv[1])), int(argv[2]), output)
 
 
 if __name__ == "__main__":
