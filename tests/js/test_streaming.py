@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from tavernlab.cancel import CancelToken
 from tavernlab.js._output import OutputStream
 
 from .conftest import JsRunner, write
@@ -40,6 +43,60 @@ def test_the_first_chunk_arrives_while_the_script_still_runs(workspace: Path,
     result = js("-e", source, on_output=recorder)
     assert (result.exit_code, result.stdout, result.stderr) == (0, "first\nreleased\n", "")
     assert recorder.chunks == [("stdout", "first\n"), ("stdout", "released\n")]
+
+
+def test_output_of_a_script_that_only_computes_still_streams(js: JsRunner) -> None:
+    # No capability call follows the first line: the parent takes it from the worker's output
+    # pipe on its own (at most OUTPUT_DELAY after the job started), while the script still
+    # spins for a second; a chunk held until the end would arrive after the job returned.
+    source = ("console.log('first');\n"
+              "const end = Date.now() + 1000;\nwhile (Date.now() < end) {}\n"
+              "console.log('second');")
+    arrivals: list[tuple[str, float]] = []
+
+    def record(stream: OutputStream, text: str) -> None:
+        arrivals.append((text, time.monotonic()))
+
+    result = js("-e", source, on_output=record)
+    ended = time.monotonic()
+    assert (result.exit_code, result.stdout) == (0, "first\nsecond\n")
+    assert [text for text, _ in arrivals] == ["first\n", "second\n"]
+    assert ended - arrivals[0][1] > 0.5  # "first" reached the caller long before the end
+
+
+def test_many_chunks_and_calls_interleave_in_order(js: JsRunner) -> None:
+    # Enough console output to fill the output pipe several times over, interleaved with
+    # log calls that travel on the socket: every chunk arrives once, in the script's order.
+    source = (RUNTIME + "for (let i = 0; i < 300; i++) {\n"
+              "  console.log(String(i).padStart(200, '.'));\n"
+              "  if (i % 50 === 0) log.warn('w' + i);\n}\nconsole.error('end');")
+    recorder = Recorder()
+    result = js("-e", source, on_output=recorder)
+    expected: list[tuple[OutputStream, str]] = []
+    for i in range(300):
+        expected.append(("stdout", str(i).rjust(200, ".") + "\n"))
+        if i % 50 == 0:
+            expected.append(("stderr", f"w{i}\n"))
+    expected.append(("stderr", "end\n"))
+    assert recorder.chunks == expected
+    assert result.exit_code == 0
+    assert result.stdout == "".join(text for stream, text in expected if stream == "stdout")
+
+
+def test_output_before_a_kill_is_delivered(js: JsRunner) -> None:
+    # A pure CPU loop cannot be stopped from outside: the cancel kills the worker. What it
+    # printed before, and the cancel report after it, both reach the caller, in that order.
+    token = CancelToken()
+    chunks: list[tuple[OutputStream, str]] = []
+
+    def record(stream: OutputStream, text: str) -> None:
+        chunks.append((stream, text))
+        if text == "before\n":
+            threading.Timer(0.05, token.cancel).start()
+
+    result = js("-e", "console.log('before');\nfor (;;) {}", on_output=record, token=token)
+    assert result.cancelled and result.stdout == "before\n"
+    assert chunks == [("stdout", "before\n"), ("stderr", result.stderr)]
 
 
 def test_chunks_keep_the_scripts_order_across_streams(js: JsRunner) -> None:

@@ -12,9 +12,11 @@ Registered in every job's fresh Runtime by the worker (:mod:`tavernlab.js._worke
   command. It is a script, not a module, because jsbox 0.1.3 breaks dynamic ``import()`` in
   any ``eval_module`` that follows an earlier one (``TypeError: ArrayBuffer object
   expected``), while an earlier ``eval`` is harmless;
-* ``<tavernlab:start>`` (:data:`START_SOURCE`), a small module evaluated with the job: it
-  calls ``start`` and hands each part of the result out once (the bootstrap's internals, the
-  core module's helpers);
+* ``<tavernlab:start>`` (:data:`START_SOURCE`), a small module the core script's last
+  statement imports (so it is evaluated while the worker is idle; a dynamic ``import()`` from a
+  script leaves later modules loadable): its first ``take``, the bootstrap's, calls ``start``,
+  and it hands each part of the result out once (the bootstrap's internals, the core module's
+  helpers);
 * ``<tavernlab:core>`` (:data:`CORE_SOURCE`), the runtime API (``workspace``, ``context``,
   ``macros``, ``log``) whose calls go to the parent. Registered with every job but compiled
   and evaluated only when the job imports a runtime name, so a job that never uses the API
@@ -61,17 +63,17 @@ for (const name of ["__tavernlab_host", "__tavernlab_emit", "__tavernlab_lazy", 
 const S = String;
 const wellFormed = Function.prototype.call.bind(String.prototype.toWellFormed);
 const isInteger = Number.isInteger;
-const stringify = JSON.stringify;
-const parse = JSON.parse;
-const freeze = Object.freeze;
 const defineProperty = Object.defineProperty;
-const construct = Reflect.construct;
-const imul = Math.imul;
 const compile = Function;
-const NativeDate = Date;
-const ERRORS = { Error, TypeError, RangeError };
 const OUTPUT_ERRORS = [null, @@OUTPUT_EXCEEDED@@, @@LINE_EXCEEDED@@];
-const hidden = (value) => ({ value, writable: true, configurable: true, enumerable: false });
+const hidden = (value) => ({ value, writable: true, configurable: true });
+// The intrinsics only start() needs are read there: it runs before any script of the job.
+// Every function a script can find on its stack (format, write, the console methods, the
+// exitCode setter, describe) keeps its line and column: a stack a script prints itself
+// shows them.
+
+
+
 
 function format(args) {
   let line = "";
@@ -93,9 +95,9 @@ function installCommandGlobals(argv) {
   const console = { log: writer(1), info: writer(1), debug: writer(1), warn: writer(2),
                     error: writer(2) };
   defineProperty(globalThis, "console", hidden(console));
-  const process = {};
-  defineProperty(process, "argv",
-                 { value: argv, writable: true, configurable: true, enumerable: true });
+  const process = { argv };
+
+
   defineProperty(process, "exitCode", {
     get() { return exitCode; },
     set(value) {
@@ -104,7 +106,7 @@ function installCommandGlobals(argv) {
       }
       exitCode = value;
     },
-    configurable: false,
+
     enumerable: true,
   });
   defineProperty(globalThis, "process", hidden(process));
@@ -121,8 +123,8 @@ function start() {
   delete globalThis.__tavernlab_config;
   delete globalThis.__tavernlab_core;
   if (config.timeOrigin !== null || config.randomState !== null) {
-    const install = compile("return " + lazy.determinism)()(
-      { NativeDate, construct, defineProperty, freeze, hidden, imul });
+    const install = compile("return " + lazy.determinism)()({ NativeDate: Date, hidden,
+      construct: Reflect.construct, defineProperty, freeze: Object.freeze, imul: Math.imul });
     if (config.timeOrigin !== null) install.clock(config.timeOrigin);
     if (config.randomState !== null) install.random(config.randomState);
   }
@@ -133,15 +135,16 @@ function start() {
       entry: config.entry,
       exitCode: () => exitCode,
       describe: (error) => describe(error),
-      stringify,
-      args: legacy ? parse(config.args) : undefined,
+      stringify: JSON.stringify,
+      args: legacy ? JSON.parse(config.args) : undefined,
     },
-    runtime: { host, ERRORS, format, wellFormed, freeze, parse, defineProperty, legacy,
-               context: config.context },
+    runtime: { host, ERRORS: { Error, TypeError, RangeError }, format, wellFormed, legacy,
+               freeze: Object.freeze, parse: JSON.parse, defineProperty, context: config.context },
   };
 }
 defineProperty(globalThis, "__tavernlab_core", hidden(start));
 })();
+import(@@START_MODULE@@).then(() => 0);
 """
 
 #: The failure description of the bootstraps (``String(error)``, ``stack``, ``name``,
@@ -211,22 +214,27 @@ random(state) {
 #: The core script (see the module docstring), with the fixed messages filled in.
 CORE_SCRIPT = (_CORE_TEMPLATE.replace("@@OUTPUT_EXCEEDED@@", json.dumps(OUTPUT_EXCEEDED))
                .replace("@@LINE_EXCEEDED@@", json.dumps(LINE_EXCEEDED))
-               .replace("@@EXIT_CODE_INVALID@@", json.dumps(EXIT_CODE_INVALID)))
+               .replace("@@EXIT_CODE_INVALID@@", json.dumps(EXIT_CODE_INVALID))
+               .replace("@@START_MODULE@@", json.dumps(START_MODULE)))
 
 #: The sources the core compiles on first use, handed to each Runtime as the global
 #: ``__tavernlab_lazy`` (copying a string in costs far less than compiling it as a literal).
 LAZY_SOURCES = {"describe": DESCRIBE_SOURCE, "determinism": DETERMINISM_SOURCE}
 
-#: The start module: starts the job (the core script's ``start``, which removes its own
-#: global) and hands each part of what it returns out once: ``take("job")`` to the bootstrap,
-#: ``take("runtime")`` to the core module.
-START_SOURCE = """const k = globalThis.__tavernlab_core();
+#: The start module: its first ``take`` starts the job (the core script's ``start``, which
+#: removes its own global), and it hands each part of what that returns out once:
+#: ``take("job")`` to the bootstrap (its first statement, before any module of the job runs),
+#: ``take("runtime")`` to the core module. The worker evaluates it with the core script, while
+#: idle (the core script's last statement imports it), so a job only links it.
+START_SOURCE = """let k;
 export function take(part) {
+  if (k === undefined) k = globalThis.__tavernlab_core();
   const value = k[part];
   k[part] = undefined;
   return value;
 }
 """
+
 
 #: The core module: the runtime API (``workspace``, ``context``, ``macros``, ``log``), built
 #: from the core script's helpers when a job first imports a runtime name (never compiled

@@ -1,7 +1,8 @@
 """Where the output of one ``js`` run goes: collected in full, streamed as it is produced.
 
-The worker sends every ``console.*`` line the moment the script writes it, and ``log.*`` lines
-arrive as capability calls, so the parent sees output in the order the script produced it.
+The worker sends every ``console.*`` line the moment the script writes it (the parent takes it
+at once, or in a job's first 2 ms with the job's next message), and ``log.*`` lines arrive as
+capability calls, so the parent sees output in the order the script produced it.
 :class:`CommandOutput` keeps all of it (already capped by the worker at 128 KiB per stream)
 for the final :class:`~tavernlab.js.CommandResult`, and hands each chunk to an
 optional callback at once: ``on_output(stream, text)`` with ``stream`` ``"stdout"`` or

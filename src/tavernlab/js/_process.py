@@ -1,15 +1,17 @@
 """One worker process as the parent sees it: spawn, readiness, messages, death, kill.
 
 Workers are clean ``subprocess`` children (``sys.executable -m tavernlab.js._worker FD
-RSS_LIMIT``), not ``fork`` copies: they inherit no threads, locks or kernel state, only one end
-of a Unix socket pair, and run in their own session so a terminal Ctrl-C reaches only the
-parent. Their stderr goes to a temporary file whose tail explains a death. Startup costs about
-0.1 s (measured in ``bench/js_sandbox.py``).
+RSS_LIMIT OUTPUT_FD``), not ``fork`` copies: they inherit no threads, locks or kernel state, only
+one end of a Unix socket pair and the write end of an output pipe (console output), and run in
+their own session so a terminal Ctrl-C reaches only the parent. Their stderr goes to a
+temporary file whose tail explains a death. Startup costs about 0.1 s (measured in
+``bench/js_sandbox.py``).
 
 Waiting never polls on a timer: the parent sleeps in ``poll(2)`` on the worker's socket and on
 the job's wake pipe (:class:`~tavernlab.js._stopping.StopRequest`) until a message, a stop
-request or the deadline arrives. A worker that dies closes its end of the socket, which wakes
-the reader with an end-of-file.
+request or the deadline arrives, and on the output pipe once a job has run for a moment (the
+one extra wake-up of a job, :data:`tavernlab.js._serving.OUTPUT_DELAY`). A worker that dies
+closes its end of the socket, which wakes the reader with an end-of-file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import pickle
 import select
 import signal
 import socket
@@ -46,15 +49,19 @@ class WorkerProcess:
         self.rss_limit = rss_limit
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Connection | None = None
+        #: The read end of the worker's output pipe (its ``("out", ...)`` messages).
+        self.output: Connection | None = None
         self.log: IO[bytes] | None = None
         self.pid: int | None = None
         self.ready = False
         self.rss: int | None = None
         self._poller: Any = None
+        self._output_poller: Any = None
 
     def start(self) -> None:
         """Spawn the process (does not wait for it to be ready)."""
         mine, theirs = socket.socketpair()
+        output_read, output_write = os.pipe()
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
@@ -63,12 +70,19 @@ class WorkerProcess:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tavernlab.js._worker", str(theirs.fileno()),
-                 str(self.rss_limit)],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                 str(self.rss_limit), str(output_write)],
+                pass_fds=(theirs.fileno(), output_write), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=self.log, env=env, start_new_session=True)
+        except BaseException:
+            os.close(output_read)
+            raise
         finally:
             theirs.close()
+            os.close(output_write)
         self.conn = Connection(mine.detach())
+        self.output = Connection(output_read, writable=False)
+        self._output_poller = select.poll()
+        self._output_poller.register(output_read, select.POLLIN)
         self._poller = select.poll()
         self._poller.register(self.conn.fileno(), select.POLLIN)
         self.pid = self.proc.pid
@@ -97,6 +111,41 @@ class WorkerProcess:
         assert self.conn is not None
         return any(fd == self.conn.fileno() for fd, _ in events)
 
+    def wait_job(self, deadline: float, wake_fd: int, watch_output: bool) -> tuple[bool, bool]:
+        """Like :meth:`wait`, also watching the output pipe when ``watch_output``: whether the
+        socket and whether the output pipe is readable."""
+        poller = self._poller
+        assert self.conn is not None and self.output is not None
+        output_fd = self.output.fileno()
+        poller.register(wake_fd, select.POLLIN)
+        if watch_output:
+            poller.register(output_fd, select.POLLIN)
+        try:
+            remaining = deadline - time.monotonic()
+            timeout = None if math.isinf(remaining) else max(remaining, 0.0) * 1000
+            events = poller.poll(timeout)
+        finally:
+            poller.unregister(wake_fd)
+            if watch_output:
+                poller.unregister(output_fd)
+        conn_fd = self.conn.fileno()
+        return (any(fd == conn_fd for fd, _ in events),
+                any(fd == output_fd for fd, _ in events))
+
+    def take_output(self) -> list[tuple[Any, ...]]:
+        """Every output message already in the pipe, without sleeping (a message cut off by
+        the worker's death ends the list)."""
+        messages: list[tuple[Any, ...]] = []
+        output = self.output
+        if output is None or output.closed:
+            return messages
+        try:
+            while self._output_poller.poll(0):
+                messages.append(output.recv())
+        except (EOFError, OSError):
+            pass
+        return messages
+
     def readable(self) -> bool:
         """Whether a message (or an end-of-file) is waiting, without sleeping."""
         return bool(self._poller.poll(0))
@@ -120,7 +169,7 @@ class WorkerProcess:
         """Send one message (a dead worker is noticed by the reader)."""
         assert self.conn is not None
         with contextlib.suppress(OSError):
-            self.conn.send(message)
+            self.conn.send_bytes(pickle.dumps(message))
 
     def death(self) -> str:
         """Why the process ended, plus the tail of its stderr if it wrote any."""
@@ -158,6 +207,9 @@ class WorkerProcess:
         if self.conn is not None:
             with contextlib.suppress(OSError):
                 self.conn.close()
+        if self.output is not None:
+            with contextlib.suppress(OSError):
+                self.output.close()
         if self.log is not None:
             with contextlib.suppress(OSError):
                 self.log.close()

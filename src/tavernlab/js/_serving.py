@@ -3,8 +3,10 @@
 :func:`serve_job` runs in the thread that submitted the job. It sends the job, then sleeps on
 the worker's socket and the job's wake pipe and handles what arrives:
 
-* ``out``: console output, handed to the server's ``output`` at once (that is the stream a
-  caller's ``on_output`` sees);
+* ``out``: console output, from the worker's output pipe, handed to the server's ``output``
+  in order before anything that arrives on the socket after it (that is the stream a caller's
+  ``on_output`` sees). During the job's first :data:`OUTPUT_DELAY` it waits in the pipe until
+  the next message, so a short job wakes this thread once; after that each chunk wakes it;
 * ``call``: a capability call, served by the server in this thread - so the Invocation's
   ``ScopedWorkspaceFs``, its lock and its mutation tracker are used exactly as by the other
   tools - unless the job is stopping, in which case it is refused (the guest sees the call
@@ -33,6 +35,12 @@ from tavernlab.js._job import CapabilityServer, Job, JobOutcome
 from tavernlab.js._process import WorkerProcess
 from tavernlab.js._stopping import StopRequest
 
+#: How long after sending a job the parent starts waking for console output on its own. Until
+#: then output waits in the worker's output pipe and is taken, in order, when the next call,
+#: the outcome or the worker's end arrives: a job that prints and ends within this time wakes
+#: the parent once instead of twice. After it, each chunk wakes the parent as it comes.
+OUTPUT_DELAY = 0.002
+
 
 def serve_job(worker: WorkerProcess, job: Job, server: CapabilityServer, deadline: float,
               stop: StopRequest, grace: float) -> tuple[JobOutcome, BaseException | None]:
@@ -58,6 +66,8 @@ class _ServedJob:
         self.grace = grace
         self.fault: BaseException | None = None
         self.stopping_since: float | None = None
+        #: Until then output is only taken with the next message (see ``OUTPUT_DELAY``).
+        self.output_from: float | None = time.monotonic() + OUTPUT_DELAY
 
     def run(self) -> tuple[JobOutcome, BaseException | None]:
         worker = self.worker
@@ -66,7 +76,17 @@ class _ServedJob:
             try:
                 wake_at = (self.deadline if self.stopping_since is None
                            else self.stopping_since + self.grace)
-                if worker.wait(wake_at, self.stop.wake_fd):
+                quiet_until = self.output_from
+                if quiet_until is not None:
+                    wake_at = min(wake_at, quiet_until)
+                readable, output = worker.wait_job(wake_at, self.stop.wake_fd,
+                                                   quiet_until is None)
+                if quiet_until is not None and time.monotonic() >= quiet_until:
+                    self.output_from = None
+                    output = True
+                if output or readable:
+                    self._take_output()
+                if readable:
                     try:
                         message = worker.conn.recv()
                     except (EOFError, OSError):
@@ -74,7 +94,7 @@ class _ServedJob:
                     outcome = self._handle(message)
                     if outcome is not None:
                         return outcome, self.fault
-                else:
+                elif not output:
                     self.stop.drain()
             except KeyboardInterrupt:  # only when SIGINT could not be routed to the stop
                 self.stop.interrupt()
@@ -82,6 +102,12 @@ class _ServedJob:
             stopped = self._enforce_stop()
             if stopped is not None:
                 return stopped, self.fault
+
+    def _take_output(self) -> None:
+        """Deliver the output messages waiting in the worker's output pipe, in order (the worker
+        wrote each before anything it sent on the socket after it)."""
+        for message in self.worker.take_output():
+            self._handle(message)
 
     def _handle(self, message: tuple[Any, ...]) -> JobOutcome | None:
         kind = message[0]
@@ -136,11 +162,13 @@ class _ServedJob:
         return None
 
     def _killed(self, reason: str) -> JobOutcome:
+        self._take_output()
         pid = self.worker.pid
         self.worker.restart()
         return JobOutcome("interrupted", reason=reason, pid=pid)
 
     def _crashed(self) -> JobOutcome:
+        self._take_output()
         pid = self.worker.pid
         why = self.worker.death()
         self.worker.restart()

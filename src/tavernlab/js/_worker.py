@@ -9,11 +9,13 @@ loads the jsbox extension module directly (:func:`~tavernlab.js._engine.load_eng
 replacement worker starts without jsbox's asyncio import.
 
 Protocol (pickled tuples over a :class:`multiprocessing.connection.Connection` on one end of a
-Unix socket pair):
+Unix socket pair; both sides pickle with :func:`pickle.dumps` and send the bytes, which is what
+``Connection.send`` does minus building a pickler with multiprocessing's reducers per message):
 
 * worker -> parent: ``("ready", pid)`` once; then per job any number of
-  ``("out", stream, text)`` (console output, one-way, sent as it is produced; 1 = stdout,
-  2 = stderr) and ``("call", op, a, b)`` (a capability call: the worker blocks until the
+  ``("out", stream, text)`` (console output, one-way, sent as it is produced on the output
+  pipe, not the socket: everything the worker sends on the socket after it follows it; 1 =
+  stdout, 2 = stderr) and ``("call", op, a, b)`` (a capability call: the worker blocks until the
   reply), and finally ``("done", outcome)``; the outcome's ``idle_rss`` is the resident set
   the worker had when it took the job. After a job that leaves the worker above its memory
   limit, ``("retire", rss)``, and the worker exits.
@@ -40,6 +42,7 @@ import signal
 import sys
 import time
 from multiprocessing.connection import Connection
+from pickle import dumps
 from typing import Any
 
 from tavernlab.js._bootstrap import (
@@ -95,9 +98,11 @@ class SpareRuntime:
 
     Creating a Runtime with limits (about 0.3 ms), binding the two host functions and the
     lazily compiled sources, compiling and evaluating the core script (about 0.15 ms: QuickJS
-    compiles at roughly 20 MB/s here) and registering the start and core modules happen right
-    after a job ends, so an idle worker holds a Runtime that only needs the job's own
-    modules. Each Runtime still serves exactly one job: the core reads
+    compiles at roughly 20 MB/s here), registering the start and core modules and evaluating
+    the start module (the core script imports it) happen right after a job ends, so an idle
+    worker holds a Runtime that only needs the job's own modules. The same steps run for every
+    Runtime, so what a job finds in its heap never depends on timing. Each Runtime still serves
+    exactly one job: the core reads
     nothing of a job until its ``start()`` runs. The host functions are trampolines to
     whichever :class:`JobRunner` is current.
     """
@@ -113,9 +118,9 @@ class SpareRuntime:
         runtime.bind_function("__tavernlab_host", self._host)
         runtime.bind_function("__tavernlab_emit", self._emit)
         runtime.bind_object("__tavernlab_lazy", LAZY_SOURCES)
-        runtime.eval(CORE_SCRIPT, timeout=PREPARE_TIMEOUT)
         runtime.add_static_module(START_MODULE, START_SOURCE)
         runtime.add_static_module(CORE_MODULE, CORE_SOURCE)
+        runtime.eval(CORE_SCRIPT, timeout=PREPARE_TIMEOUT)
         return runtime
 
     def _host(self, op: str, a: Any, b: Any) -> list[Any]:
@@ -140,9 +145,12 @@ class SpareRuntime:
 class JobRunner:
     """Runs one job in a fresh Runtime and answers its host calls over ``conn``."""
 
-    def __init__(self, engine: Any, conn: Connection, job: Job, deadline: float) -> None:
+    def __init__(self, engine: Any, conn: Connection, job: Job, deadline: float,
+                 output: Connection | None = None) -> None:
         self.engine = engine
         self.conn = conn
+        #: Where ``("out", ...)`` messages go: the output pipe (``None``: the socket).
+        self.output = conn if output is None else output
         self.job = job
         self.deadline = deadline
         #: The job's Runtime, kept until the outcome was sent (freeing it takes ~70 us).
@@ -171,7 +179,7 @@ class JobRunner:
         code = self._charge(stream, text)
         if code:
             return code
-        self.conn.send(("out", stream, text))
+        self.output.send_bytes(dumps(("out", stream, text)))
         now = time.monotonic()
         if now - self.last_poll >= CANCEL_POLL_INTERVAL:
             self.last_poll = now
@@ -190,7 +198,7 @@ class JobRunner:
             code = self._charge(2, b)
             if code:
                 return [False, "Error", OUTPUT_EXCEEDED if code == 1 else LINE_EXCEEDED]
-        self.conn.send(("call", op, a, b))
+        self.conn.send_bytes(dumps(("call", op, a, b)))
         while True:
             message = self.conn.recv()
             if message[0] == "reply":
@@ -323,30 +331,30 @@ class MemoryWatch:
         return rss is None or rss <= self.limit
 
 
-def serve(conn: Connection, rss_limit: int) -> None:
+def serve(conn: Connection, rss_limit: int, output: Connection | None = None) -> None:
     """The worker's main loop: announce readiness, then run jobs until told to exit or until
     its memory stays over ``rss_limit`` after a job (then it announces ``("retire", rss)``)."""
     engine = load_engine()
     spare = SpareRuntime(engine)
     memory = MemoryWatch(rss_limit)
-    conn.send(("ready", os.getpid()))
+    conn.send_bytes(dumps(("ready", os.getpid())))
     while True:
         try:
             message = conn.recv()
         except (EOFError, OSError):
             return
         if message[0] == "job":
-            runner = JobRunner(engine, conn, message[1], message[2])
+            runner = JobRunner(engine, conn, message[1], message[2], output)
             outcome = runner.run(spare)
             outcome["idle_rss"] = memory.last
             try:
-                conn.send(("done", outcome))
+                conn.send_bytes(dumps(("done", outcome)))
             except OSError:
                 return
             select.select([conn.fileno()], [], [], HANDOFF_PAUSE)
             runner.runtime = None
             if not memory.settle():
-                conn.send(("retire", memory.last))
+                conn.send_bytes(dumps(("retire", memory.last)))
                 return
             spare.replenish()
         elif message[0] == "exit":
@@ -355,10 +363,11 @@ def serve(conn: Connection, rss_limit: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ``python -m tavernlab.js._worker FD RSS_LIMIT`` (FD: this end of a socket
-    pair; RSS_LIMIT in bytes)."""
+    """Entry point: ``python -m tavernlab.js._worker FD RSS_LIMIT [OUTPUT_FD]`` (FD: this end of
+    a socket pair; RSS_LIMIT in bytes; OUTPUT_FD: the write end of the output pipe)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(Connection(int(argv[1])), int(argv[2]))
+    output = Connection(int(argv[3]), readable=False) if len(argv) > 3 else None
+    serve(Connection(int(argv[1])), int(argv[2]), output)
 
 
 if __name__ == "__main__":
