@@ -42,6 +42,7 @@ tells the loop, and the file events follow the call's completed event.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import json.encoder
@@ -83,8 +84,14 @@ from tavernlab.workspace.records import write_json
 from tavernlab.workspace.roots import Profile
 from tavernlab.workspace.scope import ReadRecords, ScopedWorkspaceFs
 from tavernlab.workspace.text import text_metrics
-from tavernlab.workspace.tools import Arguments, ToolResult
+from tavernlab.workspace.tools import WORKSPACE_TOOLS, Arguments, ToolResult
 
+#: The handlers of the workspace tools, which only use the storage port (and hold no other
+#: lock): a call of one of them holds the workspace lock once, from its first operation to
+#: its stored result (:meth:`~tavernlab.workspace.storage.WorkspaceFs.lease`), instead of
+#: taking it again for the stored result.
+PORT_HANDLERS = frozenset(spec.handler for spec in WORKSPACE_TOOLS)
+_NO_HOLD = contextlib.nullcontext()
 #: Tools that end an invocation's turn and must be the last call of a model response.
 COMPLETION_TOOLS = frozenset({"workspace.finish", "agent.handoff", "task.return"})
 #: How much of invalid arguments the ``tool.invalid_arguments`` message quotes.
@@ -366,8 +373,11 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     if loop is None:
         core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
+    spec = registry.get(tool_id)
     with (core.activities.activity("tool", ctx.call_id) as activity,
-          core.tracker.acting(ctx.call_id)):
+          core.tracker.acting(ctx.call_id),
+          core.fs.lease() if spec is not None and spec.handler in PORT_HANDLERS
+          else _NO_HOLD):
         if loop is not None:
             if loop.owns_status:
                 core.set_status("dispatching_tool", index=False)
