@@ -141,26 +141,33 @@ def _escape_non_ascii(match: re.Match[str]) -> str:
 _SCALARS = frozenset({str, int, bool, type(None)})
 
 
+_STR_KEYS = frozenset({str})
+
+
 def _plain(data: Any) -> bool:
     """Whether ``data`` holds only the types :func:`pretty_json` hands to pydantic-core
-    (plain loops: it is run on every record a tool call writes)."""
+    (it is run on every record a tool call writes: the types of a container's items are
+    gathered by the interpreter in one step, and only the containers among them are looked
+    at one by one)."""
     pending = [data]
     push, pop, scalars = pending.append, pending.pop, _SCALARS
     while pending:
         value = pop()
         kind = type(value)
         if kind is dict:
-            for key, child in value.items():
-                if type(key) is not str:
-                    return False
-                if type(child) not in scalars:
-                    push(child)
+            if not _STR_KEYS.issuperset(map(type, value)):
+                return False
+            children = value.values()
         elif kind is list or kind is tuple:
-            for child in value:
+            children = value
+        elif kind in scalars:
+            continue
+        else:
+            return False
+        if not scalars.issuperset(map(type, children)):
+            for child in children:
                 if type(child) not in scalars:
                     push(child)
-        elif kind not in scalars:
-            return False
     return True
 
 
