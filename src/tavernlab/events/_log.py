@@ -98,6 +98,8 @@ class EventLog(SequencedLog):
         #: noted when the caller of an append gave none.
         self.journal: JournalLog | None = None
         self._run_json: tuple[str, str] | None = None
+        #: The scope last written, its id and its text (see :meth:`build`).
+        self._scope_text: tuple[EventScope, str, str] | None = None
 
     def journal_log(self) -> JournalLog:
         """The journal beside this log (``journal.jsonl`` in its folder, made on first use
@@ -126,7 +128,19 @@ class EventLog(SequencedLog):
         # without the opening brace, written piece by piece (:func:`_text`; a timestamp is
         # always a string)
         body = "null" if payload is None else model_text(payload)
-        scoped = "}\n" if scope is None else f', "eventScope": {model_text(scope)}}}\n'
+        if scope is None:
+            scoped = "}\n"
+        else:
+            last = self._scope_text
+            # a call's events share one scope: its text is made once, while it still holds
+            # what it held then (the same id, no related invocations, no extra keys)
+            if (last is not None and last[0] is scope and last[1] is scope.invocation_id
+                    and not scope.related_invocation_ids and not scope.__pydantic_extra__):
+                scoped = last[2]
+            else:
+                scoped = f', "eventScope": {model_text(scope)}}}\n'
+                if not scope.related_invocation_ids and not scope.__pydantic_extra__:
+                    self._scope_text = (scope, scope.invocation_id, scoped)
         if level is not default_level:
             head = f"{_text(level)}{tail}"
         cached = self._run_json

@@ -270,6 +270,9 @@ class RunCore:
             self.record.updated_at = self.clock.now()
             self.ledger.changed(index=index, summary=self.record.is_terminal)
             self.emit(StatusChanged, StatusChange(status=status))
+            if self.record.is_terminal and not self.feed.holding:
+                self.call_ids.close()  # no call follows until the run is resumed (a call
+                # that ended the run lets it go once its records are written)
 
     def save_record(self, *, index: bool = True, summary: bool = True) -> None:
         """Write ``run.json``, its index copy and (at creation and when the run ends, not on

@@ -42,6 +42,7 @@ tells the loop, and the file events follow the call's completed event.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import json.encoder
@@ -83,8 +84,14 @@ from tavernlab.workspace.records import write_json
 from tavernlab.workspace.roots import Profile
 from tavernlab.workspace.scope import ReadRecords, ScopedWorkspaceFs
 from tavernlab.workspace.text import text_metrics
-from tavernlab.workspace.tools import Arguments, ToolResult
+from tavernlab.workspace.tools import WORKSPACE_TOOLS, Arguments, ToolResult
 
+#: The handlers of the workspace tools, which only use the storage port (and hold no other
+#: lock): a call of one of them holds the workspace lock once, from its first operation to
+#: its stored result (:meth:`~tavernlab.workspace.storage.WorkspaceFs.lease`), instead of
+#: taking it again for the stored result.
+PORT_HANDLERS = frozenset(spec.handler for spec in WORKSPACE_TOOLS)
+_NO_HOLD = contextlib.nullcontext()
 #: Tools that end an invocation's turn and must be the last call of a model response.
 COMPLETION_TOOLS = frozenset({"workspace.finish", "agent.handoff", "task.return"})
 #: How much of invalid arguments the ``tool.invalid_arguments`` message quotes.
@@ -294,6 +301,7 @@ def call_tool(core: RunCore, registry: ToolRegistry, invocation: Invocation, too
         stored, interrupted = _call(core, registry, invocation, tool_id, arguments, call_id,
                                     on_output, loop)
     if core.record.is_terminal:
+        core.call_ids.close()  # no call follows until the run is resumed
         core.on_end()  # after the finishing call's own records are written
     if interrupted is not None:
         raise interrupted
@@ -316,14 +324,16 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                       output=None if on_output is None else flushing_first(core, on_output),
                       loop=loop)
     record_name = tool_record_name(ctx.round, ctx.call_id)
-    refusal = unstorable(arguments)
+    flat = type(arguments) is dict and _flat_storable(arguments)
+    refusal = None if flat else unstorable(arguments)
     relative = layout.tool_args_path(invocation.id, record_name)
     args_path = f"{core.dir}/{relative}"
     try:
         if loop is None:
             write_json(args_path, {"callId": ctx.call_id, "toolId": tool_id,
                                    "arguments": _stored_arguments(arguments, refusal)},
-                       ascii_only=True, exclusive=True, staging=core.staging)
+                       ascii_only=True, exclusive=True, staging=core.staging,
+                       plain=flat and type(tool_id) is str and type(ctx.call_id) is str)
         else:
             write_new_json(args_path, arguments, core.staging)
     except FileExistsError:
@@ -366,8 +376,11 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
     if loop is None:
         core.emit(ToolCallStarted, ref, scope=scope)
     started = core.clock.monotonic()
+    spec = registry.get(tool_id)
     with (core.activities.activity("tool", ctx.call_id) as activity,
-          core.tracker.acting(ctx.call_id)):
+          core.tracker.acting(ctx.call_id),
+          core.fs.lease() if spec is not None and spec.handler in PORT_HANDLERS
+          else _NO_HOLD):
         if loop is not None:
             if loop.owns_status:
                 core.set_status("dispatching_tool", index=False)
@@ -552,6 +565,8 @@ def check_budgets(core: RunCore, tool_id: str) -> None:
 
 def unstorable(arguments: Any) -> str | None:
     """Why ``arguments`` cannot be a tool call's JSON arguments, or ``None`` when they can."""
+    if type(arguments) is dict and _flat_storable(arguments):
+        return None  # what the checks below find of such an object, without encoding it
     if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
         return f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
     try:
@@ -561,6 +576,39 @@ def unstorable(arguments: Any) -> str | None:
             return "arguments must be valid Unicode text (found a lone surrogate)"
         return f"arguments must be JSON values: {exc}"
     return None
+
+
+#: Integers this far from zero are always written by ``json`` (past 4300 digits it refuses).
+_SMALL_INT = 10**18
+
+
+def _flat_storable(arguments: dict[Any, Any]) -> bool:
+    """Whether ``arguments``, an object of text, booleans, ``null`` and integers of at most
+    18 digits under text keys (most tool arguments), is surely storable: of these, only a
+    string holding a lone surrogate fails :func:`unstorable`'s encoding. ``False`` says
+    nothing: the full checks decide."""
+    for key, value in arguments.items():
+        if type(key) is not str or not (key.isascii() or _is_utf8(key)):
+            return False
+        kind = type(value)
+        if kind is str:
+            if not (value.isascii() or _is_utf8(value)):
+                return False
+        elif kind is int:
+            if not -_SMALL_INT < value < _SMALL_INT:
+                return False
+        elif value is not None and kind is not bool:
+            return False
+    return True
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _strict_json(value: Any) -> str:

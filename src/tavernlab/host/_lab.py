@@ -157,6 +157,7 @@ class Lab:
             core.inflight.wait_idle(CLOSE_GRACE_S)
             if core.loop_done is not None:
                 core.loop_done.wait(CLOSE_GRACE_S)
+            core.call_ids.close()
         self.live.close()
         self.services.close()
 

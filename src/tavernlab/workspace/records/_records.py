@@ -37,7 +37,7 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "partial_success", "
 
 def write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2,
                ascii_only: bool = False, fresh: bool = False, exclusive: bool = False,
-               staging: str | os.PathLike[str] | None = None) -> None:
+               staging: str | os.PathLike[str] | None = None, plain: bool = False) -> None:
     """Write JSON atomically: temp file in the same directory, flush, rename over ``path``.
 
     ``ascii_only`` escapes every non-ASCII character (used for data that may hold text that
@@ -48,8 +48,10 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 
     ``FileExistsError`` and is left as it is, and a reader never sees part of the new one.
     ``staging`` is the folder for the temp file (a run's own, on the same file system,
     emptied when the run is opened: a writer killed before its rename leaves nothing beside
-    ``path``); without it the temp file is a sibling of ``path``."""
-    text = (pretty_json(data, ascii_only=ascii_only) if indent == 2
+    ``path``); without it the temp file is a sibling of ``path``. ``plain`` says the caller
+    knows ``data`` holds only the types :func:`pretty_json` hands to pydantic-core (it is not
+    walked again to find out)."""
+    text = (pretty_json(data, ascii_only=ascii_only, plain=plain) if indent == 2
             else json.dumps(data, ensure_ascii=ascii_only, indent=indent))
     content = (text + "\n").encode("utf-8")
     if exclusive:
@@ -98,7 +100,7 @@ def _link_new(path: str | os.PathLike[str], content: bytes,
     create_new(path, content, temp=writer_temp(path, staging), parents=True)
 
 
-def pretty_json(data: Any, *, ascii_only: bool = False) -> str:
+def pretty_json(data: Any, *, ascii_only: bool = False, plain: bool = False) -> str:
     """``json.dumps(data, indent=2, ensure_ascii=ascii_only)``, byte for byte.
 
     Data made of strings, integers, booleans, ``None``, lists and string-keyed objects is
@@ -106,8 +108,9 @@ def pretty_json(data: Any, *, ascii_only: bool = False) -> str:
     snapshots of persist states and on tool results; it writes exactly what ``json`` writes
     for these types), ASCII-only output then escaping what ``json`` escapes beyond that
     (see :func:`_escape_non_ascii`); anything else - a float (their shortest forms differ),
-    another key type, a lone surrogate - is left to ``json.dumps``."""
-    if _plain(data):
+    another key type, a lone surrogate - is left to ``json.dumps``. ``plain``: the caller
+    knows the data is of those types (it is not walked)."""
+    if plain or _plain(data):
         try:
             text = to_json(data, indent=2).decode("utf-8")
         except (ValueError, UnicodeDecodeError):  # a lone surrogate: json's handling
@@ -138,26 +141,33 @@ def _escape_non_ascii(match: re.Match[str]) -> str:
 _SCALARS = frozenset({str, int, bool, type(None)})
 
 
+_STR_KEYS = frozenset({str})
+
+
 def _plain(data: Any) -> bool:
     """Whether ``data`` holds only the types :func:`pretty_json` hands to pydantic-core
-    (plain loops: it is run on every record a tool call writes)."""
+    (it is run on every record a tool call writes: the types of a container's items are
+    gathered by the interpreter in one step, and only the containers among them are looked
+    at one by one)."""
     pending = [data]
     push, pop, scalars = pending.append, pending.pop, _SCALARS
     while pending:
         value = pop()
         kind = type(value)
         if kind is dict:
-            for key, child in value.items():
-                if type(key) is not str:
-                    return False
-                if type(child) not in scalars:
-                    push(child)
+            if not _STR_KEYS.issuperset(map(type, value)):
+                return False
+            children = value.values()
         elif kind is list or kind is tuple:
-            for child in value:
+            children = value
+        elif kind in scalars:
+            continue
+        else:
+            return False
+        if not scalars.issuperset(map(type, children)):
+            for child in children:
                 if type(child) not in scalars:
                     push(child)
-        elif kind not in scalars:
-            return False
     return True
 
 
