@@ -1,8 +1,9 @@
 """What the first tool call of a fresh process loads: ``from tavernlab import Lab``, a run
 started and one ``workspace.write_file`` import only the workspace, the host and the event
 models they use (not the agent loop's or the commits' event families), never the notebook,
-the JavaScript sandbox, the shell, the providers or the agent loop (read from ``sys.modules``
-of a fresh process; no timing)."""
+the JavaScript sandbox, the shell (not even its tool's declaration: the registry asks that
+provider on first use), the legacy skill tools, the providers or the agent loop (read from
+``sys.modules`` of a fresh process; no timing)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ UNUSED = ("tavernlab.agent", "tavernlab.models", "tavernlab.notebook", "tavernla
           "tavernlab.js._command", "tavernlab.js.kit", "tavernlab.shell.session",
           "tavernlab.skills._package", "tavernlab.events._agent", "tavernlab.events._commits",
           "tavernlab.events._unions", "tavernlab.events._ending",
-          "tavernlab.events._steps", "tavernlab.host._sessions")
+          "tavernlab.events._steps", "tavernlab.host._sessions", "tavernlab.shell._tool",
+          "tavernlab.shell._resources", "tavernlab.shell._result", "tavernlab.skills._run_script",
+          "tavernlab.skills._compat_tools", "tavernlab.host._agent_tools", "tavernlab.js._errors")
 
 FIRST_CALL = (
     "import sys, tempfile\n"

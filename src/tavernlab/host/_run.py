@@ -32,7 +32,6 @@ from tavernlab.host._presentation import present
 from tavernlab.host._registry import ToolRegistry
 from tavernlab.host._services import LabServices
 from tavernlab.paths import WorkspacePath
-from tavernlab.shell import ShellResult
 from tavernlab.workspace.macros import FrozenContext
 from tavernlab.workspace.persist import Chat, PersistSnapshot
 from tavernlab.workspace.records import RunRecord, RunStatus, read_json
@@ -43,6 +42,7 @@ from tavernlab.workspace.tools import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from tavernlab.js import CommandResult
+    from tavernlab.shell import ShellResult
 
 
 class Run:
@@ -234,6 +234,8 @@ class Run:
         if result.is_error and ((result.error_code or "").startswith("tool.")
                                 or result.error_code == "agent.tool_budget_exhausted"):
             raise ToolError(result.error_code or "tool.error", result.content)
+        from tavernlab.shell import ShellResult
+
         return ShellResult.from_tool_result(result)
 
     def js(self, argv: str | Iterable[str], cwd: str = "/", stdin: str | bytes | None = None,
