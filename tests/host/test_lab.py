@@ -13,7 +13,7 @@ import pytest
 import tavernlab
 from tavernlab.errors import RunStateError, ToolError
 from tavernlab.host import DEFAULT_TOOLS, Lab, LabServices, ToolRegistry
-from tavernlab.host._registry import workspace_tools
+from tavernlab.host._registry import DECLARED_IDS, shell_tools, workspace_tools
 from tavernlab.workspace.records import read_json
 from tavernlab.workspace.roots import Profile
 from tavernlab.workspace.tools import ToolResult, ToolSpec
@@ -64,6 +64,39 @@ def test_two_labs_with_different_tools_side_by_side(tmp_path: Path) -> None:
 def test_a_registry_refuses_the_same_tool_twice() -> None:
     with pytest.raises(ValueError, match=r"tool `workspace\.list_files` is offered twice"):
         ToolRegistry.build([*DEFAULT_TOOLS, workspace_tools], LabServices.shared())
+
+
+def test_a_declared_provider_offers_its_declared_ids() -> None:
+    services = LabServices.shared()
+    for provider, ids in DECLARED_IDS.items():
+        assert tuple(spec.id for spec in provider(services)) == ids
+        assert provider in DEFAULT_TOOLS
+
+
+def test_a_lazy_registry_is_the_eager_one() -> None:
+    services = LabServices.shared()
+    eager = [spec for provider in DEFAULT_TOOLS for spec in provider(services)]
+    lazy = ToolRegistry.build(None, services)
+    assert len(lazy) == len(eager)
+    assert all(spec.id in lazy for spec in eager)  # known before any provider is asked
+    shell = lazy.get("workspace.shell")  # asks the shell's provider only
+    assert shell is not None and shell.id == "workspace.shell"
+    assert lazy.get("workspace.shell") is shell
+    assert lazy.get("skill.nope") is None
+    assert [spec.id for spec in lazy] == [spec.id for spec in eager]  # the same order
+    assert [(s.id, s.description, s.schema, s.compat) for s in lazy.offered(Profile())] == [
+        (s.id, s.description, s.schema, s.compat)
+        for s in ToolRegistry(eager).offered(Profile())]
+    with pytest.raises(ValueError, match=r"tool `workspace\.shell` is offered twice"):
+        ToolRegistry.build([*DEFAULT_TOOLS, shell_tools], services)
+
+
+def test_a_provider_that_breaks_its_declaration_is_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(DECLARED_IDS, shell_tools, ("workspace.sh",))
+    registry = ToolRegistry.build(None, LabServices.shared())
+    with pytest.raises(RuntimeError, match=r"shell_tools offers \('workspace\.shell',\)"):
+        registry.get("workspace.sh")
 
 
 def test_compat_tools_are_offered_only_in_the_legacy_mode(lab: Lab) -> None:

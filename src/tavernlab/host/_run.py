@@ -32,17 +32,18 @@ from tavernlab.host._presentation import present
 from tavernlab.host._registry import ToolRegistry
 from tavernlab.host._services import LabServices
 from tavernlab.paths import WorkspacePath
-from tavernlab.shell import ShellResult
 from tavernlab.workspace.macros import FrozenContext
 from tavernlab.workspace.persist import Chat, PersistSnapshot
 from tavernlab.workspace.records import RunRecord, RunStatus, read_json
 from tavernlab.workspace.roots import Profile, check_call_id
-from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs, TreeNode, build_tree
+from tavernlab.workspace.scope import MutationTracker, ScopedWorkspaceFs
 from tavernlab.workspace.storage import WorkspaceFs
 from tavernlab.workspace.tools import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from tavernlab.js import CommandResult
+    from tavernlab.shell import ShellResult
+    from tavernlab.workspace.scope import TreeNode
 
 
 class Run:
@@ -234,6 +235,8 @@ class Run:
         if result.is_error and ((result.error_code or "").startswith("tool.")
                                 or result.error_code == "agent.tool_budget_exhausted"):
             raise ToolError(result.error_code or "tool.error", result.content)
+        from tavernlab.shell import ShellResult
+
         return ShellResult.from_tool_result(result)
 
     def js(self, argv: str | Iterable[str], cwd: str = "/", stdin: str | bytes | None = None,
@@ -315,6 +318,8 @@ class Run:
         and :class:`~tavernlab.workspace.roots.Access` (``node.sha256`` on demand),
         ``skills/`` projected; ``include_hidden`` adds the run's own files, marked hidden.
         Planted symlinks, FIFOs and hard links show as ``refused`` nodes."""
+        from tavernlab.workspace.scope import build_tree
+
         return build_tree(self._core.main.scope, path, depth=depth, include_hidden=include_hidden)
 
     def export(self, path: str | Path) -> Path:

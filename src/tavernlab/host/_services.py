@@ -24,10 +24,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from tavernlab.shell import DEFAULT_HELPER, MainThreadHelper
-
 if TYPE_CHECKING:
     from tavernlab.js import WorkerPool
+    from tavernlab.shell import MainThreadHelper
     from tavernlab.worktree import WorktreeRuntime
 
 
@@ -88,6 +87,19 @@ def _shared_pool() -> WorkerPool:
     from tavernlab.js import default_pool
 
     return default_pool()
+
+
+def _shared_helper() -> MainThreadHelper:
+    # the shell's module is imported when a shell first asks for its helper
+    from tavernlab.shell import DEFAULT_HELPER
+
+    return DEFAULT_HELPER
+
+
+def _own_helper() -> MainThreadHelper:
+    from tavernlab.shell import MainThreadHelper
+
+    return MainThreadHelper()
 
 
 def _shared_runtime() -> WorktreeRuntime:
@@ -159,14 +171,14 @@ class LabServices:
         replaced here too."""
         with cls._shared_lock:
             if cls._shared is None:
-                cls._shared = cls(_shared_pool, lambda: DEFAULT_HELPER, _shared_runtime,
+                cls._shared = cls(_shared_pool, _shared_helper, _shared_runtime,
                                   owned=False)
             return cls._shared
 
     @classmethod
     def private(cls, *, js_workers: int = 2) -> LabServices:
         """Services of one lab only: a worker pool of its own, stopped when the lab closes."""
-        return cls(_own_pool(js_workers), MainThreadHelper, _own_runtime, owned=True)
+        return cls(_own_pool(js_workers), _own_helper, _own_runtime, owned=True)
 
     def close(self) -> None:
         """Stop what these services started, when they are owned (shared ones stay); a

@@ -9,17 +9,23 @@ allow-listed arguments, works through the calling Invocation's scoped view and r
 :class:`~tavernlab.workspace.tools._tooling.ToolError` with the upstream code.
 
 Messages upstream does not fix are tavernlab's choices, documented next to each constant.
+
+The handlers of the reading tools (``list_files``, ``search_files``, ``read_file``) are
+imported when a call first runs one (or when the name is first asked of this face): a process
+that only writes never loads them.
 """
 
 from __future__ import annotations
 
-from tavernlab.workspace.tools._common import require_visible, storage_error
-from tavernlab.workspace.tools._listing import list_files
-from tavernlab.workspace.tools._reading import READ_FILE_ARGUMENTS, read_file
-from tavernlab.workspace.tools._search import search_files
+import importlib
+from typing import TYPE_CHECKING
+
+from tavernlab.lazy import lazy_names
+from tavernlab.workspace.tools._common import READ_FILE_ARGUMENTS, require_visible, storage_error
 from tavernlab.workspace.tools._tooling import (
     Arguments,
     ToolContext,
+    ToolHandler,
     ToolResult,
     ToolSpec,
     compact_json,
@@ -41,6 +47,32 @@ from tavernlab.workspace.tools._writing import (
     write_file,
 )
 
+if TYPE_CHECKING:
+    from tavernlab.workspace.tools._listing import list_files
+    from tavernlab.workspace.tools._reading import read_file
+    from tavernlab.workspace.tools._search import search_files
+
+_HOMES = {
+    "list_files": "tavernlab.workspace.tools._listing",
+    "read_file": "tavernlab.workspace.tools._reading",
+    "search_files": "tavernlab.workspace.tools._search",
+}
+__getattr__ = lazy_names(__name__, _HOMES)
+
+
+def _on_first_call(name: str) -> ToolHandler:
+    """The handler ``name`` of :data:`_HOMES`, its module imported on the first call."""
+    found: list[ToolHandler] = []
+
+    def handler(ctx: ToolContext, args: Arguments) -> ToolResult:
+        if not found:
+            found.append(getattr(importlib.import_module(_HOMES[name]), name))
+        return found[0](ctx, args)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
+
+
 READ_ONLY = {"readOnly": True}
 MUTATING = {"mutating": True}
 _S, _I = string_property, integer_property
@@ -49,7 +81,7 @@ _S, _I = string_property, integer_property
 #: each with upstream's title, base description, argument schema and annotations (what a
 #: Profile's context then rewrites is the agent loop's, see :mod:`tavernlab.agent`).
 WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("workspace.list_files", list_files, False,
+    ToolSpec("workspace.list_files", _on_first_call("list_files"), False,
              "List workspace files and directories. Use this to find paths before reading "
              "files.", ("path", "depth"), title="Workspace List Files",
              input_schema=object_schema({
@@ -57,7 +89,7 @@ WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
                             "the workspace root."),
                  "depth": _I("Directory depth to list. Defaults to 2; maximum is 4."),
              }, []), annotations=READ_ONLY),
-    ToolSpec("workspace.search_files", search_files, False,
+    ToolSpec("workspace.search_files", _on_first_call("search_files"), False,
              "Find text in workspace files. Results include snippets; use workspace_read_file "
              "for the full text or exact lines.", ("query", "path", "limit", "context_lines"),
              title="Workspace Search Files", input_schema=object_schema({
@@ -68,7 +100,7 @@ WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
                  "context_lines": _I("Context lines before and after each match. Defaults "
                                      "to 2; maximum is 5."),
              }, ["query"]), annotations=READ_ONLY),
-    ToolSpec("workspace.read_file", read_file, False,
+    ToolSpec("workspace.read_file", _on_first_call("read_file"), False,
              "Read a UTF-8 workspace file with line numbers. Use this to inspect text before "
              "editing. Large results include a preview and the next line to read.",
              READ_FILE_ARGUMENTS, title="Workspace Read File", input_schema=object_schema({

@@ -23,6 +23,9 @@ from tavernlab.workspace.tools._tooling import (
     tool_error_from_storage,
 )
 
+#: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
+READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
+
 
 def storage_error(error: WorkspaceError, path: str) -> ToolError:
     """A storage error as the text tools report it (``workspace.file_not_text`` worded with

@@ -23,8 +23,6 @@ from tavernlab.workspace.text import (
 from tavernlab.workspace.tools._common import require_visible, required_path, storage_error
 from tavernlab.workspace.tools._tooling import Arguments, ToolContext, ToolResult
 
-#: The arguments of ``workspace.read_file`` (``skill.read`` forwards to it).
-READ_FILE_ARGUMENTS = ("path", "start_line", "line_count")
 #: The metrics of the files (and windows of files) read lately, by content: rereading an
 #: unchanged file measures nothing (tavernlab choice: 4096 entries of a few hundred bytes).
 #: Only this module fills it, with the digests of files that decoded as UTF-8 and window
