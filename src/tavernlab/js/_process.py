@@ -94,43 +94,36 @@ class WorkerProcess:
         self.kill()
         self.start()
 
+    def _poll(self, deadline: float, fds: tuple[int, ...]) -> set[int]:
+        """The worker's socket and ``fds`` polled until one is readable or ``deadline`` (a
+        ``time.monotonic()`` instant, ``inf`` for none) passes; the readable ones."""
+        poller = self._poller
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        try:
+            remaining = deadline - time.monotonic()
+            timeout = None if math.isinf(remaining) else max(remaining, 0.0) * 1000
+            events = poller.poll(timeout)
+        finally:
+            for fd in fds:
+                poller.unregister(fd)
+        return {fd for fd, _ in events}
+
     def wait(self, deadline: float, wake_fd: int | None = None) -> bool:
         """Sleep until the worker has something to read, ``wake_fd`` is readable or
         ``deadline`` (a ``time.monotonic()`` instant, ``inf`` for none) passes; returns whether
         the worker is readable."""
-        poller = self._poller
-        if wake_fd is not None:
-            poller.register(wake_fd, select.POLLIN)
-        try:
-            remaining = deadline - time.monotonic()
-            timeout = None if math.isinf(remaining) else max(remaining, 0.0) * 1000
-            events = poller.poll(timeout)
-        finally:
-            if wake_fd is not None:
-                poller.unregister(wake_fd)
+        readable = self._poll(deadline, () if wake_fd is None else (wake_fd,))
         assert self.conn is not None
-        return any(fd == self.conn.fileno() for fd, _ in events)
+        return self.conn.fileno() in readable
 
     def wait_job(self, deadline: float, wake_fd: int, watch_output: bool) -> tuple[bool, bool]:
         """Like :meth:`wait`, also watching the output pipe when ``watch_output``: whether the
         socket and whether the output pipe is readable."""
-        poller = self._poller
         assert self.conn is not None and self.output is not None
         output_fd = self.output.fileno()
-        poller.register(wake_fd, select.POLLIN)
-        if watch_output:
-            poller.register(output_fd, select.POLLIN)
-        try:
-            remaining = deadline - time.monotonic()
-            timeout = None if math.isinf(remaining) else max(remaining, 0.0) * 1000
-            events = poller.poll(timeout)
-        finally:
-            poller.unregister(wake_fd)
-            if watch_output:
-                poller.unregister(output_fd)
-        conn_fd = self.conn.fileno()
-        return (any(fd == conn_fd for fd, _ in events),
-                any(fd == output_fd for fd, _ in events))
+        readable = self._poll(deadline, (wake_fd, output_fd) if watch_output else (wake_fd,))
+        return self.conn.fileno() in readable, output_fd in readable
 
     def take_output(self) -> list[tuple[Any, ...]]:
         """Every output message already in the pipe, without sleeping (a message cut off by
