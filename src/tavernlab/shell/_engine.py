@@ -193,34 +193,6 @@ def execute_interruptibly(bash: bashkit.Bash, command: str,
     return result
 
 
-class _Alarm:
-    """One armed deadline of the :class:`Watchdog`: :meth:`ring` runs once, at :attr:`when`,
-    unless the alarm was disarmed first."""
-
-    __slots__ = ("armed", "lock", "when")
-
-    def __init__(self, when: float) -> None:
-        self.when = when
-        self.armed = True
-        self.lock = threading.Lock()
-
-    def disarm(self) -> None:
-        """Once this returns, :meth:`ring` is not running and never will."""
-        with self.lock:
-            self.armed = False
-
-    def fire(self) -> None:
-        """Ring unless disarmed (the watchdog's thread, at the deadline)."""
-        with self.lock:
-            if self.armed:
-                self.armed = False
-                self.ring()
-
-    def ring(self) -> None:
-        """What the alarm does (called with :attr:`lock` held)."""
-        raise NotImplementedError
-
-
 class Watchdog:
     """One thread that rings an alarm at a ``time.monotonic()`` instant unless it was
     disarmed first: the deadline of a call on a kept interpreter (whose own timeout is fixed
@@ -232,13 +204,13 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._heap: list[tuple[float, int, _Alarm]] = []
+        self._heap: list[tuple[float, int, _Stop]] = []
         self._order = itertools.count()
         #: The :func:`~tavernlab.shell._interpreters.forks` count of the process whose
         #: thread serves the heap (-1: none yet).
         self._forks = -1
 
-    def arm(self, alarm: _Alarm) -> None:
+    def arm(self, alarm: _Stop) -> None:
         """Ring ``alarm`` (on the watchdog's thread) at its instant unless disarmed first."""
         when = alarm.when
         with self._cond:
@@ -278,18 +250,23 @@ class Watchdog:
 _WATCHDOG = Watchdog()
 
 
-class _Stop(_Alarm):
+class _Stop:
     """Stops one call's interpreter (``Bash.cancel()``) while the call is attached; a no-op
     before and after, so a late cancel callback or deadline never reaches the interpreter's
-    next call. It is also the call's alarm at ``when`` (its deadline): ringing notes that
-    the deadline hit, then stops."""
+    next call. It is also the call's deadline alarm for the :class:`Watchdog`: :meth:`fire`
+    runs once, at :attr:`when`, unless the stop was detached first, and notes that the
+    deadline hit, then stops."""
 
-    __slots__ = ("_bash", "deadline_hit")
+    __slots__ = ("_bash", "armed", "deadline_hit", "lock", "when")
 
     def __init__(self, when: float) -> None:
-        super().__init__(when)
+        #: The call's deadline (a ``time.monotonic()`` instant).
+        self.when = when
+        #: The watchdog may still fire it.
+        self.armed = True
+        self.lock = threading.Lock()
         self._bash: bashkit.Bash | None = None
-        #: The watchdog rang the alarm (the call's deadline passed while it ran).
+        #: The watchdog fired (the call's deadline passed while it ran).
         self.deadline_hit = False
 
     def attach(self, bash: bashkit.Bash) -> None:
@@ -298,15 +275,20 @@ class _Stop(_Alarm):
             self._bash = bash
 
     def detach(self) -> None:
-        """Disarm, and from now on do nothing (waits for a stop in progress)."""
+        """Disarm, and from now on do nothing (waits for a stop in progress): once this
+        returns, :meth:`fire` is not running and never will."""
         with self.lock:
             self.armed = False
             self._bash = None
 
-    def ring(self) -> None:
-        self.deadline_hit = True
-        if self._bash is not None:
-            self._bash.cancel()
+    def fire(self) -> None:
+        """The deadline (the watchdog's thread): unless disarmed, note it and stop."""
+        with self.lock:
+            if self.armed:
+                self.armed = False
+                self.deadline_hit = True
+                if self._bash is not None:
+                    self._bash.cancel()
 
     def __call__(self) -> None:
         with self.lock:
