@@ -324,7 +324,7 @@ def _call(core: RunCore, registry: ToolRegistry, invocation: Invocation, tool_id
                       output=None if on_output is None else flushing_first(core, on_output),
                       loop=loop)
     record_name = tool_record_name(ctx.round, ctx.call_id)
-    flat = type(arguments) is dict and _flat_storable(arguments)
+    flat = type(arguments) is dict and _flat_storable(arguments)  # storable, without encoding
     refusal = None if flat else unstorable(arguments)
     relative = layout.tool_args_path(invocation.id, record_name)
     args_path = f"{core.dir}/{relative}"
@@ -565,8 +565,6 @@ def check_budgets(core: RunCore, tool_id: str) -> None:
 
 def unstorable(arguments: Any) -> str | None:
     """Why ``arguments`` cannot be a tool call's JSON arguments, or ``None`` when they can."""
-    if type(arguments) is dict and _flat_storable(arguments):
-        return None  # what the checks below find of such an object, without encoding it
     if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
         return f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
     try:
