@@ -160,15 +160,6 @@ def test_other_arguments_are_left_to_the_full_checks(arguments: dict[object, obj
     assert dispatch._flat_storable(arguments) is False
 
 
-def old_publish(target: str, data: bytes, *, staging: str | None = None,
-                temp: str | None = None, parents: bool = False) -> None:
-    """``publish`` as it was, through the shared helpers."""
-    path = atomic._dotted(target)
-    atomic._replace(path, data, 0o644, durable=False, temp=atomic._temp(path, staging, temp),
-                    make_dirs=parents or staging is not None, parents=parents,
-                    owned=temp is not None)
-
-
 def publish_cases(root: Path, publish: Callable[..., None]) -> list[object]:
     """What each kind of publication leaves (or raises), and every file below ``root``."""
     root.mkdir()
@@ -209,9 +200,15 @@ def publish_cases(root: Path, publish: Callable[..., None]) -> list[object]:
     return [outcomes, files, leftovers]
 
 
-def test_publish_leaves_what_the_old_path_left(tmp_path: Path) -> None:
-    new = publish_cases(tmp_path / "new", atomic.publish)
-    old = publish_cases(tmp_path / "old", old_publish)
-    assert new == old
-    assert new[0][0] == "ok" and "FileNotFoundError" in new[0]  # type: ignore[index]
-    assert new[2] == []  # no temporary file left behind, whatever failed
+def test_publish_places_each_file_or_fails_leaving_nothing_behind(tmp_path: Path) -> None:
+    outcomes, files, leftovers = publish_cases(tmp_path / "root", atomic.publish)
+    assert outcomes == ["ok", "ok", "FileNotFoundError", "ok", "ok", "ok", "FileNotFoundError",
+                        "ok", "FileNotFoundError", "ok", "IsADirectoryError",
+                        "IsADirectoryError", "IsADirectoryError"]
+    assert files == [
+        ("dir", None), ("dir/a.md", b"new 0"), ("dir/b.md", b"new 4"), ("dir/c.md", b"new 5"),
+        ("dir/d.md", b"new 7"), ("dir/e.md", b"new 9"), ("missing", None),
+        ("missing/a.md", b"new 3"), ("nested", None), ("nested/staging", None), ("no", None),
+        ("no/such", None), ("old.md", b"new 1"), ("staging", None), ("taken", None),
+        ("taken/x", b"in the way")]  # a failed publication changed nothing
+    assert leftovers == []  # no temporary file left behind, whatever failed

@@ -91,36 +91,9 @@ def publish(target: str | os.PathLike[str], data: bytes, *,
     ``target`` and of the temporary file. A failure removes the temporary file and leaves
     ``target`` as it was."""
     path = _dotted(target)
-    if temp is None:
-        temp = temp_sibling(path) if staging is None else staged(os.fspath(staging))
-        flags = _NEW
-    else:
-        flags = _OWNED
-    # _replace(path, data, 0o644, durable=False, ...), inline: the port and every run record
-    # publish this way, several times per tool call
-    try:
-        fd = os.open(temp, flags, 0o644)
-    except FileNotFoundError:
-        if not (parents or staging is not None):
-            raise
-        os.makedirs(os.path.dirname(temp), exist_ok=True)
-        fd = os.open(temp, flags, 0o644)
-    try:
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        try:
-            os.replace(temp, path)
-        except FileNotFoundError:
-            if not parents:
-                raise
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    _replace(path, data, 0o644, durable=False, temp=_temp(path, staging, temp),
+             make_dirs=parents or staging is not None, parents=parents,
+             owned=temp is not None)
 
 
 def replace_durably(target: str | os.PathLike[str], data: bytes, mode: int = 0o644, *,
