@@ -64,7 +64,6 @@ class StopRequest:
         self.urgent = False
         self._lock = threading.RLock()  # re-entrant: a SIGINT handler may interrupt a wake()
         self._closed = False
-        self._pending = False  # a byte may be waiting in the pipe (set before each write)
         self.wake_fd, self._write_fd = _wake_pipe()
         self._unregister = token.on_cancel(self.wake) if token is not None else None
 
@@ -73,7 +72,6 @@ class StopRequest:
         with self._lock:
             if self._closed:
                 return
-            self._pending = True
             with contextlib.suppress(BlockingIOError):  # a byte is already waiting
                 os.write(self._write_fd, b"\0")
 
@@ -86,7 +84,6 @@ class StopRequest:
 
     def drain(self) -> None:
         """Consume the pending wake-ups."""
-        self._pending = False
         with contextlib.suppress(BlockingIOError):
             while os.read(self.wake_fd, 512):
                 pass
@@ -100,8 +97,7 @@ class StopRequest:
             if self._closed:
                 return
             self._closed = True
-        if self._pending:
-            self.drain()
+        self.drain()  # no wake() writes after _closed, so the pipe is left empty
         _SPARE_PIPES.append((os.getpid(), self.wake_fd, self._write_fd))
 
     def poll(self, deadline: float) -> str | None:
