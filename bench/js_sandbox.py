@@ -15,7 +15,11 @@ Prints medians (ms), p90s and ratios:
    thread: one byte down a pipe, a fresh Runtime runs the same module, one byte back).
    Baseline and tavernlab batches alternate in rounds; the ratio is the median of the rounds'
    rate ratios. Target: >= 0.5x the lean pool's rate. 1 and 4 submitting threads are
-   printed beside it (two threads per worker should never be slower than one).
+   printed beside it (two threads per worker should never be slower than one). Its floor:
+   what a worker itself does for one job (the job the pool ran, evaluated in this process by
+   the worker's own classes, then the next Runtime prepared; no protocol at all), in CPU time
+   against the lean pool's job. With both pools CPU-bound on the same cores, the best rate
+   ratio any protocol could reach is the inverse of that floor's ratio.
 4. Worker startup: spawn to ready, and the cost of a cancel that has to kill and replace a
    worker running a pure CPU loop.
 
@@ -47,8 +51,11 @@ from timing import Comparison, Row, emit, load_average, row, table_options
 
 from tavernlab.cancel import CancelToken
 from tavernlab.js import SkillScriptRequest, WorkerPool, run_js_command, run_skill_script
+from tavernlab.js._engine import load_engine
+from tavernlab.js._job import Job
 from tavernlab.js._limits import MEMORY_LIMIT, STACK_LIMIT
 from tavernlab.js._process import WorkerProcess
+from tavernlab.js._worker import JobRunner, SpareRuntime
 from tavernlab.workspace.macros import FrozenContext, FrozenMacros
 from tavernlab.workspace.scope import ScopedWorkspaceFs
 from tavernlab.workspace.scope._scope import Policy
@@ -300,6 +307,7 @@ def measure(options: argparse.Namespace, root: Path) -> None:
     if not options.quick:
         modules_section(options, js, pool)
     throughput_section(options, js, pool, rows)
+    rows.append(worker_floor_row(scope, context, pool, options.runs))
     if not options.quick:
         workers_section(root, scope, context, pool, cold_pool_ms)
     pool.close()
@@ -375,6 +383,82 @@ def throughput_section(options: argparse.Namespace, js: Callable[..., object],
                     f"rate ratio (higher is better); CPU {statistics.median(our_cpu):.2f} vs "
                     f"{statistics.median(lean_cpu):.2f} ms/job; 1 thread {others[1]:,.0f}, "
                     f"4 threads {others[4]:,.0f} jobs/s", load=(before, after)))
+
+
+class _Sink:
+    """Where the floor's job sends its messages: nowhere (no socket, no pipe)."""
+
+    def send_bytes(self, data: bytes) -> None:
+        """Drop ``data``."""
+
+    def poll(self, timeout: float) -> bool:
+        """Nothing ever arrives."""
+        return False
+
+
+class _Capture:
+    """A pool that keeps the last job it ran (so the floor runs exactly what the pool ran)."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
+        self.job: Job | None = None
+
+    def run(self, job: Job, server: object, **options: object) -> object:
+        """Keep ``job`` and run it in the real pool."""
+        self.job = job
+        return self.pool.run(job, server, **options)
+
+
+def worker_floor_row(scope: ScopedWorkspaceFs, context: FrozenContext, pool: WorkerPool,
+                     runs: int) -> Row:
+    """The floor of the throughput row: what a worker itself does for one job, in this
+    process with no protocol at all (the job ``run_js_command`` sent, evaluated by the
+    worker's own :class:`JobRunner` in a :class:`SpareRuntime`, then the next Runtime
+    prepared), in CPU time, against the lean pool's job (:func:`bare_jsbox`), interleaved.
+    Both pools are CPU-bound on the same cores, so with no parent or protocol cost at all the
+    rate ratio would be the inverse of this one: a floor above 2x means 0.5x the lean pool's
+    rate cannot be reached with a fresh Runtime, the core script and the bootstrap per job."""
+    capture = _Capture(pool)
+    result = run_js_command(["-e", "console.log(1)"], scope=scope, context=context,
+                            pool=capture)
+    assert result.exit_code == 0 and capture.job is not None
+    job, engine, sink = capture.job, load_engine(), _Sink()
+    spare = SpareRuntime(engine)
+
+    def worker_steps() -> None:
+        runner = JobRunner(engine, sink, job, time.monotonic() + 30, sink)
+        outcome = runner.run(spare)
+        assert outcome["status"] == "ok", outcome
+        runner.runtime = None
+        spare.replenish()
+
+    def lean_job() -> None:
+        bare_jsbox({"/<eval>": "console.log(1)"}, "/<eval>")
+
+    per_round = max(50, runs // 3)
+    ours: list[float] = []
+    theirs: list[float] = []
+    before = load_average()
+    for action in (worker_steps, lean_job) * 3:
+        action()
+    for _ in range(7):
+        theirs.append(cpu_ms_per_call(lean_job, per_round))
+        ours.append(cpu_ms_per_call(worker_steps, per_round))
+    ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
+    ratio = statistics.median(ratios)
+    return row("JS throughput: a worker's own work per job, the floor", Comparison(
+        statistics.median(ours), statistics.median(theirs), ratio, min(ratios), max(ratios),
+        before, load_average()), "lean job", 2.0, "<= 2x",
+        f"CPU ms per job in this process, no protocol; at best {1 / ratio:.2f}x the lean "
+        "pool's rate", floor=True)
+
+
+def cpu_ms_per_call(action: Callable[[], object], count: int) -> float:
+    """CPU milliseconds of this process per call of ``action`` (``count`` calls)."""
+    start = time.process_time()
+    for _ in range(count):
+        action()
+    return (time.process_time() - start) / count * 1000
 
 
 def split_text(splits: list[tuple[float, float]]) -> str:
