@@ -193,3 +193,27 @@ def test_a_bulk_write_that_fails_in_a_later_chunk_leaves_the_journal_as_it_was(
     assert len(calls) == 2 and journal.path.read_bytes() == before
     journal.append(FileChanged, CHANGES[1])
     assert [r.seq for r in journal.read()] == [1, 2]
+
+
+def test_a_chunked_bulk_entry_keeps_each_lines_byte_offset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offsets kept for a record type that keeps them are where each line starts in the
+    file, for chunks of ASCII lines and chunks with multi-byte characters alike, after a
+    line already written."""
+    monkeypatch.setattr(_log, "BULK_CHUNK_LINES", 2)
+    monkeypatch.setattr(_log, "OFFSET_TYPES", frozenset({"file_changed"}))
+    events, journal = logs(tmp_path / "run")
+    journal.append(FileChanged, CHANGES[0])
+    paths = ["persist/a.md", "persist/b.md", "persist/caf\u00e9.md", "persist/\U0001f600",
+             "persist/c.md"]
+    payloads = [json.dumps(FileChange(path=path, change="created", node="file", size=1,
+                                      sha256="0" * 64, writer="persist")
+                           .model_dump(mode="json", by_alias=True), ensure_ascii=False)
+                for path in paths]
+    built = journal.lines_of(FileChanged, payloads)
+    append_records(events, journal, built)
+    data = journal.path.read_bytes()
+    starts = [0] + [index + 1 for index, byte in enumerate(data) if byte == 0x0A][:-1]
+    assert [journal.written_at[ident] for ident in built[0][1]["ids"]] == starts[1:]
+    assert [json.loads(data[start:].split(b"\n", 1)[0])["payload"]["path"]
+            for start in starts[1:]] == paths

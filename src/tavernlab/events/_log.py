@@ -20,7 +20,7 @@ import hashlib
 import os
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import accumulate, repeat
@@ -306,14 +306,20 @@ def models_of(make: Maker | None, data: dict[str, Any]) -> list[Event]:
         data["bulk"], data["seq"], str(data["eventSeq"]))])
 
 
-def _bulk_texts(bulk: Bulk, first: int, anchor: str) -> list[str]:
+def _bulk_texts(bulk: Bulk, first: int, anchor: str, start: int = 0,
+                stop: int | None = None) -> list[str]:
     """The whole lines of a bulk entry (:meth:`JournalLog.lines_of`) numbered from
-    ``first`` and anchored at ``anchor`` (its text), one format each."""
+    ``first`` and anchored at ``anchor`` (its text), one format each; ``start`` and ``stop``
+    take a slice of them (numbered as in the whole)."""
     quoted, moments, payloads, head, middle = bulk
+    if stop is None:
+        stop = len(quoted)
+    part = slice(start, stop)
     return [f'{{"seq": {seq}, "eventSeq": {anchor}, "id": "{ident}{head}{moment}{middle}'
             f'{payload}}}\n'
-            for seq, ident, moment, payload in zip(range(first, first + len(quoted)), quoted,
-                                                   moments, payloads, strict=True)]
+            for seq, ident, moment, payload in zip(range(first + start, first + stop),
+                                                   quoted[part], moments[part],
+                                                   payloads[part], strict=True)]
 
 
 #: What building a record of a typed class needs of it, looked up once per class: its
@@ -507,33 +513,45 @@ def _append_journal_locked(fd: int, journal: JournalLog, notes: list[dict[str, A
 
 
 def _write_bulk(fd: int, journal: JournalLog, size: int, data: dict[str, Any]) -> None:
-    """Write a bulk entry alone (:func:`_append_journal_locked`): its lines are made as
-    text, then joined and encoded :data:`BULK_CHUNK_LINES` at a time, each chunk written as
-    it is made (a buffer of a few hundred KiB is reused where one of the whole entry, MBs
-    of fresh pages twice over, cost three times the CPU); a line's byte length (for the
-    index and :attr:`JournalLog.written_at`) is its length when all the text was ASCII."""
+    """Write a bulk entry alone (:func:`_append_journal_locked`): its lines are made
+    :data:`BULK_CHUNK_LINES` at a time, each chunk joined, encoded and written before the
+    next is made (:func:`_bulk_chunks`), so a few hundred KiB of text are reused where the
+    whole entry's lines, tens of MBs of fresh pages, cost up to twice the CPU. The lines'
+    byte lengths (for the index and :attr:`JournalLog.written_at`) are gathered as the
+    chunks are made."""
     number = data["seq"] = journal.last_seq + 1
     anchor = data["eventSeq"]
-    texts = _bulk_texts(data["bulk"], number, str(anchor))
-    chunks = ("".join(texts[at:at + BULK_CHUNK_LINES]).encode()
-              for at in range(0, len(texts), BULK_CHUNK_LINES))
-
-    def lengths(written: int) -> Iterable[int]:
-        if written == sum(map(len, texts)):  # as many bytes as characters: ASCII
-            return map(len, texts)
-        return [len(line) if line.isascii() else len(line.encode()) for line in texts]
-
-    if data["type"] in OFFSET_TYPES:
-        offsets = accumulate(lengths(-1), initial=size)
-        journal.written_at.update(zip(data["ids"], offsets, strict=False))  # one more end
+    bulk = data["bulk"]
+    count = len(bulk[0])
+    lengths: list[int] = []
 
     def write() -> None:
         indexed = journal._indexed_to == size
-        journal._write_data(fd, size, chunks, lengths, len(texts))
+        chunks = _bulk_chunks(bulk, number, str(anchor), lengths)
+        journal._write_data(fd, size, chunks, lambda _: lengths, count)
         if indexed:
-            journal._anchors.extend(repeat(anchor, len(texts)))
+            journal._anchors.extend(repeat(anchor, count))
 
     _written(journal, write)
+    if data["type"] in OFFSET_TYPES:
+        journal.written_at.update(zip(data["ids"], accumulate(lengths, initial=size),
+                                      strict=False))  # one more end
+
+
+def _bulk_chunks(bulk: Bulk, first: int, anchor: str, lengths: list[int]) -> Iterator[bytes]:
+    """The lines of a bulk entry (:func:`_bulk_texts`) joined and encoded
+    :data:`BULK_CHUNK_LINES` at a time, each chunk made when the previous one was taken;
+    each line's byte length is appended to ``lengths`` as its chunk is made (its length as
+    text when the chunk is ASCII)."""
+    count = len(bulk[0])
+    for start in range(0, count, BULK_CHUNK_LINES):
+        texts = _bulk_texts(bulk, first, anchor, start, min(start + BULK_CHUNK_LINES, count))
+        text = "".join(texts)
+        if text.isascii():  # a character a byte (the string's own flag: no scan)
+            lengths += map(len, texts)
+        else:
+            lengths += [len(line) if line.isascii() else len(line.encode()) for line in texts]
+        yield text.encode()
 
 
 #: How many lines of a bulk entry are encoded and written together (~300 KiB of a
