@@ -213,7 +213,8 @@ def test_a_chunked_bulk_entry_keeps_each_lines_byte_offset(
     built = journal.lines_of(FileChanged, payloads)
     append_records(events, journal, built)
     data = journal.path.read_bytes()
-    starts = [0] + [index + 1 for index, byte in enumerate(data) if byte == 0x0A][:-1]
-    assert [journal.written_at[ident] for ident in built[0][1]["ids"]] == starts[1:]
+    # where each line after the first starts: just past a newline that is not the last byte
+    starts = [index + 1 for index, byte in enumerate(data[:-1]) if byte == 0x0A]
+    assert [journal.written_at[ident] for ident in built[0][1]["ids"]] == starts
     assert [json.loads(data[start:].split(b"\n", 1)[0])["payload"]["path"]
-            for start in starts[1:]] == paths
+            for start in starts] == paths
